@@ -1,0 +1,42 @@
+"""rulescore: differentiation rules that any Python AD system can read.
+
+The Python counterpart of ChainRulesCore.jl: tangent types, ``ProjectTo``, the ``rrule`` /
+``frule`` registry and a rule library for Python operators, ``math``, builtins and NumPy.
+This module only re-exports; the implementation lives in private modules.
+
+Example:
+    >>> import math, rulescore as rc
+    >>> y, back = rc.rrule(math.sin, 0.5)
+    >>> round(back(1.0)[1], 6) == round(math.cos(0.5), 6)
+    True
+"""
+
+from rulescore import rules as rules  # registers the rule library
+from rulescore._arithmetic import add, add_to_primal, conj, is_zero, scale, sub
+from rulescore._checks import RuleError, checking, checks_enabled
+from rulescore._config import (
+    HasForwardsMode,
+    HasReverseMode,
+    NoForwardsMode,
+    NoReverseMode,
+    RuleConfig,
+    frule_via_ad,
+    rrule_via_ad,
+)
+from rulescore._helpers import ignore_derivatives, non_differentiable, scalar_rule
+from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
+from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
+from rulescore._structure import fields_of, rebuild
+from rulescore._tangent import Tangent
+from rulescore._thunks import InplaceableThunk, Thunk, unthunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+__all__ = [
+    "AbstractZero", "AmbiguousRuleError", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
+    "NoForwardsMode", "NoReverseMode", "NoTangent", "ProjectTo", "ProjectionError", "Rule",
+    "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
+    "add_to_primal", "checking", "checks_enabled", "conj", "fields_of", "frule", "frule_via_ad",
+    "ignore_derivatives", "is_zero", "non_differentiable", "project", "rebuild", "rrule", "rrule_via_ad",
+    "rules", "scalar_rule", "scale", "sub", "unbind", "unbroadcast", "unthunk",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,152 @@
+"""All mixed-type tangent arithmetic, in one place.
+
+Tangents are: ``None`` (means zero), the two zeros, numbers, NumPy arrays, thunks, structural
+``Tangent`` objects, and (from legacy custom adjoints) instances of the primal's own type.
+``add`` is what every accumulator uses: zeros are its identity, and a primal-typed cotangent
+uses that type's own ``+``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rulescore._structure import fields_of, is_namedtuple_type, rebuild
+from rulescore._tangent import Tangent, _map_backing
+from rulescore._thunks import Thunk, unthunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+
+def is_zero(x: Any) -> bool:
+    """True for ``None``, ``ZeroTangent()`` and ``NoTangent()`` (not for numeric zeros).
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.is_zero(None), rc.is_zero(rc.NoTangent()), rc.is_zero(0.0)
+        (True, True, False)
+    """
+    return x is None or isinstance(x, AbstractZero)
+
+
+def _zero_sum(a: Any, b: Any) -> AbstractZero:
+    # NoTangent only survives if both sides say "no tangent space".
+    if isinstance(a, NoTangent) and (b is None or isinstance(b, NoTangent)):
+        return NoTangent()
+    if isinstance(b, NoTangent) and a is None:
+        return NoTangent()
+    return ZeroTangent()
+
+
+def add(a: Any, b: Any) -> Any:
+    """Sum of two tangents of the same primal; zeros (and ``None``) are the identity.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.add(None, 2.0), rc.add(rc.Tangent[tuple](1.0, None), rc.Tangent[tuple](1.0, 2.0))
+        (2.0, Tangent[tuple](2.0, 2.0))
+    """
+    if a is None or isinstance(a, AbstractZero):
+        if b is None or isinstance(b, AbstractZero):
+            return _zero_sum(a, b)
+        return b
+    if b is None or isinstance(b, AbstractZero):
+        return a
+    if isinstance(a, Thunk):
+        a = a.unthunk()
+    if isinstance(b, Thunk):
+        b = b.unthunk()
+    if isinstance(a, Tangent) or isinstance(b, Tangent):
+        return _add_structural(a, b)
+    if type(a) in (tuple, list) and type(b) in (tuple, list):
+        return type(a)(add(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is dict and type(b) is dict:
+        return {k: add(a.get(k), b.get(k)) for k in a.keys() | b.keys()}
+    return a + b
+
+
+def _add_structural(a: Any, b: Any) -> Any:
+    if not isinstance(a, Tangent):  # primal (or primal-typed cotangent) + Tangent
+        return add_to_primal(a, b)
+    if not isinstance(b, Tangent):
+        return add_to_primal(b, a)
+    if a.primal_type is not b.primal_type:
+        raise TypeError(f"cannot add {type(a).__name__} and {type(b).__name__}")
+    x, y = a.backing, b.backing
+    if isinstance(x, tuple):
+        if len(x) != len(y):
+            raise ValueError(f"cannot add {type(a).__name__} of lengths {len(x)} and {len(y)}")
+        return type(a)._from_backing(tuple(add(u, v) for u, v in zip(x, y, strict=True)))
+    return type(a)._from_backing({k: add(x.get(k), y.get(k)) for k in {**x, **y}})
+
+
+def add_to_primal(primal: Any, tangent: Any) -> Any:
+    """``primal + tangent`` for a structural tangent: a new primal, each field moved.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.add_to_primal((1.0, 2.0), rc.Tangent[tuple](0.5, None))
+        (1.5, 2.0)
+    """
+    if is_zero(tangent):
+        return primal
+    if not isinstance(tangent, Tangent):
+        return primal + unthunk(tangent)
+    if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
+        updates: dict[Any, Any] = {
+            i: add_to_primal(primal[i], t) for i, t in tangent.items() if not is_zero(t)
+        }
+    elif isinstance(primal, dict):
+        updates = {k: add_to_primal(primal[k], t) for k, t in tangent.items() if not is_zero(t)}
+    else:
+        fields = fields_of(primal)
+        unknown = [k for k, t in tangent.items() if k not in fields and not is_zero(t)]
+        if unknown:
+            raise AttributeError(f"{type(primal).__name__} has no field(s) {unknown}")
+        updates = {k: add_to_primal(fields[k], t) for k, t in tangent.items() if not is_zero(t)}
+    return rebuild(primal, updates)
+
+
+def sub(a: Any, b: Any) -> Any:
+    """``a - b`` for tangents.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.sub(None, 2.0)
+        -2.0
+    """
+    return add(a, scale(b, -1))
+
+
+def scale(t: Any, s: Any, left: bool = False) -> Any:
+    """A tangent times a scalar (field-wise for structural tangents); zeros stay zero.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.scale(rc.Tangent[tuple](1.0, 2.0), 3.0)
+        Tangent[tuple](3.0, 6.0)
+    """
+    if is_zero(t):
+        return ZeroTangent() if t is None else t
+    if is_zero(s):
+        return ZeroTangent()
+    t, s = unthunk(t), unthunk(s)
+    if isinstance(t, Tangent):
+        return type(t)._from_backing(_map_backing(lambda v: scale(v, s, left), t.backing))
+    return s * t if left else t * s
+
+
+def conj(t: Any) -> Any:
+    """Complex conjugate of a tangent; identity on zeros and real values.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.conj(1 + 2j), rc.conj(None)
+        ((1-2j), ZeroTangent())
+    """
+    if is_zero(t):
+        return ZeroTangent() if t is None else t
+    t = unthunk(t)
+    if isinstance(t, Tangent):
+        return t.conjugate()
+    if isinstance(t, (int, float)):
+        return t
+    return t.conjugate()

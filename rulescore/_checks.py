@@ -1,0 +1,150 @@
+"""Checking mode: every rule application verifies that the rule keeps the protocol.
+
+On when the environment variable ``RULESCORE_CHECKS`` is ``1`` at import, or inside
+``with rc.checking():``. A pullback that returns the wrong number of cotangents, or a cotangent
+whose shape, dtype or kind does not fit its primal, raises :class:`RuleError` naming the rule
+and the primal call. The state is context-local, so threads and tests do not share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from rulescore._thunks import unthunk
+from rulescore._zeros import AbstractZero
+
+_CHECKING = contextvars.ContextVar(
+    "rulescore_checking", default=os.environ.get("RULESCORE_CHECKS", "") == "1"
+)
+
+
+class RuleError(Exception):
+    """A rule broke the rrule/frule protocol; the message names the rule and the primal call."""
+
+
+def checks_enabled() -> bool:
+    """Whether rule applications are being checked in this context.
+
+    Example:
+        >>> import rulescore as rc
+        >>> with rc.checking():
+        ...     rc.checks_enabled()
+        True
+    """
+    return _CHECKING.get()
+
+
+@contextlib.contextmanager
+def checking(enabled: bool = True) -> Iterator[None]:
+    """Turn checking mode on (or off) for the code inside the ``with`` block.
+
+    Example:
+        >>> import rulescore as rc
+        >>> with rc.checking(False):
+        ...     rc.checks_enabled()
+        False
+    """
+    token = _CHECKING.set(enabled)
+    try:
+        yield
+    finally:
+        _CHECKING.reset(token)
+
+
+def describe_call(f: Any, args: tuple[Any, ...]) -> str:
+    """``name(float, ndarray[float64 (3,)])``: a primal call, by argument kinds."""
+    return f"{callable_name(f)}({', '.join(describe_value(a) for a in args)})"
+
+
+def callable_name(f: Any) -> str:
+    """A readable dotted name for any callable (``numpy.sin``, ``math.exp``, ``Point``)."""
+    if isinstance(f, np.ufunc):
+        return f"numpy.{f.__name__}"
+    module = getattr(f, "__module__", None) or getattr(type(f), "__module__", "")
+    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    return qual if module in ("builtins", "", None) else f"{module}.{qual}"
+
+
+def describe_value(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return f"ndarray[{x.dtype} {x.shape}]"
+    return type(x).__name__
+
+
+def _kind_problem(primal: Any, ct: Any) -> str | None:
+    ct = unthunk(ct)
+    if ct is None or isinstance(ct, AbstractZero):
+        return None
+    if isinstance(primal, (bool, np.bool_, str, bytes)):
+        return f"a {type(ct).__name__} for a {type(primal).__name__} (which has no tangent space)"
+    if isinstance(primal, np.ndarray) and primal.dtype.kind in "fciu":
+        if not isinstance(ct, np.ndarray):
+            if np.ndim(ct) == 0 and primal.ndim == 0:
+                return None
+            return f"a {type(ct).__name__} for an array of shape {primal.shape}"
+        if ct.shape != primal.shape:
+            return f"shape {ct.shape} for a primal of shape {primal.shape}"
+        expected = primal.dtype if primal.dtype.kind in "fc" else np.dtype(np.float64)
+        if ct.dtype != expected:
+            return f"dtype {ct.dtype} for a primal of dtype {primal.dtype} (expected {expected})"
+        return None
+    if isinstance(primal, (int, float, np.integer, np.floating)):
+        if isinstance(ct, (complex, np.complexfloating)) or (
+            isinstance(ct, np.ndarray) and ct.dtype.kind == "c"
+        ):
+            return f"a complex {type(ct).__name__} for a real {type(primal).__name__}"
+        if np.ndim(ct) != 0:
+            return f"shape {np.shape(ct)} for a scalar {type(primal).__name__}"
+    return None
+
+
+def check_cotangents(rule: Any, f: Any, args: tuple[Any, ...], cts: Any) -> Any:
+    """Raise :class:`RuleError` unless ``cts`` has one fitting cotangent per argument plus f."""
+    where = f"the rrule for {describe_call(f, args)} ({rule})"
+    if not isinstance(cts, tuple):
+        raise RuleError(f"{where}: its pullback returned a {type(cts).__name__}, "
+                        f"expected a tuple of {1 + len(args)} cotangents (one for f, one per argument)")
+    if len(cts) != 1 + len(args):
+        raise RuleError(f"{where}: its pullback returned {len(cts)} cotangents, expected "
+                        f"{1 + len(args)} (one for f, then one per positional argument)")
+    for i, (primal, ct) in enumerate(zip(args, cts[1:], strict=True)):
+        problem = _kind_problem(primal, ct)
+        if problem:
+            raise RuleError(f"{where}: cotangent for argument {i + 1} has {problem}")
+    return cts
+
+
+def checked_pullback(rule: Any, f: Any, args: tuple[Any, ...], pullback: Callable[..., Any]) -> Any:
+    """Wrap a pullback so its result is checked on every call."""
+
+    def checking_pullback(ybar: Any) -> Any:
+        return check_cotangents(rule, f, args, pullback(ybar))
+
+    checking_pullback.__name__ = getattr(pullback, "__name__", "pullback")
+    checking_pullback.__qualname__ = checking_pullback.__name__
+    return checking_pullback
+
+
+def check_rrule_result(rule: Any, f: Any, args: tuple[Any, ...], result: Any) -> Any:
+    """Check the shape of an rrule's return value and wrap its pullback in checks."""
+    if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
+        raise RuleError(f"the rrule for {describe_call(f, args)} ({rule}) returned "
+                        f"{type(result).__name__}; expected a (y, pullback) pair")
+    return result[0], checked_pullback(rule, f, args, result[1])
+
+
+def check_frule_result(rule: Any, f: Any, args: tuple[Any, ...], result: Any) -> Any:
+    """Check that an frule returned ``(y, ydot)`` with ``ydot`` fitting ``y``."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuleError(f"the frule for {describe_call(f, args)} ({rule}) returned "
+                        f"{type(result).__name__}; expected a (y, ydot) pair")
+    problem = _kind_problem(result[0], result[1])
+    if problem:
+        raise RuleError(f"the frule for {describe_call(f, args)} ({rule}): its tangent has {problem}")
+    return result

@@ -1,0 +1,136 @@
+"""Helpers that declare rules without writing pullbacks by hand.
+
+``scalar_rule`` derives both the frule and the rrule of an (element-wise) function from its
+partial derivatives; ``non_differentiable`` declares that a function has no derivative;
+``ignore_derivatives`` stops gradients at a value.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rulescore._checks import callable_name
+from rulescore._projection import ProjectTo
+from rulescore._registry import TypeSpec, frule, rrule
+from rulescore._thunks import unthunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+
+def conj(x: Any) -> Any:
+    """Complex conjugate that leaves real Python numbers alone (works on tracers too)."""
+    if isinstance(x, (int, float)):
+        return x
+    return np.conj(x)
+
+
+def _wants_result(partials: Callable[..., Any]) -> bool:
+    try:
+        return "result" in inspect.signature(partials).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
+    """Register an frule and an rrule for ``f`` from its partial derivatives.
+
+    ``partials(*args)`` returns one partial derivative per argument (a bare value for a single
+    argument); if it takes a ``result`` keyword it also receives ``f(*args)``. Element-wise
+    NumPy functions work too: partials are then arrays and broadcasting is summed back. For
+    complex arguments ``f`` must be holomorphic: the pullback multiplies by the conjugate.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def cube(x): return x ** 3
+        >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
+        >>> y, back = rc.rrule(cube, 2.0)
+        >>> y, back(1.0), rc.frule((None, 1.0), cube, 2.0)
+        (8.0, (NoTangent(), 12.0), (8.0, 12.0))
+    """
+    name = callable_name(f).rsplit(".", 1)[-1]
+    with_result = _wants_result(partials)
+
+    def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
+        d = partials(*args, result=y) if with_result else partials(*args)
+        return d if isinstance(d, tuple) else (d,)
+
+    def scalar_rrule(*args: Any) -> Any:
+        y = f(*args)
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if ybar is None or isinstance(ybar, AbstractZero):
+                return (NoTangent(), *(ZeroTangent() for _ in args))
+            ds = partials_at(args, y)
+            return (NoTangent(), *(ProjectTo(a)(ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
+
+        pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
+        return y, pullback
+
+    def scalar_frule(tangents: Any, *args: Any) -> Any:
+        y = f(*args)
+        ydot: Any = ZeroTangent()
+        ds = partials_at(args, y)
+        for d, xdot in zip(ds, tangents[1:], strict=True):
+            xdot = unthunk(xdot)
+            if xdot is not None and not isinstance(xdot, AbstractZero):
+                ydot = d * xdot if isinstance(ydot, AbstractZero) else ydot + d * xdot
+        if not isinstance(ydot, AbstractZero):
+            ydot = ProjectTo(y)(ydot)
+        return y, ydot
+
+    scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
+    scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
+    rrule.register(f, *types)(scalar_rrule)
+    frule.register(f, *types)(scalar_frule)
+
+
+def non_differentiable(f: Any, *types: TypeSpec) -> None:
+    """Declare ``f`` non-differentiable: its rules give ``NoTangent`` for every input.
+
+    Engines see the ``non_differentiable`` kind and skip recording the call altogether.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def sign_of(x): return 1 if x > 0 else -1
+        >>> rc.non_differentiable(sign_of)
+        >>> y, back = rc.rrule(sign_of, 2.0)
+        >>> y, back(1.0)
+        (1, (NoTangent(), NoTangent()))
+    """
+
+    def no_derivative_rrule(*args: Any, **kwargs: Any) -> Any:
+        y = f(*args, **kwargs)
+
+        def no_derivative_pullback(ybar: Any) -> Any:
+            return (NoTangent(),) * (1 + len(args))
+
+        return y, no_derivative_pullback
+
+    def no_derivative_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        return f(*args, **kwargs), NoTangent()
+
+    rrule._register_kind(f, types, no_derivative_rrule, "non_differentiable")
+    frule._register_kind(f, types, no_derivative_frule, "non_differentiable")
+
+
+def ignore_derivatives(x: Any) -> Any:
+    """Return ``x`` unchanged, with no gradient flowing back through it.
+
+    A zero-argument callable is called and its result returned (as in ChainRulesCore), so
+    ``ignore_derivatives(lambda: log_state())`` runs code that is never differentiated.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.ignore_derivatives(3.0), rc.rrule(rc.ignore_derivatives, 3.0)[1](1.0)
+        (3.0, (NoTangent(), NoTangent()))
+    """
+    if inspect.isfunction(x) or inspect.ismethod(x):
+        return x()
+    return x
+
+
+non_differentiable(ignore_derivatives)

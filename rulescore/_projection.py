@@ -1,0 +1,240 @@
+"""``ProjectTo``: put a cotangent into the tangent space of a primal.
+
+| primal                                   | projected cotangent                                 |
+|------------------------------------------|-----------------------------------------------------|
+| ``float`` / ``int``                      | ``float`` (imaginary part dropped)                  |
+| ``complex``                              | ``complex``                                         |
+| ``bool``, ``str``, ``bytes``, ``None``,  | ``NoTangent()``                                     |
+| types, functions, modules                |                                                     |
+| NumPy float / complex scalar             | same dtype (a real one drops the imaginary part)    |
+| NumPy integer scalar                     | ``numpy.float64``                                   |
+| ``ndarray`` of floats / complexes        | same dtype and shape; a cotangent of a broadcast    |
+|                                          | shape is summed back; real drops imaginary          |
+| ``ndarray`` of ints                      | ``float64`` array of the same shape                 |
+| ``ndarray`` of bools or strings          | ``NoTangent()``                                     |
+| ``tuple`` / ``list``                     | ``Tangent[tuple]`` / ``Tangent[list]``, per entry   |
+| ``dict``                                 | ``Tangent[dict]``, per key                          |
+| dataclass, NamedTuple, object            | ``Tangent[P]``, per field; an instance of ``P``     |
+|                                          | (from a legacy custom adjoint) is kept as it is     |
+
+Zeros (``None``, ``ZeroTangent()``, ``NoTangent()``) pass through (``None`` as ``ZeroTangent()``)
+and thunks are evaluated first.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._tangent import Tangent, tangent_type
+from rulescore._thunks import Thunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+_NO_TANGENT_TYPES = (
+    bool, np.bool_, str, bytes, type(None), type, types.FunctionType, types.BuiltinFunctionType,
+    types.MethodType, types.ModuleType, range, slice, type(Ellipsis), np.dtype, np.ufunc,
+)
+
+
+class ProjectionError(ValueError):
+    """A cotangent cannot be put into its primal's tangent space (wrong shape or kind)."""
+
+
+def _real_float(dx: Any) -> float:
+    if isinstance(dx, np.ndarray):
+        if dx.ndim != 0:
+            raise ProjectionError(f"cotangent of shape {dx.shape} for a scalar primal")
+        dx = dx[()]
+    return float(dx.real) if isinstance(dx, (complex, np.complexfloating)) else float(dx)
+
+
+def _complex(dx: Any) -> complex:
+    if isinstance(dx, np.ndarray):
+        if dx.ndim != 0:
+            raise ProjectionError(f"cotangent of shape {dx.shape} for a scalar primal")
+        dx = dx[()]
+    return complex(dx)
+
+
+def unbroadcast(dx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum ``dx`` over the axes along which an array of ``shape`` was broadcast.
+
+    Example:
+        >>> import numpy as np
+        >>> unbroadcast(np.ones((2, 3)), (3,))
+        array([2., 2., 2.])
+    """
+    if dx.shape == shape:
+        return dx
+    extra = dx.ndim - len(shape)
+    if extra < 0:
+        raise ProjectionError(f"cotangent of shape {dx.shape} for a primal of shape {shape}")
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and dx.shape[extra + i] != 1
+    )
+    out = dx.sum(axis=axes) if axes else dx
+    out = out.reshape(shape) if out.shape != shape else out
+    if out.shape != shape or any(
+        n != m for n, m in zip(dx.shape[extra:], shape, strict=True) if m != 1
+    ):
+        raise ProjectionError(f"cotangent of shape {dx.shape} for a primal of shape {shape}")
+    return out
+
+
+def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
+    kind = x.dtype.kind
+    if kind in "bSUVOMm":
+        return None
+    dtype = x.dtype if kind in "fc" else np.dtype(np.float64)
+    real = dtype.kind == "f"
+    if isinstance(x, np.generic):
+        scalar_type = dtype.type
+
+        def project_scalar(dx: Any) -> Any:
+            dx = np.asarray(dx)
+            if dx.ndim != 0:
+                raise ProjectionError(f"cotangent of shape {dx.shape} for a {dtype} scalar")
+            return scalar_type(dx.real if real else dx)
+
+        return project_scalar
+    shape = x.shape
+
+    def project_array(dx: Any) -> Any:
+        dx = np.asarray(dx)
+        if real and dx.dtype.kind == "c":
+            dx = dx.real
+        if dx.dtype != dtype:
+            dx = dx.astype(dtype)
+        if dx.shape != shape:
+            dx = unbroadcast(dx, shape)
+        return dx
+
+    return project_array
+
+
+class ProjectTo:
+    """``ProjectTo(x)(dx)`` puts the cotangent ``dx`` into the tangent space of ``x``.
+
+    See the module documentation for the behaviour on each type.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> rc.ProjectTo(np.zeros(3, np.float32))(np.ones((2, 3)))
+        array([2., 2., 2.], dtype=float32)
+        >>> rc.ProjectTo(1.0)(2 + 3j), rc.ProjectTo("a")(1.0)
+        (2.0, NoTangent())
+    """
+
+    __slots__ = ("_fn", "_primal_type")
+
+    def __init__(self, x: Any) -> None:
+        self._primal_type = type(x)
+        self._fn = _projector_for(x)
+
+    def __call__(self, dx: Any) -> Any:
+        if isinstance(dx, Thunk):
+            dx = dx.unthunk()
+        if dx is None:
+            return ZeroTangent()
+        if isinstance(dx, AbstractZero):
+            return dx
+        return self._fn(dx)
+
+    def __repr__(self) -> str:
+        return f"ProjectTo({self._primal_type.__name__})"
+
+
+def project(x: Any, dx: Any) -> Any:
+    """``ProjectTo(x)(dx)`` without building a projector: the fast path for hot rules.
+
+    Example:
+        >>> import numpy as np
+        >>> project(1.0, 2.0), project(np.zeros(2, np.float32), np.ones((3, 2)))
+        (2.0, array([3., 3.], dtype=float32))
+    """
+    tx = type(x)
+    if tx is float:
+        if type(dx) is float:
+            return dx
+    elif tx is np.ndarray and type(dx) is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
+        return dx
+    return ProjectTo(x)(dx)
+
+
+def _no_tangent(dx: Any) -> Any:
+    return NoTangent()
+
+
+def _projector_for(x: Any) -> Callable[[Any], Any]:
+    if isinstance(x, _NO_TANGENT_TYPES) or isinstance(x, AbstractZero):
+        return _no_tangent
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _array_projector(x) or _no_tangent
+    if isinstance(x, (int, float)):
+        return _real_float
+    if isinstance(x, complex):
+        return _complex
+    if isinstance(x, (tuple, list)) and not is_namedtuple_type(type(x)):
+        return _sequence_projector(x)
+    if isinstance(x, dict):
+        return _dict_projector(x)
+    return _struct_projector(x)
+
+
+def _sequence_projector(x: tuple[Any, ...] | list[Any]) -> Callable[[Any], Any]:
+    parts = [ProjectTo(v) for v in x]
+    make = tangent_type(type(x))
+
+    def project_sequence(dx: Any) -> Any:
+        entries = list(dx.backing) if isinstance(dx, Tangent) else list(dx)
+        if len(entries) != len(parts):
+            raise ProjectionError(f"cotangent with {len(entries)} entries for a "
+                                  f"{type(x).__name__} of length {len(parts)}")
+        return make(*(p(d) for p, d in zip(parts, entries, strict=True)))
+
+    return project_sequence
+
+
+def _dict_projector(x: dict[Any, Any]) -> Callable[[Any], Any]:
+    parts = {k: ProjectTo(v) for k, v in x.items()}
+    make = tangent_type(type(x))
+
+    def project_dict(dx: Any) -> Any:
+        entries = dict(dx.items()) if isinstance(dx, (Tangent, dict)) else None
+        if entries is None:
+            raise ProjectionError(f"cotangent of type {type(dx).__name__} for a dict")
+        unknown = entries.keys() - parts.keys()
+        if unknown:
+            raise ProjectionError(f"cotangent has keys {sorted(map(repr, unknown))} the dict lacks")
+        return make({k: parts[k](d) for k, d in entries.items()})
+
+    return project_dict
+
+
+def _struct_projector(x: Any) -> Callable[[Any], Any]:
+    primal_type = type(x)
+    parts = {k: ProjectTo(v) for k, v in fields_of(x).items()}
+    make = tangent_type(primal_type)
+
+    def project_struct(dx: Any) -> Any:
+        if isinstance(dx, primal_type):
+            return dx  # a legacy adjoint's primal-typed cotangent is kept as it is
+        if isinstance(dx, Tangent):
+            if dx.primal_type is not primal_type:
+                raise ProjectionError(f"{type(dx).__name__} for a {primal_type.__name__}")
+            entries = dict(dx.items())
+        elif isinstance(dx, dict):
+            entries = dx
+        else:
+            raise ProjectionError(f"cotangent of type {type(dx).__name__} for a "
+                                  f"{primal_type.__name__}")
+        unknown = entries.keys() - parts.keys()
+        if unknown:
+            raise ProjectionError(f"{primal_type.__name__} has no field(s) {sorted(unknown)}")
+        return make(**{k: parts[k](d) for k, d in entries.items()})
+
+    return project_struct

@@ -1,0 +1,359 @@
+"""The rule registry: ``rrule`` and ``frule``, dispatching on the callable and argument types.
+
+Each callable owns a small list of rules. A lookup picks, among the rules whose argument types
+match (``issubclass`` on ``arg.__class__``, so tracers can stand in for their primals), the one
+that is most specific position by position in the MRO; the answer is cached per tuple of
+argument classes. Registering a rule clears only that callable's cache, so a rule takes effect
+at once, and the cost of a lookup does not grow with the number of rules registered elsewhere.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rulescore._checks import (
+    callable_name,
+    check_frule_result,
+    check_rrule_result,
+    checks_enabled,
+    describe_call,
+)
+from rulescore._config import RuleConfig
+
+TypeSpec = type | tuple[type, ...]
+
+
+class AmbiguousRuleError(TypeError):
+    """Two rules match a call and neither is more specific than the other."""
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    """One registered rule: the callable it is for, its argument types and its implementation.
+
+    ``kind`` is ``"rule"``, ``"non_differentiable"`` (every input gets ``NoTangent``; engines may
+    skip recording) or ``"opt_out"`` (no rule: let the AD system recurse into the callable).
+    """
+
+    table: str
+    primal: Any
+    types: tuple[TypeSpec, ...]
+    impl: Callable[..., Any] | None
+    config: type | None = None
+    kind: str = "rule"
+    origin: str = field(default="")
+
+    @property
+    def non_differentiable(self) -> bool:
+        return self.kind == "non_differentiable"
+
+    def __repr__(self) -> str:
+        tys = ", ".join(_type_name(t) for t in self.types)
+        cfg = f"config={self.config.__name__}, " if self.config else ""
+        sig = f"{self.table}({cfg}{callable_name(self.primal)}{', ' + tys if tys else ''})"
+        kind = "" if self.kind == "rule" else f" [{self.kind}]"
+        return f"<{sig}{kind} at {self.origin}>"
+
+    def matches(self, classes: tuple[type, ...], config: RuleConfig | None) -> bool:
+        if self.config is not None and not isinstance(config, self.config):
+            return False
+        if len(classes) < len(self.types):
+            return False
+        return all(issubclass(c, t) for c, t in zip(classes, self.types, strict=False))
+
+    def distance(self, classes: tuple[type, ...]) -> tuple[int, ...]:
+        """Per argument, how far up the MRO the matching registered type sits (0 = exact)."""
+        out = [0 if self.config is not None else 1]
+        for i, c in enumerate(classes):
+            mro = c.__mro__
+            if i >= len(self.types):
+                out.append(len(mro))
+                continue
+            t = self.types[i]
+            options = t if isinstance(t, tuple) else (t,)
+            out.append(min(mro.index(o) for o in options if o in mro))
+        return tuple(out)
+
+
+def _type_name(t: TypeSpec) -> str:
+    if isinstance(t, tuple):
+        return " | ".join(x.__name__ for x in t)
+    return t.__name__
+
+
+def _origin(fn: Any) -> str:
+    try:
+        code = fn.__code__
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    except AttributeError:
+        return callable_name(fn)
+
+
+class _CallableRules:
+    """The rules of one callable plus its dispatch cache."""
+
+    __slots__ = ("rules", "cache", "only")
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+        self.cache: dict[Any, Rule | None] = {}
+        self.only: Rule | None = None  # the single untyped, config-free rule, if that is all
+
+    def add(self, rule: Rule) -> None:
+        self.rules = [r for r in self.rules if (r.types, r.config) != (rule.types, rule.config)]
+        self.rules.append(rule)
+        self.cache = {}
+        single = len(self.rules) == 1 and not rule.types and rule.config is None
+        self.only = rule if single else None
+
+    def select(self, classes: tuple[type, ...], config: RuleConfig | None) -> Rule | None:
+        candidates = [r for r in self.rules if r.matches(classes, config)]
+        if not candidates:
+            return None
+        scored = [(r.distance(classes), r) for r in candidates]
+        best = [
+            (d, r) for d, r in scored
+            if not any(_dominates(e, d) for e, _ in scored)
+        ]
+        if len(best) > 1:
+            names = ", ".join(repr(r) for _, r in best)
+            raise AmbiguousRuleError(f"ambiguous rules for {callable_name(candidates[0].primal)}"
+                                     f"({', '.join(c.__name__ for c in classes)}): {names}; "
+                                     "register one for these exact types")
+        return best[0][1]
+
+
+def _dominates(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return a != b and all(x <= y for x, y in zip(a, b, strict=True))
+
+
+def unbind(f: Any) -> tuple[Any, Any] | None:
+    """``(function, self)`` for a bound method (Python or builtin), else ``None``.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.ones(2)
+        >>> unbind(x.sum)[0] is np.ndarray.sum
+        True
+    """
+    if isinstance(f, types.MethodType):
+        return f.__func__, f.__self__
+    if isinstance(f, types.BuiltinMethodType):
+        owner = f.__self__
+        if owner is None or isinstance(owner, (types.ModuleType, type)):
+            return None
+        func = getattr(type(owner), f.__name__, None)
+        return (func, owner) if func is not None else None
+    return None
+
+
+class RuleTable:
+    """``rrule`` or ``frule``: a callable that finds and applies rules, plus registration.
+
+    ``rrule(f, *args, **kw)`` returns ``(y, pullback)`` or ``None`` when no rule applies;
+    ``rrule(config, f, *args)`` also considers rules that asked for a :class:`RuleConfig`.
+    ``frule((fdot, *xdots), f, *args, **kw)`` returns ``(y, ydot)`` or ``None``.
+
+    Example:
+        >>> import math, rulescore as rc
+        >>> def double(x): return 2 * x
+        >>> @rc.rrule.register(double)
+        ... def _(x):
+        ...     return double(x), lambda ybar: (rc.NoTangent(), 2 * ybar)
+        >>> y, back = rc.rrule(double, 3.0)
+        >>> y, back(1.0)
+        (6.0, (NoTangent(), 2.0))
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._by_callable: dict[Any, _CallableRules] = {}
+
+    # -- registration --------------------------------------------------------------------------
+    def register(
+        self, f: Any, *types: TypeSpec, config: type | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register the decorated function as the rule for ``f``.
+
+        ``types`` restrict the rule to calls whose positional arguments are instances of them
+        (a tuple means any of; a trailing ``...`` is ignored). With ``config=HasReverseMode``
+        (or another capability) the rule receives the engine's config as its first argument.
+        """
+        types = _clean_types(types)
+
+        def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+            self._add(Rule(self.name, f, types, impl, config, "rule", _origin(impl)))
+            return impl
+
+        return decorate
+
+    def opt_out(self, f: Any, *types: TypeSpec) -> None:
+        """Declare that ``f`` has no rule for these argument types: the AD system recurses.
+
+        Example:
+            >>> import rulescore as rc
+            >>> def g(x): return x
+            >>> rc.rrule.register(g)(lambda x: (x, lambda d: (rc.NoTangent(), d)))  # doctest: +ELLIPSIS
+            <function <lambda> at ...>
+            >>> rc.rrule.opt_out(g, int)
+            >>> rc.rrule(g, 1) is None, rc.rrule(g, 1.0) is None
+            (True, False)
+        """
+        self._add(Rule(self.name, f, _clean_types(types), None, None, "opt_out", "opt_out"))
+
+    def _register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
+                       kind: str) -> None:
+        self._add(Rule(self.name, f, _clean_types(types), impl, None, kind, _origin(impl)))
+
+    def _add(self, rule: Rule) -> None:
+        try:
+            entry = self._by_callable.get(rule.primal)
+        except TypeError:
+            raise TypeError(f"cannot register a rule for unhashable {rule.primal!r}") from None
+        if entry is None:
+            entry = self._by_callable[rule.primal] = _CallableRules()
+        entry.add(rule)
+
+    # -- lookup --------------------------------------------------------------------------------
+    def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
+        """The rule that applies to ``f(*args)``, or ``None`` (also for an opt-out).
+
+        Engines call this once per call site and then ``apply``; it is the fast path.
+        """
+        try:
+            entry = self._by_callable.get(f)
+        except TypeError:  # unhashable callable object: it cannot have rules
+            return None
+        if entry is None:
+            return None
+        rule = entry.only
+        if rule is None:
+            classes = tuple(a.__class__ for a in args)
+            key = (classes, type(config))
+            try:
+                rule = entry.cache[key]
+            except KeyError:
+                rule = entry.cache[key] = entry.select(classes, config)
+            if rule is None:
+                return None
+        return None if rule.kind == "opt_out" else rule
+
+    def has_rules(self, f: Any) -> bool:
+        """Whether any rule (or opt-out) is registered for ``f``, whatever the types."""
+        try:
+            return f in self._by_callable
+        except TypeError:
+            return False
+
+    def rules_for(self, f: Any) -> list[Rule]:
+        """Every rule registered for ``f``.
+
+        Example:
+            >>> import math, rulescore as rc
+            >>> rc.rrule.rules_for(math.sin)  # doctest: +ELLIPSIS
+            [<rrule(math.sin...)...>]
+        """
+        entry = self._by_callable.get(f)
+        return list(entry.rules) if entry else []
+
+    def callables(self) -> list[Any]:
+        """Every callable that has at least one rule in this table."""
+        return list(self._by_callable)
+
+    def explain(self, f: Any, *args: Any, config: RuleConfig | None = None) -> str:
+        """A sentence saying which rule ``f(*args)`` picks, and why.
+
+        Example:
+            >>> import math, rulescore as rc
+            >>> print(rc.rrule.explain(math.sin, 0.5))  # doctest: +ELLIPSIS
+            rrule for math.sin(float): picks <rrule(math.sin...)...> out of 1 registered
+        """
+        rules = self.rules_for(f)
+        call = describe_call(f, args)
+        if not rules:
+            return f"{self.name} for {call}: no rule registered for {callable_name(f)}"
+        rule = self.lookup(f, args, config)
+        if rule is None:
+            return (f"{self.name} for {call}: no rule applies (opt-out or no type match) "
+                    f"out of {len(rules)} registered: {rules}")
+        return f"{self.name} for {call}: picks {rule!r} out of {len(rules)} registered"
+
+    # -- application ---------------------------------------------------------------------------
+    def __call__(self, *call: Any, **kwargs: Any) -> Any:
+        config: RuleConfig | None = None
+        if call and isinstance(call[0], RuleConfig):
+            config, call = call[0], call[1:]
+        if self.name == "frule":
+            tangents, f, *rest = call
+            return self.apply_frule(config, tangents, f, tuple(rest), kwargs)
+        f, *rest = call
+        return self.apply_rrule(config, f, tuple(rest), kwargs)
+
+    def apply_rrule(self, config: RuleConfig | None, f: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
+        """``rrule`` with the config and arguments already split out."""
+        rule = self.lookup(f, args, config)
+        if rule is None:
+            bound = unbind(f)
+            if bound is None:
+                return None
+            result = self.apply_rrule(config, bound[0], (bound[1], *args), kwargs)
+            if result is None:
+                return None
+            y, back = result
+
+            def bound_method_pullback(ybar: Any) -> Any:
+                fbar, selfbar, *rest = back(ybar)
+                return (selfbar, *rest)  # the tangent of a bound method is that of its self
+
+            return y, bound_method_pullback
+        return self.run(rule, config, f, args, kwargs)
+
+    def run(self, rule: Rule, config: RuleConfig | None, f: Any, args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> Any:
+        """Apply an rrule already looked up (checking it in checking mode)."""
+        assert rule.impl is not None
+        out = rule.impl(config, *args, **kwargs) if rule.config else rule.impl(*args, **kwargs)
+        if checks_enabled():
+            out = check_rrule_result(rule, f, args, out)
+        return out
+
+    def apply_frule(self, config: RuleConfig | None, tangents: Any, f: Any,
+                    args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``frule`` with the config and arguments already split out."""
+        rule = self.lookup(f, args, config)
+        if rule is None:
+            bound = unbind(f)
+            if bound is None:
+                return None
+            fdot, *xdots = tangents
+            return self.apply_frule(config, (None, fdot, *xdots), bound[0], (bound[1], *args),
+                                    kwargs)
+        if len(tangents) != 1 + len(args):
+            raise ValueError(f"frule for {describe_call(f, args)}: got {len(tangents)} tangents, "
+                             f"expected {1 + len(args)} (one for f, then one per argument)")
+        assert rule.impl is not None
+        if rule.config:
+            out = rule.impl(config, tangents, *args, **kwargs)
+        else:
+            out = rule.impl(tangents, *args, **kwargs)
+        if checks_enabled():
+            out = check_frule_result(rule, f, args, out)
+        return out
+
+
+def _clean_types(types: tuple[Any, ...]) -> tuple[TypeSpec, ...]:
+    if types and types[-1] is Ellipsis:
+        types = types[:-1]
+    for t in types:
+        options = t if isinstance(t, tuple) else (t,)
+        if not all(isinstance(o, type) for o in options):
+            raise TypeError(f"argument types must be classes or tuples of classes, got {t!r}")
+    return tuple(types)
+
+
+rrule = RuleTable("rrule")
+frule = RuleTable("frule")

@@ -1,0 +1,221 @@
+"""``Tangent[P]``: the structural tangent of a composite primal of type ``P``.
+
+Backed by fields for dataclasses, NamedTuples and plain objects (``Tangent[Point](x=1.0)``),
+by positions for tuples and lists (``Tangent[tuple](1.0, 2.0)``) and by keys for dicts
+(``Tangent[dict]({"a": 1.0})``). Fields that are absent read as ``ZeroTangent()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+
+from rulescore._structure import is_namedtuple_type
+from rulescore._zeros import AbstractZero, ZeroTangent
+
+P = TypeVar("P")
+
+
+def _is_positional(primal_type: type) -> bool:
+    return issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type)
+
+
+class Tangent(Generic[P]):
+    """Structural tangent of a primal of type ``P``: ``Tangent[P](field=tangent, ...)``.
+
+    Supports field-wise ``+``, scalar ``*``, equality (absent fields equal zero), indexing by
+    position or key, and ``primal + tangent`` which rebuilds the primal (an optimiser step).
+
+    Example:
+        >>> import rulescore as rc
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Point:
+        ...     x: float
+        ...     y: float
+        >>> t = rc.Tangent[Point](x=0.5)
+        >>> t.y, 2 * t, Point(1.0, 2.0) + t
+        (ZeroTangent(), Tangent[Point](x=1.0), Point(x=1.5, y=2.0))
+    """
+
+    __slots__ = ("_backing",)
+    __array_ufunc__ = None  # `array * tangent` must defer to Tangent.__rmul__
+    primal_type: ClassVar[type] = object
+    _specialised: ClassVar[dict[type, type]] = {}
+
+    def __class_getitem__(cls, primal_type: Any) -> Any:
+        if not isinstance(primal_type, type):
+            return super().__class_getitem__(primal_type)  # type: ignore[misc]
+        spec = Tangent._specialised.get(primal_type)
+        if spec is None:
+            spec = type(
+                f"Tangent[{primal_type.__qualname__}]",
+                (Tangent,),
+                {"__slots__": (), "primal_type": primal_type, "__module__": "rulescore"},
+            )
+            Tangent._specialised[primal_type] = spec
+        return spec
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        ptype = type(self).primal_type
+        if ptype is object:
+            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
+        if _is_positional(ptype):
+            if kwargs:
+                raise TypeError(f"Tangent[{ptype.__name__}] takes positional entries only")
+            self._backing: Any = tuple(args)
+        elif issubclass(ptype, dict):
+            if len(args) > 1 or (args and not isinstance(args[0], dict)):
+                raise TypeError("Tangent[dict] takes one dict (or keyword entries)")
+            self._backing = {**(args[0] if args else {}), **kwargs}
+        else:
+            if args:
+                names = getattr(ptype, "_fields", None)
+                if names is None or len(args) > len(names):
+                    raise TypeError(f"Tangent[{ptype.__name__}] takes keyword fields")
+                kwargs = {**dict(zip(names[: len(args)], args, strict=True)), **kwargs}
+            self._backing = kwargs
+
+    @classmethod
+    def _from_backing(cls, backing: Any) -> Tangent[Any]:
+        new = object.__new__(cls)
+        new._backing = backing
+        return new
+
+    @property
+    def backing(self) -> Any:
+        """The tuple (positional) or dict (named) holding the field tangents."""
+        return self._backing
+
+    def items(self) -> list[tuple[Any, Any]]:
+        """``(field, tangent)`` pairs: positions for tuples and lists, names or keys otherwise."""
+        if isinstance(self._backing, tuple):
+            return list(enumerate(self._backing))
+        return list(self._backing.items())
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        backing = object.__getattribute__(self, "_backing")
+        if isinstance(backing, dict):
+            return backing.get(name, ZeroTangent())
+        raise AttributeError(f"{type(self).__name__} is positional; index it instead of .{name}")
+
+    def __getitem__(self, key: Any) -> Any:
+        backing = self._backing
+        if isinstance(backing, tuple):
+            return backing[key] if -len(backing) <= key < len(backing) else ZeroTangent()
+        names = getattr(type(self).primal_type, "_fields", None)
+        if names is not None and isinstance(key, int):
+            key = names[key]
+        return backing.get(key, ZeroTangent())
+
+    def __len__(self) -> int:
+        return len(self._backing)
+
+    def __iter__(self) -> Any:
+        if isinstance(self._backing, tuple):
+            return iter(self._backing)
+        names = getattr(type(self).primal_type, "_fields", None)
+        if names is not None:
+            return iter([self[n] for n in names])
+        raise TypeError(f"{type(self).__name__} is not iterable; use .items()")
+
+    def __repr__(self) -> str:
+        if isinstance(self._backing, tuple):
+            inner = ", ".join(repr(v) for v in self._backing)
+        elif issubclass(type(self).primal_type, dict):
+            inner = repr(self._backing)
+        else:
+            inner = ", ".join(f"{k}={v!r}" for k, v in self._backing.items())
+        return f"{type(self).__name__}({inner})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AbstractZero) or other is None:
+            return all(_equal(v, ZeroTangent()) for _, v in self.items())
+        if not isinstance(other, Tangent) or other.primal_type is not self.primal_type:
+            return NotImplemented
+        mine, theirs = dict(self.items()), dict(other.items())
+        return all(
+            _equal(mine.get(k, ZeroTangent()), theirs.get(k, ZeroTangent()))
+            for k in mine.keys() | theirs.keys()
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Any) -> Any:
+        from rulescore._arithmetic import add
+
+        return add(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        from rulescore._arithmetic import add
+
+        return add(other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        from rulescore._arithmetic import scale
+
+        return scale(self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        from rulescore._arithmetic import scale
+
+        return scale(self, other, left=True)
+
+    def __truediv__(self, other: Any) -> Any:
+        from rulescore._arithmetic import scale
+
+        return scale(self, 1 / other)
+
+    def __neg__(self) -> Any:
+        from rulescore._arithmetic import scale
+
+        return scale(self, -1)
+
+    def conjugate(self) -> Any:
+        """Field-wise complex conjugate."""
+        from rulescore._arithmetic import conj
+
+        return type(self)._from_backing(_map_backing(conj, self._backing))
+
+
+def tangent_type(primal_type: type) -> type[Tangent[Any]]:
+    """``Tangent[primal_type]`` as a class (for code that cannot use the subscript syntax)."""
+    spec: type[Tangent[Any]] = Tangent[primal_type]  # type: ignore[valid-type]
+    return spec
+
+
+def _map_backing(fn: Any, backing: Any) -> Any:
+    if isinstance(backing, tuple):
+        return tuple(fn(v) for v in backing)
+    return {k: fn(v) for k, v in backing.items()}
+
+
+def _equal(a: Any, b: Any) -> bool:
+    from rulescore._thunks import unthunk
+
+    a, b = unthunk(a), unthunk(b)
+    a_zero = a is None or isinstance(a, AbstractZero)
+    b_zero = b is None or isinstance(b, AbstractZero)
+    if a_zero and b_zero:
+        return True
+    if a_zero or b_zero:
+        other = b if a_zero else a
+        if isinstance(other, Tangent):
+            return bool(other == ZeroTangent())
+        return bool(np.all(np.asarray(other) == 0))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    return bool(a == b)

@@ -1,0 +1,131 @@
+"""The two zero tangents: ``ZeroTangent`` (the derivative is zero) and ``NoTangent``
+(the primal has no tangent space: ints used as indices, strings, bools).
+
+Both are falsy singletons, the identity of ``+`` and absorbing under ``*``. Their mixed-type
+arithmetic with numbers, arrays and structural tangents lives in :mod:`rulescore._arithmetic`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import Self
+
+
+class AbstractZero:
+    """Base of :class:`ZeroTangent` and :class:`NoTangent`: a tangent that is known to be zero.
+
+    Example:
+        >>> import rulescore as rc
+        >>> isinstance(rc.NoTangent(), rc.AbstractZero), bool(rc.ZeroTangent())
+        (True, False)
+    """
+
+    __slots__ = ()
+    __array_ufunc__ = None  # make NumPy defer `array + zero` to our reflected operators
+    _instance: AbstractZero | None = None
+
+    def __new__(cls) -> Self:
+        inst = cls.__dict__.get("_instance")
+        if inst is None:
+            inst = super().__new__(cls)
+            cls._instance = inst
+        return inst
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), ())
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __getattr__(self, name: str) -> Any:
+        # A zero tangent of a struct has every field zero: `z.x` reads as zero.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __neg__(self) -> Any:
+        return self
+
+    def __pos__(self) -> Any:
+        return self
+
+    def conjugate(self) -> Any:
+        return self
+
+    @property
+    def real(self) -> Any:
+        return self
+
+    @property
+    def imag(self) -> Any:
+        return self
+
+    def __add__(self, other: Any) -> Any:
+        from rulescore._arithmetic import add
+
+        return add(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        from rulescore._arithmetic import add
+
+        return add(other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return self
+
+    __rmul__ = __mul__
+    __truediv__ = __mul__
+    __matmul__ = __mul__
+    __rmatmul__ = __mul__
+
+
+class ZeroTangent(AbstractZero):
+    """The derivative is zero. ``None`` means the same thing wherever a tangent is accepted.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.ZeroTangent() + 3.0, 2.0 * rc.ZeroTangent()
+        (3.0, ZeroTangent())
+    """
+
+    __slots__ = ()
+
+
+class NoTangent(AbstractZero):
+    """The primal has no tangent space (an integer index, a string, a bool, a function).
+
+    Rules return it for such arguments; a test harness distinguishes it from ``ZeroTangent``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> rc.NoTangent() + rc.NoTangent(), rc.NoTangent() + rc.ZeroTangent()
+        (NoTangent(), ZeroTangent())
+    """
+
+    __slots__ = ()
