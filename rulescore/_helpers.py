@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import callable_name
-from rulescore._projection import ProjectTo
+from rulescore._projection import project
 from rulescore._registry import TypeSpec, frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -65,7 +65,7 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
             if ybar is None or isinstance(ybar, AbstractZero):
                 return (NoTangent(), *(ZeroTangent() for _ in args))
             ds = partials_at(args, y)
-            return (NoTangent(), *(ProjectTo(a)(ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
+            return (NoTangent(), *(project(a, ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
 
         pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
         return y, pullback
@@ -79,7 +79,7 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
             if xdot is not None and not isinstance(xdot, AbstractZero):
                 ydot = d * xdot if isinstance(ydot, AbstractZero) else ydot + d * xdot
         if not isinstance(ydot, AbstractZero):
-            ydot = ProjectTo(y)(ydot)
+            ydot = project(y, ydot)
         return y, ydot
 
     scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
