@@ -1,0 +1,22 @@
+"""zygotepy: differentiate plain Python and NumPy, the way Zygote differentiates Julia.
+
+Every derivative comes from the rulescore registry (plus zygotepy's legacy ``@adjoint`` table);
+Python functions without a rule are differentiated through. This module only re-exports.
+
+Example:
+    >>> import math, zygotepy as zp
+    >>> zp.gradient(lambda x: math.sin(x) * x, 1.0)[0] == math.cos(1.0) + math.sin(1.0)
+    True
+"""
+
+from zygotepy import _box as _box  # installs the traced value's behaviour
+from zygotepy._adjoint import adjoint
+from zygotepy._api import Grads, Params, WithGradient, gradient, jacobian, params, pullback, withgradient
+from zygotepy._errors import NotScalarError, UntraceableError
+from zygotepy._transform import ZygoteWarning
+
+__all__ = [
+    "Grads", "NotScalarError", "Params", "UntraceableError", "WithGradient", "ZygoteWarning", "adjoint",
+    "gradient", "jacobian", "params", "pullback", "withgradient",
+]
+__version__ = "0.1.0"

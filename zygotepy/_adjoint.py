@@ -1,0 +1,104 @@
+"""``@zygotepy.adjoint``: Zygote's legacy custom adjoints, as a shim over rulescore's machinery.
+
+An adjoint body returns ``(y, back)``; ``back`` receives the output cotangent as users see it
+(``None``, numbers, arrays, ``Tangent`` or whatever an upstream adjoint produced) and returns
+one cotangent per argument (no entry for the function), ``None`` for no gradient, or ``None``
+alone for none at all. The shim turns that into an ordinary rulescore rule registered in
+zygotepy's own table, which the dispatcher consults before rulescore's registry (so adjoints
+take precedence and stay invisible to other AD systems). Bodies and ``back`` run through the
+dispatcher, so outer levels differentiate them (``nestlevel`` counts levels that way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import rulescore as rc
+from rulescore._checks import callable_name
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+from zygotepy import _dispatch
+
+
+class AdjointTable(rc.RuleTable):
+    """The table of legacy adjoints; falsy while empty so the dispatcher can skip it."""
+
+    def __bool__(self) -> bool:
+        return bool(self._by_callable)
+
+
+ADJOINTS = AdjointTable("adjoint")
+
+
+def user_cotangent(ct: Any) -> Any:
+    """Internal cotangent -> what an adjoint's ``back`` receives (zeros become ``None``)."""
+    ct = rc.unthunk(ct)
+    if ct is None or isinstance(ct, AbstractZero):
+        return None
+    if isinstance(ct, rc.Tangent) and issubclass(ct.primal_type, (tuple, list)) \
+            and not hasattr(ct.primal_type, "_fields"):
+        return ct.primal_type(user_cotangent(c) for c in ct.backing)
+    if isinstance(ct, rc.Tangent) and issubclass(ct.primal_type, dict):
+        return {k: user_cotangent(v) for k, v in ct.items()}
+    return ct
+
+
+def internal_cotangent(g: Any, primal: Any) -> Any:
+    """What an adjoint's ``back`` returned -> rulescore's representation for ``primal``."""
+    if g is None:
+        return ZeroTangent()
+    if isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields") and isinstance(g, (tuple, list)):
+        return rc.Tangent[type(primal)](*(internal_cotangent(c, p) for c, p in zip(g, primal, strict=True)))
+    if isinstance(primal, dict) and isinstance(g, dict):
+        return rc.Tangent[dict]({k: internal_cotangent(v, primal[k]) for k, v in g.items()})
+    return g
+
+
+def adjoint(f: Any, *types: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Define a custom adjoint (Zygote's ``@adjoint``) for any callable ``f``.
+
+    The decorated body takes ``f``'s arguments and returns ``(y, back)``. Optional ``types``
+    restrict it to arguments of those classes (``@zp.adjoint(width, Point)``).
+
+    Example:
+        >>> import zygotepy as zp
+        >>> def mul(a, b): return a * b
+        >>> @zp.adjoint(mul)
+        ... def _(a, b):
+        ...     return mul(a, b), lambda c: (c * b, c * a)
+        >>> zp.gradient(mul, 2, 3)
+        (3.0, 2.0)
+    """
+    name = callable_name(f).rsplit(".", 1)[-1]
+
+    def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
+        def adjoint_rule(*args: Any, **kwargs: Any) -> Any:
+            result = _dispatch.call(body, *args, **kwargs)
+            if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
+                raise rc.RuleError(f"the adjoint of {callable_name(f)} returned {type(result).__name__}; "
+                                   "it must return (y, back)")
+            y, back = result
+
+            def adjoint_pullback(ybar: Any) -> tuple[Any, ...]:
+                grads = _dispatch.call(back, user_cotangent(ybar))
+                if grads is None:
+                    return (NoTangent(), *(ZeroTangent() for _ in args))
+                if not isinstance(grads, tuple):
+                    grads = (grads,) if len(args) == 1 else grads
+                if not isinstance(grads, tuple) or len(grads) != len(args):
+                    got = len(grads) if isinstance(grads, tuple) else type(grads).__name__
+                    raise rc.RuleError(
+                        f"the adjoint of {callable_name(f)} returned {got} gradients from its pullback; "
+                        f"expected a tuple of {len(args)} (one per argument, no entry for the function)"
+                    )
+                return (NoTangent(), *(internal_cotangent(g, a) for g, a in zip(grads, args, strict=True)))
+
+            adjoint_pullback.__name__ = adjoint_pullback.__qualname__ = f"{name}_adjoint_pullback"
+            return y, adjoint_pullback
+
+        adjoint_rule.__name__ = adjoint_rule.__qualname__ = f"{name}_adjoint"
+        ADJOINTS.register(f, *types)(adjoint_rule)
+        return body
+
+    return decorate

@@ -1,0 +1,370 @@
+"""The user-facing reverse mode: ``gradient``, ``withgradient``, ``pullback``, ``jacobian`` and
+implicit parameters (``params``/``Grads``).
+
+Arguments are boxed on a new trace (tuples, lists and dicts leaf by leaf, everything else as
+one value), the function runs through the dispatcher, and one backward sweep gives every
+argument's cotangent. Cotangents stay in rulescore's representation until the very edge, where
+:func:`to_user` turns zeros into ``None``, structural tangents of containers into containers,
+ints' gradients into floats, and keeps objects' ``Tangent``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import rulescore as rc
+from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+from zygotepy._backward import backward, extract
+from zygotepy._dispatch import call, unbox
+from zygotepy._errors import NotScalarError
+from zygotepy._trace import Box, Trace, new_trace, unbox_all
+
+_NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
+
+
+def _box_args(trace: Trace, x: Any) -> Any:
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_box_args(trace, v) for v in x)
+    if t is dict:
+        return {k: _box_args(trace, v) for k, v in x.items()}
+    if isinstance(x, _NOT_DIFFERENTIABLE) or inspect.isroutine(x) or inspect.ismodule(x):
+        return x
+    return trace.box(x)
+
+
+def _assemble(boxed: Any, cts: list[Any]) -> Any:
+    """The internal cotangent of one argument, from the cotangents of its boxes."""
+    t = type(boxed)
+    if t is Box:
+        ct = cts[boxed._zp_index]
+        return ZeroTangent() if ct is None else ct
+    if t is tuple or t is list:
+        parts = [_assemble(v, cts) for v in boxed]
+        return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
+    if t is dict:
+        entries = {k: _assemble(v, cts) for k, v in boxed.items()}
+        return rc.Tangent[dict](entries) if any(not rc.is_zero(p) for p in entries.values()) else ZeroTangent()
+    return NoTangent()
+
+
+def to_user(ct: Any, primal: Any) -> Any:
+    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats.
+
+    Example:
+        >>> import rulescore as rc
+        >>> to_user(rc.Tangent[tuple](1.0, rc.ZeroTangent()), (1, "a")), to_user(rc.ZeroTangent(), 1.0)
+        ((1.0, None), None)
+    """
+    ct = rc.unthunk(ct)
+    if ct is None or isinstance(ct, AbstractZero):
+        return None
+    ct = call(rc.ProjectTo(unbox_all(primal) if type(primal) is Box else primal), ct)
+    if isinstance(ct, AbstractZero):
+        return None
+    if isinstance(ct, rc.Tangent):
+        if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
+            out = [to_user(c, p) for c, p in zip(ct.backing, primal, strict=True)]
+            return None if all(o is None for o in out) else type(primal)(out)
+        if isinstance(primal, dict):
+            entries = dict(ct.items())
+            d = {k: to_user(entries.get(k), v) for k, v in primal.items()}
+            return None if all(v is None for v in d.values()) else d
+        entries = dict(ct.items())
+        return type(ct)(**{k: to_user(entries.get(k), v) for k, v in fields_of(primal).items()})
+    return ct
+
+
+def _check_scalar(f: Any, y: Any) -> None:
+    v = unbox_all(y)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        what = (f"an array of shape {v.shape}" if isinstance(v, np.ndarray)
+                else f"a complex number" if isinstance(v, (complex, np.complexfloating))
+                else f"a {type(v).__name__}")
+        raise NotScalarError(
+            f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
+            f"{what}; use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) instead"
+        )
+
+
+def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[Box, Any]]:
+    _, route = unbox(out, trace)
+    if route is None:
+        return []
+    if type(route) is Box:
+        return [(route, _seed_for(route, ybar))]
+    return [(box, _seed_for(box, extract(ybar, path))) for path, box in route]
+
+
+def _seed_for(box: Box, ybar: Any) -> Any:
+    if ybar is None or isinstance(ybar, AbstractZero):
+        return ZeroTangent()
+    return call(rc.ProjectTo(box._zp_value), ybar)
+
+
+def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
+         params: dict[int, Any] | None = None) -> tuple[Trace, tuple[Any, ...], Any]:
+    with new_trace(params) as trace:
+        boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
+                      for i, a in enumerate(args))
+        out = call(f, *boxed, **kwargs)
+    return trace, boxed, out
+
+
+def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+              selected: tuple[int, ...] | None = None) -> tuple[Any, Any, Trace, Any]:
+    trace, boxed, out = _run(f, args, kwargs, selected)
+    y = unbox(out, trace)[0]
+
+    def internal_back(ybar: Any) -> list[Any]:
+        cts = backward(trace, _seeds(out, trace, ybar))
+        return [_assemble(b, cts) for b in boxed]
+
+    return y, internal_back, trace, out
+
+
+def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``(y, back)``: ``y = f(*args)`` and ``back(ybar)``, the vector-Jacobian product.
+
+    ``back`` returns one gradient per argument (``None`` where there is none) and may be called
+    any number of times.
+
+    Example:
+        >>> import math, zygotepy as zp
+        >>> y, back = zp.pullback(math.sin, 0.5)
+        >>> round(y, 6), back(1.0)
+        (0.479426, (0.8775825618903728,))
+    """
+    y, internal_back, _, _ = _pullback(f, args, kwargs)
+
+    def back(ybar: Any) -> tuple[Any, ...]:
+        return tuple(to_user(ct, a) for ct, a in zip(internal_back(ybar), args, strict=True))
+
+    return y, back
+
+
+def _selection(f: Any, nargs: int, argnums: Any, wrt: Any) -> tuple[int, ...] | None:
+    if argnums is None and wrt is None:
+        return None
+    if wrt is not None:
+        names = list(inspect.signature(f).parameters)
+        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        missing = [w for w in wanted if w not in names[:nargs]]
+        if missing:
+            raise ValueError(f"wrt names {missing} are not positional arguments of {f!r} ({names[:nargs]})")
+        return tuple(names.index(w) for w in wanted)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return tuple(n % nargs for n in nums)
+
+
+def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None, **kwargs: Any) -> Any:
+    """The gradient of a real-scalar-valued ``f`` at ``args``: a tuple, one entry per argument.
+
+    ``argnums`` (an int or tuple of ints) or ``wrt`` (argument names) select the arguments to
+    differentiate; the tuple then has one entry per selected argument. With a single
+    :class:`Params` argument, ``f`` takes no arguments and the result is a :class:`Grads`.
+
+    Example:
+        >>> import zygotepy as zp
+        >>> zp.gradient(lambda x, y: x * y + y, 2.0, 3)
+        (3.0, 3.0)
+        >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=1)
+        (2.0,)
+    """
+    if len(args) == 1 and isinstance(args[0], Params):
+        return _implicit_gradient(f, args[0])
+    selected = _selection(f, len(args), argnums, wrt)
+    trace, boxed, out = _run(f, args, kwargs, selected)
+    _check_scalar(f, out)
+    cts = backward(trace, _seeds(out, trace, 1.0))
+    grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
+    return grads if selected is None else tuple(grads[i] for i in selected)
+
+
+class WithGradient(NamedTuple):
+    """``withgradient``'s result: the value and the gradient tuple."""
+
+    val: Any
+    grad: Any
+
+
+def withgradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> WithGradient:
+    """``(val, grad)``: the value of ``f`` and its gradient, in one pass.
+
+    Example:
+        >>> import zygotepy as zp
+        >>> zp.withgradient(lambda x: x ** 2, 3.0)
+        WithGradient(val=9.0, grad=(6.0,))
+    """
+    if len(args) == 1 and isinstance(args[0], Params):
+        trace, _, out = _run(f, (), {}, None, args[0].by_id())
+        _check_scalar(f, out)
+        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0]))
+    trace, boxed, out = _run(f, args, kwargs, None)
+    _check_scalar(f, out)
+    cts = backward(trace, _seeds(out, trace, 1.0))
+    grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
+    return WithGradient(unbox(out, trace)[0], grads)
+
+
+def jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """The Jacobian of ``f`` with respect to each argument: shape ``out.shape + arg.shape``.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
+        (array([[2., 0.],
+               [0., 4.]]),)
+    """
+    y, back = pullback(f, *args, **kwargs)
+    y_arr = np.asarray(y)
+    rows: list[tuple[Any, ...]] = []
+    for index in np.ndindex(*y_arr.shape):
+        seed = np.zeros_like(y_arr, dtype=np.result_type(y_arr.dtype, np.float64))
+        seed[index] = 1.0
+        rows.append(back(seed if y_arr.ndim else seed[()]))
+    out = []
+    for i, a in enumerate(args):
+        shape = np.shape(a)
+        block = [np.zeros(shape) if r[i] is None else np.asarray(r[i]) for r in rows]
+        stacked = np.stack(block) if block else np.zeros((0, *shape))
+        out.append(stacked.reshape(y_arr.shape + shape))
+    return tuple(out)
+
+
+def rrule_via_engine(f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``(y, pullback)`` in rulescore's protocol, computed by differentiating ``f``."""
+    y, internal_back, _, _ = _pullback(f, args, kwargs)
+
+    def via_ad_pullback(ybar: Any) -> tuple[Any, ...]:
+        return (NoTangent(), *internal_back(ybar))
+
+    return y, via_ad_pullback
+
+
+# -- implicit parameters -----------------------------------------------------------------------------
+def _arrays_in(x: Any, out: list[np.ndarray], seen: set[int]) -> None:
+    if id(x) in seen:
+        return
+    seen.add(id(x))
+    if isinstance(x, np.ndarray):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _arrays_in(v, out, seen)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _arrays_in(v, out, seen)
+    elif not isinstance(x, (int, float, complex, str, bytes, type(None))):
+        for v in fields_of(x).values():
+            _arrays_in(v, out, seen)
+
+
+class Params:
+    """Implicit parameters: arrays tracked by identity wherever the code reaches them (closures,
+    globals, attributes). Objects, lists, tuples and dicts are searched for arrays.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([1.0, 2.0])
+        >>> gs = zp.gradient(lambda: (W * W).sum(), zp.params(W))
+        >>> gs[W]
+        array([2., 4.])
+    """
+
+    def __init__(self, *xs: Any) -> None:
+        arrays: list[np.ndarray] = []
+        _arrays_in(xs, arrays, set())
+        self._arrays = arrays
+
+    def by_id(self) -> dict[int, np.ndarray]:
+        return {id(a): a for a in self._arrays}
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __contains__(self, x: object) -> bool:
+        return any(a is x for a in self._arrays)
+
+    def __repr__(self) -> str:
+        return f"Params([{', '.join(f'{a.dtype}{list(a.shape)}' for a in self._arrays)}])"
+
+
+def params(*xs: Any) -> Params:
+    """Collect implicit parameters (arrays, or objects/containers holding arrays).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> len(zp.params(np.ones(2), [np.zeros(3), {"b": np.ones(1)}]))
+        3
+    """
+    return Params(*xs)
+
+
+class Grads(Mapping[Any, Any]):
+    """Gradients of implicit parameters, indexed by the parameter arrays themselves.
+
+    Supports ``gs[W]``, ``keys()``, ``items()``, ``gs1 + gs2`` and ``2 * gs``.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([3.0])
+        >>> gs = zp.gradient(lambda: (W ** 2).sum(), zp.params(W))
+        >>> (2 * gs)[W], (gs + gs)[W]
+        (array([12.]), array([12.]))
+    """
+
+    def __init__(self, params: Params, grads: dict[int, Any]) -> None:
+        self.params = params
+        self._grads = grads
+
+    def __getitem__(self, p: Any) -> Any:
+        if p not in self.params:
+            raise KeyError("not one of the parameters (parameters are matched by identity)")
+        return self._grads.get(id(p))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.params)
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> Grads:
+        return Grads(self.params, {id(p): op(self[p], other[p] if isinstance(other, Grads) else other)
+                                   for p in self.params})
+
+    def __add__(self, other: Grads) -> Grads:
+        return self._combine(other, lambda a, b: b if a is None else a if b is None else a + b)
+
+    def __mul__(self, s: Any) -> Grads:
+        return self._combine(s, lambda a, b: None if a is None else a * b)
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return f"Grads({len(self)} parameters)"
+
+
+def _grads_from(trace: Trace, out: Any, ps: Params) -> Grads:
+    cts = backward(trace, _seeds(out, trace, 1.0))
+    grads = {}
+    for p in ps:
+        box = trace.param_boxes.get(id(p))
+        grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
+    return Grads(ps, grads)
+
+
+def _implicit_gradient(f: Any, ps: Params) -> Grads:
+    trace, _, out = _run(f, (), {}, None, ps.by_id())
+    _check_scalar(f, out)
+    return _grads_from(trace, out, ps)

@@ -1,0 +1,80 @@
+"""The backward pass: one reverse sweep over a trace's tape, no recursion.
+
+Boxes are numbered in the order they were recorded, which is a topological order, so walking
+the tape backwards visits every node after all of its consumers. Each node's cotangent is
+accumulated with ``rulescore.add`` (zeros and ``None`` are the identity; a primal-typed
+cotangent from a legacy adjoint uses its own ``+``), handed to its pullback once, and then
+freed. When outer traces are active, pullbacks run through the dispatcher so those traces
+differentiate them (second derivatives).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import rulescore as rc
+from rulescore._arithmetic import add
+from rulescore._zeros import AbstractZero
+
+from zygotepy._dispatch import call
+from zygotepy._trace import LEVELS, Box, Trace
+
+
+def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
+    """The part of a structured cotangent at ``path`` (``("i", 0)``, ``("k", key)``, ``("a", name)``)."""
+    for kind, key in path:
+        ct = rc.unthunk(ct)
+        if ct is None or isinstance(ct, AbstractZero):
+            return ct
+        if kind == "a":
+            ct = getattr(ct, key)
+        elif isinstance(ct, rc.Tangent) or not isinstance(ct, dict):
+            ct = ct[key]
+        else:
+            ct = ct.get(key)
+    return ct
+
+
+def backward(trace: Trace, seeds: list[tuple[Box, Any]]) -> list[Any]:
+    """Cotangents of every node of ``trace`` given cotangents for some of its boxes."""
+    tape = trace.tape
+    cts: list[Any] = [None] * len(tape)
+    last = -1
+    for box, ct in seeds:
+        i = box._zp_index
+        cts[i] = add(cts[i], ct)
+        last = max(last, i)
+    nested = bool(LEVELS.get())
+    for i in range(last, -1, -1):
+        ct = cts[i]
+        if ct is None:
+            continue
+        node = tape[i]
+        pullback = node._zp_pullback
+        if pullback is None:
+            continue  # an input: its cotangent is the answer
+        cts[i] = None
+        if isinstance(ct, AbstractZero):
+            continue
+        in_cts = call(pullback, ct) if nested else pullback(ct)
+        if type(in_cts) is not tuple or len(in_cts) != node._zp_nargs + 1:
+            got = f"{len(in_cts)} cotangents" if type(in_cts) is tuple else f"a {type(in_cts).__name__}"
+            raise rc.RuleError(
+                f"pullback {getattr(pullback, '__qualname__', pullback)!s} returned {got}; expected a "
+                f"tuple of {node._zp_nargs + 1} (one for the function, then one per positional argument)"
+            )
+        for argpos, target in node._zp_routes:
+            c = in_cts[argpos + 1]
+            if c is None or isinstance(c, AbstractZero):
+                continue
+            if type(target) is Box:
+                j = target._zp_index
+                cts[j] = c if cts[j] is None else add(cts[j], c)
+            else:
+                for path, box in target:
+                    part = extract(c, path)
+                    if part is None or isinstance(part, AbstractZero):
+                        continue
+                    j = box._zp_index
+                    cts[j] = part if cts[j] is None else add(cts[j], part)
+    return cts

@@ -1,0 +1,221 @@
+"""The behaviour of :class:`~zygotepy._trace.Box`: every operation routes to the dispatcher.
+
+Installed as a table onto the class: binary operators (and their reflections), unary
+operators, NumPy's ``__array_ufunc__``/``__array_function__`` protocols, indexing, iteration and
+attribute access (methods of the primal's class are bound to the box, data attributes go
+through the ``getattr`` rule). Conversions that would silently drop the gradient outside
+rewritten code (``__float__``, ``__complex__``, ``__array__``) raise instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+from zygotepy import _dispatch
+from zygotepy._errors import UntraceableError
+from zygotepy._trace import Box, unbox_all
+
+BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "matmul": operator.matmul, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "lshift": operator.lshift, "rshift": operator.rshift, "divmod": divmod,
+}
+COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+               "eq": operator.eq, "ne": operator.ne}
+UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
+#: Attributes read straight off the primal: they carry no derivative and are hot.
+PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
+                              "flags", "__len__", "_fields", "__dataclass_fields__", "__dict__"})
+
+
+def _binary(op: Any) -> Any:
+    def method(self: Box, other: Any) -> Any:
+        return _dispatch.call(op, self, other)
+
+    return method
+
+
+def _reflected(op: Any) -> Any:
+    def method(self: Box, other: Any) -> Any:
+        return _dispatch.call(op, other, self)
+
+    return method
+
+
+def _unary(op: Any) -> Any:
+    def method(self: Box) -> Any:
+        return _dispatch.call(op, self)
+
+    return method
+
+
+for _name, _op in BINARY.items():
+    setattr(Box, f"__{_name}__", _binary(_op))
+    setattr(Box, f"__r{_name}__", _reflected(_op))
+for _name, _op in {**COMPARISONS, **UNARY}.items():
+    setattr(Box, f"__{_name}__", _binary(_op) if _name in COMPARISONS else _unary(_op))
+
+
+def _array_ufunc(self: Box, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    fn = ufunc if method == "__call__" else getattr(ufunc, method)
+    return _dispatch.call_primitive(fn, *inputs, **kwargs)
+
+
+def _array_function(self: Box, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
+    return _dispatch.call_primitive(func, *args, **kwargs)
+
+
+def _getitem(self: Box, index: Any) -> Any:
+    return _dispatch.call(operator.getitem, self, index)
+
+
+def _setitem(self: Box, index: Any, value: Any) -> None:
+    raise TypeError(
+        "in-place assignment into a traced value is not differentiable; write it functionally "
+        "(for a local name `x[i] = v` is rewritten to a functional update automatically; for "
+        "attributes or nested targets build a new array, e.g. with np.where or np.concatenate)"
+    )
+
+
+def _iter(self: Box) -> Any:
+    value = self._zp_value
+    if isinstance(value, dict):
+        return iter(value)
+    return (_getitem(self, i) for i in range(len(value)))
+
+
+def _len(self: Box) -> int:
+    return len(self._zp_value)
+
+
+def _bool(self: Box) -> bool:
+    return bool(unbox_all(self))
+
+
+def _index(self: Box) -> int:
+    return operator.index(unbox_all(self))
+
+
+def _int(self: Box) -> int:
+    return int(unbox_all(self))
+
+
+def _caller() -> str:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("zygotepy"):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "unknown code"
+    code = frame.f_code
+    return f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
+
+
+def _refuse(kind: str) -> Any:
+    def method(self: Box, *args: Any, **kwargs: Any) -> Any:
+        raise UntraceableError(
+            f"a traced value was converted to a plain {kind} inside {_caller()}, so its gradient "
+            f"would be lost. That code could not be traced (it has no Python source, or it is a "
+            f"compiled routine). Register an rrule for the function that does the conversion "
+            f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated."
+        )
+
+    return method
+
+
+def _str(self: Box) -> str:
+    return str(unbox_all(self))
+
+
+def _repr(self: Box) -> str:
+    return f"Traced({unbox_all(self)!r}, level={self._zp_trace.level})"
+
+
+def _format(self: Box, spec: str) -> str:
+    return format(unbox_all(self), spec)
+
+
+def _hash(self: Box) -> int:
+    return hash(self._zp_value)
+
+
+def _setattr(self: Box, name: str, value: Any) -> None:
+    raise TypeError(f"cannot set attribute {name!r} of a traced {type(self._zp_value).__name__}; "
+                    "build a new object instead")
+
+
+class BoundBoxMethod:
+    """A C-level method of the primal's class bound to a box: calling it dispatches."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, func: Any, box: Box) -> None:
+        self.__func__ = func
+        self.__self__ = box
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _dispatch.call(self.__func__, self.__self__, *args, **kwargs)
+
+
+_ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}
+
+
+def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
+    key = (cls, name)
+    kind = _ATTRIBUTE_KINDS.get(key)
+    if kind is None:
+        try:
+            attr = inspect.getattr_static(cls, name)
+        except AttributeError:
+            kind = ("data", None)
+        else:
+            if isinstance(attr, types.FunctionType):
+                kind = ("method", attr)
+            elif isinstance(attr, (staticmethod, classmethod)):
+                kind = ("class", None)
+            elif isinstance(attr, property):
+                kind = ("property", attr.fget)
+            elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.BuiltinFunctionType)):
+                kind = ("cmethod", getattr(cls, name))
+            elif isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)):
+                kind = ("data", None)
+            else:
+                kind = ("class", None)
+        _ATTRIBUTE_KINDS[key] = kind
+    return kind
+
+
+def _getattr(self: Box, name: str) -> Any:
+    value = object.__getattribute__(self, "_zp_value")
+    if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
+        return getattr(unbox_all(value), name)
+    kind, attr = _attribute_kind(type(unbox_all(value)), name)
+    if kind == "method":
+        return types.MethodType(attr, self)
+    if kind == "cmethod":
+        return BoundBoxMethod(attr, self)
+    if kind == "property":
+        return _dispatch.call(attr, self)
+    if kind == "class":
+        return getattr(value, name)
+    return _dispatch.call(getattr, self, name)
+
+
+_METHODS = {
+    "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
+    "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__len__": _len,
+    "__bool__": _bool, "__index__": _index, "__int__": _int, "__str__": _str, "__repr__": _repr,
+    "__format__": _format, "__hash__": _hash, "__getattr__": _getattr, "__setattr__": _setattr,
+    "__float__": _refuse("float"), "__complex__": _refuse("complex"),
+    "__array__": _refuse("NumPy array"),
+}
+for _name, _fn in _METHODS.items():
+    setattr(Box, _name, _fn)
+Box.__array_priority__ = 1000  # type: ignore[attr-defined]

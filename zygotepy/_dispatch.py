@@ -1,0 +1,277 @@
+"""The dispatcher: every call, operator and NumPy call inside differentiated code lands here.
+
+``call(fn, *args)`` decides, at call time, how ``fn`` is differentiated:
+
+1. no trace active: just call it;
+2. a legacy ``@adjoint`` for ``fn`` (zygotepy's own table) runs at the innermost active level,
+   even when no argument is traced (``nestlevel()`` relies on this);
+3. a ``rulescore`` rule applies to the arguments at the innermost level that traces them:
+   the rule runs with the arguments unboxed for that level and only the outer levels active, so
+   the outer levels see inside it (nested AD), and its output becomes a new node;
+4. otherwise a Python function is differentiated through: its rewritten code runs, so calls
+   inside it come back here (Zygote's "rrule first, else recurse");
+5. a compiled function with no rule that receives a traced value raises ``UntraceableError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import types
+from typing import Any
+
+import numpy as np
+import rulescore as rc
+from rulescore._checks import callable_name
+
+from zygotepy._errors import UntraceableError
+from zygotepy._trace import LEVELS, Box, Trace, is_active
+
+#: Builtins that only move references around: they may see boxes and need no rule.
+STRUCTURAL = frozenset({
+    list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
+    issubclass, hasattr, setattr, callable, id, super, object, slice, vars, dir, iter,
+    types.SimpleNamespace,
+})
+CONTAINERS = (tuple, list, dict)
+
+
+def _type_of(x: Any, *rest: Any) -> Any:
+    return type(x, *rest) if rest else x.__class__  # a box reports its primal's class
+
+
+#: Builtins the engine itself implements, because they see through boxes.
+SPECIAL_FORMS: dict[Any, Any] = {type: _type_of}
+#: Outputs that never carry a tangent: rules returning them are not recorded.
+PLAIN_OUTPUTS = (bool, np.bool_, str, bytes, type(None), type, np.dtype)
+_NO_LEVELS: tuple[Trace, ...] = ()
+
+
+class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
+    """The ``RuleConfig`` zygotepy hands to config-aware rules: reverse mode via ``pullback``."""
+
+    def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        from zygotepy._api import rrule_via_engine
+
+        return rrule_via_engine(f, *args, **kwargs)
+
+
+CONFIG = Config()
+
+
+def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` the way the engine differentiates it (see the module documentation)."""
+    levels = LEVELS.get()
+    if not levels:
+        return fn(*args, **kwargs)
+    return traced_call(levels, fn, args, kwargs, True)
+
+
+def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Like :func:`call`, for NumPy's protocols: never recurse into ``fn``'s Python body."""
+    levels = LEVELS.get()
+    if not levels:
+        levels = _levels_of(args, kwargs)
+        if not levels:
+            return fn(*args, **kwargs)
+    return traced_call(levels, fn, args, kwargs, False)
+
+
+def _levels_of(args: Any, kwargs: Any) -> tuple[Trace, ...]:
+    for a in (*args, *kwargs.values()):
+        if type(a) is Box:
+            raise UntraceableError(
+                f"a value traced by a finished differentiation reached {_describe(a)}; a traced "
+                "value must not escape the function being differentiated"
+            )
+    return _NO_LEVELS
+
+
+def _describe(x: Any) -> str:
+    return f"a traced {type(x._zp_value).__name__}" if type(x) is Box else type(x).__name__
+
+
+def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                recurse: bool) -> Any:
+    tf = type(fn)
+    if tf is types.MethodType:
+        fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
+    elif tf is functools.partial:
+        return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
+    elif tf is types.BuiltinMethodType and type(fn.__self__) is np.ndarray:
+        owner = fn.__self__
+        if any(t.params and id(owner) in t.params for t in levels):
+            fn, args = getattr(np.ndarray, fn.__name__), (owner, *args)
+    if any(t.params for t in levels):
+        args, kwargs = _substitute_params(levels, args, kwargs)
+
+    special = SPECIAL_FORMS.get(fn) if tf is type or tf is types.BuiltinFunctionType else None
+    if special is not None:
+        return special(*args, **kwargs)
+    if fn is operator.getitem and type(args[0]) in CONTAINERS:
+        return args[0][args[1]]  # reading a plain container only moves a reference
+
+    from zygotepy._adjoint import ADJOINTS
+
+    if ADJOINTS:
+        adjoint = ADJOINTS.lookup(fn, args)
+        if adjoint is not None:
+            trace = innermost(levels, args, kwargs, deep=True) or levels[-1]
+            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
+    deep = rc.rrule.has_rules(fn)
+    trace = innermost(levels, args, kwargs, deep)
+    if trace is not None and deep:
+        rule = rc.rrule.lookup(fn, args, CONFIG)
+        if rule is not None:
+            return apply_rule(rc.rrule, rule, fn, args, kwargs, trace)
+    if recurse:
+        from zygotepy._transform import python_target
+
+        target = python_target(fn)
+        if target is not None:
+            return target(*args, **kwargs)
+    if trace is None or fn in STRUCTURAL:
+        return fn(*args, **kwargs)
+    return _untraceable(fn, args, kwargs, trace)
+
+
+def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
+    where = [f"argument {i + 1}" for i, a in enumerate(args) if _contains(a, trace)]
+    where += [f"keyword {k!r}" for k, v in kwargs.items() if _contains(v, trace)]
+    name = callable_name(fn)
+    raise UntraceableError(
+        f"{name} has no rrule and cannot be differentiated through (it is not a Python function "
+        f"with source), but it received a traced value as {', '.join(where)}. Register a rule: "
+        f"@rulescore.rrule.register({name}) (see docs/writing-rules.md), or keep traced values out "
+        f"of this call."
+    )
+
+
+def _contains(x: Any, trace: Trace) -> bool:
+    return unbox(x, trace)[1] is not None
+
+
+def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str, Any],
+              deep: bool) -> Trace | None:
+    """The innermost active trace among the boxes in the arguments (containers searched;
+    object fields searched when ``deep``)."""
+    best: Trace | None = None
+    for a in args:
+        t = type(a)
+        if t is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+        elif t in CONTAINERS or deep:
+            tr = _scan(a, deep)
+            if tr is not None and (best is None or tr.level > best.level):
+                best = tr
+    if kwargs:
+        tr = _scan(tuple(kwargs.values()), deep)
+        if tr is not None and (best is None or tr.level > best.level):
+            best = tr
+    if best is not None and not is_active(best, levels):
+        raise UntraceableError(
+            "a value traced by a differentiation that is not active here (finished, in another "
+            "thread, or the one whose rule is running) was used; traced values must not escape "
+            "the function being differentiated"
+        )
+    return best
+
+
+def _scan(x: Any, deep: bool) -> Trace | None:
+    t = type(x)
+    if t is Box:
+        return x._zp_trace  # type: ignore[no-any-return]
+    if t is tuple or t is list or (deep and isinstance(x, (tuple, list))):
+        items: Any = x
+    elif t is dict:
+        items = x.values()
+    elif deep and not isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) \
+            and not callable(x):
+        items = rc.fields_of(x).values() if hasattr(x, "__dict__") or hasattr(x, "__slots__") else ()
+    else:
+        return None
+    best: Trace | None = None
+    for v in items:
+        tr = _scan(v, deep)
+        if tr is not None and (best is None or tr.level > best.level):
+            best = tr
+    return best
+
+
+def unbox(x: Any, trace: Trace) -> tuple[Any, Any]:
+    """``(primal for this level, route)``: route is the box, a list of ``(path, box)`` for boxes
+    inside a container or object, or ``None`` when no box of ``trace`` is inside."""
+    t = type(x)
+    if t is Box:
+        if x._zp_trace is trace:
+            return x._zp_value, x
+        return x, None
+    if t in CONTAINERS or isinstance(x, (tuple, list)):
+        pairs: Any = enumerate(x) if not isinstance(x, dict) else x.items()
+        kind = "k" if isinstance(x, dict) else "i"
+    elif isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x) \
+            or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+        return x, None
+    else:
+        pairs, kind = rc.fields_of(x).items(), "a"
+    updates: dict[Any, Any] = {}
+    routes: list[tuple[tuple[Any, ...], Box]] = []
+    for key, v in pairs:
+        p, r = unbox(v, trace)
+        if r is None:
+            continue
+        updates[key] = p
+        step = ((kind, key),)
+        if type(r) is Box:
+            routes.append((step, r))
+        else:
+            routes.extend((step + path, b) for path, b in r)
+    if not routes:
+        return x, None
+    return rc.rebuild(x, updates), routes
+
+
+def _substitute_params(levels: tuple[Trace, ...], args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def sub(x: Any) -> Any:
+        t = type(x)
+        if t is np.ndarray:
+            for tr in reversed(levels):
+                if tr.params and tr.params.get(id(x)) is x:
+                    return tr.param_box(x)
+        elif t is tuple or t is list:
+            return t(sub(v) for v in x)
+        return x
+
+    return tuple(sub(a) for a in args), {k: sub(v) for k, v in kwargs.items()}
+
+
+def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               trace: Trace) -> Any:
+    """Run ``rule`` (from ``table``) on the arguments unboxed for ``trace``, with only the outer
+    levels active, and record its output on the tape."""
+    primals: list[Any] = []
+    routes: list[tuple[int, Any]] = []
+    for i, a in enumerate(args):
+        p, r = unbox(a, trace)
+        primals.append(p)
+        if r is not None:
+            routes.append((i, r))
+    for k, v in kwargs.items():
+        if unbox(v, trace)[1] is not None:
+            raise UntraceableError(
+                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
+                "differentiate positional arguments only, so pass it positionally"
+            )
+    token = LEVELS.set(LEVELS.get()[: trace.level])
+    try:
+        if rule.non_differentiable:
+            return call(fn, *primals, **kwargs)
+        y, pullback = call(table.run, rule, CONFIG, fn, tuple(primals), kwargs)
+    finally:
+        LEVELS.reset(token)
+    if not routes or isinstance(y, PLAIN_OUTPUTS):
+        return y
+    return trace.box(y, pullback, tuple(routes), len(args))

@@ -1,0 +1,105 @@
+"""Trace state: a context-local stack of active traces, and the ``Box`` that carries a traced value.
+
+Every ``gradient``/``pullback`` call pushes a :class:`Trace` (its ``level`` is its depth in the
+stack) and records a tape of :class:`Box` nodes on it. A box remembers the rule pullback that
+made it and where its inputs came from (``routes``). A value traced by an outer level may sit
+inside the box of an inner level: nesting is by wrapping, so perturbations never mix.
+The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate independently.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygotepy_levels", default=())
+
+
+class Trace:
+    """One active differentiation: its tape of boxes and its implicit parameters."""
+
+    __slots__ = ("level", "tape", "params", "param_boxes", "__weakref__")
+
+    def __init__(self, level: int, params: dict[int, Any] | None = None) -> None:
+        self.level = level
+        self.tape: list[Box] = []
+        self.params = params or {}
+        self.param_boxes: dict[int, Box] = {}
+
+    def box(self, value: Any, pullback: Any = None, routes: tuple[Any, ...] = (), nargs: int = 0) -> Box:
+        """Record a new node on the tape: ``pullback`` maps its cotangent to ``nargs + 1``
+        cotangents, and ``routes`` says which boxes receive them."""
+        b = Box(value, self, pullback, routes, nargs, len(self.tape))
+        self.tape.append(b)
+        return b
+
+    def param_box(self, value: Any) -> Box:
+        """The one input box standing for an implicit parameter, made on first sight."""
+        key = id(value)
+        b = self.param_boxes.get(key)
+        if b is None:
+            b = self.param_boxes[key] = self.box(value)
+        return b
+
+    def __repr__(self) -> str:
+        return f"<Trace level={self.level} nodes={len(self.tape)}>"
+
+
+@contextmanager
+def new_trace(params: dict[int, Any] | None = None) -> Iterator[Trace]:
+    """Push a new innermost trace for the duration of the block."""
+    levels = LEVELS.get()
+    trace = Trace(len(levels), params)
+    token = LEVELS.set((*levels, trace))
+    try:
+        yield trace
+    finally:
+        LEVELS.reset(token)
+
+
+@contextmanager
+def below(trace: Trace) -> Iterator[None]:
+    """Run the block with only the traces outside ``trace`` active (a rule's own body)."""
+    token = LEVELS.set(LEVELS.get()[: trace.level])
+    try:
+        yield
+    finally:
+        LEVELS.reset(token)
+
+
+def is_active(trace: Trace, levels: tuple[Trace, ...]) -> bool:
+    return trace.level < len(levels) and levels[trace.level] is trace
+
+
+class Box:
+    """A traced value: the primal ``value`` plus its node on a trace's tape.
+
+    ``isinstance`` sees the primal's class (``box.__class__`` is forwarded), so user code and
+    rules that check types keep working; ``type(box)`` is still ``Box``. Operators, NumPy
+    functions, attribute access and indexing all route through the dispatcher.
+    """
+
+    __slots__ = ("_zp_value", "_zp_trace", "_zp_pullback", "_zp_routes", "_zp_nargs", "_zp_index")
+
+    def __init__(self, value: Any, trace: Trace, pullback: Any, routes: tuple[Any, ...], nargs: int,
+                 index: int) -> None:
+        setter = object.__setattr__
+        setter(self, "_zp_value", value)
+        setter(self, "_zp_trace", trace)
+        setter(self, "_zp_pullback", pullback)
+        setter(self, "_zp_routes", routes)
+        setter(self, "_zp_nargs", nargs)
+        setter(self, "_zp_index", index)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:  # noqa: F811
+        return self._zp_value.__class__
+
+
+def unbox_all(x: Any) -> Any:
+    """The primal under every level of boxing (for printing and plain conversions)."""
+    while type(x) is Box:
+        x = x._zp_value
+    return x

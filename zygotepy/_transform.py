@@ -1,0 +1,339 @@
+"""Source rewriting: make every call, operator and subscript in a Python function visible.
+
+A function differentiated through is parsed once (from its file, so lambdas are found by
+position), its calls ``f(a)`` become ``_zp_call(f, a)``, ``a + b`` becomes
+``_zp_call(operator.add, a, b)``, ``x[i]`` becomes ``_zp_call(operator.getitem, x, i)``, and
+the result is compiled with the original file name and line numbers (tracebacks point at the
+user's code). The new function shares the original's globals, closure cells (matched by name,
+so ``nonlocal`` writes are shared), defaults and class (for ``super()`` and name mangling).
+Results are cached per code object. Generators, coroutines and functions without source are
+called as they are (operator overloading still sees their arithmetic), with one warning.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import operator
+import types
+import warnings
+import weakref
+from typing import Any
+
+from zygotepy import _dispatch
+from zygotepy._trace import LEVELS, Box
+
+_OPERATORS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.MatMult: operator.matmul, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.BitAnd: operator.and_,
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+}
+_INPLACE = {ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul,
+            ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod,
+            ast.Pow: operator.ipow, ast.MatMult: operator.imatmul}
+_LEFT_ALONE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
+_SKIP_MODULES = ("numpy", "scipy", "zygotepy")
+_UNREWRITABLE_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+                       | inspect.CO_ITERABLE_COROUTINE)
+
+
+class ZygoteWarning(UserWarning):
+    """A function could only be differentiated by operator overloading (no source)."""
+
+
+def inplace(op: Any, iop: Any, x: Any, v: Any) -> Any:
+    """``x op= v``: in place for plain values and containers, functional when traced."""
+    if LEVELS.get() and type(x) not in (list, dict, set) and (
+        type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
+    ):
+        return _dispatch.call(op, x, v)
+    return iop(x, v)
+
+
+def setitem(x: Any, index: Any, value: Any) -> Any:
+    """``x[index] = value`` for a local name: in place unless a traced array is involved."""
+    if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
+        from rulescore.rules.indexing import setindex
+
+        return _dispatch.call(setindex, x, index, value)
+    x[index] = value
+    return x
+
+
+HELPERS: dict[str, Any] = {"_zp_call": _dispatch.call, "_zp_slice": slice,
+                           "_zp_setitem": setitem, "_zp_inplace": inplace,
+                           "_zp_getitem": operator.getitem}
+HELPERS.update({f"_zp_op_{op.__name__}": op for op in [*_OPERATORS.values(), *_INPLACE.values()]})
+
+
+def _name(id_: str, like: ast.AST) -> ast.Name:
+    return ast.copy_location(ast.Name(id=id_, ctx=ast.Load()), like)
+
+
+def _call(like: ast.AST, func: ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.copy_location(ast.Call(func=_name("_zp_call", like), args=[func, *args], keywords=[]), like)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in _LEFT_ALONE:
+            return node
+        return ast.copy_location(
+            ast.Call(func=_name("_zp_call", node), args=[node.func, *node.args], keywords=node.keywords),
+            node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        op = _OPERATORS[type(node.op)]
+        return _call(node, _name(f"_zp_op_{op.__name__}", node), node.left, node.right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return node
+        op = _OPERATORS[type(node.op)]
+        return _call(node, _name(f"_zp_op_{op.__name__}", node), node.operand)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        return _call(node, _name("_zp_getitem", node), node.value, _index_expr(node.slice))
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            value = self.visit(node.value)
+            index = _index_expr(self.visit(target.slice))
+            new = ast.Call(func=_name("_zp_setitem", node),
+                           args=[_name(target.value.id, node), index, value], keywords=[])
+            return ast.copy_location(
+                ast.Assign(targets=[ast.Name(id=target.value.id, ctx=ast.Store())],
+                           value=ast.copy_location(new, node)), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name) or type(node.op) not in _INPLACE:
+            return node
+        op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
+        new = ast.Call(func=_name("_zp_inplace", node),
+                       args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
+                             _name(node.target.id, node), node.value], keywords=[])
+        return ast.copy_location(ast.Assign(targets=[ast.Name(id=node.target.id, ctx=ast.Store())],
+                                            value=ast.copy_location(new, node)), node)
+
+
+def _index_expr(index: ast.expr) -> ast.expr:
+    if isinstance(index, ast.Slice):
+        parts = [p if p is not None else ast.Constant(None) for p in (index.lower, index.upper, index.step)]
+        return ast.copy_location(ast.Call(func=_name("_zp_slice", index), args=parts, keywords=[]), index)
+    if isinstance(index, ast.Tuple):
+        return ast.copy_location(ast.Tuple(elts=[_index_expr(e) for e in index.elts], ctx=ast.Load()), index)
+    return index
+
+
+# -- finding a function's node in its file -------------------------------------------------------
+_FILES: dict[str, tuple[tuple[int, int], dict[int, list[tuple[ast.AST, str | None]]]]] = {}
+
+
+def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.AST, str | None]]] | None:
+    lines = linecache.getlines(filename, module_globals)
+    if not lines:
+        return None
+    key = (len(lines), hash(lines[-1]))
+    cached = _FILES.get(filename)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        tree = ast.parse("".join(lines), filename)
+    except SyntaxError:
+        return None
+    index: dict[int, list[tuple[ast.AST, str | None]]] = {}
+
+    def walk(node: ast.AST, cls: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                first = min([d.lineno for d in getattr(child, "decorator_list", [])] + [child.lineno])
+                index.setdefault(first, []).append((child, cls))
+                if first != child.lineno:
+                    index.setdefault(child.lineno, []).append((child, cls))
+            walk(child, child.name if isinstance(child, ast.ClassDef) else cls)
+
+    walk(tree, None)
+    _FILES[filename] = (key, index)
+    return index
+
+
+def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
+    code = fn.__code__
+    index = _file_index(code.co_filename, fn.__globals__)
+    if index is None:
+        return None
+    candidates = index.get(code.co_firstlineno, [])
+    if code.co_name == "<lambda>":
+        lambdas = [(n, c) for n, c in candidates if isinstance(n, ast.Lambda)]
+        spots = [(ln, col) for ln, _, col, end in code.co_positions()
+                 if ln is not None and col is not None and (col, end) != (0, 0)]
+
+        def covers(node: Any) -> bool:
+            start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+            return all(start <= s <= end for s in spots)
+
+        fitting = [(n, c) for n, c in lambdas if covers(n)]
+        fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno, nc[0].end_col_offset - nc[0].col_offset))
+        return fitting[0] if fitting else None
+    named = [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
+    return named[0] if len(named) == 1 else None
+
+
+# -- compiling the rewritten function -------------------------------------------------------------
+_BY_CODE: dict[types.CodeType, types.CodeType | None] = {}
+_GENERATED: set[types.CodeType] = set()
+_BY_FUNCTION: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_WARNED: set[types.CodeType] = set()
+
+
+def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
+    code = fn.__code__
+    if code.co_flags & _UNREWRITABLE_FLAGS:
+        return None
+    found = _find_node(fn)
+    if found is None:
+        _warn_no_source(fn)
+        return None
+    node, cls = found
+    node = _Rewriter().visit(_copy(node))
+    if isinstance(node, ast.Lambda):
+        body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
+        func: ast.AST = ast.FunctionDef(name="_zp_lambda", args=node.args, body=body, decorator_list=[],
+                                        returns=None, type_comment=None)
+    else:
+        func = node
+        func.decorator_list = []  # type: ignore[attr-defined]
+    ast.copy_location(func, node)
+    placeholders = [*HELPERS, *code.co_freevars]
+    factory = ast.FunctionDef(
+        name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                kw_defaults=[], kwarg=None, defaults=[]),
+        body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in placeholders],
+                         value=ast.Constant(None)), func,
+              ast.Return(value=ast.Name(id=getattr(func, "name"), ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None)
+    outer: ast.stmt = factory
+    if cls is not None:  # compile inside a class of the same name: private names mangle alike
+        outer = ast.ClassDef(name=cls, bases=[], keywords=[], body=[factory], decorator_list=[])
+    module = ast.Module(body=[outer], type_ignores=[])
+    for n in ast.walk(module):
+        if not hasattr(n, "lineno") and isinstance(n, (ast.stmt, ast.expr)):
+            ast.copy_location(n, node)
+    ast.fix_missing_locations(module)
+    try:
+        compiled = compile(module, code.co_filename, "exec")
+    except (SyntaxError, ValueError, TypeError) as err:
+        warnings.warn(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning, stacklevel=4)
+        return None
+    new = _find_code(compiled, getattr(func, "name"))
+    if new is None:
+        return None
+    new = new.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    _collect_generated(new)
+    return new
+
+
+def _copy(node: ast.AST) -> ast.AST:
+    import copy
+
+    return copy.deepcopy(node)
+
+
+def _find_code(code: types.CodeType, name: str) -> types.CodeType | None:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            found = _find_code(const, name)
+            if found is not None:
+                return found
+    return None
+
+
+def _collect_generated(code: types.CodeType) -> None:
+    _GENERATED.add(code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _collect_generated(const)
+
+
+def _warn_no_source(fn: types.FunctionType) -> None:
+    code = fn.__code__
+    if code in _WARNED or (code.co_name.startswith("__") and code.co_name.endswith("__")):
+        return  # generated dunders (dataclasses, namedtuples) only assign: nothing to see
+    _WARNED.add(code)
+    warnings.warn(
+        f"zygotepy: no source for {code.co_qualname} ({code.co_filename}); it is differentiated by "
+        "operator overloading only, so rules registered for functions it calls are not used",
+        ZygoteWarning, stacklevel=5)
+
+
+def transformed(fn: types.FunctionType) -> Any:
+    """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten)."""
+    try:
+        return _BY_FUNCTION[fn]
+    except KeyError:
+        pass
+    code = fn.__code__
+    if code in _GENERATED:
+        result: Any = fn
+    else:
+        if code not in _BY_CODE:
+            _BY_CODE[code] = _rewrite(fn)
+        new = _BY_CODE[code]
+        if new is None:
+            result = fn
+        else:
+            cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
+            closure = tuple(cells[n] if n in cells else types.CellType(HELPERS[n]) for n in new.co_freevars)
+            result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+            result.__kwdefaults__ = fn.__kwdefaults__
+            result.__qualname__ = fn.__qualname__
+    _BY_FUNCTION[fn] = result
+    return result
+
+
+def _skipped(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".", 1)[0] in _SKIP_MODULES
+
+
+def python_target(fn: Any) -> Any:
+    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
+    tf = type(fn)
+    if tf is types.FunctionType:
+        if getattr(fn, "__module__", "").startswith("zygotepy"):
+            return fn  # the engine's own API (nested gradient, hooks) manages traces itself
+        return None if _skipped(fn) else transformed(fn)
+    if tf is type:
+        init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
+        if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
+                and init.__code__.co_filename[:1] != "<"):
+            return _constructor(fn)
+        return None
+    call = getattr(tf, "__call__", None)
+    if isinstance(call, types.FunctionType) and not _skipped(tf):
+        return lambda *args, **kwargs: _dispatch.call(call, fn, *args, **kwargs)
+    return None
+
+
+def _constructor(cls: type) -> Any:
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        obj = object.__new__(cls)
+        _dispatch.call(cls.__init__, obj, *args, **kwargs)
+        return obj
+
+    return construct
