@@ -21,14 +21,7 @@ from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
 
 
-class AdjointTable(rc.RuleTable):
-    """The table of legacy adjoints; falsy while empty so the dispatcher can skip it."""
-
-    def __bool__(self) -> bool:
-        return bool(self._by_callable)
-
-
-ADJOINTS = AdjointTable("adjoint")
+from zygotepy._adjoint_table import ADJOINTS
 
 
 def user_cotangent(ct: Any) -> Any:

@@ -184,10 +184,10 @@ def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
             elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
                                    types.BuiltinFunctionType)):
                 kind = ("cmethod", getattr(cls, name))
-            elif isinstance(attr, (types.GetSetDescriptorType, types.MemberDescriptorType)):
-                kind = ("data", None)
+            elif hasattr(type(attr), "__get__"):
+                kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
             else:
-                kind = ("class", None)
+                kind = ("class", None)  # a plain class-level constant
         _ATTRIBUTE_KINDS[key] = kind
     return kind
 
@@ -196,7 +196,10 @@ def _getattr(self: Box, name: str) -> Any:
     value = object.__getattribute__(self, "_zp_value")
     if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
         return getattr(unbox_all(value), name)
-    kind, attr = _attribute_kind(type(unbox_all(value)), name)
+    primal = unbox_all(value)
+    if name in getattr(primal, "__dict__", ()):
+        return _dispatch.call(getattr, self, name)  # an instance attribute shadows the class's
+    kind, attr = _attribute_kind(type(primal), name)
     if kind == "method":
         return types.MethodType(attr, self)
     if kind == "cmethod":
@@ -208,7 +211,12 @@ def _getattr(self: Box, name: str) -> Any:
     return _dispatch.call(getattr, self, name)
 
 
+def _call_box(self: Box, *args: Any, **kwargs: Any) -> Any:
+    return _dispatch.call(self, *args, **kwargs)
+
+
 _METHODS = {
+    "__call__": _call_box,
     "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
     "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__len__": _len,
     "__bool__": _bool, "__index__": _index, "__int__": _int, "__str__": _str, "__repr__": _repr,

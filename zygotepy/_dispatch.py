@@ -24,8 +24,9 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 
+from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, Box, Trace, is_active
+from zygotepy._trace import LEVELS, Box, Trace, is_active, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -34,6 +35,7 @@ STRUCTURAL = frozenset({
     types.SimpleNamespace,
 })
 CONTAINERS = (tuple, list, dict)
+MUTABLE_CONTAINERS = (list, dict, set)
 
 
 def _type_of(x: Any, *rest: Any) -> Any:
@@ -57,6 +59,7 @@ class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
 
 
 CONFIG = Config()
+RRULES = rc.rrule
 
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -96,43 +99,54 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
     tf = type(fn)
     if tf is types.MethodType:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
+    elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
+        fn, args = type(unbox_all(fn)).__call__, (fn, *args)
+        tf = type(fn)
     elif tf is functools.partial:
         return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
-    elif tf is types.BuiltinMethodType and type(fn.__self__) is np.ndarray:
+    elif tf is types.BuiltinMethodType:
         owner = fn.__self__
-        if any(t.params and id(owner) in t.params for t in levels):
+        if type(owner) in MUTABLE_CONTAINERS:
+            return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
+        if type(owner) is np.ndarray and levels[-1].with_params and _is_param(levels, owner):
             fn, args = getattr(np.ndarray, fn.__name__), (owner, *args)
-    if any(t.params for t in levels):
+    elif tf is types.BuiltinFunctionType or tf is type:
+        special = SPECIAL_FORMS.get(fn)
+        if special is not None:
+            return special(*args, **kwargs)
+    if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
-
-    special = SPECIAL_FORMS.get(fn) if tf is type or tf is types.BuiltinFunctionType else None
-    if special is not None:
-        return special(*args, **kwargs)
     if fn is operator.getitem and type(args[0]) in CONTAINERS:
         return args[0][args[1]]  # reading a plain container only moves a reference
-
-    from zygotepy._adjoint import ADJOINTS
 
     if ADJOINTS:
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
             trace = innermost(levels, args, kwargs, deep=True) or levels[-1]
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
-    deep = rc.rrule.has_rules(fn)
+    deep = RRULES.has_rules(fn)
     trace = innermost(levels, args, kwargs, deep)
     if trace is not None and deep:
-        rule = rc.rrule.lookup(fn, args, CONFIG)
+        rule = RRULES.lookup(fn, args, CONFIG)
         if rule is not None:
-            return apply_rule(rc.rrule, rule, fn, args, kwargs, trace)
+            return apply_rule(RRULES, rule, fn, args, kwargs, trace)
     if recurse:
-        from zygotepy._transform import python_target
-
-        target = python_target(fn)
+        target = _transform.python_target(fn)
         if target is not None:
             return target(*args, **kwargs)
-    if trace is None or fn in STRUCTURAL:
+    if trace is None or fn in STRUCTURAL or _user_class(fn):
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+def _is_param(levels: tuple[Trace, ...], x: Any) -> bool:
+    return any(t.params.get(id(x)) is x for t in levels)
+
+
+def _user_class(fn: Any) -> bool:
+    """A class defined in Python outside NumPy: constructing it only stores references."""
+    return isinstance(fn, type) and fn.__module__ not in ("builtins", "numpy") \
+        and not fn.__module__.startswith("numpy.")
 
 
 def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
@@ -255,17 +269,22 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     primals: list[Any] = []
     routes: list[tuple[int, Any]] = []
     for i, a in enumerate(args):
+        if type(a) is Box and a._zp_trace is trace:
+            primals.append(a._zp_value)
+            routes.append((i, a))
+            continue
         p, r = unbox(a, trace)
         primals.append(p)
         if r is not None:
             routes.append((i, r))
-    for k, v in kwargs.items():
-        if unbox(v, trace)[1] is not None:
-            raise UntraceableError(
-                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
-                "differentiate positional arguments only, so pass it positionally"
-            )
-    token = LEVELS.set(LEVELS.get()[: trace.level])
+    if kwargs:
+        for k, v in kwargs.items():
+            if unbox(v, trace)[1] is not None:
+                raise UntraceableError(
+                    f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
+                    "differentiate positional arguments only, so pass it positionally"
+                )
+    token = LEVELS.set(trace.outer)
     try:
         if rule.non_differentiable:
             return call(fn, *primals, **kwargs)
@@ -275,3 +294,6 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     if not routes or isinstance(y, PLAIN_OUTPUTS):
         return y
     return trace.box(y, pullback, tuple(routes), len(args))
+
+
+from zygotepy import _transform  # noqa: E402  (mutual import: the rewriter calls back into call())

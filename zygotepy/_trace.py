@@ -20,10 +20,12 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 class Trace:
     """One active differentiation: its tape of boxes and its implicit parameters."""
 
-    __slots__ = ("level", "tape", "params", "param_boxes", "__weakref__")
+    __slots__ = ("level", "outer", "with_params", "tape", "params", "param_boxes", "__weakref__")
 
-    def __init__(self, level: int, params: dict[int, Any] | None = None) -> None:
-        self.level = level
+    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
+        self.level = len(outer)
+        self.outer = outer  # the traces active around this one (a rule's body runs with these)
+        self.with_params = bool(params) or any(t.with_params for t in outer)
         self.tape: list[Box] = []
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
@@ -51,7 +53,7 @@ class Trace:
 def new_trace(params: dict[int, Any] | None = None) -> Iterator[Trace]:
     """Push a new innermost trace for the duration of the block."""
     levels = LEVELS.get()
-    trace = Trace(len(levels), params)
+    trace = Trace(levels, params)
     token = LEVELS.set((*levels, trace))
     try:
         yield trace

@@ -53,6 +53,18 @@ def inplace(op: Any, iop: Any, x: Any, v: Any) -> Any:
     return iop(x, v)
 
 
+def store(container: Any, index: Any, value: Any) -> None:
+    """``a.b[i] = v`` and other stores that cannot be rebound: refused if they would hide a gradient."""
+    if LEVELS.get() and type(container) is not Box and type(value) is Box and not isinstance(
+            container, (list, dict)):
+        raise TypeError(
+            f"in-place assignment of a traced value into a {type(container).__name__} is not "
+            "differentiable; write it functionally (build a new array with np.where/np.concatenate, "
+            "or assign to a local name: `y = obj.buf; y[i] = v` is rewritten to a functional update)"
+        )
+    container[index] = value
+
+
 def setitem(x: Any, index: Any, value: Any) -> Any:
     """``x[index] = value`` for a local name: in place unless a traced array is involved."""
     if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
@@ -64,7 +76,7 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 
 
 HELPERS: dict[str, Any] = {"_zp_call": _dispatch.call, "_zp_slice": slice,
-                           "_zp_setitem": setitem, "_zp_inplace": inplace,
+                           "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
                            "_zp_getitem": operator.getitem}
 HELPERS.update({f"_zp_op_{op.__name__}": op for op in [*_OPERATORS.values(), *_INPLACE.values()]})
 
@@ -106,14 +118,17 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         target = node.targets[0]
-        if len(node.targets) == 1 and isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        if len(node.targets) == 1 and isinstance(target, ast.Subscript):
             value = self.visit(node.value)
+            container = self.visit(target.value)
             index = _index_expr(self.visit(target.slice))
-            new = ast.Call(func=_name("_zp_setitem", node),
-                           args=[_name(target.value.id, node), index, value], keywords=[])
-            return ast.copy_location(
-                ast.Assign(targets=[ast.Name(id=target.value.id, ctx=ast.Store())],
-                           value=ast.copy_location(new, node)), node)
+            if isinstance(target.value, ast.Name):  # x[i] = v  ->  x = setitem(x, i, v)
+                new = ast.Call(func=_name("_zp_setitem", node), args=[container, index, value], keywords=[])
+                return ast.copy_location(
+                    ast.Assign(targets=[ast.Name(id=target.value.id, ctx=ast.Store())],
+                               value=ast.copy_location(new, node)), node)
+            new = ast.Call(func=_name("_zp_store", node), args=[container, index, value], keywords=[])
+            return ast.copy_location(ast.Expr(value=ast.copy_location(new, node)), node)
         self.generic_visit(node)
         return node
 
@@ -143,6 +158,7 @@ _FILES: dict[str, tuple[tuple[int, int], dict[int, list[tuple[ast.AST, str | Non
 
 
 def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.AST, str | None]]] | None:
+    linecache.checkcache(filename)  # the file may have been edited since it was first read
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         return None
@@ -211,11 +227,12 @@ def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
     node = _Rewriter().visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
-        func: ast.AST = ast.FunctionDef(name="_zp_lambda", args=node.args, body=body, decorator_list=[],
+        func: ast.AST = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
                                         returns=None, type_comment=None)
     else:
         func = node
         func.decorator_list = []  # type: ignore[attr-defined]
+        func.name = "_zp_fn"  # type: ignore[attr-defined]  # its own name must stay a global
     ast.copy_location(func, node)
     placeholders = [*HELPERS, *code.co_freevars]
     factory = ast.FunctionDef(
@@ -315,7 +332,7 @@ def python_target(fn: Any) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is types.FunctionType:
-        if getattr(fn, "__module__", "").startswith("zygotepy"):
+        if (getattr(fn, "__module__", None) or "").startswith("zygotepy"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
         return None if _skipped(fn) else transformed(fn)
     if tf is type:

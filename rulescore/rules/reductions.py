@@ -1,0 +1,630 @@
+"""Rules for NumPy reductions and scans: ``sum``, ``mean``, ``prod``, ``var``, ``std``, ``max``,
+``min`` (and ``amax``/``amin``), ``nansum``, ``add.reduce``, ``cumsum``, ``cumprod``, the matching
+``ndarray`` methods (``x.sum(axis=0)`` dispatches as ``np.ndarray.sum(x, axis=0)``) and, when SciPy
+is installed, ``scipy.special.logsumexp`` (registered when ``scipy.special`` is imported, so that
+importing rulescore does not import SciPy).
+
+Every rule takes the NumPy signature: ``axis`` (``None``, an int, a negative int or a tuple),
+``keepdims``, ``dtype=`` where NumPy has it, ``where=``, and ``ddof``/``correction``/``mean`` for
+``var`` and ``std``. Positional arguments after the array (``axis``, ``dtype``, ...) get
+``NoTangent``; ``initial=`` is treated as a constant. ``out=`` is refused: it writes into an existing
+array, which cannot be differentiated.
+
+Conventions:
+
+- **ties in max/min** split the gradient evenly among the tied elements (as ``jax.numpy.max``
+  and ``torch.amax`` do): ``np.max([1.0, 3.0, 3.0])`` has gradient ``[0, 0.5, 0.5]``. The frule is
+  the same linear map, so it averages the tied tangents. A NaN maximum sends the gradient to the
+  NaNs.
+- **prod** is exact when the input has zeros: the gradient is the product of all *other*
+  elements, built from exclusive cumulative products (no division). **cumprod** divides only when
+  it holds concrete arrays with no zeros; otherwise it uses an exact ``O(n^2)`` form.
+- **std** has gradient zero where the standard deviation is zero (a subgradient, as in PyTorch)
+  instead of dividing by zero.
+- **logsumexp idiom**: ``m = x.max(axis, keepdims=True); m + np.log(np.sum(np.exp(x - m), axis,
+  keepdims=True))`` differentiates to ``softmax(x)``: the two paths through ``m`` cancel
+  whatever element the max picks, ties included.
+
+Pullbacks are written with NumPy functions and operators only, so they differentiate again.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rulescore._arithmetic import is_zero
+from rulescore._projection import project
+from rulescore._registry import frule, rrule
+from rulescore._tangent import Tangent, tangent_type
+from rulescore._thunks import unthunk
+from rulescore._zeros import NoTangent, ZeroTangent
+
+_NOVALUE: Any = getattr(np, "_NoValue", object())
+
+# -- argument handling -------------------------------------------------------------------------
+
+
+def _bind(name: str, params: tuple[str, ...], args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments after the array, by name, as NumPy would bind them."""
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes at most {len(params) + 1} positional arguments")
+    bound = dict(zip(params, args, strict=False))
+    for key, value in kwargs.items():
+        if key in bound:
+            raise TypeError(f"{name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    if _opt(bound, "out", None) is not None:
+        raise TypeError(f"{name}(..., out=...) writes into an existing array and cannot be "
+                        "differentiated; drop out= and use the returned value")
+    return bound
+
+
+def _opt(bound: dict[str, Any], key: str, default: Any) -> Any:
+    value = bound.get(key, _NOVALUE)
+    return default if value is _NOVALUE else value
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _dtype(x: Any) -> np.dtype[Any]:
+    dt: np.dtype[Any] = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return dt
+
+
+def _cotangent_dtype(x: Any) -> np.dtype[Any]:
+    dt = _dtype(x)
+    return dt if dt.kind in "fc" else np.dtype(np.float64)
+
+
+def _is_complex(x: Any) -> bool:
+    return _dtype(x).kind == "c"
+
+
+def _conj_if(flag: bool, v: Any) -> Any:
+    return np.conj(v) if flag else v
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, int, negative int or tuple) as sorted non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out = set()
+    for a in items:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.add(a % ndim)
+    return tuple(sorted(out))
+
+
+def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _not_args(n: int) -> tuple[NoTangent, ...]:
+    return (NoTangent(),) * n
+
+
+def _dense(t: Any) -> Any:
+    """A tangent of a (nested) list or tuple primal as an array; arrays pass through."""
+    t = unthunk(t)
+    if isinstance(t, Tangent):
+        return np.array([_dense(v) for v in t])
+    if isinstance(t, (list, tuple)):
+        return np.array([_dense(v) for v in t])
+    if t is None or is_zero(t):
+        return 0.0
+    return t
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+
+class _Call:
+    """One call of a reduction: its arguments, result and geometry."""
+
+    def __init__(self, spec: _Reduction, compute: Callable[..., Any], x: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        self.kw = _bind(spec.name, spec.params, args, kwargs)
+        self.y = compute(x, *args, **kwargs)
+        self.x = x
+        self.nargs = len(args)
+        self.shape = _shape(x)
+        self.axes = _axes(_opt(self.kw, "axis", spec.default_axis), len(self.shape))
+        self.kshape = _keep_shape(self.shape, self.axes)
+        self.keepdims = bool(_opt(self.kw, "keepdims", False))
+        self.where = _opt(self.kw, "where", True)
+        self.dtype = _cotangent_dtype(x)
+        self.complex = _is_complex(x)
+        self.count = math.prod(self.shape[a] for a in self.axes)
+
+    def keep(self, v: Any) -> Any:
+        """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""
+        return np.reshape(v, self.kshape)
+
+    def spread(self, ybar: Any) -> Any:
+        """The cotangent of the result, broadcast back to the input's shape (a fresh array)."""
+        return self.keep(ybar) + np.zeros(self.shape, self.dtype)
+
+    def reduce(self, v: Any) -> Any:
+        """Sum ``v`` (of the input's shape) over the reduced axes, as the primal does."""
+        return np.sum(v, axis=self.axes, keepdims=self.keepdims)
+
+    def masked(self, v: Any) -> Any:
+        return v if self.where is True else v * self.where
+
+    def counts(self) -> Any:
+        """How many elements each output reduces (an int, or an array with ``where=``)."""
+        if self.where is True:
+            return self.count
+        return np.sum(np.broadcast_to(self.where, self.shape), axis=self.axes, keepdims=True)
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    """How to differentiate one reduction: ``grad(call, ybar)`` is the (unprojected) cotangent
+    of the input, ``push(call, xdot)`` the tangent of the output."""
+
+    name: str
+    params: tuple[str, ...]
+    grad: Callable[[_Call, Any], Any]
+    push: Callable[[_Call, Any], Any]
+    default_axis: Any = None
+
+
+def _reduction_rules(spec: _Reduction, compute: Callable[..., Any]) -> tuple[Any, Any]:
+    def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _Call(spec, compute, x, args, kwargs)
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if is_zero(ybar):
+                return (NoTangent(), ZeroTangent(), *_not_args(call.nargs))
+            return (NoTangent(), project(x, spec.grad(call, ybar)), *_not_args(call.nargs))
+
+        pullback.__name__ = pullback.__qualname__ = f"{spec.name}_pullback"
+        return call.y, pullback
+
+    def reduction_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _Call(spec, compute, x, args, kwargs)
+        xdot = unthunk(tangents[1])
+        if is_zero(xdot):
+            return call.y, ZeroTangent()
+        return call.y, project(call.y, spec.push(call, _dense(xdot)))
+
+    reduction_rrule.__name__ = reduction_rrule.__qualname__ = f"{spec.name}_rrule"
+    reduction_frule.__name__ = reduction_frule.__qualname__ = f"{spec.name}_frule"
+    return reduction_rrule, reduction_frule
+
+
+# sum, nansum, add.reduce ------------------------------------------------------------------------
+
+def _sum_grad(c: _Call, ybar: Any) -> Any:
+    return c.masked(c.spread(ybar))
+
+
+def _sum_push(c: _Call, xdot: Any) -> Any:
+    return c.reduce(c.masked(xdot))
+
+
+def _nansum_grad(c: _Call, ybar: Any) -> Any:
+    return c.masked(c.spread(ybar) * (c.x == c.x))  # NaNs (x != x) get no gradient
+
+
+def _nansum_push(c: _Call, xdot: Any) -> Any:
+    return c.reduce(c.masked(xdot * (c.x == c.x)))
+
+
+# mean ------------------------------------------------------------------------------------------
+
+def _mean_weight(c: _Call) -> Any:
+    n = c.counts()
+    if c.where is True:
+        return 1.0 / n if n else 0.0
+    return c.where / np.maximum(n, 1)
+
+
+def _mean_grad(c: _Call, ybar: Any) -> Any:
+    return c.spread(ybar) * _mean_weight(c)
+
+
+def _mean_push(c: _Call, xdot: Any) -> Any:
+    return c.reduce(xdot * _mean_weight(c))
+
+
+# prod ------------------------------------------------------------------------------------------
+
+def _exclusive_products(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    """For each element of ``x``, the product of the *other* elements of its slice along
+    ``axes``: exact with zeros (no division), from exclusive cumulative products."""
+    n = math.prod(shape[a] for a in axes)
+    if n == 0:
+        return np.zeros(shape, _cotangent_dtype(x))
+    nd = len(shape)
+    keep = [a for a in range(nd) if a not in axes]
+    perm = keep + list(axes)
+    moved = x if perm == list(range(nd)) else np.transpose(x, perm)
+    batch = tuple(shape[a] for a in keep)
+    flat = np.reshape(moved, (*batch, n))
+    ones = np.ones((*batch, 1), dtype=_dtype(x))
+    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = np.reshape(left * right, tuple(shape[a] for a in perm))
+    if perm == list(range(nd)):
+        return others
+    return np.transpose(others, tuple(int(i) for i in np.argsort(perm)))
+
+
+def _prod_partials(c: _Call) -> Any:
+    x = c.x if c.where is True else np.where(c.where, c.x, 1)
+    d = c.masked(_exclusive_products(x, c.shape, c.axes))
+    initial = _opt(c.kw, "initial", None)
+    return d if initial is None else d * initial
+
+
+def _prod_grad(c: _Call, ybar: Any) -> Any:
+    return c.keep(ybar) * _conj_if(c.complex, _prod_partials(c))
+
+
+def _prod_push(c: _Call, xdot: Any) -> Any:
+    return c.reduce(_prod_partials(c) * xdot)
+
+
+# var, std --------------------------------------------------------------------------------------
+
+def _var_parts(c: _Call) -> tuple[Any, Any]:
+    """``(x - mean, weight)``: d var / dx = 2 * weight * (x - mean) (conjugated for complex)."""
+    ddof = _opt(c.kw, "correction", None)
+    if ddof is None:
+        ddof = _opt(c.kw, "ddof", 0)
+    mean = _opt(c.kw, "mean", None)
+    if mean is None:
+        if c.where is True:
+            mean = np.mean(c.x, axis=c.axes, keepdims=True)
+        else:
+            mean = np.mean(c.x, axis=c.axes, keepdims=True, where=c.where)
+    n = c.counts()
+    if c.where is True:
+        weight: Any = 1.0 / (n - ddof) if n > ddof else math.nan
+    else:
+        dof = n - ddof
+        weight = c.where / np.where(dof > 0, dof, np.nan)
+    return c.x - mean, weight
+
+
+def _var_grad(c: _Call, ybar: Any) -> Any:
+    centred, weight = _var_parts(c)
+    return c.keep(ybar) * (2 * weight) * centred
+
+
+def _var_push(c: _Call, xdot: Any) -> Any:
+    centred, weight = _var_parts(c)
+    inner = np.real(np.conj(centred) * xdot) if c.complex else centred * xdot
+    return c.reduce(inner * (2 * weight))
+
+
+def _safe(y: Any) -> Any:
+    return y + (y == 0)  # 1 where y is 0: the gradient there is then 0 (the centred x is 0)
+
+
+def _std_grad(c: _Call, ybar: Any) -> Any:
+    centred, weight = _var_parts(c)
+    return c.keep(ybar) * weight * centred / _safe(c.keep(c.y))
+
+
+def _std_push(c: _Call, xdot: Any) -> Any:
+    return _var_push(c, xdot) / (2 * _safe(c.y))
+
+
+# max, min --------------------------------------------------------------------------------------
+
+def _extremum_weights(c: _Call) -> Any:
+    """1/k on each of the k elements equal to their slice's result, 0 elsewhere."""
+    y = c.keep(c.y)
+    hits = (c.x == y) | ((c.x != c.x) & (y != y))
+    if c.where is not True:
+        hits = hits & c.where
+    return hits / np.maximum(np.sum(hits, axis=c.axes, keepdims=True), 1)
+
+
+def _extremum_grad(c: _Call, ybar: Any) -> Any:
+    return c.keep(ybar) * _extremum_weights(c)
+
+
+def _extremum_push(c: _Call, xdot: Any) -> Any:
+    return c.reduce(_extremum_weights(c) * xdot)
+
+
+_SUM_PARAMS = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_MEAN_PARAMS = ("axis", "dtype", "out", "keepdims")
+_VAR_PARAMS = ("axis", "dtype", "out", "ddof", "keepdims")
+_MAX_PARAMS = ("axis", "out", "keepdims", "initial", "where")
+
+SUM = _Reduction("sum", _SUM_PARAMS, _sum_grad, _sum_push)
+ADD_REDUCE = _Reduction("add_reduce", _SUM_PARAMS, _sum_grad, _sum_push, default_axis=0)
+NANSUM = _Reduction("nansum", _SUM_PARAMS, _nansum_grad, _nansum_push)
+MEAN = _Reduction("mean", _MEAN_PARAMS, _mean_grad, _mean_push)
+PROD = _Reduction("prod", _SUM_PARAMS, _prod_grad, _prod_push)
+VAR = _Reduction("var", _VAR_PARAMS, _var_grad, _var_push)
+STD = _Reduction("std", _VAR_PARAMS, _std_grad, _std_push)
+MAX = _Reduction("max", _MAX_PARAMS, _extremum_grad, _extremum_push)
+MIN = _Reduction("min", _MAX_PARAMS, _extremum_grad, _extremum_push)
+
+#: ``callable: (how it is differentiated, how NumPy computes it)``. The ``ndarray`` methods
+#: take the same arguments after ``self`` and share the function's rule.
+REDUCTIONS: dict[Any, tuple[_Reduction, Callable[..., Any]]] = {
+    np.sum: (SUM, np.sum),
+    np.ndarray.sum: (SUM, np.sum),
+    np.add.reduce: (ADD_REDUCE, np.add.reduce),
+    np.nansum: (NANSUM, np.nansum),
+    np.mean: (MEAN, np.mean),
+    np.ndarray.mean: (MEAN, np.mean),
+    np.prod: (PROD, np.prod),
+    np.ndarray.prod: (PROD, np.prod),
+    np.var: (VAR, np.var),
+    np.ndarray.var: (VAR, np.var),
+    np.std: (STD, np.std),
+    np.ndarray.std: (STD, np.std),
+    np.max: (MAX, np.max),
+    np.amax: (MAX, np.amax),
+    np.ndarray.max: (MAX, np.max),
+    np.min: (MIN, np.min),
+    np.amin: (MIN, np.amin),
+    np.ndarray.min: (MIN, np.min),
+}
+
+
+# -- scans -------------------------------------------------------------------------------------
+
+def _reverse_cumsum(z: Any, axis: int) -> Any:
+    rev = (slice(None),) * axis + (slice(None, None, -1),)
+    return np.cumsum(z[rev], axis=axis)[rev]
+
+
+def _cumprod_matrix(x: Any, axis: int) -> tuple[Any, Any]:
+    """``C[..., i, j] = prod(x[k] for k <= j if k != i)`` along ``axis`` (moved last), and the
+    mask ``j >= i``: the exact Jacobian of cumprod, zeros included."""
+    moved = np.moveaxis(x, axis, -1)
+    n = _shape(moved)[-1]
+    eye = np.eye(n, dtype=bool)
+    rows = np.where(eye, 1, moved[..., None, :])  # row i: x with x[i] replaced by 1
+    return np.cumprod(rows, axis=-1), np.triu(np.ones((n, n), dtype=bool))
+
+
+def _no_zeros(x: Any, y: Any) -> bool:
+    """Concrete arrays (not traced) without zeros: cumprod may divide by x."""
+    return type(x) is np.ndarray and type(y) is np.ndarray and bool(np.all(x != 0))
+
+
+def _cumsum_grad(x: Any, y: Any, ybar: Any, axis: int) -> Any:
+    return _reverse_cumsum(ybar, axis)
+
+
+def _cumsum_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
+    return np.cumsum(xdot, axis=axis)
+
+
+def _cumprod_grad(x: Any, y: Any, ybar: Any, axis: int) -> Any:
+    cplx = _is_complex(x)
+    if _no_zeros(x, y):
+        return _reverse_cumsum(ybar * _conj_if(cplx, y), axis) / _conj_if(cplx, x)
+    jac, upper = _cumprod_matrix(x, axis)
+    ybar_rows = np.moveaxis(ybar, axis, -1)[..., None, :] * upper
+    return np.moveaxis(np.sum(_conj_if(cplx, jac) * ybar_rows, axis=-1), -1, axis)
+
+
+def _cumprod_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
+    if _no_zeros(x, y):
+        return y * np.cumsum(xdot / x, axis=axis)
+    jac, upper = _cumprod_matrix(x, axis)
+    xdot_cols = np.moveaxis(xdot, axis, -1)[..., :, None] * upper
+    return np.moveaxis(np.sum(jac * xdot_cols, axis=-2), -1, axis)
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """How to differentiate a cumulative scan along one axis (``axis=None`` flattens first)."""
+
+    name: str
+    grad: Callable[[Any, Any, Any, int], Any]
+    push: Callable[[Any, Any, Any, int], Any]
+
+
+def _scan_geometry(name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, int]:
+    """The input as the scan sees it (flattened for ``axis=None``) and the axis."""
+    kw = _bind(name, ("axis", "dtype", "out"), args, kwargs)
+    axis = kw.get("axis")
+    if axis is None:
+        return np.reshape(x, (-1,)), 0
+    shape = _shape(x)
+    return x, _axes(axis, len(shape))[0]
+
+
+def _scan_rules(spec: _Scan, compute: Callable[..., Any]) -> tuple[Any, Any]:
+    def scan_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = compute(x, *args, **kwargs)
+        xs, axis = _scan_geometry(spec.name, x, args, kwargs)
+        shape, nargs = _shape(x), len(args)
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if is_zero(ybar):
+                return (NoTangent(), ZeroTangent(), *_not_args(nargs))
+            xbar = np.reshape(spec.grad(xs, y, ybar, axis), shape)
+            return (NoTangent(), project(x, xbar), *_not_args(nargs))
+
+        pullback.__name__ = pullback.__qualname__ = f"{spec.name}_pullback"
+        return y, pullback
+
+    def scan_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = compute(x, *args, **kwargs)
+        xdot = unthunk(tangents[1])
+        if is_zero(xdot):
+            return y, ZeroTangent()
+        xs, axis = _scan_geometry(spec.name, x, args, kwargs)
+        xdot = np.reshape(_dense(xdot), _shape(xs))
+        return y, project(y, spec.push(xs, y, xdot, axis))
+
+    scan_rrule.__name__ = scan_rrule.__qualname__ = f"{spec.name}_rrule"
+    scan_frule.__name__ = scan_frule.__qualname__ = f"{spec.name}_frule"
+    return scan_rrule, scan_frule
+
+
+CUMSUM = _Scan("cumsum", _cumsum_grad, _cumsum_push)
+CUMPROD = _Scan("cumprod", _cumprod_grad, _cumprod_push)
+
+#: ``callable: (how it is differentiated, how NumPy computes it)``.
+SCANS: dict[Any, tuple[_Scan, Callable[..., Any]]] = {
+    np.cumsum: (CUMSUM, np.cumsum),
+    np.ndarray.cumsum: (CUMSUM, np.cumsum),
+    np.cumprod: (CUMPROD, np.cumprod),
+    np.ndarray.cumprod: (CUMPROD, np.cumprod),
+}
+
+
+# -- scipy.special.logsumexp (optional) ----------------------------------------------------------
+
+_LSE_PARAMS = ("axis", "b", "keepdims", "return_sign")
+
+
+class _LogSumExp:
+    """One call of ``logsumexp(a, axis, b, keepdims, return_sign)`` and its partials."""
+
+    def __init__(self, compute: Callable[..., Any], a: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        kw = _bind("logsumexp", _LSE_PARAMS, args, kwargs)
+        self.y = compute(a, *args, **kwargs)
+        self.return_sign = bool(kw.get("return_sign", False))
+        self.lse: Any
+        self.sign: Any
+        self.lse, self.sign = self.y if self.return_sign else (self.y, None)
+        self.a, self.b, self.nargs = a, kw.get("b"), len(args)
+        shape = _shape(a) if self.b is None else np.broadcast_shapes(_shape(a), _shape(self.b))
+        self.axes = _axes(kw.get("axis"), len(shape))
+        self.kshape = _keep_shape(shape, self.axes)
+        self.keepdims = bool(kw.get("keepdims", False))
+        self.complex = _is_complex(a) or (self.b is not None and _is_complex(self.b))
+
+    def exps(self) -> Any:
+        """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
+        lse = np.reshape(self.lse, self.kshape)
+        e = np.exp(self.a - np.where(np.isfinite(lse), lse, 0))
+        return e if self.sign is None else e * np.reshape(self.sign, self.kshape)
+
+    def keep(self, v: Any) -> Any:
+        return np.reshape(v, self.kshape)
+
+
+def _logsumexp_rules(compute: Callable[..., Any]) -> tuple[Any, Any]:
+    def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _LogSumExp(compute, a, args, kwargs)
+
+        def logsumexp_pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            lbar = unthunk(ybar[0]) if call.return_sign and not is_zero(ybar) else ybar
+            rest: list[Any] = [NoTangent()] * call.nargs
+            if is_zero(lbar):
+                if call.nargs >= 2 and call.b is not None:
+                    rest[1] = ZeroTangent()
+                return (NoTangent(), ZeroTangent(), *rest)
+            e = call.exps()
+            lbar_k = call.keep(lbar)
+            weights = e if call.b is None else e * call.b
+            if call.nargs >= 2 and call.b is not None:
+                rest[1] = project(call.b, lbar_k * _conj_if(call.complex, e))
+            return (NoTangent(), project(a, lbar_k * _conj_if(call.complex, weights)), *rest)
+
+        return call.y, logsumexp_pullback
+
+    def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _LogSumExp(compute, a, args, kwargs)
+        adot = unthunk(tangents[1])
+        bdot = unthunk(tangents[3]) if call.nargs >= 2 and call.b is not None else None
+        ydot: Any = ZeroTangent()
+        if not (is_zero(adot) and is_zero(bdot)):
+            e = call.exps()
+            total: Any = 0
+            if not is_zero(adot):
+                total = total + (e if call.b is None else e * call.b) * adot
+            if not is_zero(bdot):
+                total = total + e * bdot
+            ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
+        if call.return_sign:
+            return call.y, tangent_type(tuple)(ydot, ZeroTangent())
+        return call.y, ydot
+
+    return logsumexp_rrule, logsumexp_frule
+
+
+#: Optional rules, registered once ``scipy.special`` is imported: ``scipy.special.logsumexp``.
+OPTIONAL: dict[Any, tuple[Any, Any]] = {}
+
+
+def _register_scipy_special(module: Any) -> None:
+    """Register the rules for ``scipy.special`` functions (idempotent)."""
+    fn = getattr(module, "logsumexp", None)
+    if fn is None or fn in OPTIONAL:
+        return
+    OPTIONAL[fn] = rules = _logsumexp_rules(fn)
+    rrule.register(fn)(rules[0])
+    frule.register(fn)(rules[1])
+
+
+class _AfterScipySpecialImport:
+    """A one-shot import hook that registers the ``scipy.special`` rules right after SciPy
+    executes that module: importing rulescore must not import SciPy (an optional dependency
+    that takes a few hundred milliseconds to import)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "scipy.special":
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec = None if finder is self or find is None else find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        original = getattr(spec.loader, "exec_module", None)
+        if original is None:
+            return spec
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            _register_scipy_special(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "scipy.special" in sys.modules:
+    _register_scipy_special(sys.modules["scipy.special"])
+else:
+    sys.meta_path.insert(0, _AfterScipySpecialImport())
+
+
+# -- registration ----------------------------------------------------------------------------
+
+for _f, (_spec, _compute) in REDUCTIONS.items():
+    _r, _fr = _reduction_rules(_spec, _compute)
+    rrule.register(_f)(_r)
+    frule.register(_f)(_fr)
+for _f, (_scan, _compute) in SCANS.items():
+    _r, _fr = _scan_rules(_scan, _compute)
+    rrule.register(_f)(_r)
+    frule.register(_f)(_fr)
+
+__all__ = ["OPTIONAL", "REDUCTIONS", "SCANS"]

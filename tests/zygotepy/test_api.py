@@ -1,0 +1,130 @@
+"""The user-facing conventions of gradient, withgradient, pullback and jacobian (shared/API.md)."""
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import rulescore as rc
+import zygotepy as zp
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Pair(NamedTuple):
+    a: float
+    b: float
+
+
+def test_gradient_of_plain_python():
+    assert zp.gradient(lambda x, y: x * y + math.sin(x), 2.0, 3.0) == pytest.approx((3.0 + math.cos(2.0), 2.0))
+
+
+def test_unused_argument_and_string_get_none():
+    assert zp.gradient(lambda x, s, y: x * 2.0, 1.0, "label", 5.0) == (2.0, None, None)
+
+
+def test_int_argument_gets_float_gradient():
+    (g,) = zp.gradient(lambda n: n * n, 3)
+    assert g == 6.0 and type(g) is float
+
+
+def test_float32_array_keeps_dtype_and_shape():
+    x = np.ones((2, 3), dtype=np.float32)
+    (g,) = zp.gradient(lambda a: (a * a).sum(), x)
+    assert g.dtype == np.float32 and g.shape == (2, 3)
+    np.testing.assert_allclose(g, 2 * x)
+
+
+def test_containers_are_mirrored():
+    grads = zp.gradient(lambda t, l, d: t[0] * l[1] + d["w"], (2.0, 5.0), [1.0, 3.0], {"w": 4.0, "s": 1.0})
+    assert grads == ((3.0, None), [None, 2.0], {"w": 1.0, "s": None})
+
+
+def test_objects_get_structural_tangents():
+    (g,) = zp.gradient(lambda p: math.sqrt(p.x ** 2 + p.y ** 2), Point(1.0, 2.0))
+    assert isinstance(g, rc.Tangent[Point])
+    assert (g.x, g.y) == pytest.approx((1 / math.sqrt(5), 2 / math.sqrt(5)))
+    (h,) = zp.gradient(lambda p: p.x, Point(1.0, 2.0))
+    assert h.x == 1.0 and h.y is None
+
+
+def test_namedtuple_argument():
+    (g,) = zp.gradient(lambda p: p.a * p.b, Pair(2.0, 3.0))
+    assert (g.a, g.b) == (3.0, 2.0)
+
+
+def test_real_input_through_complex_gets_real_gradient():
+    (g,) = zp.gradient(lambda x: abs(x * (1 + 1j)), 2.0)
+    assert isinstance(g, float) and g == pytest.approx(math.sqrt(2))
+
+
+def test_complex_input_gets_chainrules_convention():
+    # f(z) = |z|^2 = x^2 + y^2: df/dx + i df/dy = 2z
+    (g,) = zp.gradient(lambda z: (z * z.conjugate()).real, 1.0 + 2.0j)
+    assert g == pytest.approx(2.0 + 4.0j)
+
+
+def test_withgradient():
+    res = zp.withgradient(lambda x: x ** 3, 2.0)
+    assert res.val == 8.0 and res.grad == (12.0,)
+
+
+def test_pullback_can_be_called_twice():
+    y, back = zp.pullback(lambda x: np.sin(x), np.array([0.0, 1.0]))
+    first, second = back(np.ones(2)), back(2 * np.ones(2))
+    np.testing.assert_allclose(first[0], np.cos([0.0, 1.0]))
+    np.testing.assert_allclose(second[0], 2 * np.cos([0.0, 1.0]))
+
+
+def test_pullback_of_tuple_output():
+    y, back = zp.pullback(lambda x: (x * 2.0, x * 3.0), 1.0)
+    assert y == (2.0, 3.0)
+    assert back((1.0, None)) == (2.0,)
+    assert back((1.0, 1.0)) == (5.0,)
+
+
+def test_jacobian_shape():
+    A = np.arange(6.0).reshape(2, 3)
+    (J,) = zp.jacobian(lambda x: A @ x, np.ones(3))
+    np.testing.assert_allclose(J, A)
+    (J2,) = zp.jacobian(lambda m: m.sum(axis=0), np.ones((2, 3)))
+    assert J2.shape == (3, 2, 3)
+
+
+def test_argnums_and_wrt():
+    def f(x, y, z):
+        return x * y * z
+
+    assert zp.gradient(f, 1.0, 2.0, 3.0, argnums=(0, 2)) == (6.0, 2.0)
+    assert zp.gradient(f, 1.0, 2.0, 3.0, wrt="y") == (3.0,)
+
+
+def test_keyword_arguments_pass_through():
+    assert zp.gradient(lambda x, scale=1.0: x * scale, 2.0, scale=4.0) == (4.0,)
+    (g,) = zp.gradient(lambda x: np.sum(x ** 2, axis=0).sum(), np.ones((2, 2)))
+    np.testing.assert_allclose(g, 2 * np.ones((2, 2)))
+
+
+def test_non_scalar_output_is_refused_with_advice():
+    with pytest.raises(zp.NotScalarError, match="jacobian"):
+        zp.gradient(lambda x: x * 2, np.ones(3))
+    with pytest.raises(zp.NotScalarError, match="complex"):
+        zp.gradient(lambda x: x * 1j, 1.0)
+
+
+def test_constant_output_gives_none():
+    assert zp.gradient(lambda x: 3.0, 1.0) == (None,)
+
+
+def test_user_arrays_are_not_mutated():
+    x = np.array([1.0, 2.0])
+    before = x.copy()
+    zp.gradient(lambda a: (a * a).sum(), x)
+    np.testing.assert_array_equal(x, before)

@@ -1,0 +1,147 @@
+"""Rules for any callable are used wherever it is called; otherwise the engine recurses."""
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import rulescore as rc
+import zygotepy as zp
+from tests.zygotepy import helpers_module
+from tests.zygotepy.helpers_module import Scaler, calls_scaled_square, scaled_square
+
+
+def _marking_rule(f, calls, slope):
+    @rc.rrule.register(f)
+    def marked_rrule(*args):
+        calls.append(f.__name__)
+        y = f(*args)
+        return y, lambda ybar: (rc.NoTangent(), *(ybar * slope for _ in args))
+
+
+def local_double(x):
+    return 2 * x
+
+
+def test_rule_for_imported_function_used_at_depth():
+    calls = []
+    # a deliberately different derivative proves the rule, not the body, was used
+    _marking_rule(scaled_square, calls, 100.0)
+    try:
+        assert zp.gradient(calls_scaled_square, 2.0) == (100.0,)
+        assert zp.gradient(lambda x: helpers_module.scaled_square(x), 2.0) == (100.0,)
+        assert calls == ["scaled_square", "scaled_square"]
+    finally:
+        rc.rrule.opt_out(scaled_square)
+    assert zp.gradient(calls_scaled_square, 2.0) == (12.0,)  # opted out: the body is differentiated
+
+
+def test_rule_registered_after_first_use_is_used_next_time():
+    def triple(x):
+        return 3 * x
+
+    assert zp.gradient(lambda x: triple(x), 1.0) == (3.0,)
+    calls = []
+    _marking_rule(triple, calls, 7.0)
+    assert zp.gradient(lambda x: triple(x), 1.0) == (7.0,)
+    assert calls == ["triple"]
+
+
+def test_rule_for_a_method_and_a_class():
+    calls = []
+
+    @rc.rrule.register(Scaler.apply)
+    def apply_rrule(self, x):
+        calls.append("apply")
+        return self.apply(x), lambda ybar: (rc.NoTangent(), rc.NoTangent(), ybar * 10.0)
+
+    s = Scaler(2.0)
+    assert zp.gradient(lambda x: s.apply(x), 0.0) == (10.0,)
+    assert calls == ["apply"]
+
+    class Celsius:
+        def __init__(self, t):
+            self.t = t
+
+    @rc.rrule.register(Celsius)
+    def celsius_rrule(t):
+        return Celsius(t), lambda ybar: (rc.NoTangent(), 5.0 * ybar.t)
+
+    assert zp.gradient(lambda t: Celsius(t).t, 1.0) == (5.0,)
+
+
+def test_rule_for_math_builtin_and_numpy_function():
+    assert zp.gradient(math.sin, 0.0) == (1.0,)
+    assert zp.gradient(lambda x: abs(x), -2.0) == (-1.0,)
+    (g,) = zp.gradient(lambda x: np.sum(np.exp(x)), np.zeros(3))
+    np.testing.assert_allclose(g, np.ones(3))
+
+
+def test_compiled_function_without_rule_names_itself():
+    vectorised_exp = np.frompyfunc(math.exp, 1, 1)  # a ufunc nobody registered a rule for
+    with pytest.raises(zp.UntraceableError, match=r"numpy\.exp \(vectorized\).*no rrule"):
+        zp.gradient(lambda x: vectorised_exp(x), 1.0)
+    with pytest.raises(zp.UntraceableError, match=r"bytes"):
+        zp.gradient(lambda x: len(bytes([x])) * x, 1.0)
+
+
+def test_plain_conversion_inside_compiled_code_raises():
+    import struct
+
+    with pytest.raises(TypeError):
+        zp.gradient(lambda x: struct.unpack("d", struct.pack("d", x))[0], 1.0)
+
+
+def test_float_conversion_in_rewritten_code_is_fine():
+    assert zp.gradient(lambda x: float(x) * 2.0, np.float64(3.0)) == (2.0,)
+
+
+def test_source_less_function_still_works_by_overloading_and_warns():
+    namespace = {}
+    exec(textwrap.dedent("""
+        def cube(x):
+            return x * x * x
+    """), namespace)
+    with pytest.warns(zp.ZygoteWarning, match="no source"):
+        assert zp.gradient(namespace["cube"], 2.0) == (12.0,)
+
+
+def test_print_inside_differentiated_code_sees_plain_values(capsys):
+    def f(x):
+        print(x)
+        return x * 2
+
+    zp.gradient(f, 1.5)
+    assert capsys.readouterr().out.strip() == "1.5"
+
+
+def test_isinstance_and_len_see_the_primal():
+    def f(x):
+        assert isinstance(x, np.ndarray) and len(x) == 3 and x.shape == (3,)
+        return x.sum()
+
+    np.testing.assert_allclose(zp.gradient(f, np.ones(3))[0], np.ones(3))
+
+
+def test_first_call_is_fast(tmp_path):
+    script = tmp_path / "first_call.py"
+    script.write_text(textwrap.dedent("""
+        import time, numpy as np, zygotepy as zp
+        def f(x):
+            y = x
+            for i in range(3):
+                y = np.tanh(y) * 2.0 + np.sin(y)
+            return y.sum()
+        zp.gradient(f, np.ones(3))          # warm the library
+        def g(x):
+            a = np.sin(x); b = np.cos(a); c = a * b
+            return (c + a).sum()
+        t = time.perf_counter(); zp.gradient(g, np.ones(3)); first = time.perf_counter() - t
+        print(first)
+    """))
+    first = float(subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                                 check=True).stdout.split()[-1])
+    assert first < 0.5, f"first call on a new function took {first:.3f} s"
