@@ -11,14 +11,16 @@ Example:
 
 from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
-from zygotepy._api import Grads, Params, WithGradient, gradient, jacobian, params, pullback, withgradient
+from zygotepy._api import Grads, Params, WithGradient, gradient, params, pullback, withgradient
+from zygotepy._forward import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian, jvp, pushforward
 from zygotepy._errors import NotScalarError, UntraceableError
 from zygotepy._lib import checkpointed, dropgrad, forward, hook, ignore, isderiving, refresh, showgrad
 from zygotepy._transform import ZygoteWarning
 
 __all__ = [
     "Grads", "NotScalarError", "Params", "UntraceableError", "WithGradient", "ZygoteWarning", "adjoint",
-    "checkpointed", "dropgrad", "forward", "gradient", "hook", "ignore", "isderiving", "jacobian", "params",
+    "checkpointed", "diaghessian", "dropgrad", "forwarddiff", "hessian", "hessian_reverse", "jvp",
+    "pushforward", "forward", "gradient", "hook", "ignore", "isderiving", "jacobian", "params",
     "pullback", "refresh", "showgrad", "withgradient",
 ]
 __version__ = "0.1.0"

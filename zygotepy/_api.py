@@ -214,12 +214,12 @@ def withgradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> WithGradie
     return WithGradient(unbox(out, trace)[0], grads)
 
 
-def jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-    """The Jacobian of ``f`` with respect to each argument: shape ``out.shape + arg.shape``.
+def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """The Jacobian by reverse mode: one pullback per output element (see ``zygotepy.jacobian``).
 
     Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> zp.jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
+        >>> import numpy as np
+        >>> reverse_jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
         (array([[2., 0.],
                [0., 4.]]),)
     """

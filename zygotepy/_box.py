@@ -19,7 +19,7 @@ import numpy as np
 
 from zygotepy import _dispatch
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import Box, unbox_all
+from zygotepy._trace import Box, BoundBoxMethod, unbox_all
 
 BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -148,19 +148,6 @@ def _hash(self: Box) -> int:
 def _setattr(self: Box, name: str, value: Any) -> None:
     raise TypeError(f"cannot set attribute {name!r} of a traced {type(self._zp_value).__name__}; "
                     "build a new object instead")
-
-
-class BoundBoxMethod:
-    """A C-level method of the primal's class bound to a box: calling it dispatches."""
-
-    __slots__ = ("__func__", "__self__")
-
-    def __init__(self, func: Any, box: Box) -> None:
-        self.__func__ = func
-        self.__self__ = box
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _dispatch.call(self.__func__, self.__self__, *args, **kwargs)
 
 
 _ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}

@@ -26,7 +26,7 @@ from rulescore._checks import callable_name
 
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, Box, Trace, is_active, unbox_all
+from zygotepy._trace import LEVELS, BoundBoxMethod, Box, Trace, is_active, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -44,6 +44,8 @@ def _type_of(x: Any, *rest: Any) -> Any:
 
 #: Builtins the engine itself implements, because they see through boxes.
 SPECIAL_FORMS: dict[Any, Any] = {type: _type_of}
+#: Values never searched for boxes inside.
+_LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
 PLAIN_OUTPUTS = (bool, np.bool_, str, bytes, type(None), type, np.dtype)
 _NO_LEVELS: tuple[Trace, ...] = ()
@@ -59,7 +61,19 @@ class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
 
 
 CONFIG = Config()
-RRULES = rc.rrule
+RRULES, FRULES = rc.rrule, rc.frule
+
+
+class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
+    """The ``RuleConfig`` handed to config-aware frules during forward mode."""
+
+    def frule_via_ad(self, tangents: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        from zygotepy._forward import jvp
+
+        return jvp(f, args, tangents[1:])
+
+
+FORWARD_CONFIG = ForwardConfig()
 
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -97,7 +111,7 @@ def _describe(x: Any) -> str:
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 recurse: bool) -> Any:
     tf = type(fn)
-    if tf is types.MethodType:
+    if tf is types.MethodType or tf is BoundBoxMethod:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
     elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
         fn, args = type(unbox_all(fn)).__call__, (fn, *args)
@@ -108,8 +122,10 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         owner = fn.__self__
         if type(owner) in MUTABLE_CONTAINERS:
             return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
-        if type(owner) is np.ndarray and levels[-1].with_params and _is_param(levels, owner):
-            fn, args = getattr(np.ndarray, fn.__name__), (owner, *args)
+        if isinstance(owner, (np.ndarray, np.generic, float, complex)) and not isinstance(owner, bool):
+            # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
+            fn, args = getattr(type(owner), fn.__name__), (owner, *args)
+            tf = type(fn)
     elif tf is types.BuiltinFunctionType or tf is type:
         special = SPECIAL_FORMS.get(fn)
         if special is not None:
@@ -119,17 +135,26 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
     if fn is operator.getitem and type(args[0]) in CONTAINERS:
         return args[0][args[1]]  # reading a plain container only moves a reference
 
-    if ADJOINTS:
+    if ADJOINTS and not levels[-1].forward:
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
             trace = innermost(levels, args, kwargs, deep=True) or levels[-1]
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
-    deep = RRULES.has_rules(fn)
+    deep = RRULES.has_rules(fn) or FRULES.has_rules(fn)
     trace = innermost(levels, args, kwargs, deep)
     if trace is not None and deep:
-        rule = RRULES.lookup(fn, args, CONFIG)
-        if rule is not None:
-            return apply_rule(RRULES, rule, fn, args, kwargs, trace)
+        if trace.forward:
+            frule = FRULES.lookup(fn, args, FORWARD_CONFIG)
+            if frule is not None:
+                return _forward.apply_frule(frule, fn, args, kwargs, trace)
+            if RRULES.lookup(fn, args, CONFIG) is not None and _transform.python_target(fn) is None:
+                raise UntraceableError(
+                    f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot differentiate "
+                    f"it: register one with @rulescore.frule.register({callable_name(fn)})")
+        else:
+            rule = RRULES.lookup(fn, args, CONFIG)
+            if rule is not None:
+                return apply_rule(RRULES, rule, fn, args, kwargs, trace)
     if recurse:
         target = _transform.python_target(fn)
         if target is not None:
@@ -201,8 +226,7 @@ def _scan(x: Any, deep: bool) -> Trace | None:
         items: Any = x
     elif t is dict:
         items = x.values()
-    elif deep and not isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) \
-            and not callable(x):
+    elif deep and not isinstance(x, _LEAVES) and not callable(x):
         items = rc.fields_of(x).values() if hasattr(x, "__dict__") or hasattr(x, "__slots__") else ()
     else:
         return None
@@ -225,8 +249,7 @@ def unbox(x: Any, trace: Trace) -> tuple[Any, Any]:
     if t in CONTAINERS or isinstance(x, (tuple, list)):
         pairs: Any = enumerate(x) if not isinstance(x, dict) else x.items()
         kind = "k" if isinstance(x, dict) else "i"
-    elif isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x) \
-            or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+    elif isinstance(x, _LEAVES) or callable(x) or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"
@@ -296,4 +319,4 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     return trace.box(y, pullback, tuple(routes), len(args))
 
 
-from zygotepy import _transform  # noqa: E402  (mutual import: the rewriter calls back into call())
+from zygotepy import _forward, _transform  # noqa: E402  (mutual imports: both call back into call())

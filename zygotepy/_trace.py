@@ -20,9 +20,11 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 class Trace:
     """One active differentiation: its tape of boxes and its implicit parameters."""
 
-    __slots__ = ("level", "outer", "with_params", "tape", "params", "param_boxes", "__weakref__")
+    __slots__ = ("level", "outer", "with_params", "forward", "tape", "params", "param_boxes", "__weakref__")
 
-    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
+    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None,
+                 forward: bool = False) -> None:
+        self.forward = forward  # forward mode: boxes carry tangents instead of pullbacks
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
         self.with_params = bool(params) or any(t.with_params for t in outer)
@@ -35,6 +37,12 @@ class Trace:
         cotangents, and ``routes`` says which boxes receive them."""
         b = Box(value, self, pullback, routes, nargs, len(self.tape))
         self.tape.append(b)
+        return b
+
+    def tangent_box(self, value: Any, tangents: tuple[Any, ...]) -> Box:
+        """A forward-mode node: ``tangents`` holds one tangent per direction being pushed."""
+        b = Box(value, self, None, (), 0, -1)
+        object.__setattr__(b, "_zp_tangents", tangents)
         return b
 
     def param_box(self, value: Any) -> Box:
@@ -50,10 +58,10 @@ class Trace:
 
 
 @contextmanager
-def new_trace(params: dict[int, Any] | None = None) -> Iterator[Trace]:
+def new_trace(params: dict[int, Any] | None = None, forward: bool = False) -> Iterator[Trace]:
     """Push a new innermost trace for the duration of the block."""
     levels = LEVELS.get()
-    trace = Trace(levels, params)
+    trace = Trace(levels, params, forward)
     token = LEVELS.set((*levels, trace))
     try:
         yield trace
@@ -83,7 +91,8 @@ class Box:
     functions, attribute access and indexing all route through the dispatcher.
     """
 
-    __slots__ = ("_zp_value", "_zp_trace", "_zp_pullback", "_zp_routes", "_zp_nargs", "_zp_index")
+    __slots__ = ("_zp_value", "_zp_trace", "_zp_pullback", "_zp_routes", "_zp_nargs", "_zp_index",
+                 "_zp_tangents")
 
     def __init__(self, value: Any, trace: Trace, pullback: Any, routes: tuple[Any, ...], nargs: int,
                  index: int) -> None:
@@ -98,6 +107,22 @@ class Box:
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # noqa: F811
         return self._zp_value.__class__
+
+
+class BoundBoxMethod:
+    """A C-level method of the primal's class bound to a box (``box.sum``): calling it dispatches
+    ``type(primal).sum(box, ...)`` so the method's rule applies."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, func: Any, box: Box) -> None:
+        self.__func__ = func
+        self.__self__ = box
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from zygotepy._dispatch import call
+
+        return call(self.__func__, self.__self__, *args, **kwargs)
 
 
 def unbox_all(x: Any) -> Any:

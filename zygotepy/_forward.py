@@ -1,0 +1,292 @@
+"""Forward mode from frules, forward-over-reverse Hessians, and ``forwarddiff`` in reverse mode.
+
+A forward trace is a trace whose boxes carry tangents (one per direction being pushed, so a
+Jacobian is built a chunk of directions per pass) instead of pullbacks. The dispatcher is the
+same one reverse mode uses: at a call whose innermost trace is a forward trace, the frule
+registered in rulescore runs (one level down, so outer traces see inside it); Python functions
+without an frule are differentiated through; a compiled callable that has only an rrule is
+refused with an error naming it. Levels keep perturbations apart in every nesting order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import rulescore as rc
+from rulescore._checks import check_frule_result, checks_enabled
+from rulescore._structure import fields_of
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+from zygotepy import _dispatch
+from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
+
+
+def _tangent_of(x: Any, trace: Trace, k: int) -> Any:
+    """The k-th direction's tangent of an argument (boxes inside containers and objects)."""
+    t = type(x)
+    if t is Box:
+        return x._zp_tangents[k] if x._zp_trace is trace else ZeroTangent()
+    if t is tuple or t is list or t is dict:
+        items = list(x.items()) if t is dict else list(enumerate(x))
+        parts = {key: _tangent_of(v, trace, k) for key, v in items}
+        if all(rc.is_zero(p) for p in parts.values()):
+            return ZeroTangent()
+        return rc.Tangent[dict](parts) if t is dict else rc.Tangent[t](*parts.values())
+    if isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x) \
+            or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+        return ZeroTangent()
+    fields = {name: _tangent_of(v, trace, k) for name, v in fields_of(x).items()}
+    if all(rc.is_zero(p) for p in fields.values()):
+        return ZeroTangent()
+    return rc.Tangent[type(x)](**fields)
+
+
+def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
+    """Push every direction of ``trace`` through ``fn``'s frule; record the output's tangents."""
+    primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
+    directions = _directions(args, trace)
+    token = LEVELS.set(trace.outer)
+    try:
+        if rule.non_differentiable:
+            return _dispatch.call(fn, *primals, **kwargs)
+        y: Any = None
+        tangents = []
+        for k in range(directions):
+            dots = (NoTangent(), *(_tangent_of(a, trace, k) for a in args))
+            y, ydot = _dispatch.call(_run_frule, rule, dots, fn, primals, kwargs)
+            tangents.append(ydot)
+    finally:
+        LEVELS.reset(token)
+    if isinstance(y, _dispatch.PLAIN_OUTPUTS):
+        return y
+    return trace.tangent_box(y, tuple(tangents))
+
+
+def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Any:
+    assert rule.impl is not None
+    if rule.config:
+        out = _dispatch.call(rule.impl, _dispatch.FORWARD_CONFIG, dots, *primals, **kwargs)
+    else:
+        out = _dispatch.call(rule.impl, dots, *primals, **kwargs)
+    return check_frule_result(rule, fn, primals, out) if checks_enabled() else out
+
+
+def _directions(args: Any, trace: Trace) -> int:
+    for a in args:
+        if type(a) is Box and a._zp_trace is trace:
+            return len(a._zp_tangents)
+        if type(a) in (tuple, list, dict) or not isinstance(a, (np.ndarray, np.generic, int, float)):
+            for v in (a.values() if type(a) is dict else a if isinstance(a, (tuple, list))
+                      else fields_of(a).values() if hasattr(a, "__dict__") else ()):
+                n = _directions((v,), trace)
+                if n:
+                    return n
+    return 0
+
+
+def _box_forward(trace: Trace, x: Any, dots: tuple[Any, ...]) -> Any:
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_box_forward(trace, v, tuple(_part(d, i) for d in dots)) for i, v in enumerate(x))
+    if t is dict:
+        return {k: _box_forward(trace, v, tuple(_part(d, k) for d in dots)) for k, v in x.items()}
+    if all(rc.is_zero(d) for d in dots) or isinstance(x, (bool, str, bytes, type(None))):
+        return x
+    return trace.tangent_box(x, tuple(ZeroTangent() if d is None else d for d in dots))
+
+
+def _part(d: Any, key: Any) -> Any:
+    if d is None or isinstance(d, AbstractZero):
+        return None
+    return d[key]
+
+
+def _user_tangent(out: Any, trace: Trace, k: int) -> Any:
+    """The output's k-th tangent as users see it: zeros of the output's shape, containers mirrored."""
+    t = type(out)
+    if t is tuple or t is list:
+        return t(_user_tangent(v, trace, k) for v in out)
+    if t is dict:
+        return {key: _user_tangent(v, trace, k) for key, v in out.items()}
+    dot = out._zp_tangents[k] if t is Box and out._zp_trace is trace else ZeroTangent()
+    dot = rc.unthunk(dot)
+    primal = _dispatch.unbox(out, trace)[0]
+    if isinstance(dot, AbstractZero):
+        plain = unbox_all(primal)
+        if isinstance(plain, np.ndarray):
+            return np.zeros(plain.shape, plain.dtype if plain.dtype.kind in "fc" else np.float64)
+        return 0.0 if isinstance(plain, (int, float, np.floating, np.integer)) else None
+    return dot
+
+
+def _push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
+          kwargs: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
+    """Run ``f`` once with several directions; return ``y`` and one output tangent per direction."""
+    per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
+    with new_trace(forward=True) as trace:
+        boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
+        out = _dispatch.call(f, *boxed, **(kwargs or {}))
+    y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
+    return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+
+
+def _strip(out: Any, trace: Trace) -> Any:
+    t = type(out)
+    if t is tuple or t is list:
+        return t(_strip(v, trace) for v in out)
+    if t is dict:
+        return {k: _strip(v, trace) for k, v in out.items()}
+    return _dispatch.unbox(out, trace)[0]
+
+
+def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
+    """``(y, ydot)``: ``f(*primals)`` and its directional derivative along ``tangents``.
+
+    Example:
+        >>> import math, zygotepy as zp
+        >>> zp.jvp(math.sin, (0.0,), (2.0,))
+        (0.0, 2.0)
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    y, (ydot,) = _push(f, primals, [tangents])
+    return y, ydot
+
+
+def pushforward(f: Callable[..., Any], *args: Any) -> Callable[..., Any]:
+    """Zygote's ``pushforward``: ``pushforward(f, *x)(*xdot)`` is the tangent of ``f`` at ``x``.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.pushforward(lambda v: v ** 2, np.array([1.0, 3.0]))(np.array([1.0, 1.0]))
+        array([2., 6.])
+    """
+    return lambda *tangents: jvp(f, args, tangents)[1]
+
+
+def _basis(x: Any, indices: Any) -> Any:
+    e = np.zeros(np.shape(x), dtype=np.result_type(np.asarray(x).dtype, np.float64))
+    e.flat[indices] = 1.0
+    return e if np.ndim(x) else float(e)
+
+
+def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:
+    out = []
+    y_shape: tuple[int, ...] | None = None
+    for i, a in enumerate(args):
+        n = int(np.size(a))
+        columns: list[Any] = []
+        for start in range(0, n, chunk):
+            sets = [tuple(_basis(a, j) if m == i else None for m, _ in enumerate(args))
+                    for j in range(start, min(start + chunk, n))]
+            y, dots = _push(f, args, sets, kwargs)
+            y_shape = np.shape(y)
+            columns += [np.asarray(d) for d in dots]
+        if y_shape is None:
+            y_shape = np.shape(f(*args, **kwargs))
+        stacked = np.stack(columns, axis=-1) if columns else np.zeros((*y_shape, 0))
+        out.append(stacked.reshape(*y_shape, *np.shape(a)))
+    return tuple(out)
+
+
+def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 8, **kwargs: Any) -> tuple[Any, ...]:
+    """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
+
+    ``mode="forward"`` pushes ``chunk`` input directions per pass (frules); ``"reverse"`` pulls
+    back one output direction per pass (rrules); ``"auto"`` picks forward when there are fewer
+    inputs than outputs.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> x = np.array([1.0, 2.0])
+        >>> J_fwd, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="forward")
+        >>> J_rev, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="reverse")
+        >>> J_fwd.shape, bool(np.allclose(J_fwd, J_rev))
+        ((4, 2), True)
+    """
+    from zygotepy._api import reverse_jacobian
+
+    if mode == "auto":
+        n_in = sum(int(np.size(a)) for a in args)
+        n_out = int(np.size(unbox_all(f(*args, **kwargs)))) if n_in else 0
+        mode = "forward" if n_in < n_out else "reverse"
+    if mode == "forward":
+        return _jacobian_forward(f, args, kwargs, chunk)
+    if mode == "reverse":
+        return reverse_jacobian(f, *args, **kwargs)
+    raise ValueError(f"mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
+
+
+def _gradient_of(f: Any) -> Any:
+    from zygotepy._api import gradient
+
+    return lambda v: gradient(f, v)[0]
+
+
+def hessian(f: Callable[..., Any], x: Any) -> Any:
+    """The Hessian of a scalar ``f`` at ``x`` by forward-over-reverse; shape ``x.shape + x.shape``.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.hessian(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
+        array([[4., 2.],
+               [2., 0.]])
+    """
+    return jacobian(_gradient_of(f), x, mode="forward")[0]
+
+
+def hessian_reverse(f: Callable[..., Any], x: Any) -> Any:
+    """The Hessian of a scalar ``f`` at ``x`` by reverse-over-reverse.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.hessian_reverse(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
+        array([[4., 2.],
+               [2., 0.]])
+    """
+    return jacobian(_gradient_of(f), x, mode="reverse")[0]
+
+
+def diaghessian(f: Callable[..., Any], x: Any) -> Any:
+    """The diagonal of the Hessian of a scalar ``f`` at ``x`` (shape of ``x``).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.diaghessian(lambda v: np.sum(v ** 3), np.array([1.0, 2.0]))
+        array([ 6., 12.])
+    """
+    H = np.asarray(hessian(f, x))
+    n = int(np.size(x))
+    return np.diagonal(H.reshape(n, n)).reshape(np.shape(x)) if np.ndim(x) else float(H)
+
+
+def forwarddiff(f: Callable[[Any], Any], x: Any) -> Any:
+    """``f(x)``, with the derivative with respect to ``x`` computed by forward mode.
+
+    Inside reverse mode this is Zygote's escape hatch: the Jacobian of ``f`` is built with
+    frules (cheap when ``x`` is small) and pulled back through. Unlike Zygote's, gradients with
+    respect to values ``f`` closes over and to implicit ``params`` are kept: they flow through
+    reverse mode as usual.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> zp.gradient(lambda x: np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v), x)), np.zeros(2))
+        (array([4., 6.]),)
+    """
+    levels = LEVELS.get()
+    trace = _dispatch.innermost(levels, (x,), {}, False) if levels else None
+    x0 = _dispatch.unbox(x, trace)[0] if trace is not None else x
+    if trace is None or trace.forward:
+        return _dispatch.call(f, x)
+    n = int(np.size(x0))
+    sets = [(_basis(x0, j),) for j in range(n)]
+    y, dots = _push(f, (x0,), sets)
+    J = _dispatch.call(np.stack, list(dots), -1) if dots else np.zeros((*np.shape(y), 0))
+    J = _dispatch.call(np.reshape, J, (*np.shape(unbox_all(y)), *np.shape(x0)))
+    dx = _dispatch.call(np.subtract, x, _dispatch.call(rc.ignore_derivatives, x))
+    return _dispatch.call(np.add, y, _dispatch.call(np.tensordot, J, dx, np.ndim(x0)))
