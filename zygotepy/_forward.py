@@ -189,7 +189,7 @@ def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chu
         if y_shape is None:
             y_shape = np.shape(f(*args, **kwargs))
         stacked = np.stack(columns, axis=-1) if columns else np.zeros((*y_shape, 0))
-        out.append(stacked.reshape(*y_shape, *np.shape(a)))
+        out.append(np.reshape(stacked, (*y_shape, *np.shape(a))))
     return tuple(out)
 
 

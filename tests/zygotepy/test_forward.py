@@ -1,0 +1,163 @@
+"""Forward mode: jvp against finite differences and against jacobian @ v for each rule family;
+Hessians against analytic ones; forwarddiff inside reverse mode with params; mixed nesting."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import rulescore as rc
+import zygotepy as zp
+
+RNG = np.random.default_rng(7)
+A = RNG.normal(size=(3, 3))
+SPD = A @ A.T + 3 * np.eye(3)
+
+#: One representative program per rule family: (name, f, x).
+FAMILIES = [
+    ("operators", lambda x: (x * x - x / (1.5 + x ** 2)) @ A @ x, RNG.normal(size=3)),
+    ("math", lambda x: math.sin(x) * math.exp(x) + math.atan2(x, 2.0) + math.hypot(x, 1.0), 0.4),
+    ("builtins", lambda x: abs(x) * max(x, 0.5 * x) + sum([x, 2 * x]) + float(x), -0.7),
+    ("ufuncs", lambda x: np.tanh(x) * np.log1p(np.exp(x)) + np.arctan2(x, 1.0 + x ** 2), RNG.normal(size=4)),
+    ("reductions", lambda x: np.stack([np.sum(x ** 2, axis=0), np.prod(x, axis=1), np.max(x, axis=0)]),
+     RNG.normal(size=(3, 3))),
+    ("shape", lambda x: np.concatenate([x.reshape(2, 3).T.ravel(), np.flip(x), np.roll(x, 1) * x]),
+     RNG.normal(size=6)),
+    ("indexing", lambda x: x[1:, None] * x[np.array([0, 0, 2])] + x[x > 0].sum(), RNG.normal(size=4)),
+    ("linalg", lambda x: np.linalg.solve(SPD + np.diag(x), x) + np.linalg.det(SPD + np.outer(x, x)),
+     RNG.normal(size=3)),
+    ("fft", lambda x: np.abs(np.fft.rfft(x)) ** 2, RNG.normal(size=6)),
+]
+
+
+def central_difference(f, x, v, h=1e-6):
+    return (np.asarray(f(x + h * v)) - np.asarray(f(x - h * v))) / (2 * h)
+
+
+@pytest.mark.parametrize("name, f, x", FAMILIES, ids=[n for n, _, _ in FAMILIES])
+def test_jvp_matches_finite_differences_and_reverse_jacobian(name, f, x):
+    v = RNG.normal(size=np.shape(x)) if np.ndim(x) else 1.0
+    y, ydot = zp.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(y, f(x), rtol=1e-12)
+    np.testing.assert_allclose(ydot, central_difference(f, x, v), rtol=1e-5, atol=1e-6)
+    (J,) = zp.jacobian(f, x, mode="reverse")
+    Jv = np.tensordot(J, v, axes=np.ndim(x)) if np.ndim(x) else J * v
+    np.testing.assert_allclose(ydot, Jv, rtol=1e-9, atol=1e-12)
+    (J_forward,) = zp.jacobian(f, x, mode="forward", chunk=2)
+    np.testing.assert_allclose(J_forward, J, rtol=1e-9, atol=1e-12)
+
+
+def test_pushforward_and_structures():
+    @dataclass
+    class P:
+        a: float
+        b: float
+
+    assert zp.pushforward(lambda p: p.a * p.b, P(2.0, 3.0))(rc.Tangent[P](a=1.0, b=0.0)) == 3.0
+    y, ydot = zp.jvp(lambda t: t[0] * t[1], ((2.0, 3.0),), ((1.0, 1.0),))
+    assert (y, ydot) == (6.0, 5.0)
+
+
+def test_rrule_without_frule_is_refused():
+    def only_reverse(x):
+        return x
+
+    rc.rrule.register(only_reverse)(lambda x: (x, lambda g: (rc.NoTangent(), g)))
+    only_reverse_c = np.frompyfunc(lambda v: v, 1, 1)  # compiled, no rules at all
+    with pytest.raises(zp.UntraceableError):
+        zp.jvp(lambda x: only_reverse_c(x), (1.0,), (1.0,))
+    # a Python function with only an rrule is differentiated through in forward mode: exact
+    assert zp.jvp(only_reverse, (2.0,), (3.0,)) == (2.0, 3.0)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def rosenbrock_hessian(x):
+    n = len(x)
+    H = np.zeros((n, n))
+    for i in range(n - 1):
+        H[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        H[i, i + 1] += -400 * x[i]
+        H[i + 1, i] += -400 * x[i]
+        H[i + 1, i + 1] += 200
+    return H
+
+
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def test_hessian_of_rosenbrock():
+    x = RNG.normal(size=5)
+    np.testing.assert_allclose(zp.hessian(rosenbrock, x), rosenbrock_hessian(x), rtol=1e-10)
+    np.testing.assert_allclose(zp.hessian_reverse(rosenbrock, x), rosenbrock_hessian(x), rtol=1e-10)
+    np.testing.assert_allclose(zp.diaghessian(rosenbrock, x), np.diag(rosenbrock_hessian(x)), rtol=1e-10)
+
+
+def test_hessian_of_logsumexp():
+    x = RNG.normal(size=4)
+    p = np.exp(x - logsumexp(x))
+    np.testing.assert_allclose(zp.hessian(logsumexp, x), np.diag(p) - np.outer(p, p), atol=1e-12)
+
+
+def test_hessian_of_gaussian_log_density():
+    mu = RNG.normal(size=3)
+
+    def log_density(x):
+        d = x - mu
+        return -0.5 * d @ np.linalg.solve(SPD, d) - 0.5 * np.linalg.slogdet(SPD)[1]
+
+    np.testing.assert_allclose(zp.hessian(log_density, RNG.normal(size=3)), -np.linalg.inv(SPD), rtol=1e-9)
+
+
+def test_hessian_of_neural_network_loss_in_its_weights():
+    X = RNG.normal(size=(5, 2))
+    y = RNG.normal(size=5)
+
+    def loss(w):
+        return np.mean((np.tanh(X @ w) - y) ** 2)
+
+    w = RNG.normal(size=2)
+    t = np.tanh(X @ w)
+    r, s = t - y, 1 - t ** 2
+    # d2/dw2 mean(r^2) = 2/n sum (s^2 + r * (-2 t s)) x x^T
+    weights = 2 / len(y) * (s ** 2 - 2 * r * t * s)
+    expected = (X * weights[:, None]).T @ X
+    np.testing.assert_allclose(zp.hessian(loss, w), expected, rtol=1e-9)
+
+
+def test_forwarddiff_inside_gradient_with_params_and_closures():
+    W = RNG.normal(size=(3, 3))
+    b = RNG.normal(size=3)
+
+    def loss_forwarddiff():
+        return np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v + b), b))
+
+    def loss_plain():
+        return np.sum(np.tanh(W @ b + b))
+
+    ps = zp.params(W, b)
+    g1, g2 = zp.gradient(loss_forwarddiff, ps), zp.gradient(loss_plain, ps)
+    np.testing.assert_allclose(g1[W], g2[W], rtol=1e-12)
+    np.testing.assert_allclose(g1[b], g2[b], rtol=1e-12)
+    (gx,) = zp.gradient(lambda x: np.sum(zp.forwarddiff(lambda v: np.sin(W @ v) * x, x)), b)
+    (gx_plain,) = zp.gradient(lambda x: np.sum(np.sin(W @ x) * x), b)
+    np.testing.assert_allclose(gx, gx_plain, rtol=1e-12)
+
+
+def test_mixed_nesting_orders():
+    f = lambda v: np.sum(v ** 3)  # noqa: E731
+    x = np.array([1.0, 2.0])
+    # reverse over forward
+    (g,) = zp.gradient(lambda u: zp.jvp(f, (u,), (np.ones(2),))[1], x)
+    np.testing.assert_allclose(g, 6 * x)
+    # forward over reverse
+    _, hv = zp.jvp(lambda u: zp.gradient(f, u)[0], (x,), (np.ones(2),))
+    np.testing.assert_allclose(hv, 6 * x)
+    # forward over forward, with perturbations kept apart
+    assert zp.jvp(lambda a: zp.jvp(lambda t: t ** 3, (a,), (1.0,))[1], (2.0,), (1.0,)) == (12.0, 12.0)
+    assert zp.jvp(lambda a: a * zp.jvp(lambda t: a + t, (1.0,), (1.0,))[1], (3.0,), (1.0,)) == (3.0, 1.0)
