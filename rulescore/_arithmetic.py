@@ -59,7 +59,7 @@ def add(a: Any, b: Any) -> Any:
     if type(a) in (tuple, list) and type(b) in (tuple, list):
         return type(a)(add(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict and type(b) is dict:
-        return {k: add(a.get(k), b.get(k)) for k in a.keys() | b.keys()}
+        return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}  # keeps a's key order
     return a + b
 
 
@@ -89,7 +89,7 @@ def add_to_primal(primal: Any, tangent: Any) -> Any:
     if is_zero(tangent):
         return primal
     if not isinstance(tangent, Tangent):
-        return primal + unthunk(tangent)
+        return add(primal, tangent)  # element-wise for plain tuples/lists/dicts, not concatenation
     if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
         updates: dict[Any, Any] = {
             i: add_to_primal(primal[i], t) for i, t in tangent.items() if not is_zero(t)

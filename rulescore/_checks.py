@@ -1,6 +1,7 @@
 """Checking mode: every rule application verifies that the rule keeps the protocol.
 
-On when the environment variable ``RULESCORE_CHECKS`` is ``1`` at import, or inside
+On when the environment variable ``RULESCORE_CHECKS`` is ``1`` (read at the first rule
+application, so setting it after ``import rulescore`` but before using rules works), or inside
 ``with rc.checking():``. A pullback that returns the wrong number of cotangents, or a cotangent
 whose shape, dtype or kind does not fit its primal, raises :class:`RuleError` naming the rule
 and the primal call. The state is context-local, so threads and tests do not share it.
@@ -19,9 +20,18 @@ import numpy as np
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero
 
-_CHECKING = contextvars.ContextVar(
-    "rulescore_checking", default=os.environ.get("RULESCORE_CHECKS", "") == "1"
+# None: not set in this context, use the environment's default (read once, when first needed)
+_CHECKING: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "rulescore_checking", default=None
 )
+_env_default: bool | None = None
+
+
+def _default() -> bool:
+    global _env_default
+    if _env_default is None:
+        _env_default = os.environ.get("RULESCORE_CHECKS", "") == "1"
+    return _env_default
 
 
 class RuleError(Exception):
@@ -37,7 +47,8 @@ def checks_enabled() -> bool:
         ...     rc.checks_enabled()
         True
     """
-    return _CHECKING.get()
+    enabled = _CHECKING.get()
+    return _default() if enabled is None else enabled
 
 
 @contextlib.contextmanager
@@ -67,7 +78,9 @@ def callable_name(f: Any) -> str:
     if isinstance(f, np.ufunc):
         return f"numpy.{f.__name__}"
     module = getattr(f, "__module__", None) or getattr(type(f), "__module__", "")
-    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if qual is None:  # a callable object: name its class rather than its repr
+        return f"<{callable_name(type(f))} object>"
     return qual if module in ("builtins", "", None) else f"{module}.{qual}"
 
 

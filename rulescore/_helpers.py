@@ -27,6 +27,14 @@ def conj(x: Any) -> Any:
     return np.conj(x)
 
 
+def _cotangent(x: Any, dx: Any) -> Any:
+    """``project(x, dx)``, first summing ``dx`` if a scalar ``x`` was broadcast against arrays
+    (arrays are unbroadcast by the projection itself)."""
+    if not isinstance(x, np.ndarray) and np.ndim(x) == 0 and np.ndim(dx) != 0:
+        dx = np.sum(dx)
+    return project(x, dx)
+
+
 def _wants_result(partials: Callable[..., Any]) -> bool:
     try:
         return "result" in inspect.signature(partials).parameters
@@ -65,7 +73,7 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
             if ybar is None or isinstance(ybar, AbstractZero):
                 return (NoTangent(), *(ZeroTangent() for _ in args))
             ds = partials_at(args, y)
-            return (NoTangent(), *(project(a, ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
+            return (NoTangent(), *(_cotangent(a, ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
 
         pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
         return y, pullback

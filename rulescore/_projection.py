@@ -44,20 +44,23 @@ class ProjectionError(ValueError):
     """A cotangent cannot be put into its primal's tangent space (wrong shape or kind)."""
 
 
-def _real_float(dx: Any) -> float:
+def _scalar(dx: Any) -> Any:
     if isinstance(dx, np.ndarray):
         if dx.ndim != 0:
             raise ProjectionError(f"cotangent of shape {dx.shape} for a scalar primal")
         dx = dx[()]
+    if not isinstance(dx, (int, float, complex, np.number)):
+        raise ProjectionError(f"cotangent of type {type(dx).__name__} for a scalar primal")
+    return dx
+
+
+def _real_float(dx: Any) -> float:
+    dx = _scalar(dx)
     return float(dx.real) if isinstance(dx, (complex, np.complexfloating)) else float(dx)
 
 
 def _complex(dx: Any) -> complex:
-    if isinstance(dx, np.ndarray):
-        if dx.ndim != 0:
-            raise ProjectionError(f"cotangent of shape {dx.shape} for a scalar primal")
-        dx = dx[()]
-    return complex(dx)
+    return complex(_scalar(dx))
 
 
 def unbroadcast(dx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -71,18 +74,14 @@ def unbroadcast(dx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if dx.shape == shape:
         return dx
     extra = dx.ndim - len(shape)
-    if extra < 0:
+    # `shape` must broadcast to dx.shape: same trailing sizes, except where `shape` has a 1
+    if extra < 0 or any(n != m for n, m in zip(dx.shape[extra:], shape, strict=True) if m != 1):
         raise ProjectionError(f"cotangent of shape {dx.shape} for a primal of shape {shape}")
     axes = tuple(range(extra)) + tuple(
         extra + i for i, n in enumerate(shape) if n == 1 and dx.shape[extra + i] != 1
     )
     out = dx.sum(axis=axes) if axes else dx
-    out = out.reshape(shape) if out.shape != shape else out
-    if out.shape != shape or any(
-        n != m for n, m in zip(dx.shape[extra:], shape, strict=True) if m != 1
-    ):
-        raise ProjectionError(f"cotangent of shape {dx.shape} for a primal of shape {shape}")
-    return out
+    return out.reshape(shape) if out.shape != shape else out
 
 
 def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
@@ -190,7 +189,12 @@ def _sequence_projector(x: tuple[Any, ...] | list[Any]) -> Callable[[Any], Any]:
     make = tangent_type(type(x))
 
     def project_sequence(dx: Any) -> Any:
-        entries = list(dx.backing) if isinstance(dx, Tangent) else list(dx)
+        if isinstance(dx, Tangent) and isinstance(dx.backing, tuple):
+            entries = list(dx.backing)
+        elif isinstance(dx, (tuple, list)) or (isinstance(dx, np.ndarray) and dx.ndim == 1):
+            entries = list(dx)
+        else:
+            raise ProjectionError(f"cotangent of type {type(dx).__name__} for a {type(x).__name__}")
         if len(entries) != len(parts):
             raise ProjectionError(f"cotangent with {len(entries)} entries for a "
                                   f"{type(x).__name__} of length {len(parts)}")
@@ -223,7 +227,16 @@ def _struct_projector(x: Any) -> Callable[[Any], Any]:
     def project_struct(dx: Any) -> Any:
         if isinstance(dx, primal_type):
             return dx  # a legacy adjoint's primal-typed cotangent is kept as it is
-        if isinstance(dx, Tangent):
+        positional = isinstance(dx, (tuple, list)) or (
+            isinstance(dx, Tangent) and isinstance(dx.backing, tuple))
+        if positional and is_namedtuple_type(primal_type):
+            # a NamedTuple is a tuple: a cotangent built by position names its fields in order
+            by_position = list(dx.backing if isinstance(dx, Tangent) else dx)
+            if len(by_position) != len(parts):
+                raise ProjectionError(f"cotangent with {len(by_position)} entries for a "
+                                      f"{primal_type.__name__} of {len(parts)} fields")
+            entries = dict(zip(parts, by_position, strict=True))
+        elif isinstance(dx, Tangent):
             if dx.primal_type is not primal_type:
                 raise ProjectionError(f"{type(dx).__name__} for a {primal_type.__name__}")
             entries = dict(dx.items())

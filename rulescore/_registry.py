@@ -10,8 +10,10 @@ at once, and the cost of a lookup does not grow with the number of rules registe
 from __future__ import annotations
 
 import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import UnionType
 from typing import Any
 
 from rulescore._checks import (
@@ -24,6 +26,9 @@ from rulescore._checks import (
 from rulescore._config import RuleConfig
 
 TypeSpec = type | tuple[type, ...]
+
+
+_MISSING: Any = object()
 
 
 class AmbiguousRuleError(TypeError):
@@ -64,9 +69,14 @@ class Rule:
             return False
         return all(issubclass(c, t) for c, t in zip(classes, self.types, strict=False))
 
-    def distance(self, classes: tuple[type, ...]) -> tuple[int, ...]:
-        """Per argument, how far up the MRO the matching registered type sits (0 = exact)."""
-        out = [0 if self.config is not None else 1]
+    def distance(self, classes: tuple[type, ...]) -> tuple[float, ...]:
+        """Per argument, how far up the MRO the matching registered type sits (0 = exact).
+
+        A type matched only through ``issubclass`` (an ABC such as ``numbers.Real`` or
+        ``collections.abc.Sequence``, not in the MRO) ranks just below ``object``, a deeper ABC
+        (``Real``) before a shallower one (``Number``); an untyped position ranks last.
+        """
+        out: list[float] = [0 if self.config is not None else 1]
         for i, c in enumerate(classes):
             mro = c.__mro__
             if i >= len(self.types):
@@ -74,8 +84,15 @@ class Rule:
                 continue
             t = self.types[i]
             options = t if isinstance(t, tuple) else (t,)
-            out.append(min(mro.index(o) for o in options if o in mro))
+            out.append(min(_mro_distance(mro, o) for o in options if issubclass(c, o)))
         return tuple(out)
+
+
+def _mro_distance(mro: tuple[type, ...], t: type) -> float:
+    if t in mro:
+        return mro.index(t)
+    # a virtual superclass (an ABC): after every real base but before object, deeper ABCs first
+    return max(len(mro) - 2, 0) + 1 / len(t.__mro__)
 
 
 def _type_name(t: TypeSpec) -> str:
@@ -93,24 +110,53 @@ def _origin(fn: Any) -> str:
 
 
 class _CallableRules:
-    """The rules of one callable plus its dispatch cache."""
+    """The rules of one callable plus its dispatch cache.
 
-    __slots__ = ("rules", "cache", "only")
+    Rules are indexed by their first argument type when it is a plain class, so the first
+    lookup for new argument classes only looks at rules on that class's MRO (plus the untyped,
+    tuple-typed and ABC-typed ones), however many rules the callable has.
+    """
+
+    __slots__ = ("by_signature", "by_first", "general", "cache", "only")
 
     def __init__(self) -> None:
-        self.rules: list[Rule] = []
+        # keyed by (types, config): registering the same signature again replaces in O(1)
+        self.by_signature: dict[tuple[Any, ...], Rule] = {}
+        self.by_first: dict[type, dict[tuple[Any, ...], Rule]] = {}
+        self.general: dict[tuple[Any, ...], Rule] = {}
         self.cache: dict[Any, Rule | None] = {}
         self.only: Rule | None = None  # the single untyped, config-free rule, if that is all
 
+    @property
+    def rules(self) -> list[Rule]:
+        return list(self.by_signature.values())
+
     def add(self, rule: Rule) -> None:
-        self.rules = [r for r in self.rules if (r.types, r.config) != (rule.types, rule.config)]
-        self.rules.append(rule)
+        key = (rule.types, rule.config)
+        old = self.by_signature.pop(key, None)  # a replacement moves to the end, as a new rule
+        if old is not None:
+            self._bucket(old).pop(key, None)
+        self.by_signature[key] = rule
+        self._bucket(rule)[key] = rule
         self.cache = {}
-        single = len(self.rules) == 1 and not rule.types and rule.config is None
+        single = len(self.by_signature) == 1 and not rule.types and rule.config is None
         self.only = rule if single else None
 
+    def _bucket(self, rule: Rule) -> dict[tuple[Any, ...], Rule]:
+        first = rule.types[0] if rule.types else None
+        # only a class whose metaclass is `type` matches exactly the classes with it in their MRO
+        if first is None or type(first) is not type:
+            return self.general
+        return self.by_first.setdefault(first, {})
+
     def select(self, classes: tuple[type, ...], config: RuleConfig | None) -> Rule | None:
-        candidates = [r for r in self.rules if r.matches(classes, config)]
+        pool = list(self.general.values())
+        if classes:
+            for klass in classes[0].__mro__:
+                bucket = self.by_first.get(klass)
+                if bucket:
+                    pool.extend(bucket.values())
+        candidates = [r for r in pool if r.matches(classes, config)]
         if not candidates:
             return None
         scored = [(r.distance(classes), r) for r in candidates]
@@ -126,7 +172,7 @@ class _CallableRules:
         return best[0][1]
 
 
-def _dominates(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return a != b and all(x <= y for x, y in zip(a, b, strict=True))
 
 
@@ -231,11 +277,16 @@ class RuleTable:
             return None
         rule = entry.only
         if rule is None:
-            classes = tuple(a.__class__ for a in args)
-            key = (classes, type(config))
-            try:
-                rule = entry.cache[key]
-            except KeyError:
+            n = len(args)  # building the tuple by hand is 3x faster than tuple(genexpr)
+            if n == 1:
+                classes: tuple[type, ...] = (args[0].__class__,)
+            elif n == 2:
+                classes = (args[0].__class__, args[1].__class__)
+            else:
+                classes = tuple([a.__class__ for a in args])
+            key = classes if config is None else (classes, type(config))  # cannot collide
+            rule = entry.cache.get(key, _MISSING)
+            if rule is _MISSING:
                 rule = entry.cache[key] = entry.select(classes, config)
             if rule is None:
                 return None
@@ -249,15 +300,22 @@ class RuleTable:
             return False
 
     def rules_for(self, f: Any) -> list[Rule]:
-        """Every rule registered for ``f``.
+        """Every rule registered for ``f`` (for a bound method without rules of its own: for
+        its function, which is what a call dispatches to). Unhashable callables have none.
 
         Example:
             >>> import math, rulescore as rc
             >>> rc.rrule.rules_for(math.sin)  # doctest: +ELLIPSIS
             [<rrule(math.sin...)...>]
         """
-        entry = self._by_callable.get(f)
-        return list(entry.rules) if entry else []
+        try:
+            entry = self._by_callable.get(f)
+        except TypeError:
+            entry = None
+        if entry is None:
+            bound = unbind(f)
+            return self.rules_for(bound[0]) if bound is not None else []
+        return entry.rules
 
     def callables(self) -> list[Any]:
         """Every callable that has at least one rule in this table."""
@@ -271,11 +329,18 @@ class RuleTable:
             >>> print(rc.rrule.explain(math.sin, 0.5))  # doctest: +ELLIPSIS
             rrule for math.sin(float): picks <rrule(math.sin...)...> out of 1 registered
         """
-        rules = self.rules_for(f)
         call = describe_call(f, args)
+        bound = None if self.has_rules(f) else unbind(f)
+        if bound is not None and self.has_rules(bound[0]):
+            inner = self.explain(bound[0], bound[1], *args, config=config)
+            return f"{self.name} for {call}: a bound method, dispatched as {inner}"
+        rules = self.rules_for(f)
         if not rules:
             return f"{self.name} for {call}: no rule registered for {callable_name(f)}"
-        rule = self.lookup(f, args, config)
+        try:
+            rule = self.lookup(f, args, config)
+        except AmbiguousRuleError as err:
+            return f"{self.name} for {call}: {err}"
         if rule is None:
             return (f"{self.name} for {call}: no rule applies (opt-out or no type match) "
                     f"out of {len(rules)} registered: {rules}")
@@ -348,11 +413,15 @@ class RuleTable:
 def _clean_types(types: tuple[Any, ...]) -> tuple[TypeSpec, ...]:
     if types and types[-1] is Ellipsis:
         types = types[:-1]
+    out: list[TypeSpec] = []
     for t in types:
+        if isinstance(t, UnionType) or typing.get_origin(t) is typing.Union:  # `int | float`
+            t = typing.get_args(t)
         options = t if isinstance(t, tuple) else (t,)
         if not all(isinstance(o, type) for o in options):
             raise TypeError(f"argument types must be classes or tuples of classes, got {t!r}")
-    return tuple(types)
+        out.append(t)
+    return tuple(out)
 
 
 rrule = RuleTable("rrule")

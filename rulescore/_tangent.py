@@ -49,8 +49,10 @@ class Tangent(Generic[P]):
             return super().__class_getitem__(primal_type)  # type: ignore[misc]
         spec = Tangent._specialised.get(primal_type)
         if spec is None:
+            # a class defined inside a function shows as `Point`, not `make.<locals>.Point`
+            name = primal_type.__qualname__.rsplit("<locals>.", 1)[-1]
             spec = type(
-                f"Tangent[{primal_type.__qualname__}]",
+                f"Tangent[{name}]",
                 (Tangent,),
                 {"__slots__": (), "primal_type": primal_type, "__module__": "rulescore"},
             )
@@ -144,6 +146,10 @@ class Tangent(Generic[P]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # `Tangent[P]` classes are made on demand, so pickle by primal type, not by class name
+        return (_tangent_from_backing, (type(self).primal_type, self._backing))
+
     def __add__(self, other: Any) -> Any:
         from rulescore._arithmetic import add
 
@@ -195,6 +201,10 @@ def tangent_type(primal_type: type) -> type[Tangent[Any]]:
     """``Tangent[primal_type]`` as a class (for code that cannot use the subscript syntax)."""
     spec: type[Tangent[Any]] = Tangent[primal_type]  # type: ignore[valid-type]
     return spec
+
+
+def _tangent_from_backing(primal_type: type, backing: Any) -> Tangent[Any]:
+    return tangent_type(primal_type)._from_backing(backing)
 
 
 def _map_backing(fn: Any, backing: Any) -> Any:

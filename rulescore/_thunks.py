@@ -51,13 +51,45 @@ class Thunk:
         return add(other, self)
 
     def __mul__(self, other: Any) -> Any:
-        return self.unthunk() * unthunk(other)
+        from rulescore._arithmetic import scale
+
+        return scale(self, other)  # times a zero is zero, without evaluating the thunk
 
     def __rmul__(self, other: Any) -> Any:
-        return unthunk(other) * self.unthunk()
+        from rulescore._arithmetic import scale
+
+        return scale(self, other, left=True)
+
+    def __sub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        from rulescore._arithmetic import sub
+
+        return sub(other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.unthunk() / unthunk(other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return unthunk(other) / self.unthunk()
+
+    def __matmul__(self, other: Any) -> Any:
+        return self.unthunk() @ unthunk(other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return unthunk(other) @ self.unthunk()
 
     def __neg__(self) -> Any:
         return -self.unthunk()
+
+    def conjugate(self) -> Any:
+        """The complex conjugate of the value."""
+        from rulescore._arithmetic import conj
+
+        return conj(self.unthunk())
 
 
 class InplaceableThunk(Thunk):

@@ -57,7 +57,11 @@ class AbstractZero:
         return hash(type(self))
 
     def __eq__(self, other: object) -> bool:
-        return other is self
+        if other is self:
+            return True
+        if other is None or isinstance(other, AbstractZero):
+            return False
+        return NotImplemented  # let `zero == Tangent(...)` ask the Tangent, as the reverse does
 
     def __neg__(self) -> Any:
         return self

@@ -94,13 +94,13 @@ def _check_scalar(f: Any, y: Any) -> None:
         )
 
 
-def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[Box, Any]]:
+def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
     _, route = unbox(out, trace)
     if route is None:
         return []
     if type(route) is Box:
-        return [(route, _seed_for(route, ybar))]
-    return [(box, _seed_for(box, extract(ybar, path))) for path, box in route]
+        return [(route._zp_index, _seed_for(route, ybar))]
+    return [(box._zp_index, _seed_for(box, extract(ybar, path))) for path, box in route]
 
 
 def _seed_for(box: Box, ybar: Any) -> Any:

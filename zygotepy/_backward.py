@@ -17,7 +17,7 @@ from rulescore._arithmetic import add
 from rulescore._zeros import AbstractZero
 
 from zygotepy._dispatch import call
-from zygotepy._trace import LEVELS, Box, Trace
+from zygotepy._trace import LEVELS, Trace
 
 
 def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
@@ -35,13 +35,12 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
     return ct
 
 
-def backward(trace: Trace, seeds: list[tuple[Box, Any]]) -> list[Any]:
-    """Cotangents of every node of ``trace`` given cotangents for some of its boxes."""
+def backward(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
+    """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index)."""
     tape = trace.tape
     cts: list[Any] = [None] * len(tape)
     last = -1
-    for box, ct in seeds:
-        i = box._zp_index
+    for i, ct in seeds:
         cts[i] = add(cts[i], ct)
         last = max(last, i)
     nested = bool(LEVELS.get())
@@ -50,31 +49,29 @@ def backward(trace: Trace, seeds: list[tuple[Box, Any]]) -> list[Any]:
         if ct is None:
             continue
         node = tape[i]
-        pullback = node._zp_pullback
-        if pullback is None:
+        if node is None:
             continue  # an input: its cotangent is the answer
         cts[i] = None
         if isinstance(ct, AbstractZero):
             continue
+        pullback, routes, nargs = node
         in_cts = call(pullback, ct) if nested else pullback(ct)
-        if type(in_cts) is not tuple or len(in_cts) != node._zp_nargs + 1:
+        if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             got = f"{len(in_cts)} cotangents" if type(in_cts) is tuple else f"a {type(in_cts).__name__}"
             raise rc.RuleError(
                 f"pullback {getattr(pullback, '__qualname__', pullback)!s} returned {got}; expected a "
-                f"tuple of {node._zp_nargs + 1} (one for the function, then one per positional argument)"
+                f"tuple of {nargs + 1} (one for the function, then one per positional argument)"
             )
-        for argpos, target in node._zp_routes:
+        for argpos, target in routes:
             c = in_cts[argpos + 1]
             if c is None or isinstance(c, AbstractZero):
                 continue
-            if type(target) is Box:
-                j = target._zp_index
-                cts[j] = c if cts[j] is None else add(cts[j], c)
+            if type(target) is int:
+                cts[target] = c if cts[target] is None else add(cts[target], c)
             else:
-                for path, box in target:
+                for path, j in target:
                     part = extract(c, path)
                     if part is None or isinstance(part, AbstractZero):
                         continue
-                    j = box._zp_index
                     cts[j] = part if cts[j] is None else add(cts[j], part)
     return cts

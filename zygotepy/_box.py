@@ -37,21 +37,21 @@ PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nby
 
 def _binary(op: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return _dispatch.call(op, self, other)
+        return _dispatch.call_from_box(op, self, other)
 
     return method
 
 
 def _reflected(op: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return _dispatch.call(op, other, self)
+        return _dispatch.call_from_box(op, other, self)
 
     return method
 
 
 def _unary(op: Any) -> Any:
     def method(self: Box) -> Any:
-        return _dispatch.call(op, self)
+        return _dispatch.call_from_box(op, self)
 
     return method
 
@@ -73,7 +73,7 @@ def _array_function(self: Box, func: Any, types_: Any, args: Any, kwargs: Any) -
 
 
 def _getitem(self: Box, index: Any) -> Any:
-    return _dispatch.call(operator.getitem, self, index)
+    return _dispatch.call_from_box(operator.getitem, self, index)
 
 
 def _setitem(self: Box, index: Any, value: Any) -> None:
@@ -185,21 +185,21 @@ def _getattr(self: Box, name: str) -> Any:
         return getattr(unbox_all(value), name)
     primal = unbox_all(value)
     if name in getattr(primal, "__dict__", ()):
-        return _dispatch.call(getattr, self, name)  # an instance attribute shadows the class's
+        return _dispatch.call_from_box(getattr, self, name)  # an instance attribute shadows the class's
     kind, attr = _attribute_kind(type(primal), name)
     if kind == "method":
         return types.MethodType(attr, self)
     if kind == "cmethod":
         return BoundBoxMethod(attr, self)
     if kind == "property":
-        return _dispatch.call(attr, self)
+        return _dispatch.call_from_box(attr, self)
     if kind == "class":
         return getattr(value, name)
-    return _dispatch.call(getattr, self, name)
+    return _dispatch.call_from_box(getattr, self, name)
 
 
 def _call_box(self: Box, *args: Any, **kwargs: Any) -> Any:
-    return _dispatch.call(self, *args, **kwargs)
+    return _dispatch.call_from_box(self, *args, **kwargs)
 
 
 _METHODS = {

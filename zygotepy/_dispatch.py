@@ -88,24 +88,28 @@ def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Like :func:`call`, for NumPy's protocols: never recurse into ``fn``'s Python body."""
     levels = LEVELS.get()
     if not levels:
-        levels = _levels_of(args, kwargs)
-        if not levels:
-            return fn(*args, **kwargs)
+        _refuse_escaped(args, kwargs)
+        return fn(*args, **kwargs)
     return traced_call(levels, fn, args, kwargs, False)
 
 
-def _levels_of(args: Any, kwargs: Any) -> tuple[Trace, ...]:
+def call_from_box(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """:func:`call` for operations a box received itself (operators, attributes, calls)."""
+    levels = LEVELS.get()
+    if not levels:
+        _refuse_escaped(args, kwargs)
+    return traced_call(levels, fn, args, kwargs, True)
+
+
+ESCAPED = ("a traced value was used where its differentiation is not active (it finished, it runs in "
+           "another thread, or this is the body of a rule or checkpoint it belongs to); pass the value "
+           "as an argument instead of capturing it")
+
+
+def _refuse_escaped(args: Any, kwargs: Any) -> None:
     for a in (*args, *kwargs.values()):
         if type(a) is Box:
-            raise UntraceableError(
-                f"a value traced by a finished differentiation reached {_describe(a)}; a traced "
-                "value must not escape the function being differentiated"
-            )
-    return _NO_LEVELS
-
-
-def _describe(x: Any) -> str:
-    return f"a traced {type(x._zp_value).__name__}" if type(x) is Box else type(x).__name__
+            raise UntraceableError(ESCAPED)
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -132,7 +136,7 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
             return special(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
-    if fn is operator.getitem and type(args[0]) in CONTAINERS:
+    if fn is operator.getitem and (type(args[0]) in CONTAINERS or isinstance(args[0], rc.Tangent)):
         return args[0][args[1]]  # reading a plain container only moves a reference
 
     if ADJOINTS and not levels[-1].forward:
@@ -210,11 +214,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
         if tr is not None and (best is None or tr.level > best.level):
             best = tr
     if best is not None and not is_active(best, levels):
-        raise UntraceableError(
-            "a value traced by a differentiation that is not active here (finished, in another "
-            "thread, or the one whose rule is running) was used; traced values must not escape "
-            "the function being differentiated"
-        )
+        raise UntraceableError(ESCAPED)
     return best
 
 

@@ -28,20 +28,28 @@ class Trace:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
         self.with_params = bool(params) or any(t.with_params for t in outer)
-        self.tape: list[Box] = []
+        self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
 
     def box(self, value: Any, pullback: Any = None, routes: tuple[Any, ...] = (), nargs: int = 0) -> Box:
-        """Record a new node on the tape: ``pullback`` maps its cotangent to ``nargs + 1``
-        cotangents, and ``routes`` says which boxes receive them."""
-        b = Box(value, self, pullback, routes, nargs, len(self.tape))
-        self.tape.append(b)
-        return b
+        """Record a new node: ``pullback`` maps its cotangent to ``nargs + 1`` cotangents, and
+        ``routes`` (``(argument position, box or [(path, box), ...])``) says which boxes get them.
+
+        The tape keeps tape indices, never boxes, so a finished trace is freed by reference
+        counting alone (no box -> trace -> tape -> box cycle)."""
+        index = len(self.tape)
+        if pullback is None:
+            self.tape.append(None)
+        else:
+            self.tape.append((pullback, tuple(
+                (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
+                for i, t in routes), nargs))
+        return Box(value, self, index)
 
     def tangent_box(self, value: Any, tangents: tuple[Any, ...]) -> Box:
         """A forward-mode node: ``tangents`` holds one tangent per direction being pushed."""
-        b = Box(value, self, None, (), 0, -1)
+        b = Box(value, self, -1)
         object.__setattr__(b, "_zp_tangents", tangents)
         return b
 
@@ -91,17 +99,12 @@ class Box:
     functions, attribute access and indexing all route through the dispatcher.
     """
 
-    __slots__ = ("_zp_value", "_zp_trace", "_zp_pullback", "_zp_routes", "_zp_nargs", "_zp_index",
-                 "_zp_tangents")
+    __slots__ = ("_zp_value", "_zp_trace", "_zp_index", "_zp_tangents")
 
-    def __init__(self, value: Any, trace: Trace, pullback: Any, routes: tuple[Any, ...], nargs: int,
-                 index: int) -> None:
+    def __init__(self, value: Any, trace: Trace, index: int) -> None:
         setter = object.__setattr__
         setter(self, "_zp_value", value)
         setter(self, "_zp_trace", trace)
-        setter(self, "_zp_pullback", pullback)
-        setter(self, "_zp_routes", routes)
-        setter(self, "_zp_nargs", nargs)
         setter(self, "_zp_index", index)
 
     @property  # type: ignore[misc]
@@ -120,9 +123,9 @@ class BoundBoxMethod:
         self.__self__ = box
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from zygotepy._dispatch import call
+        from zygotepy._dispatch import call_from_box
 
-        return call(self.__func__, self.__self__, *args, **kwargs)
+        return call_from_box(self.__func__, self.__self__, *args, **kwargs)
 
 
 def unbox_all(x: Any) -> Any:

@@ -1,0 +1,1610 @@
+"""Rules for ``numpy.linalg``: an rrule and an frule for every function, in two tables.
+
+Conventions (ChainRules'):
+
+- The adjoint is the conjugate transpose; batched inputs (``(..., m, n)`` stacks) are handled
+  by working on the last two axes (``np.swapaxes(x, -1, -2)``), and broadcast batch dimensions
+  are summed back by :func:`rulescore.project`.
+- Holomorphic functions (``inv``, ``det``, ``solve``, ``matrix_power``...) pull back with the
+  conjugate derivative; real-valued functions of complex input (``norm``, ``slogdet``'s
+  ``logabsdet``) give ``df/dRe + i df/dIm``.
+- Pullbacks solve linear systems (``np.linalg.solve``) rather than forming inverses, never
+  mutate, and are written with operators and ``np.*`` functions that have rules themselves, so
+  second derivatives work.
+
+Triangle conventions of ``eigh``, ``eigvalsh``, ``cholesky`` and the ``hermitian=True`` paths of
+``svd`` and ``pinv``: NumPy reads *one* triangle of the input (the lower one by default,
+``UPLO='U'`` / ``upper=True`` for the upper one) and never looks at the other. The rules
+differentiate exactly that function: the frule uses the Hermitian matrix built from the read
+triangle, and the cotangent is supported on the read triangle, each off-diagonal entry carrying
+the sum of the two symmetric contributions (``G + G^H`` below the diagonal, the real part of
+``G`` on it, where ``G`` is the gradient with respect to a Hermitian matrix). For every
+symmetric perturbation this gives the same directional derivative as ChainRules' symmetrised
+cotangent ``(G + G^H) / 2``; unlike it, it is also the true derivative for perturbations that
+are not symmetric, which is what NumPy computes.
+
+Gauges: ``svd``, ``eigh``, ``eig`` and ``qr`` return factors fixed only up to signs (phases).
+The rules differentiate the factors LAPACK returns, which are locally smooth for distinct
+eigenvalues / singular values and full-rank input; for complex ``svd`` the cotangent is assumed
+gauge invariant (the loss does not depend on the joint phase of ``u_i`` and ``v_i``).
+
+Not covered (no rule): ``qr(mode='raw')``, ``qr(mode='complete')`` of tall matrices and
+``svd(full_matrices=True)`` of non-square matrices (the extra columns are not unique), and
+``matrix_rank`` (registered as non-differentiable).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from rulescore._helpers import non_differentiable
+from rulescore._projection import project
+from rulescore._registry import frule, rrule
+from rulescore._tangent import Tangent, tangent_type
+from rulescore._thunks import unthunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+LA: Any = np.linalg
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _arr(x: Any) -> Any:
+    """``x`` itself when it is array-like with a dtype (arrays, tracers), else ``np.asarray(x)``."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return x
+    return np.asarray(x)
+
+
+def _is_complex(x: Any) -> bool:
+    if isinstance(x, complex):
+        return True
+    dt = getattr(x, "dtype", None)
+    return dt is not None and np.dtype(dt).kind == "c"
+
+
+def _conj(x: Any) -> Any:
+    return np.conj(x) if _is_complex(x) else x
+
+
+def _real(x: Any) -> Any:
+    return np.real(x) if _is_complex(x) else x
+
+
+def _mT(x: Any) -> Any:
+    return np.swapaxes(x, -1, -2)
+
+
+def _H(x: Any) -> Any:
+    """Batched conjugate transpose."""
+    return _conj(_mT(x))
+
+
+def _real_dtype(x: Any) -> Any:
+    dt = np.dtype(getattr(x, "dtype", np.float64))
+    if dt.kind == "c":
+        return np.finfo(dt).dtype
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def _eye(n: int, like: Any) -> Any:
+    return np.eye(n, dtype=_real_dtype(like))
+
+
+def _strict(n: int, like: Any, lower: bool = True) -> Any:
+    """Mask of the strictly lower (or upper) triangle."""
+    m = np.tri(n, n, -1, dtype=_real_dtype(like))
+    return m if lower else m.T
+
+
+def _diag(m: Any) -> Any:
+    """Diagonal of the last two axes (square), as ``(..., n)``."""
+    return np.sum(m * _eye(m.shape[-1], m), axis=-1)
+
+
+def _diag_embed(v: Any) -> Any:
+    """``(..., n)`` -> ``(..., n, n)`` diagonal matrices."""
+    return v[..., None, :] * _eye(v.shape[-1], v)
+
+
+def _tr(m: Any) -> Any:
+    return np.sum(m * _eye(m.shape[-1], m), axis=(-2, -1))
+
+
+def _safe(n: Any) -> Any:
+    """``n`` with its zeros replaced by ones (for the subgradient 0 at 0)."""
+    return n + (n == 0)
+
+
+def _ct(t: Any) -> Any:
+    """Unthunked tangent; ``None`` and zeros become ``None``."""
+    t = unthunk(t)
+    if t is None or isinstance(t, AbstractZero):
+        return None
+    return t
+
+
+def _part(t: Any, i: int, name: str | None = None) -> Any:
+    """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, or None."""
+    t = unthunk(t)
+    if t is None or isinstance(t, AbstractZero):
+        return None
+    if isinstance(t, Tangent):
+        # read the backing directly: a plain tuple or dict, which AD engines index freely
+        backing = t.backing
+        if isinstance(backing, tuple):
+            return _ct(backing[i]) if i < len(backing) else None
+        if name is None:
+            fields = getattr(t.primal_type, "_fields", None)
+            name = fields[i] if fields is not None else None
+        return _ct(backing.get(name))
+    if isinstance(t, dict):
+        return _ct(t.get(name) if name is not None else t.get(i))
+    return _ct(t[i])  # a tuple, a list or a legacy primal-typed value
+
+
+def _struct(y: Any, *parts: Any) -> Any:
+    """A tangent of the (named) tuple ``y`` with the given entries (``None`` means zero)."""
+    parts = tuple(ZeroTangent() if p is None else p for p in parts)
+    fields = getattr(type(y), "_fields", None)
+    make = tangent_type(type(y))
+    if fields is not None:
+        return make(**dict(zip(fields, parts, strict=True)))
+    return make(*parts)
+
+
+def _cts(nargs: int, *cts: Any) -> tuple[Any, ...]:
+    """``(NoTangent(), ct_1, ..., ct_k)`` padded with ``NoTangent()`` to ``nargs`` arguments."""
+    out = [ZeroTangent() if c is None else c for c in cts[:nargs]]
+    return (NoTangent(), *out, *(NoTangent() for _ in range(nargs - len(out))))
+
+
+def _bind(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    sig = _SIGNATURES.get(f)
+    if sig is None:
+        sig = _SIGNATURES[f] = inspect.signature(f)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _expand2(c: Any) -> Any:
+    """A scalar (or ``(...,)`` array) of per-matrix factors as ``(..., 1, 1)``."""
+    return _arr(c)[..., None, None]
+
+
+def _fold(g: Any, lower: bool) -> Any:
+    """Cotangent of the read triangle from the gradient ``g`` w.r.t. the Hermitian matrix."""
+    n = g.shape[-1]
+    return _strict(n, g, lower) * (g + _H(g)) + _eye(n, g) * _real(g)
+
+
+def _unfold(t: Any, lower: bool) -> Any:
+    """The Hermitian matrix NumPy sees when it reads one triangle of ``t``."""
+    n = t.shape[-1]
+    low = _strict(n, t, lower) * t
+    return low + _eye(n, t) * _real(t) + _H(low)
+
+
+def _solve_vec(a: Any, b: Any) -> Any:
+    """``solve`` with ``b`` a stack of vectors ``(..., m)`` whatever its number of dimensions."""
+    return LA.solve(a, b[..., None])[..., 0]
+
+
+def _outer(u: Any, v: Any) -> Any:
+    """``u v^H`` for vectors (``(..., m)``, ``(..., n)``) or matrices (``u @ v^H``)."""
+    return u[..., :, None] * _conj(v)[..., None, :]
+
+
+# --------------------------------------------------------------------------------------------
+# inv, det, slogdet, solve, matrix_power
+# --------------------------------------------------------------------------------------------
+
+
+def inv_rrule(a: Any) -> Any:
+    y = LA.inv(a)
+
+    def inv_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent()
+        yh = _H(y)
+        return NoTangent(), project(a, -(yh @ ybar @ yh))
+
+    return y, inv_pullback
+
+
+def inv_frule(tangents: Any, a: Any) -> Any:
+    y = LA.inv(a)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return y, ZeroTangent()
+    return y, project(y, -(y @ adot @ y))
+
+
+def _adjugate(a: Any, d: Any) -> Any:
+    """The adjugate of (a stack of) square matrices, exact at singular ones.
+
+    Polynomial (Cayley-Hamilton) for n <= 3; ``det * inv`` through a solve for larger
+    non-singular matrices; through the SVD (``det(U) det(Vh) Vh^H adj(S) U^H``) otherwise.
+    """
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones(a.shape, dtype=_real_dtype(a))
+    eye = _eye(n, a)
+    if n == 2:
+        return _expand2(_tr(a)) * eye - a
+    if n == 3:
+        a2 = a @ a
+        t = _tr(a)
+        return a2 - _expand2(t) * a + _expand2(0.5 * (t * t - _tr(a2))) * eye
+    if bool(np.all(d != 0)) and bool(np.all(np.isfinite(d))):
+        return LA.solve(a, eye) * _expand2(d)
+    u, s, vh = LA.svd(a)
+    others = s[..., None, :] * (1 - eye) + eye  # row i: s with s_i replaced by 1
+    adj_s = np.prod(others, axis=-1)
+    phase = LA.det(u) * LA.det(vh)
+    return _H(vh) @ (_diag_embed(adj_s) @ _H(u)) * _expand2(phase)
+
+
+def det_rrule(a: Any) -> Any:
+    a_ = _arr(a)
+    d = LA.det(a_)
+
+    def det_pullback(dbar: Any) -> Any:
+        dbar = _ct(dbar)
+        if dbar is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(a, _H(_adjugate(a_, d)) * _expand2(dbar))
+
+    return d, det_pullback
+
+
+def det_frule(tangents: Any, a: Any) -> Any:
+    a_ = _arr(a)
+    d = LA.det(a_)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return d, ZeroTangent()
+    return d, project(d, np.sum(_mT(_adjugate(a_, d)) * adot, axis=(-2, -1)))
+
+
+def slogdet_rrule(a: Any) -> Any:
+    a_ = _arr(a)
+    y = LA.slogdet(a_)
+    sign = y[0]
+
+    def slogdet_pullback(ybar: Any) -> Any:
+        sbar, lbar = _part(ybar, 0, "sign"), _part(ybar, 1, "logabsdet")
+        coef: Any = None
+        if lbar is not None:
+            coef = _real(_arr(lbar))
+        if sbar is not None and _is_complex(sign):
+            coef = _add(coef, 1j * np.imag(sbar * np.conj(sign)))
+        if coef is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(a, LA.solve(_H(a_), _eye(a_.shape[-1], a_)) * _expand2(coef))
+
+    return y, slogdet_pullback
+
+
+def slogdet_frule(tangents: Any, a: Any) -> Any:
+    a_ = _arr(a)
+    y = LA.slogdet(a_)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return y, ZeroTangent()
+    t = _tr(LA.solve(a_, adot))
+    sdot: Any = ZeroTangent()
+    if _is_complex(y[0]):
+        sdot = project(y[0], y[0] * 1j * np.imag(t))
+    return y, _struct(y, sdot, project(y[1], _real(t)))
+
+
+def solve_rrule(a: Any, b: Any) -> Any:
+    a_, b_ = _arr(a), _arr(b)
+    x = LA.solve(a_, b_)
+    vec = b_.ndim == 1
+
+    def solve_pullback(xbar: Any) -> Any:
+        xbar = _ct(xbar)
+        if xbar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        if vec:
+            bbar = _solve_vec(_H(a_), xbar)
+            abar = -_outer(bbar, x)
+        else:
+            bbar = LA.solve(_H(a_), xbar)
+            abar = -(bbar @ _H(x))
+        return NoTangent(), project(a, abar), project(b, bbar)
+
+    return x, solve_pullback
+
+
+def solve_frule(tangents: Any, a: Any, b: Any) -> Any:
+    a_, b_ = _arr(a), _arr(b)
+    x = LA.solve(a_, b_)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    if adot is None and bdot is None:
+        return x, ZeroTangent()
+    vec = b_.ndim == 1
+    rhs = None
+    if adot is not None:
+        rhs = -(adot @ x[..., None])[..., 0] if vec else -(adot @ x)
+    rhs = _add(rhs, bdot)
+    xdot = _solve_vec(a_, rhs) if vec else LA.solve(a_, rhs)
+    return x, project(x, xdot)
+
+
+def _powers(base: Any, m: int) -> list[Any]:
+    """``[None, base, base^2, ..., base^(m-1)]`` (``None`` stands for the identity)."""
+    out: list[Any] = [None]
+    for k in range(1, m):
+        out.append(base if k == 1 else out[-1] @ base)
+    return out
+
+
+def _mul(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a @ b
+
+
+def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.matrix_power, args, kwargs)
+    a, n = p["a"], int(p["n"])
+    a_ = _arr(a)
+    y = LA.matrix_power(a_, n)
+
+    def matrix_power_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None or n == 0:
+            return _cts(len(args), ZeroTangent())
+        base = a_ if n > 0 else LA.inv(a_)
+        m = abs(n)
+        pw = _powers(base, m)
+        pwh = [None if p is None else _H(p) for p in pw]
+        bbar: Any = None
+        for k in range(m):
+            bbar = _add(bbar, _mul(_mul(pwh[k], ybar), pwh[m - 1 - k]))
+        if n < 0:
+            bh = _H(base)
+            bbar = -(bh @ bbar @ bh)
+        return _cts(len(args), project(a, bbar))
+
+    return y, matrix_power_pullback
+
+
+def matrix_power_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.matrix_power, args, kwargs)
+    a_, n = _arr(p["a"]), int(p["n"])
+    y = LA.matrix_power(a_, n)
+    adot = _ct(tangents[1])
+    if adot is None or n == 0:
+        return y, ZeroTangent()
+    base = a_ if n > 0 else LA.inv(a_)
+    bdot = adot if n > 0 else -(base @ adot @ base)
+    m = abs(n)
+    pw = _powers(base, m)
+    ydot: Any = None
+    for k in range(m):
+        ydot = _add(ydot, _mul(_mul(pw[k], bdot), pw[m - 1 - k]))
+    return y, project(y, ydot)
+
+
+# --------------------------------------------------------------------------------------------
+# cholesky, qr
+# --------------------------------------------------------------------------------------------
+
+
+def _phi(x: Any) -> Any:
+    """Lower triangle with the diagonal halved."""
+    n = x.shape[-1]
+    return x * (_strict(n, x) + 0.5 * _eye(n, x))
+
+
+def cholesky_rrule(a: Any, *, upper: bool = False) -> Any:
+    a_ = _arr(a)
+    c = LA.cholesky(a_, upper=upper)
+
+    def cholesky_pullback(cbar: Any) -> Any:
+        cbar = _ct(cbar)
+        if cbar is None:
+            return NoTangent(), ZeroTangent()
+        low = _H(c) if upper else c
+        lbar = _H(cbar) if upper else cbar
+        lh = _H(low)
+        p = _phi(lh @ lbar)
+        t = LA.solve(lh, p)  # L^-H P
+        g = _H(LA.solve(lh, _H(t)))  # L^-H P L^-1
+        return NoTangent(), project(a, _fold(g, lower=not upper))
+
+    return c, cholesky_pullback
+
+
+def cholesky_frule(tangents: Any, a: Any, *, upper: bool = False) -> Any:
+    a_ = _arr(a)
+    c = LA.cholesky(a_, upper=upper)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return c, ZeroTangent()
+    low = _H(c) if upper else c
+    s = _unfold(adot, lower=not upper)
+    y = LA.solve(low, s)  # L^-1 S
+    m = _H(LA.solve(low, _H(y)))  # L^-1 S L^-H
+    ldot = low @ _phi(m)
+    return c, project(c, _H(ldot) if upper else ldot)
+
+
+def _copyltu(m: Any) -> Any:
+    n = m.shape[-1]
+    low = m * _strict(n, m)
+    return low + m * _eye(n, m) + _H(low)
+
+
+def _qr_tall_pullback(q: Any, r: Any, qbar: Any, rbar: Any) -> Any:
+    """Cotangent of A = QR (m >= n, Q m x n, R n x n) from those of Q and R (None = zero)."""
+    m = None if rbar is None else r @ _H(rbar)
+    if qbar is not None:
+        m = _add(m, -(_H(qbar) @ q))
+    b = _add(qbar, q @ _copyltu(m))
+    return _H(LA.solve(r, _H(b)))  # b R^-H
+
+
+def _qr_tall_frule(q: Any, r: Any, adot: Any) -> tuple[Any, Any]:
+    d = _H(LA.solve(_H(r), _H(adot)))  # dA R^-1
+    c = _H(q) @ d
+    low = c * _strict(c.shape[-1], c)
+    omega = low - _H(low)
+    dr = (c - omega) @ r
+    dq = d - q @ (c - omega)
+    return dq, dr
+
+
+def _qr_check(a: Any, mode: str) -> None:
+    m, n = a.shape[-2], a.shape[-1]
+    if mode not in ("reduced", "r", "complete") or (mode == "complete" and m > n):
+        raise NotImplementedError(f"no rule for qr(mode={mode!r}) of a {m}x{n} matrix: "
+                                  "use mode='reduced' (the extra columns of Q are not unique)")
+
+
+def qr_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.qr, args, kwargs)
+    a, mode = p["a"], p["mode"]
+    a_ = _arr(a)
+    _qr_check(a_, mode)
+    out = LA.qr(a_, mode=mode)
+    if mode == "r":
+        q, r = LA.qr(a_)
+    else:
+        q, r = out
+    m, n = a_.shape[-2], a_.shape[-1]
+
+    def qr_pullback(ybar: Any) -> Any:
+        if mode == "r":
+            qbar, rbar = None, _ct(ybar)
+        else:
+            qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
+        if qbar is None and rbar is None:
+            return _cts(len(args), ZeroTangent())
+        if m >= n:
+            abar = _qr_tall_pullback(q, r, qbar, rbar)
+        else:
+            y = a_[..., :, m:]
+            r1 = r[..., :, :m]
+            r1bar = None if rbar is None else rbar[..., :, :m]
+            r2bar = None if rbar is None else rbar[..., :, m:]
+            if r2bar is not None:
+                qbar = _add(qbar, y @ _H(r2bar))
+            xbar = _qr_tall_pullback(q, r1, qbar, r1bar)
+            ybar_ = q @ r2bar if r2bar is not None else np.zeros(y.shape, dtype=xbar.dtype)
+            abar = np.concatenate([xbar, ybar_], axis=-1)
+        return _cts(len(args), project(a, abar))
+
+    return out, qr_pullback
+
+
+def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.qr, args, kwargs)
+    a, mode = p["a"], p["mode"]
+    a_ = _arr(a)
+    _qr_check(a_, mode)
+    out = LA.qr(a_, mode=mode)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return out, ZeroTangent()
+    q, r = LA.qr(a_) if mode == "r" else out
+    m, n = a_.shape[-2], a_.shape[-1]
+    if m >= n:
+        dq, dr = _qr_tall_frule(q, r, adot)
+    else:
+        dq, dr1 = _qr_tall_frule(q, r[..., :, :m], adot[..., :, :m])
+        dr2 = _H(dq) @ a_[..., :, m:] + _H(q) @ adot[..., :, m:]
+        dr = np.concatenate([dr1, dr2], axis=-1)
+    if mode == "r":
+        return out, project(out, dr)
+    return out, _struct(out, project(q, dq), project(r, dr))
+
+
+# --------------------------------------------------------------------------------------------
+# svd, svdvals, eigh, eigvalsh, eig, eigvals
+# --------------------------------------------------------------------------------------------
+
+
+def _svd_pullback(a: Any, u: Any, s: Any, vh: Any, ubar: Any, sbar: Any, vhbar: Any) -> Any:
+    """Cotangent of A = U diag(s) Vh (thin SVD) from those of U, s, Vh (None = zero)."""
+    k = s.shape[-1]
+    m, n = a.shape[-2], a.shape[-1]
+    eye = _eye(k, s)
+    s_row, s_col = s[..., None, :], s[..., :, None]
+    f = (1 - eye) / (s_row * s_row - s_col * s_col + eye)  # 1 / (s_j^2 - s_i^2), 0 on the diagonal
+    inner: Any = None if sbar is None else _diag_embed(_real(sbar))
+    vbar = None if vhbar is None else _H(vhbar)
+    j = kk = None
+    if ubar is not None:
+        j = _H(u) @ ubar
+        inner = _add(inner, (f * (j - _H(j))) * s_row)
+    if vbar is not None:
+        kk = vh @ vbar
+        inner = _add(inner, s_col * (f * (kk - _H(kk))))
+    if _is_complex(a) and (j is not None or kk is not None):
+        jj = 0 if j is None else j - _H(j)
+        kj = 0 if kk is None else kk - _H(kk)
+        inner = _add(inner, eye * (jj - kj) / (4 * s_row))  # the phase (gauge) direction
+    abar = None if inner is None else u @ inner @ vh
+    if ubar is not None and m > k:
+        abar = _add(abar, ((ubar - u @ j) / s_row) @ vh)
+    if vbar is not None and n > k:
+        abar = _add(abar, u @ (_H(vbar - _H(vh) @ kk) / s_col))
+    return abar
+
+
+def _svd_frule(a: Any, u: Any, s: Any, vh: Any, adot: Any) -> tuple[Any, Any, Any]:
+    k = s.shape[-1]
+    m, n = a.shape[-2], a.shape[-1]
+    eye = _eye(k, s)
+    s_row, s_col = s[..., None, :], s[..., :, None]
+    f = (1 - eye) / (s_row * s_row - s_col * s_col + eye)
+    v = _H(vh)
+    av = adot @ v
+    dp = _H(u) @ av
+    ds = _real(_diag(dp))
+    om_u = f * (dp * s_row + s_col * _H(dp))
+    om_v = f * (s_col * dp + _H(dp) * s_row)
+    if _is_complex(a):
+        om_u = om_u + eye * 1j * np.imag(dp) / s_row
+    du = u @ om_u
+    if m > k:
+        du = du + (av - u @ dp) / s_row
+    dv = v @ om_v
+    if n > k:
+        ahu = _H(adot) @ u
+        dv = dv + (ahu - v @ _H(dp)) / s_row
+    return du, ds, _H(dv)
+
+
+def _svd_check(a: Any, full_matrices: bool, compute_uv: bool) -> None:
+    m, n = a.shape[-2], a.shape[-1]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(f"no rule for svd(full_matrices=True) of a {m}x{n} matrix (the "
+                                  "extra singular vectors are not unique): pass full_matrices=False")
+
+
+def svd_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.svd, args, kwargs)
+    a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
+    a_ = _arr(a)
+    _svd_check(a_, full, uv)
+    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
+    u, s, vh = out if uv else LA.svd(a_, full_matrices=False, hermitian=herm)
+
+    def svd_pullback(ybar: Any) -> Any:
+        if uv:
+            parts = (_part(ybar, 0, "U"), _part(ybar, 1, "S"), _part(ybar, 2, "Vh"))
+        else:
+            parts = (None, _ct(ybar), None)
+        if all(x is None for x in parts):
+            return _cts(len(args), ZeroTangent())
+        abar = _svd_pullback(a_, u, s, vh, *parts)
+        if herm:
+            abar = _fold(abar, lower=True)
+        return _cts(len(args), project(a, abar))
+
+    return out, svd_pullback
+
+
+def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.svd, args, kwargs)
+    a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
+    a_ = _arr(a)
+    _svd_check(a_, full, uv)
+    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return out, ZeroTangent()
+    if herm:
+        adot = _unfold(adot, lower=True)
+    if not uv:
+        u, s, vh = LA.svd(a_, full_matrices=False, hermitian=herm)
+        return out, project(out, _real(_diag(_H(u) @ adot @ _H(vh))))
+    u, s, vh = out
+    du, ds, dvh = _svd_frule(a_, u, s, vh, adot)
+    return out, _struct(out, project(u, du), project(s, ds), project(vh, dvh))
+
+
+def svdvals_rrule(x: Any) -> Any:
+    x_ = _arr(x)
+    s = LA.svdvals(x_)
+    u, _, vh = LA.svd(x_, full_matrices=False)
+
+    def svdvals_pullback(sbar: Any) -> Any:
+        sbar = _ct(sbar)
+        if sbar is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(x, (u * _real(sbar)[..., None, :]) @ vh)
+
+    return s, svdvals_pullback
+
+
+def svdvals_frule(tangents: Any, x: Any) -> Any:
+    x_ = _arr(x)
+    s = LA.svdvals(x_)
+    xdot = _ct(tangents[1])
+    if xdot is None:
+        return s, ZeroTangent()
+    u, _, vh = LA.svd(x_, full_matrices=False)
+    return s, project(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
+
+
+def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
+    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (None = zero cotangent)."""
+    inner: Any = None if wbar is None else _diag_embed(_real(wbar))
+    if vbar is not None:
+        n = w.shape[-1]
+        eye = _eye(n, w)
+        f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
+        inner = _add(inner, f * (_H(v) @ vbar))
+    return v @ inner @ _H(v)
+
+
+def _uplo_lower(uplo: str) -> bool:
+    if uplo not in ("L", "U", "l", "u"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    return uplo.upper() == "L"
+
+
+def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.eigh, args, kwargs)
+    a, lower = p["a"], _uplo_lower(p["UPLO"])
+    a_ = _arr(a)
+    out = LA.eigh(a_, UPLO=p["UPLO"])
+    w, v = out
+
+    def eigh_pullback(ybar: Any) -> Any:
+        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
+        if wbar is None and vbar is None:
+            return _cts(len(args), ZeroTangent())
+        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
+
+    return out, eigh_pullback
+
+
+def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.eigh, args, kwargs)
+    a, lower = p["a"], _uplo_lower(p["UPLO"])
+    a_ = _arr(a)
+    out = LA.eigh(a_, UPLO=p["UPLO"])
+    adot = _ct(tangents[1])
+    if adot is None:
+        return out, ZeroTangent()
+    w, v = out
+    mm = _H(v) @ _unfold(adot, lower) @ v
+    n = w.shape[-1]
+    eye = _eye(n, w)
+    f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
+    return out, _struct(out, project(w, _real(_diag(mm))), project(v, v @ (f * mm)))
+
+
+def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.eigvalsh, args, kwargs)
+    a, lower = p["a"], _uplo_lower(p["UPLO"])
+    a_ = _arr(a)
+    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
+    _, v = LA.eigh(a_, UPLO=p["UPLO"])
+
+    def eigvalsh_pullback(wbar: Any) -> Any:
+        wbar = _ct(wbar)
+        if wbar is None:
+            return _cts(len(args), ZeroTangent())
+        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, None), lower)))
+
+    return w, eigvalsh_pullback
+
+
+def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.eigvalsh, args, kwargs)
+    a, lower = p["a"], _uplo_lower(p["UPLO"])
+    a_ = _arr(a)
+    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
+    adot = _ct(tangents[1])
+    if adot is None:
+        return w, ZeroTangent()
+    _, v = LA.eigh(a_, UPLO=p["UPLO"])
+    return w, project(w, _real(_diag(_H(v) @ _unfold(adot, lower) @ v)))
+
+
+def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
+    """Cotangent of A from those of its eigenvalues and unit-norm eigenvectors (ChainRules)."""
+    inner: Any = None if wbar is None else _diag_embed(wbar)
+    if vbar is not None:
+        n = w.shape[-1]
+        eye = _eye(n, w)
+        g = _H(v) @ vbar
+        g = g - (_H(v) @ v) * _real(_diag(g))[..., None, :]  # unit-norm constraint
+        f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
+        inner = _add(inner, _conj(f) * g)
+    return LA.solve(_H(v), inner @ _H(v))
+
+
+def _eig_dot(w: Any, v: Any, adot: Any) -> tuple[Any, Any]:
+    n = w.shape[-1]
+    eye = _eye(n, w)
+    mm = LA.solve(v, adot @ v)
+    f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
+    c = f * mm
+    d = -_real(_diag(_H(v) @ v @ c))
+    return _diag(mm), v @ (c + _diag_embed(d))
+
+
+def eig_rrule(a: Any) -> Any:
+    a_ = _arr(a)
+    out = LA.eig(a_)
+    w, v = out
+
+    def eig_pullback(ybar: Any) -> Any:
+        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
+        if wbar is None and vbar is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(a, _eig_grad(w, v, wbar, vbar))
+
+    return out, eig_pullback
+
+
+def eig_frule(tangents: Any, a: Any) -> Any:
+    a_ = _arr(a)
+    out = LA.eig(a_)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return out, ZeroTangent()
+    w, v = out
+    dw, dv = _eig_dot(w, v, adot)
+    return out, _struct(out, project(w, dw), project(v, dv))
+
+
+def eigvals_rrule(a: Any) -> Any:
+    a_ = _arr(a)
+    w = LA.eigvals(a_)
+    _, v = LA.eig(a_)
+
+    def eigvals_pullback(wbar: Any) -> Any:
+        wbar = _ct(wbar)
+        if wbar is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(a, _eig_grad(w, v, wbar, None))
+
+    return w, eigvals_pullback
+
+
+def eigvals_frule(tangents: Any, a: Any) -> Any:
+    a_ = _arr(a)
+    w = LA.eigvals(a_)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return w, ZeroTangent()
+    _, v = LA.eig(a_)
+    return w, project(w, _diag(LA.solve(v, adot @ v)))
+
+
+# --------------------------------------------------------------------------------------------
+# pinv, lstsq
+# --------------------------------------------------------------------------------------------
+
+
+def _pinv_pullback(a: Any, x: Any, xbar: Any) -> Any:
+    xh = _H(x)
+    t1 = -(xh @ xbar @ xh)
+    w = _H(xbar) @ (x @ xh)
+    t2 = w - a @ (x @ w)  # (I - A X) Xbar^H X X^H
+    z = (xh @ x) @ _H(xbar)
+    t3 = z - (z @ x) @ a  # X^H X Xbar^H (I - X A)
+    return t1 + t2 + t3
+
+
+def _pinv_dot(a: Any, x: Any, adot: Any) -> Any:
+    xh = _H(x)
+    adh = _H(adot)
+    t1 = -(x @ adot @ x)
+    g = adh - (adh @ a) @ x  # dA^H (I - A X)
+    t2 = x @ (xh @ g)
+    hh = adh @ (xh @ x)
+    t3 = hh - x @ (a @ hh)  # (I - X A) dA^H X^H X
+    return t1 + t2 + t3
+
+
+def _pinv_call(p: dict[str, Any], a: Any) -> Any:
+    kw: dict[str, Any] = {"hermitian": p["hermitian"]}
+    if p["rcond"] is not None:
+        kw["rcond"] = p["rcond"]
+    rtol = p.get("rtol", inspect.Parameter.empty)
+    if rtol is not _PINV_RTOL_DEFAULT:
+        kw["rtol"] = rtol
+    return LA.pinv(a, **kw)
+
+
+_PINV_RTOL_DEFAULT = inspect.signature(np.linalg.pinv).parameters["rtol"].default
+
+
+def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.pinv, args, kwargs)
+    a = p["a"]
+    a_ = _arr(a)
+    x = _pinv_call(p, a_)
+    herm = p["hermitian"]
+
+    def pinv_pullback(xbar: Any) -> Any:
+        xbar = _ct(xbar)
+        if xbar is None:
+            return _cts(len(args), ZeroTangent())
+        abar = _pinv_pullback(a_, x, xbar)
+        if herm:
+            abar = _fold(abar, lower=True)
+        return _cts(len(args), project(a, abar))
+
+    return x, pinv_pullback
+
+
+def pinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.pinv, args, kwargs)
+    a_ = _arr(p["a"])
+    x = _pinv_call(p, a_)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return x, ZeroTangent()
+    if p["hermitian"]:
+        adot = _unfold(adot, lower=True)
+    return x, project(x, _pinv_dot(a_, x, adot))
+
+
+def lstsq_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.lstsq, args, kwargs)
+    a, b = p["a"], p["b"]
+    a_, b_ = _arr(a), _arr(b)
+    out = LA.lstsq(a_, b_, rcond=p["rcond"])
+    x, res = out[0], out[1]
+    vec = b_.ndim == 1
+    pa = LA.pinv(a_)
+
+    def lstsq_pullback(ybar: Any) -> Any:
+        xbar, resbar, sbar = _part(ybar, 0), _part(ybar, 1), _part(ybar, 3)
+        abar = bbar = None
+        if xbar is not None:
+            outer = _outer if vec else (lambda u, v: u @ _H(v))
+            r = b_ - a_ @ x
+            bbar = _H(pa) @ xbar
+            proj = xbar - pa @ (a_ @ xbar)  # (I - X A) xbar
+            abar = -outer(bbar, x) + outer(r, pa @ bbar) + outer(_H(pa) @ x, proj)
+        if resbar is not None and res.shape[-1] > 0:
+            r = b_ - a_ @ x
+            rr = r * (resbar[0] if vec else resbar[..., None, :])
+            bbar = _add(bbar, 2 * rr)
+            abar = _add(abar, -2 * (_outer(rr, x) if vec else rr @ _H(x)))
+        if sbar is not None:
+            u, _, vh = LA.svd(a_, full_matrices=False)
+            abar = _add(abar, (u * _real(sbar)[..., None, :]) @ vh)
+        if abar is None and bbar is None:
+            return _cts(len(args), ZeroTangent(), ZeroTangent())
+        return _cts(len(args), project(a, abar), project(b, bbar))
+
+    return out, lstsq_pullback
+
+
+def lstsq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.lstsq, args, kwargs)
+    a_, b_ = _arr(p["a"]), _arr(p["b"])
+    out = LA.lstsq(a_, b_, rcond=p["rcond"])
+    adot = _ct(tangents[1]) if len(tangents) > 1 else None
+    bdot = _ct(tangents[2]) if len(tangents) > 2 else None
+    if adot is None and bdot is None:
+        return out, ZeroTangent()
+    x, res, _, s = out
+    pa = LA.pinv(a_)
+    r = b_ - a_ @ x
+    dr = bdot  # the change of the residual at fixed x
+    xdot = None if bdot is None else pa @ bdot
+    sdot = None
+    if adot is not None:
+        dr = _add(dr, -(adot @ x))
+        adh = _H(adot)
+        v = adh @ (_H(pa) @ x)
+        xdot = _add(xdot, -(pa @ (adot @ x)) + pa @ (_H(pa) @ (adh @ r)) + (v - pa @ (a_ @ v)))
+        u, _, vh = LA.svd(a_, full_matrices=False)
+        sdot = _real(_diag(_H(u) @ adot @ _H(vh)))
+    resdot = None
+    if res.shape[-1] > 0:
+        resdot = 2 * _real(np.sum(_conj(r) * dr, axis=0))
+        resdot = project(res, np.reshape(resdot, res.shape))
+    return out, _struct(out, project(x, xdot), resdot, NoTangent(),
+                        None if sdot is None else project(s, sdot))
+
+
+# --------------------------------------------------------------------------------------------
+# norms, cond
+# --------------------------------------------------------------------------------------------
+
+
+def _norm_layout(x: Any, ord: Any, axis: Any) -> tuple[str, tuple[int, ...]]:
+    """("vector" | "matrix", normalised reduction axes) of ``np.linalg.norm(x, ord, axis)``."""
+    nd = x.ndim
+    if axis is None:
+        if ord is None:
+            return "vector", tuple(range(nd))
+        return ("vector", (0,)) if nd == 1 else ("matrix", (0, 1))
+    axes = tuple(int(ax) % nd for ax in axis) if isinstance(axis, (tuple, list)) else (int(axis) % nd,)
+    return ("vector", axes) if len(axes) == 1 else ("matrix", axes)
+
+
+def _extreme_mask(v: Any, axis: Any, largest: bool) -> Any:
+    ext = np.max(v, axis=axis, keepdims=True) if largest else np.min(v, axis=axis, keepdims=True)
+    mask = v == ext
+    return mask / np.sum(mask, axis=axis, keepdims=True)  # ties share the subgradient
+
+
+def _norm_grad(x: Any, ord: Any, kind: str, axes: tuple[int, ...], y_k: Any) -> Any:
+    """``g`` with ``d norm = Re sum(conj(g) dx)`` over ``axes`` (a subgradient at kinks); or None."""
+    if kind == "vector":
+        if ord is None or ord == 2:
+            return x / _safe(y_k)
+        if ord == np.inf or ord == -np.inf:
+            return np.sign(x) * _extreme_mask(np.abs(x), axes, ord > 0)
+        if ord == 0:
+            return None
+        if ord == 1:
+            return np.sign(x)
+        base = np.abs(x) / _safe(y_k)
+        return np.sign(x) * (base + (base == 0)) ** (ord - 1)
+    r, c = axes
+    if ord is None or ord == "fro":
+        return x / _safe(y_k)
+    if ord in (1, -1):
+        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=r, keepdims=True), c, ord > 0)
+    if ord == np.inf or ord == -np.inf:
+        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=c, keepdims=True), r, ord > 0)
+    if ord in ("nuc", 2, -2):
+        xm = np.moveaxis(x, (r, c), (-2, -1))
+        u, s, vh = LA.svd(xm, full_matrices=False)
+        k = s.shape[-1]
+        if ord == "nuc":
+            tol = np.max(s, axis=-1, keepdims=True) * max(xm.shape[-2:]) * np.finfo(_real_dtype(x)).eps
+            gm = (u * (s > tol)[..., None, :]) @ vh
+        elif ord == 2:
+            gm = (u[..., :, :1] @ vh[..., :1, :]) * (s[..., :1, None] > 0)
+        else:
+            gm = u[..., :, k - 1:] @ vh[..., k - 1:, :]
+        return np.moveaxis(gm, (-2, -1), (r, c))
+    raise ValueError(f"invalid norm order {ord!r} for matrices")
+
+
+def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], nargs: int,
+                   name: str) -> Any:
+    """The pullback of a norm of ``x`` (``x_``: it as an array) reduced over ``axes``."""
+    keep = _keep_shape(x_.shape, axes)
+
+    def norm_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return _cts(nargs, ZeroTangent())
+        g = _norm_grad(x_, ord, kind, axes, np.reshape(y, keep))
+        if g is None:
+            return _cts(nargs, ZeroTangent())
+        return _cts(nargs, project(x, g * np.reshape(_real(_arr(ybar)), keep)))
+
+    norm_pullback.__name__ = norm_pullback.__qualname__ = name
+    return norm_pullback
+
+
+def _norm_tangent(x: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
+                  xdot: Any) -> Any:
+    if xdot is None:
+        return ZeroTangent()
+    g = _norm_grad(x, ord, kind, axes, np.reshape(y, _keep_shape(x.shape, axes)))
+    if g is None:
+        return ZeroTangent()
+    return project(y, np.sum(_real(_conj(g) * xdot), axis=axes, keepdims=keepdims))
+
+
+def norm_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.norm, args, kwargs)
+    x = _arr(p["x"])
+    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
+    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    return y, _norm_pullback(p["x"], x, y, p["ord"], kind, axes, len(args), "norm_pullback")
+
+
+def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.norm, args, kwargs)
+    x = _arr(p["x"])
+    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
+    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], _ct(tangents[1]))
+
+
+def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(int(ax) % x.ndim for ax in axis)
+    return (int(axis) % x.ndim,)
+
+
+def vector_norm_rrule(x: Any, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    x_ = _arr(x)
+    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    axes = _vector_norm_layout(x_, axis)
+    return y, _norm_pullback(x, x_, y, ord, "vector", axes, 1, "vector_norm_pullback")
+
+
+def vector_norm_frule(tangents: Any, x: Any, *, axis: Any = None, keepdims: bool = False,
+                      ord: Any = 2) -> Any:
+    x_ = _arr(x)
+    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    axes = _vector_norm_layout(x_, axis)
+    return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, _ct(tangents[1]))
+
+
+def matrix_norm_rrule(x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    x_ = _arr(x)
+    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    axes = (x_.ndim - 2, x_.ndim - 1)
+    return y, _norm_pullback(x, x_, y, ord, "matrix", axes, 1, "matrix_norm_pullback")
+
+
+def matrix_norm_frule(tangents: Any, x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    x_ = _arr(x)
+    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    axes = (x_.ndim - 2, x_.ndim - 1)
+    return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, _ct(tangents[1]))
+
+
+def _cond_parts(x: Any, p: Any) -> tuple[Any, Any]:
+    """``(cond, pullback of cond w.r.t. x as a function of a real cotangent)``."""
+    if p in (None, 2, -2):
+        u, s, vh = LA.svd(x, full_matrices=False)
+        k = s.shape[-1]
+        hi, lo = s[..., 0], s[..., k - 1]
+        e_hi = u[..., :, :1] @ vh[..., :1, :]
+        e_lo = u[..., :, k - 1:] @ vh[..., k - 1:, :]
+        top, bottom, e_top, e_bottom = (hi, lo, e_hi, e_lo) if p != -2 else (lo, hi, e_lo, e_hi)
+        c = top / bottom
+
+        def grad(cbar: Any) -> Any:
+            cb = _expand2(cbar)
+            return cb * (e_top / _expand2(bottom) - e_bottom * _expand2(top / (bottom * bottom)))
+
+        return c, grad
+    n1, back1 = norm_rrule(x, p, (-2, -1))
+    xi, back_inv = inv_rrule(x)
+    n2, back2 = norm_rrule(xi, p, (-2, -1))
+
+    def grad_composite(cbar: Any) -> Any:
+        return _add(back1(cbar * n2)[1], back_inv(back2(cbar * n1)[1])[1])
+
+    return n1 * n2, grad_composite
+
+
+def cond_rrule(*args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.cond, args, kwargs)
+    x_ = _arr(p["x"])
+    y = LA.cond(x_, p["p"])
+    _, grad = _cond_parts(x_, p["p"])
+
+    def cond_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return _cts(len(args), ZeroTangent())
+        return _cts(len(args), project(p["x"], grad(_real(_arr(ybar)))))
+
+    return y, cond_pullback
+
+
+def cond_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p = _bind(np.linalg.cond, args, kwargs)
+    x_ = _arr(p["x"])
+    y = LA.cond(x_, p["p"])
+    xdot = _ct(tangents[1])
+    if xdot is None:
+        return y, ZeroTangent()
+    _, grad = _cond_parts(x_, p["p"])
+    g = grad(np.ones(np.shape(y), dtype=_real_dtype(x_)))
+    return y, project(y, np.sum(_real(_conj(g) * xdot), axis=(-2, -1)))
+
+
+# --------------------------------------------------------------------------------------------
+# products and array-API helpers: matmul, outer, vecdot, multi_dot, tensordot, cross,
+# matrix_transpose, diagonal, trace
+# --------------------------------------------------------------------------------------------
+
+
+def _matmul_cotangents(a: Any, b: Any, ybar: Any) -> tuple[Any, Any]:
+    va, vb = a.ndim == 1, b.ndim == 1
+    a2 = a[None, :] if va else a
+    b2 = b[:, None] if vb else b
+    yb = _arr(ybar)
+    if va and vb:
+        yb = np.reshape(yb, (1, 1))
+    elif va:
+        yb = yb[..., None, :]
+    elif vb:
+        yb = yb[..., :, None]
+    abar = yb @ _H(b2)
+    bbar = _H(a2) @ yb
+    if va:
+        abar = abar[..., 0, :]
+    if vb:
+        bbar = bbar[..., :, 0]
+    return abar, bbar
+
+
+def matmul_rrule(x1: Any, x2: Any) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.matmul(a, b)
+
+    def matmul_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        abar, bbar = _matmul_cotangents(a, b, ybar)
+        return NoTangent(), project(x1, abar), project(x2, bbar)
+
+    return y, matmul_pullback
+
+
+def matmul_frule(tangents: Any, x1: Any, x2: Any) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.matmul(a, b)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    ydot = _add(None if adot is None else LA.matmul(adot, b), None if bdot is None else LA.matmul(a, bdot))
+    return y, ZeroTangent() if ydot is None else project(y, ydot)
+
+
+def outer_rrule(x1: Any, x2: Any) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.outer(a, b)
+
+    def outer_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        return NoTangent(), project(x1, ybar @ _conj(b)), project(x2, _mT(ybar) @ _conj(a))
+
+    return y, outer_pullback
+
+
+def outer_frule(tangents: Any, x1: Any, x2: Any) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.outer(a, b)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    ydot = _add(None if adot is None else LA.outer(adot, b), None if bdot is None else LA.outer(a, bdot))
+    return y, ZeroTangent() if ydot is None else project(y, ydot)
+
+
+def vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.vecdot(a, b, axis=axis)
+
+    def vecdot_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        ye = np.expand_dims(_arr(ybar), axis)
+        return NoTangent(), project(x1, b * _conj(ye)), project(x2, a * ye)
+
+    return y, vecdot_pullback
+
+
+def vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.vecdot(a, b, axis=axis)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    ydot = _add(None if adot is None else LA.vecdot(adot, b, axis=axis),
+                None if bdot is None else LA.vecdot(a, bdot, axis=axis))
+    return y, ZeroTangent() if ydot is None else project(y, ydot)
+
+
+def _multi_dot_mats(arrays: Any) -> tuple[list[Any], bool, bool]:
+    mats = [_arr(m) for m in arrays]
+    first_vec, last_vec = mats[0].ndim == 1, mats[-1].ndim == 1
+    if first_vec:
+        mats[0] = mats[0][None, :]
+    if last_vec:
+        mats[-1] = mats[-1][:, None]
+    return mats, first_vec, last_vec
+
+
+def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
+    y = LA.multi_dot(arrays, out=out)
+    mats, first_vec, last_vec = _multi_dot_mats(arrays)
+    k = len(mats)
+
+    def multi_dot_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent()
+        yb = np.reshape(_arr(ybar), (mats[0].shape[0], mats[-1].shape[1]))
+        prefix: list[Any] = [None]
+        for m in mats[:-1]:
+            prefix.append(_mul(prefix[-1], m))
+        suffix: list[Any] = [None]
+        for m in reversed(mats[1:]):
+            suffix.append(_mul(m, suffix[-1]))
+        suffix.reverse()
+        bars = []
+        for i in range(k):
+            left = None if prefix[i] is None else _H(prefix[i])
+            right = None if suffix[i] is None else _H(suffix[i])
+            bars.append(_mul(_mul(left, yb), right))
+        if first_vec:
+            bars[0] = bars[0][0, :]
+        if last_vec:
+            bars[-1] = bars[-1][:, 0]
+        return NoTangent(), project(arrays, type(arrays)(bars) if isinstance(arrays, tuple) else bars)
+
+    return y, multi_dot_pullback
+
+
+def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
+    y = LA.multi_dot(arrays, out=out)
+    dots = [_part(tangents[1], i) for i in range(len(arrays))]
+    if all(d is None for d in dots):
+        return y, ZeroTangent()
+    mats, first_vec, last_vec = _multi_dot_mats(arrays)
+    ydot: Any = None
+    for i, d in enumerate(dots):
+        if d is None:
+            continue
+        if i == 0 and first_vec:
+            d = d[None, :]
+        if i == len(mats) - 1 and last_vec:
+            d = d[:, None]
+        term: Any = None
+        for j, m in enumerate(mats):
+            term = _mul(term, d if j == i else m)
+        ydot = _add(ydot, term)
+    return y, project(y, np.reshape(ydot, np.shape(y)))
+
+
+def _tensordot_axes(nd1: int, nd2: int, axes: Any) -> tuple[list[int], list[int]]:
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        return list(range(nd1 - n, nd1)), list(range(n))
+    a1, a2 = axes
+    a1 = [a1] if isinstance(a1, (int, np.integer)) else list(a1)
+    a2 = [a2] if isinstance(a2, (int, np.integer)) else list(a2)
+    return [int(i) % nd1 for i in a1], [int(i) % nd2 for i in a2]
+
+
+def tensordot_rrule(x1: Any, x2: Any, *, axes: Any = 2) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.tensordot(a, b, axes=axes)
+    a1, a2 = _tensordot_axes(a.ndim, b.ndim, axes)
+    free1 = [i for i in range(a.ndim) if i not in a1]
+    free2 = [i for i in range(b.ndim) if i not in a2]
+    nf1 = len(free1)
+
+    def tensordot_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        yb = _arr(ybar)
+        # x1bar: contract ybar's x2-free axes with x2's free axes
+        g1 = LA.tensordot(yb, _conj(b), axes=(list(range(nf1, yb.ndim)), free2))
+        order1 = free1 + [a1[a2.index(v)] for v in sorted(a2)]
+        g1 = np.transpose(g1, np.argsort(order1))
+        g2 = LA.tensordot(_conj(a), yb, axes=(free1, list(range(nf1))))
+        order2 = [a2[a1.index(v)] for v in sorted(a1)] + free2
+        g2 = np.transpose(g2, np.argsort(order2))
+        return NoTangent(), project(x1, g1), project(x2, g2)
+
+    return y, tensordot_pullback
+
+
+def tensordot_frule(tangents: Any, x1: Any, x2: Any, *, axes: Any = 2) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.tensordot(a, b, axes=axes)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    ydot = _add(None if adot is None else LA.tensordot(adot, b, axes=axes),
+                None if bdot is None else LA.tensordot(a, bdot, axes=axes))
+    return y, ZeroTangent() if ydot is None else project(y, ydot)
+
+
+def cross_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.cross(a, b, axis=axis)
+
+    def cross_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        yb = _arr(ybar)
+        return (NoTangent(), project(x1, LA.cross(_conj(b), yb, axis=axis)),
+                project(x2, LA.cross(yb, _conj(a), axis=axis)))
+
+    return y, cross_pullback
+
+
+def cross_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    a, b = _arr(x1), _arr(x2)
+    y = LA.cross(a, b, axis=axis)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    ydot = _add(None if adot is None else LA.cross(adot, b, axis=axis),
+                None if bdot is None else LA.cross(a, bdot, axis=axis))
+    return y, ZeroTangent() if ydot is None else project(y, ydot)
+
+
+def matrix_transpose_rrule(x: Any) -> Any:
+    y = LA.matrix_transpose(x)
+
+    def matrix_transpose_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(x, LA.matrix_transpose(ybar))
+
+    return y, matrix_transpose_pullback
+
+
+def matrix_transpose_frule(tangents: Any, x: Any) -> Any:
+    y = LA.matrix_transpose(x)
+    xdot = _ct(tangents[1])
+    return y, ZeroTangent() if xdot is None else project(y, LA.matrix_transpose(xdot))
+
+
+def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
+    """``(Erow, Ecol)`` with ``x[..., r_l, c_l] = sum Erow[r, l] d_l Ecol[c, l]``."""
+    rows = np.arange(m)[:, None]
+    cols = np.arange(n)[:, None]
+    length = max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
+    diag = np.arange(length)[None, :]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    dt = _real_dtype(like)
+    return (rows == diag + r0).astype(dt), (cols == diag + c0).astype(dt)
+
+
+def diagonal_rrule(x: Any, *, offset: int = 0) -> Any:
+    x_ = _arr(x)
+    y = LA.diagonal(x_, offset=offset)
+
+    def diagonal_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent()
+        er, ec = _diag_selectors(x_.shape[-2], x_.shape[-1], offset, x_)
+        return NoTangent(), project(x, (er * _arr(ybar)[..., None, :]) @ ec.T)
+
+    return y, diagonal_pullback
+
+
+def diagonal_frule(tangents: Any, x: Any, *, offset: int = 0) -> Any:
+    y = LA.diagonal(x, offset=offset)
+    xdot = _ct(tangents[1])
+    return y, ZeroTangent() if xdot is None else project(y, LA.diagonal(xdot, offset=offset))
+
+
+def trace_rrule(x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
+    x_ = _arr(x)
+    y = LA.trace(x_, offset=offset, dtype=dtype)
+
+    def trace_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return NoTangent(), ZeroTangent()
+        e = np.eye(x_.shape[-2], x_.shape[-1], k=offset, dtype=_real_dtype(x_))
+        return NoTangent(), project(x, _expand2(ybar) * e)
+
+    return y, trace_pullback
+
+
+def trace_frule(tangents: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
+    y = LA.trace(x, offset=offset, dtype=dtype)
+    xdot = _ct(tangents[1])
+    return y, ZeroTangent() if xdot is None else project(y, LA.trace(xdot, offset=offset, dtype=dtype))
+
+
+# --------------------------------------------------------------------------------------------
+# tensorinv, tensorsolve
+# --------------------------------------------------------------------------------------------
+
+
+def tensorinv_rrule(*args: Any, **kwargs: Any) -> Any:
+    p_ = _bind(np.linalg.tensorinv, args, kwargs)
+    a, ind = p_["a"], p_["ind"]
+    a_ = _arr(a)
+    y = LA.tensorinv(a_, ind=ind)
+    p = int(np.prod(a_.shape[:ind]))
+    y2 = np.reshape(y, (p, p))
+
+    def tensorinv_pullback(ybar: Any) -> Any:
+        ybar = _ct(ybar)
+        if ybar is None:
+            return _cts(len(args), ZeroTangent())
+        yb = np.reshape(ybar, (p, p))
+        yh = _H(y2)
+        return _cts(len(args), project(a, np.reshape(-(yh @ yb @ yh), a_.shape)))
+
+    return y, tensorinv_pullback
+
+
+def tensorinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p_ = _bind(np.linalg.tensorinv, args, kwargs)
+    a_, ind = _arr(p_["a"]), p_["ind"]
+    y = LA.tensorinv(a_, ind=ind)
+    adot = _ct(tangents[1])
+    if adot is None:
+        return y, ZeroTangent()
+    p = int(np.prod(a_.shape[:ind]))
+    y2 = np.reshape(y, (p, p))
+    return y, project(y, np.reshape(-(y2 @ np.reshape(adot, (p, p)) @ y2), y.shape))
+
+
+def _tensorsolve_perm(nd: int, axes: Any) -> list[int] | None:
+    if axes is None:
+        return None
+    allaxes = list(range(nd))
+    for k in axes:
+        allaxes.remove(k)
+        allaxes.insert(nd, k)
+    return allaxes
+
+
+def tensorsolve_rrule(*args: Any, **kwargs: Any) -> Any:
+    p_ = _bind(np.linalg.tensorsolve, args, kwargs)
+    a, b, axes = p_["a"], p_["b"], p_["axes"]
+    a_, b_ = _arr(a), _arr(b)
+    x = LA.tensorsolve(a_, b_, axes=axes)
+    perm = _tensorsolve_perm(a_.ndim, axes)
+    at = a_ if perm is None else np.transpose(a_, perm)
+    p = int(np.prod(b_.shape))
+    a2 = np.reshape(at, (p, p))
+    x1 = np.reshape(x, (p,))
+
+    def tensorsolve_pullback(xbar: Any) -> Any:
+        xbar = _ct(xbar)
+        if xbar is None:
+            return _cts(len(args), ZeroTangent(), ZeroTangent())
+        bbar = LA.solve(_H(a2), np.reshape(xbar, (p,)))
+        abar = np.reshape(-_outer(bbar, x1), at.shape)
+        if perm is not None:
+            abar = np.transpose(abar, np.argsort(perm))
+        return _cts(len(args), project(a, abar), project(b, np.reshape(bbar, b_.shape)))
+
+    return x, tensorsolve_pullback
+
+
+def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    p_ = _bind(np.linalg.tensorsolve, args, kwargs)
+    a_, b_, axes = _arr(p_["a"]), _arr(p_["b"]), p_["axes"]
+    x = LA.tensorsolve(a_, b_, axes=axes)
+    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    if adot is None and bdot is None:
+        return x, ZeroTangent()
+    perm = _tensorsolve_perm(a_.ndim, axes)
+    p = int(np.prod(b_.shape))
+    a2 = np.reshape(a_ if perm is None else np.transpose(a_, perm), (p, p))
+    rhs = None if bdot is None else np.reshape(bdot, (p,))
+    if adot is not None:
+        ad2 = np.reshape(adot if perm is None else np.transpose(adot, perm), (p, p))
+        rhs = _add(rhs, -(ad2 @ np.reshape(x, (p,))))
+    return x, project(x, np.reshape(LA.solve(a2, rhs), x.shape))
+
+
+# --------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------
+
+#: ``{callable: rrule implementation}``.
+RRULES: dict[Any, Any] = {
+    np.linalg.inv: inv_rrule,
+    np.linalg.det: det_rrule,
+    np.linalg.slogdet: slogdet_rrule,
+    np.linalg.solve: solve_rrule,
+    np.linalg.matrix_power: matrix_power_rrule,
+    np.linalg.cholesky: cholesky_rrule,
+    np.linalg.qr: qr_rrule,
+    np.linalg.svd: svd_rrule,
+    np.linalg.svdvals: svdvals_rrule,
+    np.linalg.eigh: eigh_rrule,
+    np.linalg.eigvalsh: eigvalsh_rrule,
+    np.linalg.eig: eig_rrule,
+    np.linalg.eigvals: eigvals_rrule,
+    np.linalg.pinv: pinv_rrule,
+    np.linalg.lstsq: lstsq_rrule,
+    np.linalg.norm: norm_rrule,
+    np.linalg.vector_norm: vector_norm_rrule,
+    np.linalg.matrix_norm: matrix_norm_rrule,
+    np.linalg.cond: cond_rrule,
+    np.linalg.matmul: matmul_rrule,
+    np.linalg.outer: outer_rrule,
+    np.linalg.vecdot: vecdot_rrule,
+    np.linalg.multi_dot: multi_dot_rrule,
+    np.linalg.tensordot: tensordot_rrule,
+    np.linalg.cross: cross_rrule,
+    np.linalg.matrix_transpose: matrix_transpose_rrule,
+    np.linalg.diagonal: diagonal_rrule,
+    np.linalg.trace: trace_rrule,
+    np.linalg.tensorinv: tensorinv_rrule,
+    np.linalg.tensorsolve: tensorsolve_rrule,
+}
+
+#: ``{callable: frule implementation}`` (the same callables).
+FRULES: dict[Any, Any] = {
+    np.linalg.inv: inv_frule,
+    np.linalg.det: det_frule,
+    np.linalg.slogdet: slogdet_frule,
+    np.linalg.solve: solve_frule,
+    np.linalg.matrix_power: matrix_power_frule,
+    np.linalg.cholesky: cholesky_frule,
+    np.linalg.qr: qr_frule,
+    np.linalg.svd: svd_frule,
+    np.linalg.svdvals: svdvals_frule,
+    np.linalg.eigh: eigh_frule,
+    np.linalg.eigvalsh: eigvalsh_frule,
+    np.linalg.eig: eig_frule,
+    np.linalg.eigvals: eigvals_frule,
+    np.linalg.pinv: pinv_frule,
+    np.linalg.lstsq: lstsq_frule,
+    np.linalg.norm: norm_frule,
+    np.linalg.vector_norm: vector_norm_frule,
+    np.linalg.matrix_norm: matrix_norm_frule,
+    np.linalg.cond: cond_frule,
+    np.linalg.matmul: matmul_frule,
+    np.linalg.outer: outer_frule,
+    np.linalg.vecdot: vecdot_frule,
+    np.linalg.multi_dot: multi_dot_frule,
+    np.linalg.tensordot: tensordot_frule,
+    np.linalg.cross: cross_frule,
+    np.linalg.matrix_transpose: matrix_transpose_frule,
+    np.linalg.diagonal: diagonal_frule,
+    np.linalg.trace: trace_frule,
+    np.linalg.tensorinv: tensorinv_frule,
+    np.linalg.tensorsolve: tensorsolve_frule,
+}
+
+NON_DIFFERENTIABLE: tuple[Any, ...] = (np.linalg.matrix_rank,)
+
+assert RRULES.keys() == FRULES.keys()
+for _f, _impl in RRULES.items():
+    rrule.register(_f)(_impl)
+    frule.register(_f)(FRULES[_f])
+for _f in NON_DIFFERENTIABLE:
+    non_differentiable(_f)

@@ -1,0 +1,40 @@
+"""rulescore.testing: ChainRulesTestUtils for Python, built on hypothesis.
+
+``test_rrule`` / ``test_frule`` check a rule against high-accuracy finite differences over any
+structure of arguments (numbers, complex numbers, arrays, tuples, dicts, dataclasses,
+NamedTuples), ``test_frule_rrule`` checks that the two rules agree, ``test_scalar`` covers scalar
+functions, and :mod:`rulescore.testing.strategies` draws primals and tangents with hypothesis.
+This module only re-exports; the implementation lives in private modules.
+
+Example:
+    >>> import math, rulescore.testing as rct
+    >>> rct.test_rrule(math.sin, 0.5)
+    >>> rct.test_frule(math.exp, 0.5)
+"""
+
+from rulescore.testing import strategies as strategies
+from rulescore.testing._checks import (
+    Tolerance,
+    default_tolerance,
+    tangent_space_problem,
+    test_frule,
+    test_frule_rrule,
+    test_rrule,
+    test_scalar,
+)
+from rulescore.testing._engines import frule_from_jvp, rrule_from_pullback
+from rulescore.testing._finite_differences import (
+    FiniteDifferenceError,
+    FiniteDifferences,
+    fd_jvp,
+    fd_vjp,
+)
+from rulescore.testing._given import RuleTester, check_rule
+from rulescore.testing._vec import NoTangentArg, no_tangent
+
+__all__ = [
+    "FiniteDifferenceError", "FiniteDifferences", "NoTangentArg", "RuleTester", "Tolerance", "check_rule",
+    "default_tolerance", "frule_from_jvp", "rrule_from_pullback",
+    "fd_jvp", "fd_vjp", "no_tangent", "strategies", "tangent_space_problem", "test_frule",
+    "test_frule_rrule", "test_rrule", "test_scalar",
+]

@@ -1,0 +1,1033 @@
+"""``test_rrule``, ``test_frule``, ``test_frule_rrule`` and ``test_scalar``: rule checks against
+finite differences, with reports a person can act on.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import rulescore as rc
+from rulescore.testing._finite_differences import (
+    DEFAULT_FD,
+    FiniteDifferenceError,
+    FiniteDifferences,
+    Problem,
+    full_cotangent,
+    make_problem,
+)
+from rulescore.testing._vec import (
+    Node,
+    NoDiffNode,
+    NoTangentArg,
+    TangentMismatch,
+    build_node,
+    int_only,
+    unwrap,
+)
+
+_AUTO: Any = object()
+_UNCOPYABLE: Any = object()
+_MAX_ELEMENTWISE = 400  # element-wise finite differences in reports, up to this many reals
+_MAX_LISTED = 8
+
+
+# --------------------------------------------------------------------------------------------
+# tolerances
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """``|got - expected| <= atol + rtol * scale + 10 * (finite-difference error estimate)``."""
+
+    rtol: float
+    atol: float
+
+    def bound(self, scale: float, fd_error: float = 0.0) -> float:
+        return self.atol + self.rtol * scale + 10.0 * fd_error
+
+
+def _lowest_precision(x: Any, depth: int = 0) -> int:
+    """Bits of mantissa of the least precise float leaf in ``x`` (53 for float64 or none)."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return {np.dtype(np.float16): 11, np.dtype(np.float32): 24,
+                np.dtype(np.complex64): 24}.get(x.dtype, 53)
+    if depth > 8:
+        return 53
+    if isinstance(x, NoTangentArg):
+        return 53
+    if isinstance(x, (tuple, list)):
+        return min((_lowest_precision(v, depth + 1) for v in x), default=53)
+    if isinstance(x, dict):
+        return min((_lowest_precision(v, depth + 1) for v in x.values()), default=53)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return min((_lowest_precision(v, depth + 1) for v in rc.fields_of(x).values()), default=53)
+    return 53
+
+
+def default_tolerance(*values: Any) -> Tolerance:
+    """Default tolerances for checks involving ``values``: by their least precise float dtype.
+
+    float64: ``rtol=1e-6, atol=1e-9``; float32/complex64: ``rtol=1e-3, atol=1e-5``; float16:
+    ``rtol=3e-2, atol=1e-2`` (finite differences are computed in float64 where possible).
+
+    Example:
+        >>> import numpy as np
+        >>> from rulescore.testing import default_tolerance
+        >>> default_tolerance(np.zeros(2, np.float32), 1.0)
+        Tolerance(rtol=0.001, atol=1e-05)
+    """
+    bits = min((_lowest_precision(v) for v in values), default=53)
+    if bits <= 11:
+        return Tolerance(3e-2, 1e-2)
+    if bits <= 24:
+        return Tolerance(1e-3, 1e-5)
+    return Tolerance(1e-6, 1e-9)
+
+
+def _tolerance(rtol: float | None, atol: float | None, *values: Any) -> Tolerance:
+    base = default_tolerance(*values)
+    return Tolerance(base.rtol if rtol is None else rtol, base.atol if atol is None else atol)
+
+
+# --------------------------------------------------------------------------------------------
+# descriptions and reports
+
+
+def _name(f: Any) -> str:
+    if isinstance(f, np.ufunc):
+        return f"numpy.{f.__name__}"
+    module = getattr(f, "__module__", None) or ""
+    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+    return qual if module in ("builtins", "", "__main__") else f"{module}.{qual}"
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, NoTangentArg):
+        return f"no_tangent({_kind(x.value)})"
+    if isinstance(x, np.ndarray):
+        return f"ndarray[{x.dtype} {x.shape}]"
+    if isinstance(x, np.generic):
+        return f"{x.dtype}"
+    return type(x).__name__
+
+
+def _call(f: Any, args: Sequence[Any]) -> str:
+    return f"{_name(f)}({', '.join(_kind(a) for a in args)})"
+
+
+def _show(x: Any, limit: int = 600) -> str:
+    with np.printoptions(precision=17, threshold=64, linewidth=100):
+        text = repr(x)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.10g}"
+
+
+def _rule_text(table: rc.RuleTable, f: Any, primals: tuple[Any, ...], custom: Any) -> str:
+    if custom is not None:
+        return f"{table.name} computed by {_name(custom)} (an AD engine or custom {table.name})"
+    try:
+        bound = rc.unbind(f)
+        if bound is not None and not table.has_rules(f):
+            return table.explain(bound[0], bound[1], *primals) + " (via the bound method's function)"
+        return table.explain(f, *primals)
+    except Exception as err:  # noqa: BLE001 - a report must not fail while explaining
+        return f"(could not explain the {table.name}: {type(err).__name__}: {err})"
+
+
+class _Report:
+    """Collects failures of one check and raises one ``AssertionError`` describing them all."""
+
+    def __init__(self, what: str, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rule: str) -> None:
+        self.what, self.f, self.args, self.kwargs, self.rule = what, f, args, kwargs, rule
+        self.failures: list[str] = []
+        self.context: list[tuple[str, Any]] = []
+
+    def fail(self, message: str) -> None:
+        self.failures.append(message)
+
+    def fatal(self, message: str) -> AssertionError:
+        self.fail(message)
+        return self.error()
+
+    def error(self) -> AssertionError:
+        n = len(self.failures)
+        lines = [f"{self.what} failed for {_call(self.f, self.args)}: {n} problem{'s' * (n != 1)}"]
+        for k, msg in enumerate(self.failures, 1):
+            body = msg.replace("\n", "\n     ")
+            lines.append(f"  {k}. {body}")
+        lines.append(f"  rule: {self.rule}")
+        for i, a in enumerate(self.args, 1):
+            lines.append(f"  argument {i}: {_show(a)}")
+        if self.kwargs:
+            lines.append(f"  keyword arguments: {_show(self.kwargs)}")
+        for label, value in self.context:
+            lines.append(f"  {label}: {_show(value)}")
+        return AssertionError("\n".join(lines))
+
+    def finish(self) -> None:
+        if self.failures:
+            raise self.error()
+
+
+def _invoke(report: _Report, what: str, fn: Callable[[], Any]) -> Any:
+    """Run part of a rule; turn any exception into the report's ``AssertionError``."""
+    try:
+        return fn()
+    except rc.RuleError as err:
+        raise report.fatal(f"rulescore's checking mode rejected {what}: {err}") from err
+    except Exception as err:
+        raise report.fatal(f"{what} raised {type(err).__name__}: {err}") from err
+
+
+def _arg_label(i: int, x: Any) -> str:
+    return "f itself" if i == 0 else f"argument {i} ({_kind(x)})"
+
+
+def _dof_label(i: int) -> str:
+    return "f" if i == 0 else f"arg{i}"
+
+
+# --------------------------------------------------------------------------------------------
+# mutation
+
+
+def _snapshot(x: Any) -> Any:
+    try:
+        return copy.deepcopy(x)
+    except Exception:  # noqa: BLE001 - cannot snapshot: cannot check mutation
+        return _UNCOPYABLE
+
+
+def _same(a: Any, b: Any, depth: int = 0) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        try:
+            return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        except TypeError:
+            return bool(np.array_equal(a, b))
+    if depth > 16:
+        return True
+    if isinstance(a, (tuple, list)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_same(x, y, depth + 1) for x, y in zip(a, b, strict=True)))
+    if isinstance(a, dict):
+        return (type(a) is type(b) and a.keys() == b.keys()
+                and all(_same(a[k], b[k], depth + 1) for k in a))
+    if isinstance(a, (int, float, complex, np.generic)):
+        if isinstance(a, (float, complex, np.inexact)) and isinstance(b, (float, complex, np.inexact)):
+            if np.isnan(a) and np.isnan(b):
+                return True
+        return type(a) is type(b) and bool(a == b)
+    if dataclasses.is_dataclass(a) or hasattr(a, "__dict__") or hasattr(type(a), "__slots__"):
+        if type(a) is not type(b) or isinstance(a, (type, types.FunctionType, types.BuiltinFunctionType,
+                                                    types.ModuleType, np.ufunc)):
+            return True  # functions and classes: nothing to compare by value
+        try:
+            fa, fb = rc.fields_of(a), rc.fields_of(b)
+        except Exception:  # noqa: BLE001
+            return True
+        return fa.keys() == fb.keys() and all(_same(fa[k], fb[k], depth + 1) for k in fa)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def _mutation(report: _Report, before: Any, after: Any, names: Sequence[str], stage: str) -> None:
+    if before is _UNCOPYABLE:
+        return
+    for name, old, new in zip(names, before, after, strict=True):
+        if not _same(old, new):
+            report.fail(f"{stage} mutated {name}: it was {_show(old, 300)}, it is now {_show(new, 300)}. "
+                        "Rules must never write into their inputs (no out=, +=, x[i] = v)")
+
+
+# --------------------------------------------------------------------------------------------
+# tangent spaces
+
+
+class _BoundMethodNode(Node):
+    """A bound method's degrees of freedom are those of its ``self``."""
+
+    def __init__(self, f: Any, self_node: Node) -> None:
+        self.f, self.self_node = f, self_node
+        self.n, self.nodiff = self_node.n, self_node.nodiff
+
+    def perturb(self, v: np.ndarray[Any, Any], promote: bool = False) -> Any:
+        new_self = self.self_node.perturb(v, promote)
+        if isinstance(self.f, types.MethodType):
+            return types.MethodType(self.f.__func__, new_self)
+        return getattr(new_self, self.f.__name__)
+
+    def values(self, y: Any) -> np.ndarray[Any, Any]:
+        return self.self_node.values(y.__self__)
+
+    def tangent(self, v: np.ndarray[Any, Any]) -> Any:
+        return self.self_node.tangent(v)
+
+    def vec(self, t: Any, path: str = "") -> np.ndarray[Any, Any]:
+        return self.self_node.vec(t, path)
+
+    def labels(self, prefix: str) -> list[str]:
+        return self.self_node.labels(prefix)
+
+
+def _f_node(f: Any) -> Node:
+    bound = rc.unbind(f)
+    if bound is not None and not isinstance(bound[1], (types.ModuleType, type)):
+        return _BoundMethodNode(f, build_node(bound[1], ints=False))
+    return build_node(f, ints=False)
+
+
+def _is_float_like(x: Any) -> bool:
+    return isinstance(x, float) and not isinstance(x, np.floating) or type(x) is np.float64
+
+
+def _fixed_point_problem(got: Any, projected: Any, path: str, strict: bool) -> str | None:
+    got = rc.unthunk(got)
+    if rc.is_zero(got):
+        return None
+    if isinstance(projected, rc.NoTangent):
+        return f"{path}: a {type(got).__name__} where there is no tangent space (expected NoTangent())"
+    if isinstance(projected, rc.Tangent):
+        if not isinstance(got, rc.Tangent):
+            if strict or not isinstance(got, (tuple, list, dict)):
+                return (f"{path}: a {type(got).__name__} where ProjectTo gives a {type(projected).__name__}"
+                        " (return an rc.Tangent, e.g. via rc.project)")
+            mine = dict(enumerate(got)) if isinstance(got, (tuple, list)) else dict(got)
+        elif type(got) is not type(projected):
+            return f"{path}: a {type(got).__name__} where ProjectTo gives a {type(projected).__name__}"
+        else:
+            mine = dict(got.items())
+        for k, v in projected.items():
+            sub = f"{path}[{k!r}]" if isinstance(k, int) or issubclass(projected.primal_type, dict) \
+                else f"{path}.{k}"
+            problem = _fixed_point_problem(mine.get(k), v, sub, strict)
+            if problem:
+                return problem
+        return None
+    if isinstance(projected, np.ndarray):
+        if projected.ndim == 0 and isinstance(got, np.generic) and got.dtype == projected.dtype:
+            return None  # NumPy reductions give scalars for 0-d results
+        if not isinstance(got, np.ndarray):
+            return (f"{path}: a {_kind(got)} where the tangent space holds ndarray[{projected.dtype} "
+                    f"{projected.shape}]")
+        if got.shape != projected.shape:
+            return (f"{path}: shape {got.shape} where the primal has shape {projected.shape}"
+                    " (sum broadcast dimensions away: rc.project / rc.unbroadcast)")
+        if got.dtype != projected.dtype:
+            return f"{path}: dtype {got.dtype} where the tangent space has dtype {projected.dtype}"
+        return None
+    if isinstance(projected, np.generic):
+        if type(got) is not type(projected):
+            return f"{path}: a {_kind(got)} where the tangent space holds {projected.dtype} scalars"
+        return None
+    if isinstance(projected, (float, complex)) and not strict:
+        if isinstance(projected, float) and np.iscomplexobj(got):
+            return f"{path}: a complex {type(got).__name__} for a real primal"
+        if np.ndim(got) != 0:
+            return f"{path}: shape {np.shape(got)} for a scalar"
+        return None
+    if isinstance(projected, float):
+        if not _is_float_like(got):
+            return f"{path}: a {_kind(got)} where the tangent space holds Python floats"
+        return None
+    if isinstance(projected, complex):
+        if not isinstance(got, complex) or isinstance(got, np.complex64):
+            return f"{path}: a {_kind(got)} where the tangent space holds Python complex numbers"
+        return None
+    if type(got) is not type(projected) and not isinstance(got, type(projected)):
+        return f"{path}: a {type(got).__name__} where ProjectTo gives a {type(projected).__name__}"
+    return None
+
+
+def tangent_space_problem(x: Any, t: Any, strict: bool = True) -> str | None:
+    """Why ``t`` is not in the tangent space of ``x`` (``ProjectTo(x)`` moves it), or ``None``.
+
+    Zeros (``None``, ``ZeroTangent()``, ``NoTangent()``) are in every tangent space. With
+    ``strict=False`` (for AD engines' user-facing results) plain tuples/lists/dicts stand for
+    ``rc.Tangent`` and any real (complex) 0-d number is accepted for a real (complex) scalar.
+
+    Example:
+        >>> import numpy as np
+        >>> from rulescore.testing import tangent_space_problem
+        >>> x = np.zeros(3, np.float32)
+        >>> tangent_space_problem(x, np.ones(3, np.float32)) is None
+        True
+        >>> tangent_space_problem(x, np.ones(3))
+        ': dtype float64 where the tangent space has dtype float32'
+        >>> tangent_space_problem(x, np.ones((2, 3), np.float32))  # doctest: +ELLIPSIS
+        ': shape (2, 3) where the primal has shape (3,) (sum broadcast dimensions away...)'
+    """
+    t = rc.unthunk(t)
+    if rc.is_zero(t):
+        return None
+    if isinstance(x, NoTangentArg):
+        return f": a {type(t).__name__} for an argument marked no_tangent"
+    try:
+        projected = rc.ProjectTo(x)(t)
+    except Exception as err:  # noqa: BLE001 - any projection failure is the answer
+        return f": ProjectTo rejects it ({type(err).__name__}: {err})"
+    return _fixed_point_problem(t, projected, "", strict)
+
+
+# --------------------------------------------------------------------------------------------
+# primal output
+
+
+def _primal_problems(y: Any, ref: Any, tol: Tolerance, path: str = "output", depth: int = 0) -> list[str]:
+    if isinstance(ref, np.ndarray):
+        if not isinstance(y, np.ndarray):
+            if np.ndim(y) == 0 and ref.ndim == 0:
+                return _primal_problems(np.asarray(y), ref, tol, path, depth)
+            return [f"{path}: the rule returns a {_kind(y)}, f returns a {_kind(ref)}"]
+        if y.shape != ref.shape or y.dtype != ref.dtype:
+            return [f"{path}: the rule returns a {_kind(y)}, f returns a {_kind(ref)}"]
+        if ref.dtype.kind in "fciu":
+            return _numbers_problems(y, ref, tol, path)
+        return [] if _same(y, ref) else [f"{path}: the rule returns {_show(y)}, f returns {_show(ref)}"]
+    if isinstance(ref, (bool, np.bool_, str, bytes)) or ref is None:
+        return [] if _same(y, ref) else [f"{path}: the rule returns {_show(y)}, f returns {_show(ref)}"]
+    if isinstance(ref, (int, float, complex, np.number)):
+        if np.ndim(y) != 0 or isinstance(y, (str, bytes)):
+            return [f"{path}: the rule returns a {_kind(y)}, f returns a {_kind(ref)}"]
+        try:
+            yv = np.asarray(y)
+        except Exception:  # noqa: BLE001
+            return [f"{path}: the rule returns a {_kind(y)}, f returns a {_kind(ref)}"]
+        if np.iscomplexobj(yv) and not np.iscomplexobj(ref):
+            return [f"{path}: the rule returns a complex {_kind(y)}, f returns a real {_kind(ref)}"]
+        return _numbers_problems(yv, np.asarray(ref), tol, path)
+    if depth > 16:
+        return []
+    if isinstance(ref, (tuple, list)) and not hasattr(type(ref), "_fields"):
+        if not isinstance(y, (tuple, list)) or len(y) != len(ref):
+            return [f"{path}: the rule returns a {_kind(y)}, "
+                    f"f returns a {type(ref).__name__} of length {len(ref)}"]
+        return [p for i, (a, b) in enumerate(zip(y, ref, strict=True))
+                for p in _primal_problems(a, b, tol, f"{path}[{i}]", depth + 1)]
+    if isinstance(ref, dict):
+        if not isinstance(y, dict) or y.keys() != ref.keys():
+            return [f"{path}: the rule returns {_show(y, 200)}, f returns a dict with keys {list(ref)}"]
+        return [p for k in ref for p in _primal_problems(y[k], ref[k], tol, f"{path}[{k!r}]", depth + 1)]
+    if dataclasses.is_dataclass(ref) or hasattr(type(ref), "_fields"):
+        if type(y) is not type(ref):
+            return [f"{path}: the rule returns a {type(y).__name__}, f returns a {type(ref).__name__}"]
+        fy, fr = rc.fields_of(y), rc.fields_of(ref)
+        return [p for k in fr for p in _primal_problems(fy.get(k), fr[k], tol, f"{path}.{k}", depth + 1)]
+    return []
+
+
+def _numbers_problems(y: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], tol: Tolerance,
+                      path: str) -> list[str]:
+    a, b = y.astype(np.complex128), ref.astype(np.complex128)
+    both_nan = np.isnan(a) & np.isnan(b)
+    err = np.where(both_nan, 0.0, np.abs(a - b))
+    scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
+    bad = ~(err <= tol.bound(scale))
+    if not np.any(bad):
+        return []
+    idx = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:_MAX_LISTED]]
+    shown = "; ".join(f"{path}{list(i) if i else ''}: rule {_fmt_c(y[i])} vs f {_fmt_c(ref[i])}" for i in idx)
+    return [f"the primal output differs from f(*args): {int(bad.sum())} of {bad.size} values: {shown}"]
+
+
+def _fmt_c(v: Any) -> str:
+    v = complex(v)
+    return _fmt(v.real) if v.imag == 0 else f"{_fmt(v.real)}{v.imag:+.10g}j"
+
+
+# --------------------------------------------------------------------------------------------
+# shared set-up
+
+
+def _rng(rng: Any) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(0 if rng is None else rng)
+
+
+def _nondiff_rule(table: rc.RuleTable, f: Any, primals: tuple[Any, ...]) -> bool:
+    try:
+        rule = table.lookup(f, primals)
+        if rule is None:
+            bound = rc.unbind(f)
+            if bound is not None:
+                rule = table.lookup(bound[0], (bound[1], *primals))
+    except Exception:  # noqa: BLE001 - ambiguity etc. surfaces when the rule is applied
+        return False
+    return rule is not None and rule.non_differentiable
+
+
+@dataclasses.dataclass
+class _Setup:
+    f: Any
+    args: tuple[Any, ...]          # as given (may hold no_tangent markers)
+    primals: tuple[Any, ...]       # markers removed
+    kwargs: dict[str, Any]
+    tol: Tolerance
+    fd: FiniteDifferences
+    gen: np.random.Generator
+    y: Any                          # f(*primals, **kwargs)
+    snapshot: Any
+
+    @property
+    def inputs(self) -> tuple[Any, ...]:
+        return (self.f, *self.args)
+
+
+def _setup(report_what: str, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rtol: float | None,
+           atol: float | None, fd: FiniteDifferences | None, rng: Any) -> _Setup:
+    primals = tuple(unwrap(a) for a in args)
+    snapshot = _snapshot((f, primals, kwargs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y = f(*primals, **kwargs)
+    if snapshot is not _UNCOPYABLE and not _same(snapshot, (f, primals, kwargs)):
+        raise AssertionError(f"{report_what}: {_call(f, args)} itself mutates its arguments, so it cannot be "
+                             "checked by finite differences")
+    tol = _tolerance(rtol, atol, args, y)
+    return _Setup(f, args, primals, kwargs, tol, fd or DEFAULT_FD, _rng(rng), y, snapshot)
+
+
+def _check_mutations(report: _Report, s: _Setup, stage: str,
+                     extra: Sequence[tuple[str, Any, Any]] = ()) -> None:
+    names = ["f itself", *[f"argument {i}" for i in range(1, len(s.args) + 1)]]
+    if s.snapshot is not _UNCOPYABLE:
+        _, before_args, before_kw = s.snapshot
+        _mutation(report, (s.snapshot[0], *before_args), s.inputs[:1] + s.primals, names, stage)
+        _mutation(report, (before_kw,), (s.kwargs,), ["the keyword arguments"], stage)
+    for name, before, now in extra:
+        if before is not _UNCOPYABLE:
+            _mutation(report, (before,), (now,), [name], stage)
+
+
+def _is_differentiable_input(i: int, x: Any) -> bool:
+    """Whether input ``i`` of ``(f, *args)`` gets a random tangent (ints count as indices)."""
+    if isinstance(x, NoTangentArg):
+        return False
+    if i > 0 and int_only(x):
+        return False
+    node = _f_node(x) if i == 0 else build_node(x, ints=False)
+    return node.n > 0
+
+
+def _node(i: int, x: Any, ints: bool = False) -> Node:
+    if isinstance(x, NoTangentArg):
+        return NoDiffNode(x.value)
+    return _f_node(x) if i == 0 else build_node(x, ints=ints)
+
+
+# --------------------------------------------------------------------------------------------
+# test_rrule
+
+
+def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | None = None,
+               atol: float | None = None, fd: FiniteDifferences | None = None,
+               rrule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
+               check_thunks: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+    """Check the rrule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
+
+    Checks that the rule returns ``(y, pullback)`` with ``y`` matching ``f(*args, **kwargs)``;
+    that ``pullback(ybar)`` returns ``1 + len(args)`` cotangents, each in its primal's tangent
+    space (``ProjectTo`` is a fixed point) and agreeing with finite differences (``<ybar, J xdot>
+    == <xbar, xdot>`` along a random direction; element-wise detail on failure); that
+    non-differentiable arguments get ``NoTangent()`` (bools, strings, ``rct.no_tangent(x)``; an
+    integer argument that gets ``NoTangent()`` is taken for an index, otherwise it is checked as a
+    real number); that a thunked ybar gives the same and a zero ybar gives zeros; and that nothing
+    was mutated. Rules declared with ``rc.non_differentiable`` must give ``NoTangent()`` everywhere.
+
+    ``output_tangent``: the ybar to use (default: random in the output's tangent space).
+    ``rrule_f``: a stand-in for ``rc.rrule`` (same signature), e.g. an AD engine's pullback.
+    ``fkwargs``: keyword arguments for ``f`` whose names collide with this function's.
+    ``strict=False`` accepts user-facing forms of tangents (None, plain tuples) from AD engines.
+    ``rng``: seed or ``numpy.random.Generator`` for the random directions (default seed 0).
+
+    Example:
+        >>> import numpy as np, rulescore as rc, rulescore.testing as rct
+        >>> def twice(x): return 2.0 * x
+        >>> def rrule_with_factor(factor):
+        ...     def twice_rrule(x):
+        ...         def twice_pullback(ybar):
+        ...             ybar = rc.unthunk(ybar)
+        ...             if rc.is_zero(ybar):
+        ...                 return rc.NoTangent(), rc.ZeroTangent()
+        ...             return rc.NoTangent(), rc.project(x, factor * ybar)
+        ...         return twice(x), twice_pullback
+        ...     return twice_rrule
+        >>> _ = rc.rrule.register(twice)(rrule_with_factor(2.0))
+        >>> rct.test_rrule(twice, np.array([1.0, 2.0]))
+        >>> _ = rc.rrule.register(twice)(rrule_with_factor(3.0))   # a wrong rule
+        >>> rct.test_rrule(twice, np.array([1.0, 2.0]), output_tangent=np.ones(2))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        AssertionError: rrule failed for ...twice(ndarray[float64 (2,)]): 1 problem
+          1. the cotangent of argument 1 (ndarray[float64 (2,)]) disagrees with finite differences:
+             ...
+             arg1[0]: expected 2, got 3
+        ...
+    """
+    kwargs = {**(fkwargs or {}), **kwargs}
+    s = _setup("test_rrule", f, args, kwargs, rtol, atol, fd, rng)
+    report = _Report("rrule", f, s.primals, kwargs, _rule_text(rc.rrule, f, s.primals, rrule_f))
+    try:
+        _run_rrule(report, s, output_tangent, rrule_f, check_thunks, strict)
+    except rc.RuleError as err:
+        raise report.fatal(f"rulescore's checking mode rejected the rule: {err}") from err
+    report.finish()
+
+
+test_rrule.__test__ = False  # type: ignore[attr-defined]
+
+
+def _call_rrule(report: _Report, s: _Setup, rrule_f: Callable[..., Any] | None) -> tuple[Any, Any]:
+    call = rrule_f if rrule_f is not None else rc.rrule
+    res = _invoke(report, "the rrule", lambda: call(s.f, *s.primals, **s.kwargs))
+    if res is None:
+        raise report.fatal("no rrule applies to this call (rc.rrule returned None)")
+    if not (isinstance(res, tuple) and len(res) == 2 and callable(res[1])):
+        raise report.fatal(f"the rrule returned {_show(res, 200)}; expected a (y, pullback) pair")
+    return res[0], res[1]
+
+
+def _run_rrule(report: _Report, s: _Setup, output_tangent: Any, rrule_f: Callable[..., Any] | None,
+               check_thunks: bool, strict: bool) -> None:
+    y, pullback = _call_rrule(report, s, rrule_f)
+    _check_mutations(report, s, "the rrule")
+    for p in _primal_problems(y, s.y, s.tol):
+        report.fail(p)
+    out_node = build_node(s.y, ints=True)
+    ybar = out_node.tangent(s.gen.standard_normal(out_node.n)) if output_tangent is _AUTO else output_tangent
+    report.context.append(("output cotangent ybar", ybar))
+    ybar_before = _snapshot(ybar)
+    cts = _invoke(report, "the pullback", lambda: pullback(ybar))
+    _check_mutations(report, s, "the pullback", [("the output cotangent ybar", ybar_before, ybar)])
+    if not isinstance(cts, tuple):
+        raise report.fatal(f"the pullback returned a {type(cts).__name__}; expected a tuple of "
+                           f"{1 + len(s.args)} cotangents (one for f, then one per positional argument)")
+    if len(cts) != 1 + len(s.args):
+        raise report.fatal(f"the pullback returned {len(cts)} cotangents; expected {1 + len(s.args)} "
+                           "(one for f itself, then one per positional argument)")
+    try:
+        yvec = out_node.vec(ybar, "ybar")
+    except TangentMismatch as err:
+        raise report.fatal(f"the output cotangent does not fit the output: {err}") from None
+
+    nondiff_rule = rrule_f is None and _nondiff_rule(rc.rrule, s.f, s.primals)
+    targets: list[tuple[int, Node, np.ndarray[Any, Any]]] = []
+    nodes: list[Node] = []
+    for i, (x, ct) in enumerate(zip(s.inputs, cts, strict=True)):
+        label = _arg_label(i, x)
+        nodes.append(NoDiffNode(unwrap(x), nodiff=False))
+        target = _classify_cotangent(report, i, x, rc.unthunk(ct), label, nondiff_rule, strict)
+        if target is None:
+            continue
+        nodes[i] = target
+        try:
+            targets.append((i, target, target.vec(ct, _dof_label(i))))
+        except TangentMismatch as err:
+            report.fail(f"the cotangent of {label} does not fit its primal: {err}")
+
+    problem = make_problem(s.f, s.primals, s.kwargs, nodes, s.y, s.tol.rtol)
+    for i, node, vec in targets:
+        _check_cotangent_fd(report, s, problem, i, node, vec, yvec, cts[i])
+
+    if check_thunks:
+        _check_thunk_and_zero(report, s, pullback, ybar, cts, targets)
+
+
+def _classify_cotangent(report: _Report, i: int, x: Any, ct: Any, label: str, nondiff_rule: bool,
+                        strict: bool) -> Node | None:
+    """Check what can be checked without finite differences; the node to check by FD, or None."""
+    is_none_ok = not strict and ct is None
+    if nondiff_rule or isinstance(x, NoTangentArg):
+        why = "the rule is declared non-differentiable" if nondiff_rule else "it is marked no_tangent"
+        if not (isinstance(ct, rc.NoTangent) or is_none_ok):
+            report.fail(f"{label} must get NoTangent() ({why}), got {_show(ct, 200)}")
+        return None
+    if i == 0 and not strict and (ct is None or isinstance(ct, rc.NoTangent)):
+        return None  # AD engines do not differentiate with respect to the function itself
+    prim = x
+    node = _node(i, prim)
+    if node.nodiff or (i == 0 and node.n == 0 and not int_only(prim)):
+        if not (isinstance(ct, rc.NoTangent) or is_none_ok):
+            extra = (" (use ZeroTangent() only for a differentiable input whose derivative is zero)"
+                     if isinstance(ct, rc.ZeroTangent) else "")
+            report.fail(f"{label} has no tangent space and must get NoTangent(), got {_show(ct, 200)}{extra}")
+        return None
+    if i > 0 and int_only(prim):
+        if isinstance(ct, rc.NoTangent) or is_none_ok:
+            return None  # an index, axis, size or shape
+        node = build_node(prim, ints=True)
+    if i == 0 and isinstance(node, _BoundMethodNode):
+        prim = rc.unbind(prim)[1]  # type: ignore[index]  # a bound method's tangent is its self's
+    problem = tangent_space_problem(prim, ct, strict)
+    if problem:
+        report.fail(f"the cotangent of {label} is not in its tangent space{problem}: got {_show(ct, 300)}")
+        return None
+    return node
+
+
+def _check_cotangent_fd(report: _Report, s: _Setup, problem: Problem, i: int, node: Node,
+                        vec: np.ndarray[Any, Any], yvec: np.ndarray[Any, Any], ct: Any) -> None:
+    label = _arg_label(i, s.inputs[i])
+    if node.n == 0:
+        return
+    d = s.gen.standard_normal(node.n)
+    try:
+        jd, err = problem.jvp({i: d}, s.fd)
+    except FiniteDifferenceError as exc:
+        if i > 0 and int_only(unwrap(s.inputs[i])):
+            report.fail(f"{label} is an integer and got the cotangent {_show(ct, 200)}, but f cannot be "
+                        f"evaluated with it perturbed ({exc}). An index, axis, size or shape must get "
+                        "NoTangent() (not ZeroTangent())")
+        else:
+            report.fail(f"finite differences failed for {label}: {exc}. Restrict the strategy to points "
+                        "where f is smooth, or pass fd=FiniteDifferences(step=...)")
+        return
+    expected, got = float(yvec @ jd), float(vec @ d)
+    scale = max(float(np.sum(np.abs(yvec * jd))), float(np.sum(np.abs(vec * d))))
+    bound = s.tol.bound(scale, err * float(np.sum(np.abs(yvec))))
+    if abs(expected - got) <= bound:
+        return
+    lines = [f"the cotangent of {label} disagrees with finite differences:",
+             f"along a random direction xdot: <ybar, J xdot> = {_fmt(expected)} by finite differences, "
+             f"<xbar, xdot> = {_fmt(got)} from the pullback (difference {abs(expected - got):.3g}, "
+             f"tolerance {bound:.3g})"]
+    lines.extend(_elementwise(s, problem, i, node, vec, yvec))
+    report.fail("\n".join(lines))
+
+
+def _elementwise(s: _Setup, problem: Problem, i: int, node: Node, vec: np.ndarray[Any, Any],
+                 yvec: np.ndarray[Any, Any]) -> list[str]:
+    if node.n > _MAX_ELEMENTWISE:
+        return [f"(too many elements ({node.n}) for an element-wise comparison)"]
+    try:
+        expected, errs = full_cotangent(problem, i, yvec, s.fd)
+    except FiniteDifferenceError as exc:
+        return [f"(element-wise finite differences failed: {exc})"]
+    scale = max(float(np.max(np.abs(expected), initial=0.0)), float(np.max(np.abs(vec), initial=0.0)))
+    bad = [k for k in range(node.n) if abs(expected[k] - vec[k]) > s.tol.bound(scale, errs[k])]
+    labels = node.labels(_dof_label(i))
+    out = [f"element-wise (expected: finite differences, got: the pullback), {len(bad)} of {node.n} "
+           "real coordinates differ:"]
+    out.extend(f"  {labels[k]}: expected {_fmt(expected[k])}, got {_fmt(vec[k])}" for k in bad[:_MAX_LISTED])
+    if len(bad) > _MAX_LISTED:
+        out.append(f"  ... and {len(bad) - _MAX_LISTED} more")
+    hint = _hint(expected, vec, node)
+    if hint:
+        out.append(hint)
+    return out
+
+
+def _hint(expected: np.ndarray[Any, Any], got: np.ndarray[Any, Any], node: Node) -> str:
+    if np.allclose(got, -expected, rtol=1e-6, atol=1e-12) and np.any(expected):
+        return "hint: the cotangent has the wrong sign"
+    x = getattr(node, "x", None)
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype.kind == "f":
+        e, g = expected.reshape(x.shape), got.reshape(x.shape)
+        if x.shape[0] == x.shape[1] and np.allclose(g, e.T, rtol=1e-6, atol=1e-12):
+            return "hint: the cotangent is the transpose of the expected one"
+    if np.allclose(got, np.conj(expected), rtol=1e-6, atol=1e-12) and getattr(node, "is_complex", False):
+        return "hint: the imaginary parts have the wrong sign (conjugate: xbar = ybar * conj(f'(x)))"
+    return ""
+
+
+def _check_thunk_and_zero(report: _Report, s: _Setup, pullback: Callable[..., Any], ybar: Any,
+                          cts: tuple[Any, ...],
+                          targets: list[tuple[int, Node, np.ndarray[Any, Any]]]) -> None:
+    by_index = {i: (node, vec) for i, node, vec in targets}
+    thunked = _invoke(report, "the pullback (given a thunked ybar)", lambda: pullback(rc.Thunk(lambda: ybar)))
+    if not isinstance(thunked, tuple) or len(thunked) != len(cts):
+        report.fail(f"with a thunked ybar (rc.Thunk) the pullback returned {_show(thunked, 200)}")
+    else:
+        for i, (ct, ct2) in enumerate(zip(cts, thunked, strict=True)):
+            label = _arg_label(i, s.inputs[i])
+            if isinstance(rc.unthunk(ct), rc.NoTangent) != isinstance(rc.unthunk(ct2), rc.NoTangent):
+                report.fail(f"{label}: a thunked ybar gives {_show(ct2, 200)}, a plain one {_show(ct, 200)}")
+            elif i in by_index:
+                node, vec = by_index[i]
+                try:
+                    vec2 = node.vec(ct2, _dof_label(i))
+                except TangentMismatch as err:
+                    report.fail(f"{label}: with a thunked ybar the cotangent does not fit: {err}")
+                    continue
+                if not np.allclose(vec2, vec, rtol=1e-9, atol=1e-12 + s.tol.atol):
+                    report.fail(f"{label}: a thunked ybar (rc.Thunk) gives {_show(ct2, 200)}, "
+                                f"the plain ybar gives {_show(ct, 200)} (call rc.unthunk(ybar) first)")
+    for zero in (rc.ZeroTangent(), None):
+        zcts = _invoke(report, f"the pullback (given ybar={zero!r})", lambda: pullback(zero))
+        if not isinstance(zcts, tuple) or len(zcts) != len(cts):
+            report.fail(f"with ybar={zero!r} the pullback returned {_show(zcts, 200)}; expected "
+                        f"{len(cts)} zero cotangents")
+            continue
+        for i, ct in enumerate(zcts):
+            ct = rc.unthunk(ct)
+            if rc.is_zero(ct) or (isinstance(ct, rc.Tangent) and ct == rc.ZeroTangent()):
+                continue
+            known = by_index.get(i)
+            try:
+                nonzero = known is None or bool(np.any(known[0].vec(ct)))
+            except TangentMismatch:
+                nonzero = True
+            if nonzero:
+                report.fail(f"{_arg_label(i, s.inputs[i])}: with ybar={zero!r} the pullback gives "
+                            f"{_show(ct, 200)}; expected a zero (check rc.is_zero(ybar) and return zeros)")
+
+
+# --------------------------------------------------------------------------------------------
+# test_frule
+
+
+def _input_tangents(s: _Setup, input_tangents: Any) -> tuple[Any, ...]:
+    """``(fdot, xdot_1, ...)``: given ones, or random ones (NoTangent where not differentiable)."""
+    if input_tangents is not None:
+        given = tuple(input_tangents)
+        if len(given) == len(s.args):
+            fnode = _f_node(s.f)
+            given = (fnode.tangent(np.zeros(fnode.n)) if fnode.n else rc.NoTangent(), *given)
+        if len(given) != 1 + len(s.args):
+            raise ValueError(f"input_tangents: got {len(given)}, expected {len(s.args)} (one per argument) "
+                             f"or {1 + len(s.args)} (f's tangent first)")
+        return given
+    out = []
+    for i, x in enumerate(s.inputs):
+        if _is_differentiable_input(i, x):
+            node = _node(i, x)
+            out.append(node.tangent(s.gen.standard_normal(node.n)))
+        else:
+            node = _node(i, x)
+            out.append(rc.ZeroTangent() if (i > 0 and not node.nodiff and not isinstance(x, NoTangentArg)
+                                            and not int_only(x)) else rc.NoTangent())
+    return tuple(out)
+
+
+def _directions(s: _Setup, tangents: tuple[Any, ...], report: _Report) -> tuple[list[Node], dict[int, Any]]:
+    nodes: list[Node] = []
+    directions: dict[int, np.ndarray[Any, Any]] = {}
+    for i, (x, t) in enumerate(zip(s.inputs, tangents, strict=True)):
+        if rc.is_zero(rc.unthunk(t)) or isinstance(x, NoTangentArg):
+            nodes.append(NoDiffNode(unwrap(x), nodiff=False))
+            continue
+        node = _node(i, x, ints=i > 0 and int_only(x))
+        nodes.append(node)
+        try:
+            directions[i] = node.vec(t, f"tangent of {_arg_label(i, x)}")
+        except TangentMismatch as err:
+            raise report.fatal(f"the input tangent does not fit: {err}") from None
+    return nodes, directions
+
+
+def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, rtol: float | None = None,
+               atol: float | None = None, fd: FiniteDifferences | None = None,
+               frule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
+               check_zero: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+    """Check the frule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
+
+    Draws random input tangents (``NoTangent()`` for bools, strings, integers and
+    ``rct.no_tangent`` arguments) unless ``input_tangents`` (one per argument, optionally f's
+    first) is given, calls ``rc.frule((fdot, *xdots), f, *args)`` (or ``frule_f``, same
+    signature) and checks that ``y`` matches ``f(*args)``, that ``ydot`` is in the output's
+    tangent space and equals ``J @ xdot`` by finite differences element by element, that zero
+    input tangents give a zero ``ydot``, and that nothing was mutated.
+
+    Example:
+        >>> import numpy as np, rulescore as rc, rulescore.testing as rct
+        >>> def cube(x): return x ** 3
+        >>> @rc.frule.register(cube)
+        ... def _(tangents, x):
+        ...     xdot = rc.unthunk(tangents[1])
+        ...     return cube(x), (rc.ZeroTangent() if rc.is_zero(xdot) else 3 * x ** 2 * xdot)
+        >>> rct.test_frule(cube, np.array([1.0, -2.0]))
+        >>> rct.test_frule(cube, 1.5 + 0.5j)
+    """
+    kwargs = {**(fkwargs or {}), **kwargs}
+    s = _setup("test_frule", f, args, kwargs, rtol, atol, fd, rng)
+    report = _Report("frule", f, s.primals, kwargs, _rule_text(rc.frule, f, s.primals, frule_f))
+    try:
+        _run_frule(report, s, input_tangents, frule_f, check_zero, strict)
+    except rc.RuleError as err:
+        raise report.fatal(f"rulescore's checking mode rejected the rule: {err}") from err
+    report.finish()
+
+
+test_frule.__test__ = False  # type: ignore[attr-defined]
+
+
+def _call_frule(report: _Report, s: _Setup, tangents: tuple[Any, ...], frule_f: Callable[..., Any] | None
+                ) -> tuple[Any, Any]:
+    call = frule_f if frule_f is not None else rc.frule
+    res = _invoke(report, "the frule", lambda: call(tangents, s.f, *s.primals, **s.kwargs))
+    if res is None:
+        raise report.fatal("no frule applies to this call (rc.frule returned None)")
+    if not (isinstance(res, tuple) and len(res) == 2):
+        raise report.fatal(f"the frule returned {_show(res, 200)}; expected a (y, ydot) pair")
+    return res[0], res[1]
+
+
+def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
+               frule_f: Callable[..., Any] | None, check_zero: bool, strict: bool) -> None:
+    tangents = _input_tangents(s, input_tangents)
+    report.context.append(("input tangents (fdot, xdot...)", tangents))
+    before = _snapshot(tangents)
+    y, ydot = _call_frule(report, s, tangents, frule_f)
+    _check_mutations(report, s, "the frule", [("the input tangents", before, tangents)])
+    for p in _primal_problems(y, s.y, s.tol):
+        report.fail(p)
+    ydot = rc.unthunk(ydot)
+    if frule_f is None and _nondiff_rule(rc.frule, s.f, s.primals):
+        if not isinstance(ydot, rc.NoTangent):
+            report.fail("the rule is declared non-differentiable, so ydot must be NoTangent(), "
+                        f"got {_show(ydot)}")
+        return
+    problem_text = tangent_space_problem(s.y, ydot, strict)
+    if problem_text:
+        report.fail(f"ydot is not in the output's tangent space{problem_text}: got {_show(ydot, 300)}")
+    out_node = build_node(s.y, ints=True)
+    try:
+        got = out_node.vec(ydot, "ydot")
+    except TangentMismatch as err:
+        raise report.fatal(f"ydot does not fit the output: {err}") from None
+    nodes, directions = _directions(s, tangents, report)
+    problem = make_problem(s.f, s.primals, s.kwargs, nodes, s.y, s.tol.rtol)
+    try:
+        expected, fd_err = problem.jvp(directions, s.fd)
+    except FiniteDifferenceError as exc:
+        raise report.fatal(f"finite differences failed: {exc}. Restrict the strategy to points where f is "
+                           "smooth, or pass fd=FiniteDifferences(step=...)") from None
+    scale = max(float(np.max(np.abs(expected), initial=0.0)), float(np.max(np.abs(got), initial=0.0)))
+    bound = s.tol.bound(scale, fd_err)
+    bad = [k for k in range(out_node.n) if not abs(expected[k] - got[k]) <= bound]
+    if bad:
+        labels = out_node.labels("ydot")
+        lines = [f"ydot disagrees with finite differences (J @ xdot) in {len(bad)} of {out_node.n} real "
+                 f"coordinates (tolerance {bound:.3g}); expected: finite differences, got: the frule"]
+        lines.extend(f"  {labels[k]}: expected {_fmt(expected[k])}, got {_fmt(got[k])}"
+                     for k in bad[:_MAX_LISTED])
+        if len(bad) > _MAX_LISTED:
+            lines.append(f"  ... and {len(bad) - _MAX_LISTED} more")
+        hint = _hint(expected, got, out_node)
+        if hint:
+            lines.append(hint)
+        report.fail("\n".join(lines))
+    if check_zero and directions:
+        zeros = tuple(t if rc.is_zero(rc.unthunk(t)) else rc.ZeroTangent() for t in tangents)
+        _, zdot = _call_frule(report, s, zeros, frule_f)
+        zdot = rc.unthunk(zdot)
+        if not rc.is_zero(zdot):
+            try:
+                nonzero = bool(np.any(out_node.vec(zdot)))
+            except TangentMismatch:
+                nonzero = True
+            if nonzero:
+                report.fail(f"with zero input tangents the frule gives ydot = {_show(zdot, 200)}; expected a "
+                            "zero (check rc.is_zero on the tangents)")
+
+
+# --------------------------------------------------------------------------------------------
+# frule / rrule consistency
+
+
+def test_frule_rrule(f: Any, *args: Any, rtol: float | None = None, atol: float | None = None,
+                     frule_f: Callable[..., Any] | None = None, rrule_f: Callable[..., Any] | None = None,
+                     fkwargs: dict[str, Any] | None = None, rng: Any = None, **kwargs: Any) -> None:
+    """Check that the frule and the rrule of ``f`` are adjoint: ``<J v, u> == <v, J^T u>``.
+
+    ``v`` are random input tangents, ``u`` a random output cotangent; ``J v`` comes from the
+    frule (or ``frule_f``), ``J^T u`` from the rrule's pullback (or ``rrule_f``). No finite
+    differences: this catches rules that disagree with each other.
+
+    Example:
+        >>> import numpy as np, rulescore as rc, rulescore.testing as rct
+        >>> def scale3(x): return 3.0 * x
+        >>> rc.scalar_rule(scale3, lambda x: 3.0)
+        >>> rct.test_frule_rrule(scale3, np.array([1.0, 2.0]))
+    """
+    kwargs = {**(fkwargs or {}), **kwargs}
+    s = _setup("test_frule_rrule", f, args, kwargs, rtol, atol, None, rng)
+    rule = (f"{_rule_text(rc.frule, f, s.primals, frule_f)}; "
+            f"{_rule_text(rc.rrule, f, s.primals, rrule_f)}")
+    report = _Report("frule/rrule consistency", f, s.primals, kwargs, rule)
+    if (frule_f is None and _nondiff_rule(rc.frule, f, s.primals)) or \
+            (rrule_f is None and _nondiff_rule(rc.rrule, f, s.primals)):
+        return
+    try:
+        tangents = _input_tangents(s, None)
+        _, ydot = _call_frule(report, s, tangents, frule_f)
+        _, pullback = _call_rrule(report, s, rrule_f)
+        out_node = build_node(s.y, ints=True)
+        u = out_node.tangent(s.gen.standard_normal(out_node.n))
+        cts = _invoke(report, "the pullback", lambda: pullback(u))
+    except rc.RuleError as err:
+        raise report.fatal(f"rulescore's checking mode rejected a rule: {err}") from err
+    report.context.append(("input tangents v (fdot, xdot...)", tangents))
+    report.context.append(("output cotangent u", u))
+    if not isinstance(cts, tuple) or len(cts) != 1 + len(s.args):
+        raise report.fatal(f"the pullback returned {_show(cts, 200)}; expected {1 + len(s.args)} cotangents")
+    try:
+        uvec = out_node.vec(u)
+        lhs_terms = out_node.vec(ydot, "ydot") * uvec
+        nodes, directions = _directions(s, tangents, report)
+        rhs_terms = [nodes[i].vec(cts[i], _dof_label(i)) * v for i, v in directions.items()]
+    except TangentMismatch as err:
+        raise report.fatal(f"a tangent does not fit its primal: {err}") from None
+    lhs = float(np.sum(lhs_terms))
+    rhs = float(sum(float(np.sum(t)) for t in rhs_terms))
+    scale = max(float(np.sum(np.abs(lhs_terms))), sum(float(np.sum(np.abs(t))) for t in rhs_terms))
+    bound = s.tol.bound(scale)
+    if not abs(lhs - rhs) <= bound:
+        report.fail(f"the frule and the rrule disagree: <J v, u> = {_fmt(lhs)} (frule) but <v, J^T u> = "
+                    f"{_fmt(rhs)} (rrule); difference {abs(lhs - rhs):.3g}, tolerance {bound:.3g}")
+    report.finish()
+
+
+test_frule_rrule.__test__ = False  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------------
+# test_scalar
+
+
+def test_scalar(f: Any, x: Any, rtol: float | None = None, atol: float | None = None,
+                fd: FiniteDifferences | None = None, frule_f: Callable[..., Any] | None = None,
+                rrule_f: Callable[..., Any] | None = None, **kwargs: Any) -> None:
+    """Check the frule and the rrule of a scalar function at a real or complex ``x``.
+
+    Uses unit tangents (``1`` and, for complex ``x``, ``1j``) and unit output cotangents (``1``
+    and, for a complex output, ``1j``), and checks frule/rrule consistency.
+
+    Example:
+        >>> import math, rulescore.testing as rct
+        >>> rct.test_scalar(math.sin, 0.5)
+        >>> import numpy as np
+        >>> rct.test_scalar(np.exp, 0.5 + 0.25j)  # doctest: +SKIP
+    """
+    y = f(x, **kwargs)
+    x_dirs: list[Any] = [1.0, 1.0j] if isinstance(x, (complex, np.complexfloating)) else [1.0]
+    y_dirs: list[Any] = [1.0, 1.0j] if isinstance(y, (complex, np.complexfloating)) else [1.0]
+    xt = rc.ProjectTo(x)
+    yt = rc.ProjectTo(y)
+    common: dict[str, Any] = {"rtol": rtol, "atol": atol, "fkwargs": kwargs}
+    for d in x_dirs:
+        test_frule(f, x, input_tangents=(xt(d),), fd=fd, frule_f=frule_f, **common)
+    for d in y_dirs:
+        test_rrule(f, x, output_tangent=yt(d), fd=fd, rrule_f=rrule_f, **common)
+    test_frule_rrule(f, x, frule_f=frule_f, rrule_f=rrule_f, **common)
+
+
+test_scalar.__test__ = False  # type: ignore[attr-defined]
+

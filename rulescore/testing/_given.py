@@ -1,0 +1,116 @@
+"""Hypothesis-driven rule checks: draw the arguments, then run every check on each draw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from rulescore.testing._checks import test_frule, test_frule_rrule, test_rrule
+from rulescore.testing._vec import no_tangent
+
+_HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+
+
+def _strategy(a: Any) -> SearchStrategy[Any]:
+    return a if isinstance(a, SearchStrategy) else st.just(a)
+
+
+def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None, *,
+               nondiff: Sequence[int] = (), frule: bool = True, rtol: float | None = None,
+               atol: float | None = None, max_examples: int | None = None,
+               rrule_f: Callable[..., Any] | None = None, frule_f: Callable[..., Any] | None = None) -> None:
+    """Check the rules of ``f`` on arguments drawn by hypothesis: ``test_rrule``, then (unless
+    ``frule=False``) ``test_frule`` and ``test_frule_rrule``, on every example.
+
+    ``args``: per positional argument a strategy or a plain value; ``kwargs``: plain keyword
+    arguments; ``nondiff``: positions that are not perturbed and must get ``NoTangent()``.
+    Hypothesis settings come from the active profile (``deadline=None`` always);
+    ``max_examples`` overrides the profile's. A failure shows the falsifying example.
+
+    Example:
+        >>> import numpy as np
+        >>> import rulescore.testing as rct
+        >>> from rulescore.testing import strategies as S
+        >>> rct.check_rule(np.multiply, (S.arrays(shape=(3,)), 2.0), max_examples=5)
+    """
+    strategies = st.tuples(*(_strategy(a) for a in args))
+    overrides: dict[str, Any] = {"deadline": None, "suppress_health_check": _HEALTH}
+    if max_examples is not None:
+        overrides["max_examples"] = max_examples
+    fkwargs = dict(kwargs or {})
+    skip = set(nondiff)
+
+    @settings(**overrides)
+    @given(strategies)
+    def check(drawn: tuple[Any, ...]) -> None:
+        marked = tuple(no_tangent(a) if i in skip else a for i, a in enumerate(drawn))
+        tol: dict[str, Any] = {"rtol": rtol, "atol": atol, "fkwargs": fkwargs}
+        test_rrule(f, *marked, rrule_f=rrule_f, **tol)
+        if frule:
+            test_frule(f, *marked, frule_f=frule_f, **tol)
+            test_frule_rrule(f, *marked, rrule_f=rrule_f, frule_f=frule_f, **tol)
+
+    check()
+
+
+class RuleTester:
+    """The checks with shared defaults (tolerances, an AD engine in place of the rules).
+
+    The pytest plugin's ``rule_tester`` fixture is a ``RuleTester()``; build your own to test an
+    AD engine with the same harness: ``RuleTester(rrule_f=my_engine_rrule)``.
+
+    Example:
+        >>> import math, numpy as np, rulescore.testing as rct
+        >>> from rulescore.testing import strategies as S
+        >>> t = rct.RuleTester()
+        >>> t.rrule(math.cos, 0.3); t.frule(math.cos, 0.3); t.scalar(math.tanh, 0.2)
+        >>> t.given(np.tanh, S.arrays(max_dims=1), max_examples=5)
+    """
+
+    def __init__(self, *, rtol: float | None = None, atol: float | None = None,
+                 rrule_f: Callable[..., Any] | None = None,
+                 frule_f: Callable[..., Any] | None = None) -> None:
+        self.rtol, self.atol, self.rrule_f, self.frule_f = rtol, atol, rrule_f, frule_f
+
+    def _tol(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"rtol": self.rtol, "atol": self.atol, **kwargs}
+
+    def rrule(self, f: Any, *args: Any, **kwargs: Any) -> None:
+        """``test_rrule`` with this tester's defaults."""
+        kwargs.setdefault("rrule_f", self.rrule_f)
+        test_rrule(f, *args, **self._tol(kwargs))
+
+    def frule(self, f: Any, *args: Any, **kwargs: Any) -> None:
+        """``test_frule`` with this tester's defaults."""
+        kwargs.setdefault("frule_f", self.frule_f)
+        test_frule(f, *args, **self._tol(kwargs))
+
+    def consistency(self, f: Any, *args: Any, **kwargs: Any) -> None:
+        """``test_frule_rrule`` with this tester's defaults."""
+        kwargs.setdefault("rrule_f", self.rrule_f)
+        kwargs.setdefault("frule_f", self.frule_f)
+        test_frule_rrule(f, *args, **self._tol(kwargs))
+
+    def both(self, f: Any, *args: Any, **kwargs: Any) -> None:
+        """The rrule, the frule and their consistency, at the given arguments."""
+        self.rrule(f, *args, **kwargs)
+        self.frule(f, *args, **kwargs)
+        self.consistency(f, *args, **kwargs)
+
+    def scalar(self, f: Any, x: Any, **kwargs: Any) -> None:
+        """``test_scalar`` with this tester's defaults."""
+        from rulescore.testing._checks import test_scalar
+
+        kwargs.setdefault("rrule_f", self.rrule_f)
+        kwargs.setdefault("frule_f", self.frule_f)
+        test_scalar(f, x, **self._tol(kwargs))
+
+    def given(self, f: Any, *args: Any, kwargs: dict[str, Any] | None = None, nondiff: Sequence[int] = (),
+              frule: bool = True, max_examples: int | None = None) -> None:
+        """``check_rule``: every check on arguments drawn by hypothesis (strategies or values)."""
+        check_rule(f, args, kwargs, nondiff=nondiff, frule=frule, rtol=self.rtol, atol=self.atol,
+                   max_examples=max_examples, rrule_f=self.rrule_f, frule_f=self.frule_f)

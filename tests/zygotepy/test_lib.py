@@ -1,0 +1,175 @@
+"""The Zygote surface: @adjoint semantics, hooks, checkpointing, reflection, compatibility names."""
+
+import math
+import tracemalloc
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import rulescore as rc
+import zygotepy as zp
+
+
+def test_adjoint_takes_precedence_and_stays_invisible_to_rulescore():
+    def f(x):
+        return x * 2
+
+    rc.rrule.register(f)(lambda x: (f(x), lambda g: (rc.NoTangent(), 2 * g)))
+
+    @zp.adjoint(f)
+    def _(x):
+        return f(x), lambda g: (100 * g,)
+
+    assert zp.gradient(f, 1.0) == (100.0,)
+    y, back = rc.rrule(f, 1.0)
+    assert back(1.0)[1] == 2.0  # rulescore still sees only its own rule
+
+    def g(x):
+        return x
+
+    zp.adjoint(g)(lambda x: (x, lambda d: (d,)))
+    assert rc.rrule(g, 1.0) is None
+
+
+def test_adjoint_returning_none_for_everything_and_wrong_count():
+    def h(a, b):
+        return a * b
+
+    @zp.adjoint(h)
+    def _(a, b):
+        return h(a, b), lambda c: None
+
+    assert zp.gradient(lambda a, b: h(a, b) + a, 2.0, 3.0) == (1.0, None)
+
+    def bad(a, b):
+        return a + b
+
+    @zp.adjoint(bad)
+    def _(a, b):
+        return bad(a, b), lambda c: (c,)
+
+    with pytest.raises(rc.RuleError, match=r"adjoint of .*bad.*1 gradients.*expected a tuple of 2"):
+        zp.gradient(bad, 1.0, 2.0)
+
+
+def test_adjoint_receives_user_facing_cotangents():
+    seen = []
+
+    def pair(x):
+        return (x, 2 * x)
+
+    @zp.adjoint(pair)
+    def _(x):
+        def back(ybar):
+            seen.append(ybar)
+            a, b = ybar
+            return ((0.0 if a is None else a) + 2 * (0.0 if b is None else b),)
+
+        return pair(x), back
+
+    assert zp.gradient(lambda x: pair(x)[1], 1.0) == (2.0,)
+    assert seen == [(None, 1.0)]
+
+
+def test_primal_typed_cotangent_accumulates_with_its_own_add():
+    @dataclass
+    class V:
+        a: float
+        b: float
+
+        def __add__(self, other):
+            return V(self.a + other.a, self.b + other.b)
+
+    def first(v):
+        return v.a
+
+    def second(v):
+        return v.b
+
+    zp.adjoint(first, V)(lambda v: (v.a, lambda g: (V(g, 0.0),)))
+    zp.adjoint(second, V)(lambda v: (v.b, lambda g: (V(0.0, g),)))
+    assert zp.gradient(lambda v: first(v) * 2 + second(v) * 3, V(1.0, 1.0)) == (V(2.0, 3.0),)
+
+
+def test_hook_showgrad_dropgrad_ignore(capsys):
+    assert zp.gradient(lambda a: zp.hook(lambda g: 10 * g, a) * 2, 1.0) == (20.0,)
+    zp.gradient(lambda a: zp.showgrad(a) * 4.0, 1.0)
+    assert capsys.readouterr().out.strip() == "∂(x) = 4.0"
+    assert zp.gradient(lambda a: a * zp.dropgrad(a), 3.0) == (3.0,)
+    log = []
+    assert zp.gradient(lambda a: a * zp.ignore(lambda: log.append(1) or 2.0), 3.0) == (2.0,)
+    assert log == [1]
+
+
+def test_isderiving_refresh_and_forward_alias():
+    assert zp.isderiving() is False
+    assert zp.gradient(lambda x: x * (3.0 if zp.isderiving() else 1.0), 1.0) == (3.0,)
+    assert zp.refresh() is None
+    with pytest.warns(DeprecationWarning):
+        y, back = zp.forward(math.sin, 0.0)
+    assert back(1.0) == (1.0,)
+
+
+def test_checkpointed_gradient_side_effects_and_random_state(capsys):
+    calls = []
+
+    def layer(h):
+        calls.append(1)
+        noise = np.random.normal(size=h.shape)  # impure but seeded: same numbers on recompute
+        return np.tanh(h + noise)
+
+    x = np.linspace(-1, 1, 4)
+    np.random.seed(0)
+    g_ckpt = zp.gradient(lambda v: np.sum(zp.checkpointed(layer, v)), x)[0]
+    assert len(calls) == 2  # forward, then recomputed in the backward pass
+    np.random.seed(0)
+    g_plain = zp.gradient(lambda v: np.sum(layer(v)), x)[0]
+    np.testing.assert_allclose(g_ckpt, g_plain)
+
+
+def test_checkpointed_keeps_parameter_gradients():
+    W = np.array([[0.5, -1.0], [2.0, 0.1]])
+    x = np.array([0.3, 0.7])
+    ps = zp.params(W)
+    g1 = zp.gradient(lambda: np.sum(zp.checkpointed(lambda v: np.tanh(W @ v), x)), ps)
+    g2 = zp.gradient(lambda: np.sum(np.tanh(W @ x)), ps)
+    np.testing.assert_allclose(g1[W], g2[W])
+
+
+def test_checkpointed_refuses_captured_traced_values():
+    with pytest.raises(zp.UntraceableError, match="not active"):
+        zp.gradient(lambda a, b: zp.checkpointed(lambda v: v * b, a), 1.0, 2.0)
+
+
+def test_checkpointing_reduces_peak_memory():
+    Ws = [np.random.default_rng(i).normal(size=(64, 64)) / 8 for i in range(16)]
+    x = np.ones((256, 64))
+
+    def block(h, W):
+        for _ in range(4):
+            h = np.tanh(h @ W)
+        return h
+
+    def loss(v, checkpoint):
+        h = v
+        for W in Ws:
+            h = zp.checkpointed(block, h, W) if checkpoint else block(h, W)
+        return np.sum(h)
+
+    peaks = []
+    for checkpoint in (False, True):
+        tracemalloc.start()
+        g = zp.gradient(loss, x, checkpoint)[0]
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert g.shape == x.shape
+    assert peaks[1] < peaks[0] / 2, peaks
+
+
+def test_forward_alias_is_pullback_with_warning():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        zp.forward(lambda x: x, 1.0)
+    assert any(issubclass(x.category, DeprecationWarning) for x in w)
