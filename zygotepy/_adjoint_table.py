@@ -4,10 +4,13 @@ import rulescore as rc
 
 
 class AdjointTable(rc.RuleTable):
-    """The table of legacy adjoints; falsy while empty so the dispatcher can skip it."""
+    """The table of legacy adjoints; ``active`` once one is defined, so the dispatcher can skip it."""
 
-    def __bool__(self) -> bool:
-        return bool(self._by_callable)
+    active = False
+
+    def _add(self, rule: rc.Rule) -> None:
+        super()._add(rule)
+        self.active = True
 
 
 ADJOINTS = AdjointTable("adjoint")

@@ -19,7 +19,7 @@ import numpy as np
 
 from zygotepy import _dispatch
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import Box, BoundBoxMethod, unbox_all
+from zygotepy._trace import PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
 BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -30,9 +30,6 @@ BINARY = {
 COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
                "eq": operator.eq, "ne": operator.ne}
 UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
-#: Attributes read straight off the primal: they carry no derivative and are hot.
-PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
-                              "flags", "__len__", "_fields", "__dataclass_fields__", "__dict__"})
 
 
 def _binary(op: Any) -> Any:
@@ -145,11 +142,6 @@ def _hash(self: Box) -> int:
     return hash(self._zp_value)
 
 
-def _setattr(self: Box, name: str, value: Any) -> None:
-    raise TypeError(f"cannot set attribute {name!r} of a traced {type(self._zp_value).__name__}; "
-                    "build a new object instead")
-
-
 _ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}
 
 
@@ -207,7 +199,7 @@ _METHODS = {
     "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
     "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__len__": _len,
     "__bool__": _bool, "__index__": _index, "__int__": _int, "__str__": _str, "__repr__": _repr,
-    "__format__": _format, "__hash__": _hash, "__getattr__": _getattr, "__setattr__": _setattr,
+    "__format__": _format, "__hash__": _hash, "__getattr__": _getattr,
     "__float__": _refuse("float"), "__complex__": _refuse("complex"),
     "__array__": _refuse("NumPy array"),
 }

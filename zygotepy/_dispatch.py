@@ -26,6 +26,7 @@ from rulescore._checks import callable_name
 
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
+from zygotepy._trace import PLAIN_ATTRIBUTES
 from zygotepy._trace import LEVELS, BoundBoxMethod, Box, Trace, is_active, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
@@ -47,7 +48,7 @@ SPECIAL_FORMS: dict[Any, Any] = {type: _type_of}
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
-PLAIN_OUTPUTS = (bool, np.bool_, str, bytes, type(None), type, np.dtype)
+PLAIN_OUTPUTS = frozenset({bool, np.bool_, str, bytes, type(None), type})
 _NO_LEVELS: tuple[Trace, ...] = ()
 
 
@@ -138,27 +139,35 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         args, kwargs = _substitute_params(levels, args, kwargs)
     if fn is operator.getitem and (type(args[0]) in CONTAINERS or isinstance(args[0], rc.Tangent)):
         return args[0][args[1]]  # reading a plain container only moves a reference
+    if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
+        return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
-    if ADJOINTS and not levels[-1].forward:
+    if ADJOINTS.active and not levels[-1].forward:
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
             trace = innermost(levels, args, kwargs, deep=True) or levels[-1]
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
-    deep = RRULES.has_rules(fn) or FRULES.has_rules(fn)
-    trace = innermost(levels, args, kwargs, deep)
-    if trace is not None and deep:
-        if trace.forward:
-            frule = FRULES.lookup(fn, args, FORWARD_CONFIG)
-            if frule is not None:
-                return _forward.apply_frule(frule, fn, args, kwargs, trace)
-            if RRULES.lookup(fn, args, CONFIG) is not None and _transform.python_target(fn) is None:
-                raise UntraceableError(
-                    f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot differentiate "
-                    f"it: register one with @rulescore.frule.register({callable_name(fn)})")
-        else:
-            rule = RRULES.lookup(fn, args, CONFIG)
-            if rule is not None:
-                return apply_rule(RRULES, rule, fn, args, kwargs, trace)
+    if not levels[-1].any_forward:  # reverse mode only: the hot path
+        rule = RRULES.lookup(fn, args, CONFIG)
+        trace = innermost(levels, args, kwargs, rule is not None)
+        if rule is not None and trace is not None:
+            return apply_rule(RRULES, rule, fn, args, kwargs, trace)
+    else:
+        deep = RRULES.has_rules(fn) or FRULES.has_rules(fn)
+        trace = innermost(levels, args, kwargs, deep)
+        if trace is not None and deep:
+            if trace.forward:
+                frule = FRULES.lookup(fn, args, FORWARD_CONFIG)
+                if frule is not None:
+                    return _forward.apply_frule(frule, fn, args, kwargs, trace)
+                if RRULES.lookup(fn, args, CONFIG) is not None and _transform.python_target(fn) is None:
+                    raise UntraceableError(
+                        f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
+                        f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
+            else:
+                rule = RRULES.lookup(fn, args, CONFIG)
+                if rule is not None:
+                    return apply_rule(RRULES, rule, fn, args, kwargs, trace)
     if recurse:
         target = _transform.python_target(fn)
         if target is not None:
@@ -294,12 +303,12 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     for i, a in enumerate(args):
         if type(a) is Box and a._zp_trace is trace:
             primals.append(a._zp_value)
-            routes.append((i, a))
+            routes.append((i, a._zp_index))
             continue
         p, r = unbox(a, trace)
         primals.append(p)
         if r is not None:
-            routes.append((i, r))
+            routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
     if kwargs:
         for k, v in kwargs.items():
             if unbox(v, trace)[1] is not None:
@@ -307,16 +316,25 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
                     f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
                     "differentiate positional arguments only, so pass it positionally"
                 )
-    token = LEVELS.set(trace.outer)
+    outer = trace.outer
+    token = LEVELS.set(outer)
     try:
         if rule.non_differentiable:
             return call(fn, *primals, **kwargs)
-        y, pullback = call(table.run, rule, CONFIG, fn, tuple(primals), kwargs)
+        if outer:
+            y, pullback = call(table.run, rule, CONFIG, fn, tuple(primals), kwargs)
+        else:
+            y, pullback = table.run(rule, CONFIG, fn, tuple(primals), kwargs)
     finally:
         LEVELS.reset(token)
-    if not routes or isinstance(y, PLAIN_OUTPUTS):
+    if not routes or _plain_output(y):
         return y
-    return trace.box(y, pullback, tuple(routes), len(args))
+    return trace.record(y, pullback, tuple(routes), len(args))
+
+
+def _plain_output(y: Any) -> bool:
+    ty = type(y)
+    return ty is not float and ty is not np.ndarray and (ty in PLAIN_OUTPUTS or isinstance(y, np.dtype))
 
 
 from zygotepy import _forward, _transform  # noqa: E402  (mutual imports: both call back into call())

@@ -59,7 +59,7 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
             tangents.append(ydot)
     finally:
         LEVELS.reset(token)
-    if isinstance(y, _dispatch.PLAIN_OUTPUTS):
+    if _dispatch._plain_output(y):
         return y
     return trace.tangent_box(y, tuple(tangents))
 

@@ -14,17 +14,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+#: Attributes read straight off the primal: they carry no derivative and are hot.
+PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
+                              "flags", "__len__", "_fields", "__dataclass_fields__", "__dict__"})
+
 LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygotepy_levels", default=())
 
 
 class Trace:
     """One active differentiation: its tape of boxes and its implicit parameters."""
 
-    __slots__ = ("level", "outer", "with_params", "forward", "tape", "params", "param_boxes", "__weakref__")
+    __slots__ = ("level", "outer", "with_params", "forward", "any_forward", "tape", "params", "param_boxes",
+                 "__weakref__")
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None,
                  forward: bool = False) -> None:
         self.forward = forward  # forward mode: boxes carry tangents instead of pullbacks
+        self.any_forward = forward or any(t.forward for t in outer)
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
         self.with_params = bool(params) or any(t.with_params for t in outer)
@@ -47,10 +53,16 @@ class Trace:
                 for i, t in routes), nargs))
         return Box(value, self, index)
 
+    def record(self, value: Any, pullback: Any, routes: tuple[Any, ...], nargs: int) -> Box:
+        """:meth:`box` for routes already given by tape index (the dispatcher's hot path)."""
+        index = len(self.tape)
+        self.tape.append((pullback, routes, nargs))
+        return Box(value, self, index)
+
     def tangent_box(self, value: Any, tangents: tuple[Any, ...]) -> Box:
         """A forward-mode node: ``tangents`` holds one tangent per direction being pushed."""
         b = Box(value, self, -1)
-        object.__setattr__(b, "_zp_tangents", tangents)
+        b._zp_tangents = tangents
         return b
 
     def param_box(self, value: Any) -> Box:
@@ -102,10 +114,9 @@ class Box:
     __slots__ = ("_zp_value", "_zp_trace", "_zp_index", "_zp_tangents")
 
     def __init__(self, value: Any, trace: Trace, index: int) -> None:
-        setter = object.__setattr__
-        setter(self, "_zp_value", value)
-        setter(self, "_zp_trace", trace)
-        setter(self, "_zp_index", index)
+        self._zp_value = value
+        self._zp_trace = trace
+        self._zp_index = index
 
     @property  # type: ignore[misc]
     def __class__(self) -> Any:  # noqa: F811
