@@ -15,7 +15,8 @@
 | ``tuple`` / ``list``                     | ``Tangent[tuple]`` / ``Tangent[list]``, per entry   |
 | ``dict``                                 | ``Tangent[dict]``, per key                          |
 | dataclass, NamedTuple, object            | ``Tangent[P]``, per field; an instance of ``P``     |
-|                                          | (from a legacy custom adjoint) is kept as it is     |
+|                                          | (from a legacy custom adjoint) is kept as it is;    |
+|                                          | a NamedTuple also takes a tuple, by position        |
 
 Zeros (``None``, ``ZeroTangent()``, ``NoTangent()``) pass through (``None`` as ``ZeroTangent()``)
 and thunks are evaluated first.
@@ -46,7 +47,7 @@ class ProjectionError(ValueError):
 
 def _scalar(dx: Any) -> Any:
     if isinstance(dx, np.ndarray):
-        if dx.ndim != 0:
+        if dx.ndim != 0:  # strict: a rule must sum a broadcast scalar's cotangent itself
             raise ProjectionError(f"cotangent of shape {dx.shape} for a scalar primal")
         dx = dx[()]
     if not isinstance(dx, (int, float, complex, np.number)):
@@ -110,6 +111,8 @@ def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
             dx = dx.astype(dtype)
         if dx.shape != shape:
             dx = unbroadcast(dx, shape)
+            if not shape and not isinstance(dx, np.ndarray):
+                dx = np.asarray(dx)  # a 0-d primal keeps a 0-d array, not a NumPy scalar
         return dx
 
     return project_array

@@ -216,6 +216,7 @@ class RuleTable:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._forward = name == "frule"
         self._by_callable: dict[Any, _CallableRules] = {}
 
     # -- registration --------------------------------------------------------------------------
@@ -267,7 +268,7 @@ class RuleTable:
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
         """The rule that applies to ``f(*args)``, or ``None`` (also for an opt-out).
 
-        Engines call this once per call site and then ``apply``; it is the fast path.
+        Engines call this once per call site and then ``run``; it is the fast path.
         """
         try:
             entry = self._by_callable.get(f)
@@ -348,14 +349,17 @@ class RuleTable:
 
     # -- application ---------------------------------------------------------------------------
     def __call__(self, *call: Any, **kwargs: Any) -> Any:
+        # slices, not `f, *rest = call`: this is on every engine's hot path
         config: RuleConfig | None = None
         if call and isinstance(call[0], RuleConfig):
             config, call = call[0], call[1:]
-        if self.name == "frule":
-            tangents, f, *rest = call
-            return self.apply_frule(config, tangents, f, tuple(rest), kwargs)
-        f, *rest = call
-        return self.apply_rrule(config, f, tuple(rest), kwargs)
+        if self._forward:
+            if len(call) < 2:
+                raise TypeError("frule needs the tangents and the callable: frule(tangents, f, *args)")
+            return self.apply_frule(config, call[0], call[1], call[2:], kwargs)
+        if not call:
+            raise TypeError("rrule needs the callable: rrule(f, *args)")
+        return self.apply_rrule(config, call[0], call[1:], kwargs)
 
     def apply_rrule(self, config: RuleConfig | None, f: Any, args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> Any:

@@ -107,6 +107,8 @@ class Tangent(Generic[P]):
     def __getitem__(self, key: Any) -> Any:
         backing = self._backing
         if isinstance(backing, tuple):
+            if isinstance(key, slice):
+                return type(self)._from_backing(backing[key])
             return backing[key] if -len(backing) <= key < len(backing) else ZeroTangent()
         names = getattr(type(self).primal_type, "_fields", None)
         if names is not None and isinstance(key, int):

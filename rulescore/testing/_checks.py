@@ -436,10 +436,11 @@ def _primal_problems(y: Any, ref: Any, tol: Tolerance, path: str = "output", dep
 def _numbers_problems(y: np.ndarray[Any, Any], ref: np.ndarray[Any, Any], tol: Tolerance,
                       path: str) -> list[str]:
     a, b = y.astype(np.complex128), ref.astype(np.complex128)
-    both_nan = np.isnan(a) & np.isnan(b)
-    err = np.where(both_nan, 0.0, np.abs(a - b))
-    scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
-    bad = ~(err <= tol.bound(scale))
+    with np.errstate(all="ignore"):
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        err = np.where(same, 0.0, np.abs(a - b))
+        scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
+        bad = ~(err <= tol.bound(scale))
     if not np.any(bad):
         return []
     idx = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:_MAX_LISTED]]
@@ -696,8 +697,9 @@ def _check_cotangent_fd(report: _Report, s: _Setup, problem: Problem, i: int, no
                         f"evaluated with it perturbed ({exc}). An index, axis, size or shape must get "
                         "NoTangent() (not ZeroTangent())")
         else:
-            report.fail(f"finite differences failed for {label}: {exc}. Restrict the strategy to points "
-                        "where f is smooth, or pass fd=FiniteDifferences(step=...)")
+            report.fail(f"finite differences failed for {label}: {exc}{_nonfinite_hint(problem, s.y)}. "
+                        "Restrict the strategy to points where f is smooth and finite, or pass "
+                        "fd=FiniteDifferences(step=...)")
         return
     expected, got = float(yvec @ jd), float(vec @ d)
     scale = max(float(np.sum(np.abs(yvec * jd))), float(np.sum(np.abs(vec * d))))
@@ -710,6 +712,16 @@ def _check_cotangent_fd(report: _Report, s: _Setup, problem: Problem, i: int, no
              f"tolerance {bound:.3g})"]
     lines.extend(_elementwise(s, problem, i, node, vec, yvec))
     report.fail("\n".join(lines))
+
+
+def _nonfinite_hint(problem: Problem, y: Any) -> str:
+    try:
+        values = problem.out_node.values(y)
+    except TangentMismatch:
+        return ""
+    if np.all(np.isfinite(values)):
+        return ""
+    return " (f's output itself is not finite at this point)"
 
 
 def _elementwise(s: _Setup, problem: Problem, i: int, node: Node, vec: np.ndarray[Any, Any],
@@ -907,8 +919,9 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
     try:
         expected, fd_err = problem.jvp(directions, s.fd)
     except FiniteDifferenceError as exc:
-        raise report.fatal(f"finite differences failed: {exc}. Restrict the strategy to points where f is "
-                           "smooth, or pass fd=FiniteDifferences(step=...)") from None
+        raise report.fatal(f"finite differences failed: {exc}{_nonfinite_hint(problem, s.y)}. Restrict the "
+                           "strategy to points where f is smooth and finite, or pass "
+                           "fd=FiniteDifferences(step=...)") from None
     scale = max(float(np.max(np.abs(expected), initial=0.0)), float(np.max(np.abs(got), initial=0.0)))
     bound = s.tol.bound(scale, fd_err)
     bad = [k for k in range(out_node.n) if not abs(expected[k] - got[k]) <= bound]

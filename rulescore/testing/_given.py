@@ -28,8 +28,9 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
 
     ``args``: per positional argument a strategy or a plain value; ``kwargs``: plain keyword
     arguments; ``nondiff``: positions that are not perturbed and must get ``NoTangent()``.
-    Hypothesis settings come from the active profile (``deadline=None`` always);
-    ``max_examples`` overrides the profile's. A failure shows the falsifying example.
+    Hypothesis settings come from the active profile (always ``deadline=None`` and one reported
+    failure, the simplest); ``max_examples`` overrides the profile's. A failure shows the
+    falsifying example.
 
     Example:
         >>> import numpy as np
@@ -38,7 +39,8 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
         >>> rct.check_rule(np.multiply, (S.arrays(shape=(3,)), 2.0), max_examples=5)
     """
     strategies = st.tuples(*(_strategy(a) for a in args))
-    overrides: dict[str, Any] = {"deadline": None, "suppress_health_check": _HEALTH}
+    overrides: dict[str, Any] = {"deadline": None, "suppress_health_check": _HEALTH,
+                                 "report_multiple_bugs": False}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
     fkwargs = dict(kwargs or {})

@@ -107,6 +107,13 @@ def test_frule_with_the_wrong_number_of_tangents_raises():
         rc.frule((None, 1.0, 1.0), triple, 2.0)
 
 
+def test_calling_a_table_without_a_callable_is_a_type_error():
+    with pytest.raises(TypeError, match="rrule needs the callable"):
+        rc.rrule()
+    with pytest.raises(TypeError, match="frule needs the tangents and the callable"):
+        rc.frule((None, 1.0))
+
+
 def test_any_hashable_callable_can_have_rules(table):
     class Scaler:
         def __call__(self, x):

@@ -10,6 +10,7 @@ own. Core callables that belong to no family are tested here (``CORE_CASES``).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +81,37 @@ def test_family_modules_define_cases() -> None:
     assert not problems, "\n".join(problems)
 
 
+def missing_cases(rrules: Sequence[Any], frules: Sequence[Any], covered: Sequence[Any]) -> list[str]:
+    """Names of the callables with an rrule or an frule that no case covers."""
+    library = list(rrules) + [f for f in frules if not _is_in(f, rrules)]
+    return sorted({_qualified(f) for f in library if not _is_in(f, covered)})
+
+
+def unpaired_rules(rrules: Sequence[Any], frules: Sequence[Any]) -> list[str]:
+    """One line per callable with an rrule but no frule, or the reverse."""
+    only_r = sorted({_qualified(f) for f in rrules if not _is_in(f, frules)})
+    only_f = sorted({_qualified(f) for f in frules if not _is_in(f, rrules)})
+    return [f"rrule but no frule: {f}" for f in only_r] + [f"frule but no rrule: {f}" for f in only_f]
+
+
 def test_every_library_rule_has_a_case() -> None:
     covered, _ = _collect()
-    library = list(LIBRARY_RRULES) + [f for f in LIBRARY_FRULES if not _is_in(f, LIBRARY_RRULES)]
-    missing = sorted({_qualified(f) for f in library if not _is_in(f, covered)})
+    missing = missing_cases(LIBRARY_RRULES, LIBRARY_FRULES, covered)
     assert not missing, (f"{len(missing)} library callables have rules but no RuleCase in any of "
                          f"{[m + '.py' for m in FAMILY_MODULES]}:\n  " + "\n  ".join(missing))
 
 
 def test_every_rrule_has_an_frule() -> None:
-    only_r = sorted({_qualified(f) for f in LIBRARY_RRULES if not _is_in(f, LIBRARY_FRULES)})
-    only_f = sorted({_qualified(f) for f in LIBRARY_FRULES if not _is_in(f, LIBRARY_RRULES)})
-    lines = [f"rrule but no frule: {f}" for f in only_r] + [f"frule but no rrule: {f}" for f in only_f]
+    lines = unpaired_rules(LIBRARY_RRULES, LIBRARY_FRULES)
     assert not lines, "\n".join(lines)
+
+
+def test_the_checks_find_gaps() -> None:
+    import math
+
+    assert missing_cases([math.sin, np.cos], [math.sin, np.tan], [math.sin]) == ["numpy.cos", "numpy.tan"]
+    assert unpaired_rules([math.sin, np.cos], [math.sin, np.tan]) == [
+        "rrule but no frule: numpy.cos", "frule but no rrule: numpy.tan"]
 
 
 def test_the_snapshot_saw_the_library() -> None:
