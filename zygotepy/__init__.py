@@ -12,8 +12,8 @@ Example:
 from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
 from zygotepy._api import Grads, Params, WithGradient, gradient, params, pullback, withgradient
-from zygotepy._forward import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian, jvp, pushforward
 from zygotepy._errors import NotScalarError, UntraceableError
+from zygotepy._forward import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian, jvp, pushforward
 from zygotepy._lib import checkpointed, dropgrad, forward, hook, ignore, isderiving, refresh, showgrad
 from zygotepy._transform import ZygoteWarning
 

@@ -17,10 +17,7 @@ from typing import Any
 import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-
 from zygotepy import _dispatch
-
-
 from zygotepy._adjoint_table import ADJOINTS
 
 

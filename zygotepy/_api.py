@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+
 import rulescore as rc
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import call, unbox
 from zygotepy._errors import NotScalarError
@@ -49,7 +49,8 @@ def _assemble(boxed: Any, cts: list[Any]) -> Any:
         return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
     if t is dict:
         entries = {k: _assemble(v, cts) for k, v in boxed.items()}
-        return rc.Tangent[dict](entries) if any(not rc.is_zero(p) for p in entries.values()) else ZeroTangent()
+        nonzero = any(not rc.is_zero(p) for p in entries.values())
+        return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
     return NoTangent()
 
 
@@ -86,7 +87,7 @@ def _check_scalar(f: Any, y: Any) -> None:
         v = v[()]
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         what = (f"an array of shape {v.shape}" if isinstance(v, np.ndarray)
-                else f"a complex number" if isinstance(v, (complex, np.complexfloating))
+                else "a complex number" if isinstance(v, (complex, np.complexfloating))
                 else f"a {type(v).__name__}")
         raise NotScalarError(
             f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
@@ -130,7 +131,7 @@ def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     return y, internal_back, trace, out
 
 
-def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
     """``(y, back)``: ``y = f(*args)`` and ``back(ybar)``, the vector-Jacobian product.
 
     ``back`` returns one gradient per argument (``None`` where there is none) and may be called

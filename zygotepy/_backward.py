@@ -15,7 +15,6 @@ from typing import Any
 import rulescore as rc
 from rulescore._arithmetic import add
 from rulescore._zeros import AbstractZero
-
 from zygotepy._dispatch import call
 from zygotepy._trace import LEVELS, Trace
 

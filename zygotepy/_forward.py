@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 import rulescore as rc
 from rulescore._checks import check_frule_result, checks_enabled
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-
 from zygotepy import _dispatch
 from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
 
@@ -193,7 +193,8 @@ def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chu
     return tuple(out)
 
 
-def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 8, **kwargs: Any) -> tuple[Any, ...]:
+def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 8,
+             **kwargs: Any) -> tuple[Any, ...]:
     """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
 
     ``mode="forward"`` pushes ``chunk`` input directions per pass (frules); ``"reverse"`` pulls

@@ -202,7 +202,8 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
             return all(start <= s <= end for s in spots)
 
         fitting = [(n, c) for n, c in lambdas if covers(n)]
-        fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno, nc[0].end_col_offset - nc[0].col_offset))
+        fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno,
+                                     nc[0].end_col_offset - nc[0].col_offset))
         return fitting[0] if fitting else None
     named = [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
     return named[0] if len(named) == 1 else None
@@ -240,7 +241,7 @@ def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
                                                 kw_defaults=[], kwarg=None, defaults=[]),
         body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in placeholders],
                          value=ast.Constant(None)), func,
-              ast.Return(value=ast.Name(id=getattr(func, "name"), ctx=ast.Load()))],
+              ast.Return(value=ast.Name(id=func.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     outer: ast.stmt = factory
     if cls is not None:  # compile inside a class of the same name: private names mangle alike
@@ -255,7 +256,7 @@ def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
     except (SyntaxError, ValueError, TypeError) as err:
         warnings.warn(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning, stacklevel=4)
         return None
-    new = _find_code(compiled, getattr(func, "name"))
+    new = _find_code(compiled, func.name)
     if new is None:
         return None
     new = new.replace(co_name=code.co_name, co_qualname=code.co_qualname)
@@ -341,9 +342,10 @@ def python_target(fn: Any) -> Any:
                 and init.__code__.co_filename[:1] != "<"):
             return _constructor(fn)
         return None
-    call = getattr(tf, "__call__", None)
-    if isinstance(call, types.FunctionType) and not _skipped(tf):
-        return lambda *args, **kwargs: _dispatch.call(call, fn, *args, **kwargs)
+    method = tf.__dict__.get("__call__") or next(
+        (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
+    if isinstance(method, types.FunctionType) and not _skipped(tf):
+        return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
 
 

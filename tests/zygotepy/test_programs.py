@@ -95,7 +95,9 @@ def make_recursive(np_):
     def tree_sum(x, depth=4):
         if depth == 0:
             return np_.sum(np_.sin(x))
-        return tree_sum(x * 0.9, depth - 1) + tree_sum(np_.cos(x), depth - 2) if depth > 1 else np_.sum(x ** 2)
+        if depth == 1:
+            return np_.sum(x ** 2)
+        return tree_sum(x * 0.9, depth - 1) + tree_sum(np_.cos(x), depth - 2)
 
     return tree_sum
 
