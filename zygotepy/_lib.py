@@ -19,7 +19,7 @@ from zygotepy._adjoint import adjoint
 from zygotepy._api import _assemble, _box_args, _seeds, pullback
 from zygotepy._backward import backward
 from zygotepy._dispatch import call, innermost, unbox
-from zygotepy._trace import LEVELS, new_trace
+from zygotepy._trace import LEVELS, new_trace, unbox_all
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -76,19 +76,23 @@ def _dropgrad_adjoint(x: Any) -> Any:
 
 
 def ignore(fn: Callable[[], Any]) -> Any:
-    """Run ``fn()`` without differentiating it (bookkeeping, logging, mutation).
+    """Run ``fn()`` without differentiating it (bookkeeping, logging, mutation): its result is
+    a constant, at every level of differentiation, even if ``fn`` reads traced values.
 
     Example:
         >>> import zygotepy as zp
         >>> zp.gradient(lambda a: a * zp.ignore(lambda: a * 2), 3.0)
         (6.0,)
     """
-    return fn()
+    return _constant(call(fn))
 
 
-@adjoint(ignore)
-def _ignore_adjoint(fn: Any) -> Any:
-    return fn(), lambda ybar: None
+def _constant(y: Any) -> Any:
+    if type(y) in (tuple, list):
+        return type(y)(_constant(v) for v in y)
+    if type(y) is dict:
+        return {k: _constant(v) for k, v in y.items()}
+    return unbox_all(y)
 
 
 def isderiving() -> bool:

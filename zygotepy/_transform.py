@@ -15,7 +15,9 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import importlib.util
 import operator
+import os
 import types
 import warnings
 import weakref
@@ -36,6 +38,20 @@ _INPLACE = {ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.i
             ast.Pow: operator.ipow, ast.MatMult: operator.imatmul}
 _LEFT_ALONE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 _SKIP_MODULES = ("numpy", "scipy", "zygotepy")
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    dirs = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            dirs.append(os.path.abspath(location) + os.sep)
+    return tuple(dirs)
+
+
+#: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
+_SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 _UNREWRITABLE_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                        | inspect.CO_ITERABLE_COROUTINE)
 
@@ -325,6 +341,9 @@ def transformed(fn: types.FunctionType) -> Any:
 
 
 def _skipped(fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is not None:  # by file, so doctests run in a library's namespace are still user code
+        return code.co_filename.startswith(_SKIP_DIRS)
     module = getattr(fn, "__module__", None) or ""
     return module.split(".", 1)[0] in _SKIP_MODULES
 
@@ -333,7 +352,7 @@ def python_target(fn: Any) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is types.FunctionType:
-        if (getattr(fn, "__module__", None) or "").startswith("zygotepy"):
+        if fn.__code__.co_filename.startswith(_ENGINE_DIR):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
         return None if _skipped(fn) else transformed(fn)
     if tf is type:
