@@ -19,7 +19,7 @@ import numpy as np
 
 from zygotepy import _dispatch
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
+from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
 BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -34,14 +34,20 @@ UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert"
 
 def _binary(op: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return _dispatch.call_from_box(op, self, other)
+        levels = LEVELS.get()
+        if not levels:
+            return _dispatch.call_from_box(op, self, other)  # raises: the box escaped
+        return _dispatch.traced_call(levels, op, (self, other), {}, True)
 
     return method
 
 
 def _reflected(op: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return _dispatch.call_from_box(op, other, self)
+        levels = LEVELS.get()
+        if not levels:
+            return _dispatch.call_from_box(op, other, self)
+        return _dispatch.traced_call(levels, op, (other, self), {}, True)
 
     return method
 

@@ -207,21 +207,24 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
     """The innermost active trace among the boxes in the arguments (containers searched;
     object fields searched when ``deep``)."""
     best: Trace | None = None
+    level = -1
     for a in args:
         t = type(a)
         if t is Box:
             tr = a._zp_trace
-            if best is None or tr.level > best.level:
-                best = tr
-        elif t in CONTAINERS or deep:
+        elif t in CONTAINERS or (deep and t is not float and t is not np.ndarray):
             tr = _scan(a, deep)
-            if tr is not None and (best is None or tr.level > best.level):
-                best = tr
+            if tr is None:
+                continue
+        else:
+            continue
+        if tr.level > level:
+            best, level = tr, tr.level
     if kwargs:
         tr = _scan(tuple(kwargs.values()), deep)
-        if tr is not None and (best is None or tr.level > best.level):
+        if tr is not None and tr.level > level:
             best = tr
-    if best is not None and not is_active(best, levels):
+    if best is not None and not (best.level < len(levels) and levels[best.level] is best):
         raise UntraceableError(ESCAPED)
     return best
 

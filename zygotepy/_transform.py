@@ -343,7 +343,9 @@ def transformed(fn: types.FunctionType) -> Any:
 def _skipped(fn: Any) -> bool:
     code = getattr(fn, "__code__", None)
     if code is not None:  # by file, so doctests run in a library's namespace are still user code
-        return code.co_filename.startswith(_SKIP_DIRS)
+        name = code.co_filename
+        return name.startswith(_SKIP_DIRS) and not (name.startswith(_ENGINE_DIR) and
+                                                     not os.path.basename(name).startswith("_"))
     module = getattr(fn, "__module__", None) or ""
     return module.split(".", 1)[0] in _SKIP_MODULES
 
@@ -352,7 +354,8 @@ def python_target(fn: Any) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is types.FunctionType:
-        if fn.__code__.co_filename.startswith(_ENGINE_DIR):
+        filename = fn.__code__.co_filename
+        if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
         return None if _skipped(fn) else transformed(fn)
     if tf is type:
