@@ -35,7 +35,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules import FAMILIES
 
-__all__ = ["COMMAND", "family_of", "rules_table"]
+__all__ = ["COMMAND", "display_name", "family_of", "rules_table"]
 
 #: The command that regenerates ``docs/rules.md``.
 COMMAND = "python -m rulescore.rules._table > docs/rules.md"
@@ -140,7 +140,7 @@ def family_of(f: Any, tables: dict[str, list[Any]] | None = None) -> str:
     return CORE
 
 
-def _name(f: Any) -> str:
+def display_name(f: Any) -> str:
     """``callable_name``, except that a bound method of a ufunc is named after it
     (``numpy.add.reduce`` rather than ``ufunc.reduce``) and ``_operator`` is ``operator``."""
     owner = getattr(f, "__self__", None)
@@ -177,7 +177,7 @@ def _rows(f: Any) -> list[tuple[str, str, str, str, str]]:
         for rule in table.rules_for(f):
             signatures.setdefault(_signature(rule), {})[table.name] = rule
     rows = []
-    name = _cell(_name(f))
+    name = _cell(display_name(f))
     for sig, by_table in signatures.items():
         kinds = sorted({r.kind for r in by_table.values()})
         if len(kinds) == 1:

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._arithmetic import is_zero
 from rulescore._helpers import non_differentiable
 from rulescore._projection import project
 from rulescore._registry import frule, rrule
 from rulescore._tangent import tangent_type
-from rulescore._arithmetic import is_zero
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.operators import (

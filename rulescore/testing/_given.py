@@ -22,12 +22,14 @@ def _strategy(a: Any) -> SearchStrategy[Any]:
 def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None, *,
                nondiff: Sequence[int] = (), frule: bool = True, rtol: float | None = None,
                atol: float | None = None, max_examples: int | None = None,
-               rrule_f: Callable[..., Any] | None = None, frule_f: Callable[..., Any] | None = None) -> None:
+               rrule_f: Callable[..., Any] | None = None, frule_f: Callable[..., Any] | None = None,
+               strict: bool = True) -> None:
     """Check the rules of ``f`` on arguments drawn by hypothesis: ``test_rrule``, then (unless
     ``frule=False``) ``test_frule`` and ``test_frule_rrule``, on every example.
 
     ``args``: per positional argument a strategy or a plain value; ``kwargs``: plain keyword
-    arguments; ``nondiff``: positions that are not perturbed and must get ``NoTangent()``.
+    arguments; ``nondiff``: positions that are not perturbed and must get ``NoTangent()``;
+    ``rrule_f``/``frule_f``/``strict``: as in ``test_rrule`` (to check an AD engine).
     Hypothesis settings come from the active profile (always ``deadline=None`` and one reported
     failure, the simplest); ``max_examples`` overrides the profile's. A failure shows the
     falsifying example.
@@ -51,9 +53,9 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
     def check(drawn: tuple[Any, ...]) -> None:
         marked = tuple(no_tangent(a) if i in skip else a for i, a in enumerate(drawn))
         tol: dict[str, Any] = {"rtol": rtol, "atol": atol, "fkwargs": fkwargs}
-        test_rrule(f, *marked, rrule_f=rrule_f, **tol)
+        test_rrule(f, *marked, rrule_f=rrule_f, strict=strict, **tol)
         if frule:
-            test_frule(f, *marked, frule_f=frule_f, **tol)
+            test_frule(f, *marked, frule_f=frule_f, strict=strict, **tol)
             test_frule_rrule(f, *marked, rrule_f=rrule_f, frule_f=frule_f, **tol)
 
     check()
@@ -75,8 +77,10 @@ class RuleTester:
 
     def __init__(self, *, rtol: float | None = None, atol: float | None = None,
                  rrule_f: Callable[..., Any] | None = None,
-                 frule_f: Callable[..., Any] | None = None) -> None:
+                 frule_f: Callable[..., Any] | None = None, strict: bool | None = None) -> None:
         self.rtol, self.atol, self.rrule_f, self.frule_f = rtol, atol, rrule_f, frule_f
+        # engines hand back user-facing values (None, plain tuples): not strict by default
+        self.strict = strict if strict is not None else (rrule_f is None and frule_f is None)
 
     def _tol(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return {"rtol": self.rtol, "atol": self.atol, **kwargs}
@@ -84,11 +88,13 @@ class RuleTester:
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> None:
         """``test_rrule`` with this tester's defaults."""
         kwargs.setdefault("rrule_f", self.rrule_f)
+        kwargs.setdefault("strict", self.strict)
         test_rrule(f, *args, **self._tol(kwargs))
 
     def frule(self, f: Any, *args: Any, **kwargs: Any) -> None:
         """``test_frule`` with this tester's defaults."""
         kwargs.setdefault("frule_f", self.frule_f)
+        kwargs.setdefault("strict", self.strict)
         test_frule(f, *args, **self._tol(kwargs))
 
     def consistency(self, f: Any, *args: Any, **kwargs: Any) -> None:
@@ -115,4 +121,4 @@ class RuleTester:
               frule: bool = True, max_examples: int | None = None) -> None:
         """``check_rule``: every check on arguments drawn by hypothesis (strategies or values)."""
         check_rule(f, args, kwargs, nondiff=nondiff, frule=frule, rtol=self.rtol, atol=self.atol,
-                   max_examples=max_examples, rrule_f=self.rrule_f, frule_f=self.frule_f)
+                   max_examples=max_examples, rrule_f=self.rrule_f, frule_f=self.frule_f, strict=self.strict)

@@ -41,6 +41,7 @@ def test_docs_rules_md_is_up_to_date() -> None:
         diff = "".join(difflib.unified_diff(current.splitlines(True), fresh.splitlines(True),
                                             "docs/rules.md", "generated", n=1))
         lines = diff.splitlines()
-        shown = "\n".join(lines[:60]) + (f"\n... ({len(lines) - 60} more diff lines)" if len(lines) > 60 else "")
+        more = f"\n... ({len(lines) - 60} more diff lines)" if len(lines) > 60 else ""
+        shown = "\n".join(lines[:60]) + more
         raise AssertionError(f"docs/rules.md is out of date with the rule registry; regenerate it with\n\n"
                              f"    {COMMAND}\n\n(from the repository root)\n{shown}")
