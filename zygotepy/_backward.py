@@ -16,7 +16,7 @@ import rulescore as rc
 from rulescore._arithmetic import add
 from rulescore._zeros import AbstractZero
 from zygotepy._dispatch import call
-from zygotepy._trace import LEVELS, Trace
+from zygotepy._trace import LEVELS, Trace, gc_paused
 
 
 def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
@@ -36,6 +36,11 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
 
 def backward(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
     """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index)."""
+    with gc_paused():
+        return _sweep(trace, seeds)
+
+
+def _sweep(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
     tape = trace.tape
     cts: list[Any] = [None] * len(tape)
     last = -1
