@@ -42,8 +42,30 @@ def _type_of(x: Any, *rest: Any) -> Any:
     return type(x, *rest) if rest else x.__class__  # a box reports its primal's class
 
 
-#: Builtins the engine itself implements, because they see through boxes.
-SPECIAL_FORMS: dict[Any, Any] = {type: _type_of}
+def _map(fn: Any, *iterables: Any) -> Any:
+    return (call(fn, *items) for items in zip(*iterables))  # noqa: B905  (map stops at the shortest)
+
+
+def _filter(fn: Any, iterable: Any) -> Any:
+    return (v for v in iterable if (v if fn is None else call(fn, v)))
+
+
+def _sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> Any:
+    return sorted(iterable, key=None if key is None else (lambda v: call(key, v)), reverse=reverse)
+
+
+def _reduce(fn: Any, iterable: Any, *initial: Any) -> Any:
+    items = iter(iterable)
+    acc = initial[0] if initial else next(items)
+    for v in items:
+        acc = call(fn, acc, v)
+    return acc
+
+
+#: Builtins the engine implements itself: they see through boxes (``type``) or call a function
+#: argument from C, which must come back to the dispatcher (``map(math.sin, xs)``).
+SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sorted: _sorted,
+                                 functools.reduce: _reduce}
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
@@ -122,7 +144,7 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         tf = type(fn)
     elif tf is functools.partial:
         return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
-    elif tf is types.BuiltinMethodType:
+    elif tf is types.BuiltinFunctionType:  # also the type of builtin methods
         owner = fn.__self__
         if type(owner) in MUTABLE_CONTAINERS:
             return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
@@ -130,7 +152,11 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
             # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
             fn, args = getattr(type(owner), fn.__name__), (owner, *args)
             tf = type(fn)
-    elif tf is types.BuiltinFunctionType or tf is type:
+        else:
+            special = SPECIAL_FORMS.get(fn)
+            if special is not None:
+                return special(*args, **kwargs)
+    elif tf is type:
         special = SPECIAL_FORMS.get(fn)
         if special is not None:
             return special(*args, **kwargs)

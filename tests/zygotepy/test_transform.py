@@ -180,3 +180,14 @@ def test_setitem_on_attribute_target_is_refused_clearly():
 
     with pytest.raises(TypeError):
         zp.gradient(f, 1.0)
+
+
+def test_higher_order_builtins_call_back_into_the_engine():
+    import functools
+
+    assert zp.gradient(lambda xs: sum(map(math.sin, xs)), [0.0, 1.0]) == ([1.0, math.cos(1.0)],)
+    assert zp.gradient(lambda xs: sum(filter(lambda v: v > 0, xs)), [-1.0, 2.0]) == ([None, 1.0],)
+    assert zp.gradient(lambda xs: sorted(xs, key=lambda v: -v)[0] * 2, [1.0, 3.0]) == ([None, 2.0],)
+    assert zp.gradient(lambda xs: functools.reduce(lambda a, b: a * b, xs), [2.0, 3.0, 4.0]) == (
+        [12.0, 8.0, 6.0],)
+    assert zp.gradient(lambda xs: max(xs, key=abs), [1.0, -3.0]) == ([None, 1.0],)
