@@ -672,27 +672,23 @@ def _conj_t(a: Any) -> Any:
     return np.swapaxes(conj(a), -1, -2)
 
 
-def matmul_grads(x: Any, y: Any, zbar: Any) -> tuple[Any, Any]:
-    """Unprojected cotangents of ``x @ y`` (1-D, 2-D and batched operands)."""
+def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
+    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks."""
     xd, yd = np.ndim(x), np.ndim(y)
     if xd == 2 and yd == 2:
-        return zbar @ _conj_t(y), _conj_t(x) @ zbar
+        return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
     if xd == 1 and yd == 1:
-        return zbar * conj(y), conj(x) * zbar
+        return zbar * conj(y) if wrt == 0 else conj(x) * zbar
     g = zbar
     if xd == 1:
         g = np.expand_dims(g, -2)
     if yd == 1:
         g = np.expand_dims(g, -1)
-    xa = np.expand_dims(x, 0) if xd == 1 else x
-    ya = np.expand_dims(y, -1) if yd == 1 else y
-    dx = g @ _conj_t(ya)
-    dy = _conj_t(xa) @ g
-    if xd == 1:
-        dx = np.squeeze(dx, axis=-2)
-    if yd == 1:
-        dy = np.squeeze(dy, axis=-1)
-    return dx, dy
+    if wrt == 0:
+        dx = g @ _conj_t(np.expand_dims(y, -1) if yd == 1 else y)
+        return np.squeeze(dx, axis=-2) if xd == 1 else dx
+    dy = _conj_t(np.expand_dims(x, 0) if xd == 1 else x) @ g
+    return np.squeeze(dy, axis=-1) if yd == 1 else dy
 
 
 def matmul_rrule(x: Any, y: Any) -> Any:
@@ -702,8 +698,9 @@ def matmul_rrule(x: Any, y: Any) -> Any:
         zbar = ct(zbar)
         if zbar is None:
             return _Z2
-        dx, dy = matmul_grads(x, y, zbar)
-        return _NT, proj(x, dx), proj(y, dy)
+        # thunks: an engine that needs only one operand's cotangent pays for one product
+        return (_NT, Thunk(lambda: proj(x, matmul_grad(x, y, zbar, 0))),
+                Thunk(lambda: proj(y, matmul_grad(x, y, zbar, 1))))
 
     return z, matmul_pullback
 

@@ -52,6 +52,7 @@ import numpy as np
 
 from rulescore._helpers import non_differentiable
 from rulescore._registry import frule, rrule
+from rulescore._thunks import Thunk
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.operators import (
     MINUS_ONE,
@@ -69,7 +70,7 @@ from rulescore.rules.operators import (
     fit,
     is_complex,
     is_int_like,
-    matmul_grads,
+    matmul_grad,
     pow_grad_p,
     pow_grad_x,
     proj,
@@ -277,8 +278,8 @@ def matmul_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
         if zbar is None:
             return _NT, _ZT, _ZT
         xa, ya = as_arrays((x, y))
-        dx, dy = matmul_grads(xa, ya, zbar)
-        return _NT, proj(x, dx), proj(y, dy)
+        return (_NT, Thunk(lambda: proj(x, matmul_grad(xa, ya, zbar, 0))),
+                Thunk(lambda: proj(y, matmul_grad(xa, ya, zbar, 1))))
 
     return z, matmul_pullback
 
