@@ -159,30 +159,57 @@ class Stats:
     hi: float
     samples: int
     number: int
+    cpu_per_wall: float  # median of (process CPU time / wall time): above 1, more than one thread ran
 
 
-def _sample(fn: Callable[[], Any], number: int) -> float:
+#: The clock: wall time by default; ``run.py --timer cpu`` switches to this process's CPU time
+#: (all its threads), which ignores time spent descheduled on a loaded machine.
+clock: Callable[[], float] = time.perf_counter
+#: A case whose CPU time exceeds its wall time by this factor used more than one thread.
+THREADED = 1.15
+
+
+def _sample(fn: Callable[[], Any], number: int) -> tuple[float, float]:
+    """(seconds per call by ``clock``, CPU time / wall time of the sample)."""
     gc.collect()
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
+    start = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    seconds = (clock() - start) / number
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return seconds, cpu / wall if wall > 0 else 1.0
 
 
 def measure(fns: dict[str, Callable[[], Any]], repeat: int, min_time: float) -> dict[str, Stats]:
     """Median seconds per call of each function, sampled in interleaved rounds."""
     numbers = {}
     for key, fn in fns.items():
-        number, t = 1, _sample(fn, 1)
+        number, t = 1, _sample(fn, 1)[0]
         while t * number < min_time / 2 and number < 1_000_000:
             number = min(1_000_000, max(number * 2, math.ceil(min_time / max(t, 1e-9))))
-            t = _sample(fn, number)
+            t = _sample(fn, number)[0]
         numbers[key] = number
-    samples: dict[str, list[float]] = {key: [] for key in fns}
+    samples: dict[str, list[tuple[float, float]]] = {key: [] for key in fns}
     for _ in range(repeat):
         for key, fn in fns.items():
             samples[key].append(_sample(fn, numbers[key]))
-    return {key: Stats(statistics.median(v), min(v), max(v), len(v), numbers[key]) for key, v in samples.items()}
+    out = {}
+    for key, v in samples.items():
+        times = [t for t, _ in v]
+        out[key] = Stats(
+            statistics.median(times),
+            min(times),
+            max(times),
+            len(v),
+            numbers[key],
+            statistics.median(r for _, r in v),
+        )
+    return out
+
+
+def threads_note(st: Stats) -> str:
+    return f"CPU/wall {st.cpu_per_wall:.2f}: more than one thread ran" if st.cpu_per_wall > THREADED else ""
 
 
 # -- results --------------------------------------------------------------------------------------------
@@ -267,8 +294,14 @@ def describe_error(err: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def compare(title: str, cases: Sequence[Case], cfg: Config, rtol: float = 1e-6,
-            missing: Sequence[str] = (), footnote: str = "") -> Table:
+def compare(
+    title: str,
+    cases: Sequence[Case],
+    cfg: Config,
+    rtol: float = 1e-6,
+    missing: Sequence[str] = (),
+    footnote: str = "",
+) -> Table:
     """Verify every case against the first (the reference), then time the verified ones."""
     ref_out = cases[0].fn()
     rows: list[Row] = []
@@ -279,8 +312,10 @@ def compare(title: str, cases: Sequence[Case], cfg: Config, rtol: float = 1e-6,
             out = case.fn()
         except Exception as err:
             row.status = f"error: {describe_error(err)}"
-            cfg.problems.append(f"[{title}] {case.system} {case.variant}: {row.status}\n"
-                                + "".join(traceback.format_exception(err)[-6:]))
+            cfg.problems.append(
+                f"[{title}] {case.system} {case.variant}: {row.status}\n"
+                + "".join(traceback.format_exception(err)[-6:])
+            )
         else:
             problem, err = mismatch(out, ref_out, rtol)
             if problem is not None:
@@ -294,6 +329,7 @@ def compare(title: str, cases: Sequence[Case], cfg: Config, rtol: float = 1e-6,
     for key, st in stats.items():
         row = rows[int(key)]
         row.value, row.lo, row.hi = st.median, st.lo, st.hi
+        row.note = "; ".join(n for n in (row.note, threads_note(st)) if n)
     rows += [Row(system, "", None, status="not installed") for system in missing]
     return Table(title, rows, footnote=footnote)
 
@@ -328,8 +364,15 @@ def fmt_ratio(r: float | None) -> str:
 def table_cells(table: Table) -> tuple[list[str], list[list[str]]]:
     fmt = fmt_time if table.unit == "s" else fmt_bytes
     what = "median" if table.unit == "s" else "peak"
-    header = ["system", "variant", what, "min - max" if table.unit == "s" else "", f"ratio to {table.reference}",
-              "max rel err", "note"]
+    header = [
+        "system",
+        "variant",
+        what,
+        "min - max" if table.unit == "s" else "",
+        f"ratio to {table.reference}",
+        "max rel err",
+        "note",
+    ]
     ref = table.ref_value()
     body = []
     for row in table.rows:
@@ -346,8 +389,11 @@ def table_cells(table: Table) -> tuple[list[str], list[list[str]]]:
 def text_table(table: Table | Grid) -> str:
     header, body = (table.header, table.rows) if isinstance(table, Grid) else table_cells(table)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = [table.title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
-             "  ".join("-" * w for w in widths)]
+    lines = [
+        table.title,
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
     if table.footnote:
         lines.append(table.footnote)
@@ -356,8 +402,12 @@ def text_table(table: Table | Grid) -> str:
 
 def markdown_table(table: Table | Grid) -> str:
     header, body = (table.header, table.rows) if isinstance(table, Grid) else table_cells(table)
-    lines = [f"**{table.title}**", "", "| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i < 2 or i == len(header) - 1 else "---:" for i in range(len(header))) + "|"]
+    lines = [
+        f"**{table.title}**",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i < 2 or i == len(header) - 1 else "---:" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body]
     if table.footnote:
         lines += ["", table.footnote]

@@ -77,20 +77,35 @@ def _cases(cfg: Config, n: int) -> list[Case]:
         cases.append(Case(JAX_EAGER, "jax.grad", lambda: jgrad(jA, jC).block_until_ready()))
         if cfg.wants(JAX_JIT):
             jitted = jax.jit(jgrad)
-            cases.append(Case(JAX_JIT, "jax.jit(jax.grad)", lambda: jitted(jA, jC).block_until_ready(),
-                              note="compiled once, before timing"))
+            cases.append(
+                Case(
+                    JAX_JIT,
+                    "jax.jit(jax.grad)",
+                    lambda: jitted(jA, jC).block_until_ready(),
+                    note="compiled once, before timing",
+                )
+            )
     return cases
 
 
 def run(cfg: Config, n: int = 1024) -> Section:
-    section = Section("big", "3. Big matrices (BLAS-bound)",
-                      f"`sum(tanh(A @ C) @ C)` with {n}x{n} float64 A and C, gradient with respect to A. "
-                      "The hand-written gradient spends 3 matrix products (two for the value, one for the "
-                      "gradient).")
-    table = compare(f"sum(tanh(A @ C) @ C), {n}x{n}, d/dA", _cases(cfg, n), cfg, rtol=1e-9,
-                    missing=missing_systems(cfg))
+    section = Section(
+        "big",
+        "3. Big matrices (BLAS-bound)",
+        f"`sum(tanh(A @ C) @ C)` with {n}x{n} float64 A and C, gradient with respect to A. "
+        "The hand-written gradient spends 3 matrix products (two for the value, one for the "
+        "gradient).",
+    )
+    table = compare(
+        f"sum(tanh(A @ C) @ C), {n}x{n}, d/dA", _cases(cfg, n), cfg, rtol=1e-9, missing=missing_systems(cfg)
+    )
     section.tables.append(table)
     ratio = table.ratio(ZYGOTE)
-    section.targets.append(Target(f"zygotepy within 1.05x of hand-written NumPy (big, n={n})",
-                                  "-" if ratio is None else f"{ratio:.2f}x", None if ratio is None else ratio <= 1.05))
+    section.targets.append(
+        Target(
+            f"zygotepy within 1.05x of hand-written NumPy (big, n={n})",
+            "-" if ratio is None else f"{ratio:.2f}x",
+            None if ratio is None else ratio <= 1.05,
+        )
+    )
     return section

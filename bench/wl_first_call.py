@@ -38,7 +38,14 @@ from harness import (
     missing_systems,
 )
 
-FLAVOUR = {HAND: "numpy", ZYGOTE: "numpy", AUTOGRAD: "autograd", TORCH: "torch", JAX_EAGER: "jax", JAX_JIT: "jax"}
+FLAVOUR = {
+    HAND: "numpy",
+    ZYGOTE: "numpy",
+    AUTOGRAD: "autograd",
+    TORCH: "torch",
+    JAX_EAGER: "jax",
+    JAX_JIT: "jax",
+}
 LINES = 100
 
 
@@ -46,8 +53,15 @@ def _child(system: str, directory: str, seed: int, warm: bool, steady: int) -> d
     tag = uuid.uuid4().hex[:10]
     module = write_module(directory, tag, FLAVOUR[system], LINES, seed)
     reference = module if FLAVOUR[system] == "numpy" else write_module(directory, tag, "numpy", LINES, seed)
-    cmd = [sys.executable, os.path.join(BENCH_DIR, "_first_call_child.py"), system, module, reference,
-           "--steady", str(steady)]
+    cmd = [
+        sys.executable,
+        os.path.join(BENCH_DIR, "_first_call_child.py"),
+        system,
+        module,
+        reference,
+        "--steady",
+        str(steady),
+    ]
     if warm:
         cmd += ["--warm", write_module(directory, tag + "w", FLAVOUR[system], LINES, seed + 1000)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=600)
@@ -57,13 +71,16 @@ def _child(system: str, directory: str, seed: int, warm: bool, steady: int) -> d
 
 
 def run(cfg: Config) -> Section:
-    section = Section("first_call", "4. First call on a fresh 100-line function (transform/trace cost)",
-                      f"A new {LINES}-line function (about 300 NumPy operations on a 16-element array; "
-                      "`bench/fresh_source.py`) is generated into a temporary module file and imported in "
-                      "a fresh subprocess; the first gradient call is timed (import of the system and of "
-                      "the module excluded), then the steady state (median of the next calls). *Cold*: the "
-                      "process's very first gradient; *warm*: after one gradient of another generated "
-                      "function, so only the new function's own rewrite/trace/compile cost remains.")
+    section = Section(
+        "first_call",
+        "4. First call on a fresh 100-line function (transform/trace cost)",
+        f"A new {LINES}-line function (about 300 NumPy operations on a 16-element array; "
+        "`bench/fresh_source.py`) is generated into a temporary module file and imported in "
+        "a fresh subprocess; the first gradient call is timed (import of the system and of "
+        "the module excluded), then the steady state (median of the next calls). *Cold*: the "
+        "process's very first gradient; *warm*: after one gradient of another generated "
+        "function, so only the new function's own rewrite/trace/compile cost remains.",
+    )
     repeats = 1 if cfg.quick else 3
     steady = 5 if cfg.quick else 15
     systems = [s for s in SYSTEMS if cfg.wants(s)]
@@ -93,32 +110,60 @@ def run(cfg: Config) -> Section:
         if system in errors:
             return errors[system], ""
         worst = max(errs) if errs else float("inf")
-        return ("ok", "reference" if system == HAND else f"{worst:.0e}") if worst <= 1e-6 else \
-            (f"wrong: max rel err {worst:.2e}", "")
+        return (
+            ("ok", "reference" if system == HAND else f"{worst:.0e}")
+            if worst <= 1e-6
+            else (f"wrong: max rel err {worst:.2e}", "")
+        )
 
     missing = missing_systems(cfg)
-    for title, variant, key in (("first call, cold process", "cold", "first"),
-                                ("first call of a new function, engine warm", "warm", "first"),
-                                ("steady state (same function, later calls)", "cold", "steady")):
+    for title, variant, key in (
+        ("first call, cold process", "cold", "first"),
+        ("first call of a new function, engine warm", "warm", "first"),
+        ("steady state (same function, later calls)", "cold", "steady"),
+    ):
         rows = []
         for system in systems:
             status, chk = check(system)
             values = [r[key] for r in results.get((system, variant), []) if r.get(key) is not None]
             value = median(system, variant, key) if status == "ok" else None
-            rows.append(Row(system, variant if key == "first" else "steady", value,
-                            min(values) if values and value is not None else None,
-                            max(values) if values and value is not None else None, status, chk))
+            rows.append(
+                Row(
+                    system,
+                    variant if key == "first" else "steady",
+                    value,
+                    min(values) if values and value is not None else None,
+                    max(values) if values and value is not None else None,
+                    status,
+                    chk,
+                )
+            )
         rows += [Row(s, "", None, status="not installed") for s in missing]
-        section.tables.append(Table(f"{title} (median of {repeats} processes)" if key == "first"
-                                    else f"{title} (median of {steady} calls, median over {repeats} processes)",
-                                    rows))
+        section.tables.append(
+            Table(
+                f"{title} (median of {repeats} processes)"
+                if key == "first"
+                else f"{title} (median of {steady} calls, median over {repeats} processes)",
+                rows,
+            )
+        )
     imports = {s: median(s, "cold", "import") for s in systems}
-    section.notes.append("Import time of each system's library (not included above): " + ", ".join(
-        f"{s} {v * 1e3:.0f} ms" for s, v in imports.items() if v is not None and s != HAND) + ".")
+    section.notes.append(
+        "Import time of each system's library (not included above): "
+        + ", ".join(f"{s} {v * 1e3:.0f} ms" for s, v in imports.items() if v is not None and s != HAND)
+        + "."
+    )
     cold = section.tables[0].value(ZYGOTE)
     warm = section.tables[1].value(ZYGOTE)
-    section.targets.append(Target(
-        "zygotepy first call under 50 ms",
-        "-" if cold is None else f"cold {cold * 1e3:.0f} ms, warm {warm * 1e3:.0f} ms" if warm else
-        f"cold {cold * 1e3:.0f} ms", None if cold is None else cold < 0.05))
+    section.targets.append(
+        Target(
+            "zygotepy first call under 50 ms",
+            "-"
+            if cold is None
+            else f"cold {cold * 1e3:.0f} ms, warm {warm * 1e3:.0f} ms"
+            if warm
+            else f"cold {cold * 1e3:.0f} ms",
+            None if cold is None else cold < 0.05,
+        )
+    )
     return section

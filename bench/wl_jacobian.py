@@ -56,10 +56,22 @@ def _jacobian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
         def g(v: Any) -> Any:
             return np.tanh(W @ v) * v
 
-        cases.append(Case(ZYGOTE, "forward", lambda: zp.jacobian(g, x, mode="forward")[0],
-                          note="zp.jacobian(mode='forward'), chunk 8"))
-        cases.append(Case(ZYGOTE, "reverse", lambda: zp.jacobian(g, x, mode="reverse")[0],
-                          note="zp.jacobian(mode='reverse')"))
+        cases.append(
+            Case(
+                ZYGOTE,
+                "forward",
+                lambda: zp.jacobian(g, x, mode="forward")[0],
+                note="zp.jacobian(mode='forward'), chunk 8",
+            )
+        )
+        cases.append(
+            Case(
+                ZYGOTE,
+                "reverse",
+                lambda: zp.jacobian(g, x, mode="reverse")[0],
+                note="zp.jacobian(mode='reverse')",
+            )
+        )
     if cfg.wants(AUTOGRAD):
         import autograd
         import autograd.numpy as anp
@@ -90,8 +102,12 @@ def _jacobian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
             if not cfg.wants(system):
                 continue
             fwd, rev = wrap(jax.jacfwd(jg)), wrap(jax.jacrev(jg))
-            cases.append(Case(system, "forward", lambda fwd=fwd: fwd(jx).block_until_ready(), note="jax.jacfwd"))
-            cases.append(Case(system, "reverse", lambda rev=rev: rev(jx).block_until_ready(), note="jax.jacrev"))
+            cases.append(
+                Case(system, "forward", lambda fwd=fwd: fwd(jx).block_until_ready(), note="jax.jacfwd")
+            )
+            cases.append(
+                Case(system, "reverse", lambda rev=rev: rev(jx).block_until_ready(), note="jax.jacrev")
+            )
     return cases
 
 
@@ -104,8 +120,9 @@ def _hessian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
             return np.sum(np.tanh(W @ v))
 
         cases.append(Case(ZYGOTE, "forward-over-reverse", lambda: zp.hessian(h, x), note="zp.hessian"))
-        cases.append(Case(ZYGOTE, "reverse-over-reverse", lambda: zp.hessian_reverse(h, x),
-                          note="zp.hessian_reverse"))
+        cases.append(
+            Case(ZYGOTE, "reverse-over-reverse", lambda: zp.hessian_reverse(h, x), note="zp.hessian_reverse")
+        )
     if cfg.wants(AUTOGRAD):
         import autograd
         import autograd.numpy as anp
@@ -122,8 +139,14 @@ def _hessian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
             return torch.sum(torch.tanh(tW @ v))
 
         cases.append(Case(TORCH, "forward-over-reverse", lambda: hessian(th)(tx), note="torch.func.hessian"))
-        cases.append(Case(TORCH, "reverse-over-reverse", lambda: jacrev(jacrev(th))(tx),
-                          note="torch.func.jacrev(jacrev)"))
+        cases.append(
+            Case(
+                TORCH,
+                "reverse-over-reverse",
+                lambda: jacrev(jacrev(th))(tx),
+                note="torch.func.jacrev(jacrev)",
+            )
+        )
     if cfg.wants(JAX_EAGER):
         jax = peers.jax
         import jax.numpy as jnp
@@ -137,17 +160,32 @@ def _hessian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
             if not cfg.wants(system):
                 continue
             fwd, rev = wrap(jax.hessian(jh)), wrap(jax.jacrev(jax.jacrev(jh)))
-            cases.append(Case(system, "forward-over-reverse", lambda fwd=fwd: fwd(jx).block_until_ready(),
-                              note="jax.hessian"))
-            cases.append(Case(system, "reverse-over-reverse", lambda rev=rev: rev(jx).block_until_ready(),
-                              note="jax.jacrev(jax.jacrev)"))
+            cases.append(
+                Case(
+                    system,
+                    "forward-over-reverse",
+                    lambda fwd=fwd: fwd(jx).block_until_ready(),
+                    note="jax.hessian",
+                )
+            )
+            cases.append(
+                Case(
+                    system,
+                    "reverse-over-reverse",
+                    lambda rev=rev: rev(jx).block_until_ready(),
+                    note="jax.jacrev(jax.jacrev)",
+                )
+            )
     return cases
 
 
 def run(cfg: Config) -> Section:
-    section = Section("jacobian", "7. Jacobian and Hessian, forward vs reverse (n = 100)",
-                      f"Jacobian of `g(x) = tanh(W @ x) * x` (R^{N} -> R^{N}) and Hessian of "
-                      f"`h(x) = sum(tanh(W @ x))` (R^{N} -> R), W {N}x{N}, float64.")
+    section = Section(
+        "jacobian",
+        "7. Jacobian and Hessian, forward vs reverse (n = 100)",
+        f"Jacobian of `g(x) = tanh(W @ x) * x` (R^{N} -> R^{N}) and Hessian of "
+        f"`h(x) = sum(tanh(W @ x))` (R^{N} -> R), W {N}x{N}, float64.",
+    )
     missing = missing_systems(cfg)
     W, x = make_data()
     jac = compare(f"Jacobian, R^{N} -> R^{N}", _jacobian_cases(cfg, W, x), cfg, rtol=1e-9, missing=missing)
@@ -157,8 +195,11 @@ def run(cfg: Config) -> Section:
     jf, jr = jac.value(ZYGOTE, "forward"), jac.value(ZYGOTE, "reverse")
     if jf and jr:
         section.notes.append(f"zygotepy Jacobian: forward / reverse time = {jf / jr:.2f}.")
-    section.targets.append(Target(
-        "zp.hessian (forward-over-reverse) beats zp.hessian_reverse (reverse-over-reverse), n=100",
-        "-" if not (fwd and rev) else f"forward-over-reverse / reverse-over-reverse = {fwd / rev:.2f}",
-        None if not (fwd and rev) else fwd < rev))
+    section.targets.append(
+        Target(
+            "zp.hessian (forward-over-reverse) beats zp.hessian_reverse (reverse-over-reverse), n=100",
+            "-" if not (fwd and rev) else f"forward-over-reverse / reverse-over-reverse = {fwd / rev:.2f}",
+            None if not (fwd and rev) else fwd < rev,
+        )
+    )
     return section

@@ -29,8 +29,10 @@ BATCH, WIDTH, LAYERS = 64, 256, 3
 
 def make_data(seed: int = 0) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    params = [(rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH), 0.1 * rng.standard_normal(WIDTH))
-              for _ in range(LAYERS)]
+    params = [
+        (rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH), 0.1 * rng.standard_normal(WIDTH))
+        for _ in range(LAYERS)
+    ]
     X = rng.standard_normal((BATCH, WIDTH))
     Y = rng.standard_normal((BATCH, WIDTH))
     return params, X, Y
@@ -73,7 +75,9 @@ def _cases(cfg: Config) -> list[Case]:
     if cfg.wants(ZYGOTE):
         import zygotepy as zp
 
-        cases.append(Case(ZYGOTE, "zp.gradient(argnums=0)", lambda: zp.gradient(loss, params, X, Y, argnums=0)[0]))
+        cases.append(
+            Case(ZYGOTE, "zp.gradient(argnums=0)", lambda: zp.gradient(loss, params, X, Y, argnums=0)[0])
+        )
     if cfg.wants(AUTOGRAD):
         import autograd
         import autograd.numpy as anp
@@ -89,8 +93,10 @@ def _cases(cfg: Config) -> list[Case]:
         cases.append(Case(AUTOGRAD, "autograd.grad", lambda: ag_grad(params, X, Y)))
     if cfg.wants(TORCH):
         torch = peers.torch
-        tparams = [(torch.from_numpy(W.copy()).requires_grad_(), torch.from_numpy(b.copy()).requires_grad_())
-                   for W, b in params]
+        tparams = [
+            (torch.from_numpy(W.copy()).requires_grad_(), torch.from_numpy(b.copy()).requires_grad_())
+            for W, b in params
+        ]
         flat = [t for pair in tparams for t in pair]
         tX, tY = torch.from_numpy(X), torch.from_numpy(Y)
 
@@ -121,19 +127,33 @@ def _cases(cfg: Config) -> list[Case]:
         cases.append(Case(JAX_EAGER, "jax.grad", lambda: jax.block_until_ready(jgrad(jparams, jX, jY))))
         if cfg.wants(JAX_JIT):
             jitted = jax.jit(jgrad)
-            cases.append(Case(JAX_JIT, "jax.jit(jax.grad)", lambda: jax.block_until_ready(jitted(jparams, jX, jY)),
-                              note="compiled once, before timing"))
+            cases.append(
+                Case(
+                    JAX_JIT,
+                    "jax.jit(jax.grad)",
+                    lambda: jax.block_until_ready(jitted(jparams, jX, jY)),
+                    note="compiled once, before timing",
+                )
+            )
     return cases
 
 
 def run(cfg: Config) -> Section:
-    section = Section("mlp", "2. MLP (overhead plus small BLAS)",
-                      f"{LAYERS} dense layers {WIDTH}x{WIDTH} with biases, batch {BATCH}, tanh on the hidden "
-                      "layers, loss `sum((out - Y)**2) / batch`; gradient with respect to every weight and "
-                      "bias (not the data), float64.")
+    section = Section(
+        "mlp",
+        "2. MLP (overhead plus small BLAS)",
+        f"{LAYERS} dense layers {WIDTH}x{WIDTH} with biases, batch {BATCH}, tanh on the hidden "
+        "layers, loss `sum((out - Y)**2) / batch`; gradient with respect to every weight and "
+        "bias (not the data), float64.",
+    )
     table = compare("MLP, d/d(weights, biases)", _cases(cfg), cfg, missing=missing_systems(cfg))
     section.tables.append(table)
     ratio = table.ratio(ZYGOTE)
-    section.targets.append(Target("zygotepy within 1.05x of hand-written NumPy (MLP)",
-                                  "-" if ratio is None else f"{ratio:.2f}x", None if ratio is None else ratio <= 1.05))
+    section.targets.append(
+        Target(
+            "zygotepy within 1.05x of hand-written NumPy (MLP)",
+            "-" if ratio is None else f"{ratio:.2f}x",
+            None if ratio is None else ratio <= 1.05,
+        )
+    )
     return section

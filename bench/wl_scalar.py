@@ -93,29 +93,50 @@ def _cases(cfg: Config) -> list[Case]:
         cases.append(Case(JAX_EAGER, "jax.grad", lambda: float(jgrad(X0))))
         if cfg.wants(JAX_JIT):
             jitted = jax.jit(jgrad)
-            cases.append(Case(JAX_JIT, "jax.jit(jax.grad)", lambda: float(jitted(X0)),
-                              note="compiled once, before timing"))
+            cases.append(
+                Case(
+                    JAX_JIT,
+                    "jax.jit(jax.grad)",
+                    lambda: float(jitted(X0)),
+                    note="compiled once, before timing",
+                )
+            )
     return cases
 
 
 def run(cfg: Config) -> Section:
-    section = Section("scalar", "1. Scalar chain (per-op overhead)",
-                      f"`y = sin(y) * x + 0.1` repeated {STEPS} times on Python floats, gradient with respect "
-                      "to x at x = 0.7; the result is returned as a Python float by every system.")
+    section = Section(
+        "scalar",
+        "1. Scalar chain (per-op overhead)",
+        f"`y = sin(y) * x + 0.1` repeated {STEPS} times on Python floats, gradient with respect "
+        "to x at x = 0.7; the result is returned as a Python float by every system.",
+    )
     table = compare("scalar chain, d/dx", _cases(cfg), cfg, rtol=1e-9, missing=missing_systems(cfg))
     section.tables.append(table)
     zp_ratio = table.ratio(ZYGOTE)
     zp_time = table.value(ZYGOTE)
     torch_time, ag_time = table.value(TORCH), table.value(AUTOGRAD)
-    section.targets.append(Target("zygotepy within 100x of hand-written Python",
-                                  "-" if zp_ratio is None else f"{zp_ratio:.0f}x",
-                                  None if zp_ratio is None else zp_ratio <= 100))
-    section.targets.append(Target(
-        "zygotepy faster than torch eager",
-        "-" if zp_time is None or torch_time is None else f"zygotepy / torch = {zp_time / torch_time:.2f}",
-        None if zp_time is None or torch_time is None else zp_time < torch_time))
-    section.targets.append(Target(
-        "zygotepy 5x faster than autograd",
-        "-" if zp_time is None or ag_time is None else f"autograd / zygotepy = {ag_time / zp_time:.2f}",
-        None if zp_time is None or ag_time is None else ag_time / zp_time >= 5))
+    section.targets.append(
+        Target(
+            "zygotepy within 100x of hand-written Python",
+            "-" if zp_ratio is None else f"{zp_ratio:.0f}x",
+            None if zp_ratio is None else zp_ratio <= 100,
+        )
+    )
+    section.targets.append(
+        Target(
+            "zygotepy faster than torch eager",
+            "-"
+            if zp_time is None or torch_time is None
+            else f"zygotepy / torch = {zp_time / torch_time:.2f}",
+            None if zp_time is None or torch_time is None else zp_time < torch_time,
+        )
+    )
+    section.targets.append(
+        Target(
+            "zygotepy 5x faster than autograd",
+            "-" if zp_time is None or ag_time is None else f"autograd / zygotepy = {ag_time / zp_time:.2f}",
+            None if zp_time is None or ag_time is None else ag_time / zp_time >= 5,
+        )
+    )
     return section

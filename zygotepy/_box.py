@@ -148,6 +148,7 @@ def _hash(self: Box) -> int:
     return hash(self._zp_value)
 
 
+_NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})
 _ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}
 
 
@@ -179,6 +180,8 @@ def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
 
 def _getattr(self: Box, name: str) -> Any:
     value = object.__getattribute__(self, "_zp_value")
+    if name in _NUMPY_EXPORTS:
+        raise AttributeError(name)  # NumPy must reach __array__, which refuses, not read the buffer
     if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
         return getattr(unbox_all(value), name)
     primal = unbox_all(value)

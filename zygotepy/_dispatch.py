@@ -137,7 +137,8 @@ def _refuse_escaped(args: Any, kwargs: Any) -> None:
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 recurse: bool) -> Any:
     tf = type(fn)
-    if tf is types.MethodType or tf is BoundBoxMethod:
+    if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
+            and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
     elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
         fn, args = type(unbox_all(fn)).__call__, (fn, *args)
@@ -207,9 +208,10 @@ def _is_param(levels: tuple[Trace, ...], x: Any) -> bool:
 
 
 def _user_class(fn: Any) -> bool:
-    """A class defined in Python outside NumPy: constructing it only stores references."""
-    return isinstance(fn, type) and fn.__module__ not in ("builtins", "numpy") \
-        and not fn.__module__.startswith("numpy.")
+    """A class defined in Python outside NumPy, or an exception: constructing it only stores
+    references."""
+    return isinstance(fn, type) and (issubclass(fn, BaseException) or (
+        fn.__module__ not in ("builtins", "numpy") and not fn.__module__.startswith("numpy.")))
 
 
 def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from rulescore._zeros import NoTangent, ZeroTangent
+import rulescore as rc
+
 from zygotepy._adjoint import adjoint
 from zygotepy._api import _assemble, _box_args, _seeds, pullback
 from zygotepy._backward import backward
@@ -70,9 +72,7 @@ def dropgrad(x: Any) -> Any:
     return x
 
 
-@adjoint(dropgrad)
-def _dropgrad_adjoint(x: Any) -> Any:
-    return x, lambda xbar: None
+rc.non_differentiable(dropgrad)  # a constant at every level, in reverse and forward mode
 
 
 def ignore(fn: Callable[[], Any]) -> Any:
@@ -156,6 +156,8 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     if not levels:
         return f(*args)
     trace = innermost(levels, args, {}, deep=True) or levels[-1]
+    if trace.any_forward:
+        return call(f, *args)  # nothing is stored in forward mode: checkpointing has nothing to save
     primals, routes = [], []
     for i, a in enumerate(args):
         p, r = unbox(a, trace)

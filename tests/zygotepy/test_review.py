@@ -378,9 +378,6 @@ def test_independent_gradients_in_threads():
 # ============================================================================================
 # WRONG GRADIENTS
 # ============================================================================================
-@bug(
-    "dropgrad is a legacy @adjoint; traced_call skips ADJOINTS in forward mode "
-    "(_dispatch.traced_call), so jvp / jacobian(mode='forward') differentiate through it")
 def test_dropgrad_in_forward_mode_matches_reverse_mode():
     x = np.array([0.7, 1.2])
     f = lambda v: zp.dropgrad(v) * v  # noqa: E731
@@ -391,9 +388,6 @@ def test_dropgrad_in_forward_mode_matches_reverse_mode():
     assert zp.jvp(lambda v: zp.dropgrad(v) * v, (0.7,), (1.0,))[1] == pytest.approx(0.7)
 
 
-@bug(
-    "_lib._dropgrad_adjoint returns x itself, so outer levels see an identity and only the innermost "
-    "level drops the gradient (Zygote's adjoint calls dropgrad)")
 def test_dropgrad_is_a_constant_at_every_level_like_ignore_derivatives():
     x = np.array([0.7, 1.2])
     want = zp.hessian_reverse(lambda v: np.sum(rc.ignore_derivatives(v) * v ** 2), x)
@@ -462,9 +456,6 @@ class _WithClassmethod:
         return x * 2
 
 
-@bug(
-    "_dispatch.traced_call unwraps a MethodType to __func__ before the rule lookup, so a rule "
-    "registered for a bound/class method (rc.rrule(C.m, x) works) is ignored")
 def test_rule_registered_for_a_classmethod_is_used():
     rc.rrule.register(_WithClassmethod.c)(
         lambda x: (_WithClassmethod.c(x), lambda yb: (rc.NoTangent(), 13.0 * yb)))
@@ -493,9 +484,6 @@ def test_hessian_inside_gradient_keeps_the_closure_gradient():
     assert g == pytest.approx(np.sum(6 * x0))
 
 
-@bug(
-    "_box._getattr forwards every dunder, including __array_interface__ / __array_struct__, so "
-    "np.asarray(box) in unrewritten code bypasses the __array__ refusal")
 def test_asarray_of_a_traced_value_in_unrewritten_code_is_refused():
     def gen(x):  # generators are not rewritten
         yield np.asarray(x) * 2
@@ -773,9 +761,6 @@ def test_user_class_operator_overloading(f):
     check(f, 0.7)
 
 
-@bug(
-    "_lib.checkpointed records a reverse node (trace.box) even on a forward trace: the box has no "
-    "tangents and the misleading 'escaped' error follows")
 def test_checkpointed_under_forward_mode():
     assert zp.jvp(lambda a: zp.checkpointed(math.sin, a), (0.3,), (1.0,))[1] == pytest.approx(math.cos(0.3))
     x = np.array([0.3, 0.4])
@@ -796,9 +781,6 @@ def test_reference_moving_stdlib_callables(f):
     check(f, 0.5)
 
 
-@bug(
-    "an exception class is a builtin type: _dispatch refuses `ValueError(x)` with a traced payload "
-    "(should be structural, like a user class)")
 def test_exception_carrying_a_traced_value():
     def f(x):
         try:
@@ -812,10 +794,6 @@ def test_exception_carrying_a_traced_value():
 # ============================================================================================
 # UNCLEAR ERRORS / WARNINGS
 # ============================================================================================
-@bug(
-    "under nested AD apply_rule runs table.run through the dispatcher, so rulescore's "
-    "registry/_checks code is rewritten (_transform._SKIP_MODULES lacks rulescore and the stdlib): an"
-    " adjoint under hessian warns 'no source for Mapping.get'")
 def test_nested_ad_emits_no_spurious_warning(tmp_path):
     import subprocess
     import sys
