@@ -225,7 +225,7 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
                [0., 4.]]),)
     """
     y, back = pullback(f, *args, **kwargs)
-    y_arr = np.asarray(y)
+    y_arr = np.asarray(unbox_all(y))  # only its shape and dtype: seeds are constants
     rows: list[tuple[Any, ...]] = []
     for index in np.ndindex(*y_arr.shape):
         seed = np.zeros_like(y_arr, dtype=np.result_type(y_arr.dtype, np.float64))
@@ -233,10 +233,11 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         rows.append(back(seed if y_arr.ndim else seed[()]))
     out = []
     for i, a in enumerate(args):
-        shape = np.shape(a)
-        block = [np.zeros(shape) if r[i] is None else np.asarray(r[i]) for r in rows]
-        stacked = np.stack(block) if block else np.zeros((0, *shape))
-        out.append(stacked.reshape(y_arr.shape + shape))
+        shape = np.shape(unbox_all(a))
+        # entries may be traced by an outer differentiation: assemble them through the dispatcher
+        block = [np.zeros(shape) if r[i] is None else r[i] for r in rows]
+        stacked = call(np.stack, block) if block else np.zeros((0, *shape))
+        out.append(call(np.reshape, stacked, y_arr.shape + shape))
     return tuple(out)
 
 

@@ -184,12 +184,13 @@ def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chu
             sets = [tuple(_basis(a, j) if m == i else None for m, _ in enumerate(args))
                     for j in range(start, min(start + chunk, n))]
             y, dots = _push(f, args, sets, kwargs)
-            y_shape = np.shape(y)
-            columns += [np.asarray(d) for d in dots]
+            y_shape = np.shape(unbox_all(y))
+            columns += dots
         if y_shape is None:
-            y_shape = np.shape(f(*args, **kwargs))
-        stacked = np.stack(columns, axis=-1) if columns else np.zeros((*y_shape, 0))
-        out.append(np.reshape(stacked, (*y_shape, *np.shape(a))))
+            y_shape = np.shape(unbox_all(f(*args, **kwargs)))
+        # columns may be traced by an outer differentiation: assemble them through the dispatcher
+        stacked = _dispatch.call(np.stack, columns, -1) if columns else np.zeros((*y_shape, 0))
+        out.append(_dispatch.call(np.reshape, stacked, (*y_shape, *np.shape(unbox_all(a)))))
     return tuple(out)
 
 

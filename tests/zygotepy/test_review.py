@@ -466,18 +466,12 @@ def test_rule_registered_for_a_classmethod_is_used():
 # ============================================================================================
 # SILENT GRADIENT DROPS
 # ============================================================================================
-@bug(
-    "_api.reverse_jacobian (and _forward._jacobian_forward) call np.asarray on boxes; Box forwards "
-    "__array_interface__ (_box._getattr) so the box is silently stripped")
 def test_jacobian_inside_gradient_keeps_the_closure_gradient():
     x0 = np.array([0.5, -1.0])
     (g,) = zp.gradient(lambda x: np.sum(zp.jacobian(lambda y: y * x, np.ones(2))[0]), x0)
     np.testing.assert_allclose(g, np.ones(2))
 
 
-@bug(
-    "hessian = jacobian(gradient): same np.asarray(box) strip in _forward._jacobian_forward; gradient"
-    " w.r.t. a closed-over scale is None")
 def test_hessian_inside_gradient_keeps_the_closure_gradient():
     x0 = np.array([0.3, 0.4])
     (g,) = zp.gradient(lambda a: np.trace(zp.hessian(lambda v: a * np.sum(v ** 3), x0)), 2.0)
