@@ -128,7 +128,7 @@ def run(cfg: Config) -> Section:
             "zygotepy faster than torch eager",
             "-"
             if zp_time is None or torch_time is None
-            else f"zygotepy / torch = {zp_time / torch_time:.2f}",
+            else f"zygotepy / torch = {zp_time / torch_time:.3f}",
             None if zp_time is None or torch_time is None else zp_time < torch_time,
         )
     )

@@ -13,11 +13,13 @@ called as they are (operator overloading still sees their arithmetic), with one 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import linecache
 import importlib.util
 import operator
 import os
+import sys
 import types
 import warnings
 import weakref
@@ -82,13 +84,25 @@ def store(container: Any, index: Any, value: Any) -> None:
 
 
 def setitem(x: Any, index: Any, value: Any) -> Any:
-    """``x[index] = value`` for a local name: in place unless a traced array is involved."""
+    """``x[index] = value`` for a local name: in place unless a traced array is involved, then a
+    functional update the name is rebound to (refused if another reference could see the old
+    array: the caller's argument, an alias, a container holding it)."""
     if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
+        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT:
+            raise TypeError(
+                "in-place assignment into an array that is also referenced elsewhere (an argument, "
+                "an alias or a container) cannot be differentiated: the other reference would not "
+                "see the update. Copy it first (`x = x.copy()`) or build a new array.")
         from rulescore.rules.indexing import setindex
 
         return _dispatch.call(setindex, x, index, value)
     x[index] = value
     return x
+
+
+#: References to an array held only by one local name, seen from inside ``setitem``: the
+#: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
+_LOCAL_ONLY_REFCOUNT = 3
 
 
 HELPERS: dict[str, Any] = {"_zp_call": _dispatch.call, "_zp_slice": slice,
@@ -105,7 +119,49 @@ def _call(like: ast.AST, func: ast.expr, *args: ast.expr) -> ast.Call:
     return ast.copy_location(ast.Call(func=_name("_zp_call", like), args=[func, *args], keywords=[]), like)
 
 
+def _scope_nodes(body: list[ast.AST]) -> list[ast.AST]:
+    """The nodes of one function scope (nested functions, classes and lambdas not entered)."""
+    out, stack = [], list(body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _local_names(func: ast.AST) -> set[str]:
+    """Names local to a function: stores into them may be rebound (functional updates)."""
+    args: ast.arguments = func.args  # type: ignore[attr-defined]
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    declared: set[str] = set()
+    body = func.body if isinstance(func.body, list) else [func.body]  # type: ignore[attr-defined]
+    for node in _scope_nodes(body):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names - declared
+
+
 class _Rewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.scopes: list[set[str]] = []
+
+    def _visit_scope(self, node: ast.AST) -> ast.AST:
+        self.scopes.append(_local_names(node))
+        self.generic_visit(node)
+        self.scopes.pop()
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_scope
+
+    def _local(self, name: str) -> bool:
+        return bool(self.scopes) and name in self.scopes[-1]
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in _LEFT_ALONE:
@@ -138,7 +194,8 @@ class _Rewriter(ast.NodeTransformer):
             value = self.visit(node.value)
             container = self.visit(target.value)
             index = _index_expr(self.visit(target.slice))
-            if isinstance(target.value, ast.Name):  # x[i] = v  ->  x = setitem(x, i, v)
+            if isinstance(target.value, ast.Name) and self._local(target.value.id):
+                # x[i] = v  ->  x = setitem(x, i, v)
                 new = ast.Call(func=_name("_zp_setitem", node), args=[container, index, value], keywords=[])
                 return ast.copy_location(
                     ast.Assign(targets=[ast.Name(id=target.value.id, ctx=ast.Store())],
@@ -149,15 +206,29 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        self.generic_visit(node)
-        if not isinstance(node.target, ast.Name) or type(node.op) not in _INPLACE:
+        target = node.target
+        if type(node.op) not in _INPLACE:
+            self.generic_visit(node)
             return node
         op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
-        new = ast.Call(func=_name("_zp_inplace", node),
-                       args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
-                             _name(node.target.id, node), node.value], keywords=[])
-        return ast.copy_location(ast.Assign(targets=[ast.Name(id=node.target.id, ctx=ast.Store())],
-                                            value=ast.copy_location(new, node)), node)
+
+        def update(current: ast.expr) -> ast.Call:
+            return ast.copy_location(ast.Call(
+                func=_name("_zp_inplace", node),
+                args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
+                      current, self.visit(node.value)], keywords=[]), node)
+
+        if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
+            return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
+                                                value=update(_name(target.id, node))), node)
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and self._local(target.value.id):  # x[i] += v -> x[i] = inplace(x[i], v)
+            read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+                                                   slice=copy.deepcopy(target.slice), ctx=ast.Load()), node)
+            store = ast.copy_location(ast.Assign(targets=[target], value=update(self.visit(read))), node)
+            return self.visit_Assign(store)
+        self.generic_visit(node)
+        return node
 
 
 def _index_expr(index: ast.expr) -> ast.expr:
@@ -281,8 +352,6 @@ def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
 
 
 def _copy(node: ast.AST) -> ast.AST:
-    import copy
-
     return copy.deepcopy(node)
 
 

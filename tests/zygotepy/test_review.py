@@ -412,9 +412,6 @@ def test_setitem_with_repeated_integer_index_is_right_or_refused():
     np.testing.assert_allclose(g, [0.0, 1.0, 0.0])
 
 
-@bug(
-    "_transform.visit_Assign rewrites y[i] = v into y = setindex(...), so an alias z of the same "
-    "array keeps the old value: value and gradient differ from plain Python")
 def test_setitem_through_an_alias_is_right_or_refused():
     def f(x):
         y = np.zeros(2)
@@ -433,9 +430,6 @@ def test_setitem_through_an_alias_is_right_or_refused():
 G_BUF = np.zeros(2)
 
 
-@bug(
-    "_transform.visit_Assign turns `G[i] = v` on a `global G` into `G = setindex(G, i, v)`: the "
-    "module global is replaced by a Box that outlives the trace")
 def test_setitem_on_a_declared_global_does_not_replace_the_global_with_a_box():
     def f(x):
         global G_BUF
@@ -575,9 +569,6 @@ def test_sum_over_a_user_iterable_object():
 _CACHE = {}
 
 
-@bug(
-    "_transform._Rewriter.visit_Assign rewrites `name[k] = v` into a rebinding `name = setitem(name, "
-    "k, v)`, making a global/closure name local: UnboundLocalError")
 def test_subscript_store_into_a_global_dict():
     def f(x):
         _CACHE["calls"] = 1
@@ -586,8 +577,6 @@ def test_subscript_store_into_a_global_dict():
     assert zp.gradient(f, 1.0) == (2.0,)
 
 
-@bug(
-    "same rewrite as above on a closure variable: UnboundLocalError")
 def test_subscript_store_into_a_closure_list():
     buf = [0.0, 0.0]
 
@@ -598,9 +587,6 @@ def test_subscript_store_into_a_closure_list():
     assert zp.gradient(g, 1.0) == (3.0,)
 
 
-@bug(
-    "stdlib code is rewritten too (only numpy/scipy are skipped): re._compile does `_cache[key] = p` "
-    "on a module global -> UnboundLocalError inside re.compile")
 def test_re_compile_inside_differentiated_code():
     def f(x):
         n = int(re.match(r"(\d)", "3").group(1))
@@ -609,9 +595,6 @@ def test_re_compile_inside_differentiated_code():
     assert zp.gradient(f, 0.5) == (3.0,)
 
 
-@bug(
-    "threading.Thread.start is rewritten and does `_limbo[self] = self` on a module global -> "
-    "UnboundLocalError (stdlib rewritten + global subscript store bug)")
 def test_thread_started_inside_differentiated_code():
     def f(x):
         out = []
@@ -643,9 +626,6 @@ def test_rule_call_on_an_object_with_a_reference_cycle():
     assert zp.gradient(f, 0.5) == (2.0,)
 
 
-@bug(
-    "_transform.visit_AugAssign only rewrites Name targets; `y[i] += v` runs natively and "
-    "ndarray.__setitem__(box) fails with 'setting an array element with a sequence'")
 def test_augmented_subscript_assignment_on_a_plain_local_array():
     def f(x):
         y = np.zeros(3)
@@ -656,9 +636,6 @@ def test_augmented_subscript_assignment_on_a_plain_local_array():
     assert zp.gradient(f, 0.7) == (3.0,)
 
 
-@bug(
-    "`y[i] *= v` on a traced local is not rewritten (visit_AugAssign): Box.__setitem__ raises, and "
-    "its message wrongly says local-name stores are rewritten")
 def test_augmented_subscript_assignment_on_a_traced_local_array():
     def f(x):
         y = x * 1.0
@@ -804,9 +781,6 @@ def test_nested_ad_emits_no_spurious_warning(tmp_path):
     assert done.returncode == 0, done.stderr.strip().splitlines()[-1]
 
 
-@bug(
-    "_box.__setitem__ says stores on a local name are rewritten, but the augmented form `y[i] += v` "
-    "is not: the error contradicts what the user wrote")
 def test_error_for_augmented_subscript_store_is_not_self_contradictory():
     def f(x):
         y = x * 1.0
