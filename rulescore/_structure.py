@@ -55,7 +55,8 @@ def rebuild(x: Any, updates: dict[Any, Any]) -> Any:
     """
     cls = type(x)
     if is_namedtuple_type(cls):
-        return x._replace(**updates)
+        fields = cls._fields
+        return x._replace(**{fields[k] if isinstance(k, int) else k: v for k, v in updates.items()})
     if isinstance(x, (tuple, list)):
         items = list(x)
         for i, v in updates.items():

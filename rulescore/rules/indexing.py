@@ -39,7 +39,7 @@ import numpy as np
 
 from rulescore._arithmetic import is_zero
 from rulescore._helpers import non_differentiable
-from rulescore._projection import project
+from rulescore._projection import project, unbroadcast
 from rulescore._registry import frule, rrule
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
@@ -146,8 +146,22 @@ def setindex(x: Any, index: Any, value: Any) -> Any:
     """
     x = np.asarray(x)
     out = np.array(x, dtype=np.result_type(x.dtype, np.asarray(value).dtype), copy=True)
-    out[_plain_index(index)] = value
+    index = _plain_index(index)
+    if _repeats(index):
+        raise ValueError("setindex: an integer-array index writes some positions more than once; "
+                         "NumPy keeps only the last write, which has no well-defined derivative here: "
+                         "deduplicate the index first")
+    out[index] = value
     return out
+
+
+def _repeats(index: Any) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [p for p in parts if isinstance(p, np.ndarray) and p.dtype.kind in "iu"]
+    if not arrays:
+        return False
+    flat = np.stack([a.ravel() for a in np.broadcast_arrays(*arrays)], axis=-1)
+    return len(np.unique(flat, axis=0)) < len(flat)
 
 
 def _kept_mask(x: Any, index: Any) -> Any:
@@ -162,8 +176,11 @@ def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
         ybar = unthunk(ybar)
         if is_zero(ybar):
             return NoTangent(), ZeroTangent(), NoTangent(), ZeroTangent()
-        return (NoTangent(), project(x, ybar * _kept_mask(x, index)), NoTangent(),
-                project(value, ybar[_plain_index(index)]))
+        vbar = ybar[_plain_index(index)]
+        shape = np.shape(value)
+        if np.shape(vbar) != shape:  # the value was broadcast into the selection: sum it back
+            vbar = np.sum(vbar) if not shape else unbroadcast(vbar, shape)
+        return NoTangent(), project(x, ybar * _kept_mask(x, index)), NoTangent(), project(value, vbar)
 
     return y, setindex_pullback
 
