@@ -168,6 +168,11 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
+    dunders = OPERATOR_DUNDERS.get(fn) if tf is types.BuiltinFunctionType else None
+    if dunders is not None:
+        result = _user_operator(dunders, args)
+        if result is not _NOT_USER:
+            return result
     if ADJOINTS.active and not levels[-1].forward:
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
@@ -201,6 +206,61 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
     if trace is None or fn in STRUCTURAL or _user_class(fn):
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+#: Operators whose operands may be user classes defining them in Python: those methods are
+#: differentiated through (as Zygote does) rather than given the numeric rules.
+OPERATOR_DUNDERS: dict[Any, tuple[str, str | None]] = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.abs: ("__abs__", None),
+    abs: ("__abs__", None),
+}
+_NOT_USER: Any = object()
+_PYTHON_DUNDERS: dict[tuple[type, str], Any] = {}
+_NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
+
+
+def _python_dunder(cls: type, name: str) -> Any:
+    """The Python-level ``name`` method of a user class, or ``None`` (cached)."""
+    key = (cls, name)
+    try:
+        return _PYTHON_DUNDERS[key]
+    except KeyError:
+        pass
+    method = None
+    if cls not in _NUMERIC_TYPES and not issubclass(cls, (np.ndarray, np.generic)):
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                candidate = klass.__dict__[name]
+                method = candidate if isinstance(candidate, types.FunctionType) else None
+                break
+    _PYTHON_DUNDERS[key] = method
+    return method
+
+
+def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> Any:
+    forward, reflected = dunders
+    a = args[0]
+    ta = type(a._zp_value) if type(a) is Box else type(a)
+    if ta is not float and ta is not np.ndarray and ta is not Box:
+        method = _python_dunder(type(unbox_all(a)), forward)
+        if method is not None:
+            result = call(method, *args)
+            if result is not NotImplemented:
+                return result
+    if reflected is not None and len(args) == 2:
+        b = args[1]
+        tb = type(b._zp_value) if type(b) is Box else type(b)
+        if tb is not float and tb is not np.ndarray:
+            method = _python_dunder(type(unbox_all(b)), reflected)
+            if method is not None:
+                result = call(method, b, a)
+                if result is not NotImplemented:
+                    return result
+    return _NOT_USER
 
 
 def _is_param(levels: tuple[Trace, ...], x: Any) -> bool:
