@@ -200,7 +200,7 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
                 if rule is not None:
                     return apply_rule(RRULES, rule, fn, args, kwargs, trace)
     if recurse:
-        target = _transform.python_target(fn)
+        target = _transform.python_target(fn, levels[-1].with_params)
         if target is not None:
             return target(*args, **kwargs)
     if trace is None or fn in STRUCTURAL or _user_class(fn):

@@ -25,6 +25,8 @@ import warnings
 import weakref
 from typing import Any
 
+import numpy as np
+
 from zygotepy import _dispatch
 from zygotepy._trace import LEVELS, Box
 
@@ -105,7 +107,19 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 _LOCAL_ONLY_REFCOUNT = 3
 
 
-HELPERS: dict[str, Any] = {"_zp_call": _dispatch.call, "_zp_slice": slice,
+def param(x: Any) -> Any:
+    """The box of an implicit parameter, for the array ``x`` read by an attribute (``W.T``) or an
+    iteration (``for row in W``) that no call sees; anything else unchanged."""
+    if type(x) is np.ndarray:
+        levels = LEVELS.get()
+        if levels and levels[-1].with_params:
+            for trace in reversed(levels):
+                if trace.params.get(id(x)) is x:
+                    return trace.param_box(x)
+    return x
+
+
+HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
                            "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
                            "_zp_getitem": operator.getitem}
 HELPERS.update({f"_zp_op_{op.__name__}": op for op in [*_OPERATORS.values(), *_INPLACE.values()]})
@@ -148,8 +162,34 @@ def _local_names(func: ast.AST) -> set[str]:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
+    """Routes calls, operators and subscripts to the dispatcher; with ``params``, also passes the
+    objects of attribute loads, iterations and unpackings through ``param`` (implicit parameters
+    are arrays the code may reach without any call)."""
+
+    def __init__(self, params: bool) -> None:
         self.scopes: list[set[str]] = []
+        self.params = params
+
+    def _param(self, node: ast.expr) -> ast.expr:
+        if not self.params:
+            return node
+        return ast.copy_location(ast.Call(func=_name("_zp_param", node), args=[node], keywords=[]), node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            node.value = self._param(node.value)
+        return node
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = self._param(node.iter)
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = self._param(node.iter)
+        return node
 
     def _visit_scope(self, node: ast.AST) -> ast.AST:
         self.scopes.append(_local_names(node))
@@ -203,6 +243,8 @@ class _Rewriter(ast.NodeTransformer):
             new = ast.Call(func=_name("_zp_store", node), args=[container, index, value], keywords=[])
             return ast.copy_location(ast.Expr(value=ast.copy_location(new, node)), node)
         self.generic_visit(node)
+        if isinstance(target, (ast.Tuple, ast.List)):  # a, b = W unpacks rows of a parameter
+            node.value = self._param(node.value)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -297,13 +339,13 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
 
 
 # -- compiling the rewritten function -------------------------------------------------------------
-_BY_CODE: dict[types.CodeType, types.CodeType | None] = {}
+_BY_CODE: dict[tuple[types.CodeType, bool], types.CodeType | None] = {}
 _GENERATED: set[types.CodeType] = set()
-_BY_FUNCTION: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_BY_FUNCTION = (weakref.WeakKeyDictionary[Any, Any](), weakref.WeakKeyDictionary[Any, Any]())
 _WARNED: set[types.CodeType] = set()
 
 
-def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
+def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     code = fn.__code__
     if code.co_flags & _UNREWRITABLE_FLAGS:
         return None
@@ -312,7 +354,7 @@ def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
         _warn_no_source(fn)
         return None
     node, cls = found
-    node = _Rewriter().visit(_copy(node))
+    node = _Rewriter(params).visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
         func: ast.AST = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
@@ -384,19 +426,22 @@ def _warn_no_source(fn: types.FunctionType) -> None:
         ZygoteWarning, stacklevel=5)
 
 
-def transformed(fn: types.FunctionType) -> Any:
-    """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten)."""
+def transformed(fn: types.FunctionType, params: bool = False) -> Any:
+    """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten); with
+    ``params``, the variant that also sees implicit parameters reached without a call."""
+    cache = _BY_FUNCTION[params]
     try:
-        return _BY_FUNCTION[fn]
+        return cache[fn]
     except KeyError:
         pass
     code = fn.__code__
     if code in _GENERATED:
         result: Any = fn
     else:
-        if code not in _BY_CODE:
-            _BY_CODE[code] = _rewrite(fn)
-        new = _BY_CODE[code]
+        key = (code, params)
+        if key not in _BY_CODE:
+            _BY_CODE[key] = _rewrite(fn, params)
+        new = _BY_CODE[key]
         if new is None:
             result = fn
         else:
@@ -405,7 +450,7 @@ def transformed(fn: types.FunctionType) -> Any:
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    _BY_FUNCTION[fn] = result
+    cache[fn] = result
     return result
 
 
@@ -419,14 +464,14 @@ def _skipped(fn: Any) -> bool:
     return module.split(".", 1)[0] in _SKIP_MODULES
 
 
-def python_target(fn: Any) -> Any:
+def python_target(fn: Any, params: bool = False) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is types.FunctionType:
         filename = fn.__code__.co_filename
         if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        return None if _skipped(fn) else transformed(fn)
+        return None if _skipped(fn) else transformed(fn, params)
     if tf is type:
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
