@@ -56,8 +56,8 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 
 #: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
-_UNREWRITABLE_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-                       | inspect.CO_ITERABLE_COROUTINE)
+#: Coroutines run outside the differentiation's control flow: they are called as they are.
+_UNREWRITABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 class ZygoteWarning(UserWarning):
@@ -348,6 +348,7 @@ _WARNED: set[types.CodeType] = set()
 def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     code = fn.__code__
     if code.co_flags & _UNREWRITABLE_FLAGS:
+        _warn_no_source(fn, "not rewritten (a coroutine)")
         return None
     found = _find_node(fn)
     if found is None:
@@ -415,15 +416,15 @@ def _collect_generated(code: types.CodeType) -> None:
             _collect_generated(const)
 
 
-def _warn_no_source(fn: types.FunctionType) -> None:
+def _warn_no_source(fn: types.FunctionType, why: str = "no source") -> None:
     code = fn.__code__
     if code in _WARNED or (code.co_name.startswith("__") and code.co_name.endswith("__")):
         return  # generated dunders (dataclasses, namedtuples) only assign: nothing to see
     _WARNED.add(code)
     warnings.warn(
-        f"zygotepy: no source for {code.co_qualname} ({code.co_filename}); it is differentiated by "
-        "operator overloading only, so rules registered for functions it calls are not used",
-        ZygoteWarning, stacklevel=5)
+        f"zygotepy: {why} for {code.co_qualname} ({code.co_filename}); it is differentiated by "
+        "operator overloading only, so rules registered for functions it calls (and implicit "
+        "parameters it reads) are not seen", ZygoteWarning, stacklevel=5)
 
 
 def transformed(fn: types.FunctionType, params: bool = False) -> Any:
