@@ -317,7 +317,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
     return best
 
 
-def _scan(x: Any, deep: bool) -> Trace | None:
+def _scan(x: Any, deep: bool, seen: set[int] | None = None) -> Trace | None:
     t = type(x)
     if t is Box:
         return x._zp_trace  # type: ignore[no-any-return]
@@ -329,15 +329,19 @@ def _scan(x: Any, deep: bool) -> Trace | None:
         items = rc.fields_of(x).values() if hasattr(x, "__dict__") or hasattr(x, "__slots__") else ()
     else:
         return None
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return None  # an object graph with a cycle
+    seen.add(id(x))
     best: Trace | None = None
     for v in items:
-        tr = _scan(v, deep)
+        tr = _scan(v, deep, seen)
         if tr is not None and (best is None or tr.level > best.level):
             best = tr
     return best
 
 
-def unbox(x: Any, trace: Trace) -> tuple[Any, Any]:
+def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]:
     """``(primal for this level, route)``: route is the box, a list of ``(path, box)`` for boxes
     inside a container or object, or ``None`` when no box of ``trace`` is inside."""
     t = type(x)
@@ -352,10 +356,14 @@ def unbox(x: Any, trace: Trace) -> tuple[Any, Any]:
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return x, None  # an object graph with a cycle: each object is visited once
+    seen.add(id(x))
     updates: dict[Any, Any] = {}
     routes: list[tuple[tuple[Any, ...], Box]] = []
     for key, v in pairs:
-        p, r = unbox(v, trace)
+        p, r = unbox(v, trace, seen)
         if r is None:
             continue
         updates[key] = p

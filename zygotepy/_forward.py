@@ -23,21 +23,25 @@ from zygotepy import _dispatch
 from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
 
 
-def _tangent_of(x: Any, trace: Trace, k: int) -> Any:
+def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> Any:
     """The k-th direction's tangent of an argument (boxes inside containers and objects)."""
     t = type(x)
     if t is Box:
         return x._zp_tangents[k] if x._zp_trace is trace else ZeroTangent()
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return ZeroTangent()  # an object graph with a cycle: each object is visited once
+    seen.add(id(x))
     if t is tuple or t is list or t is dict:
         items = list(x.items()) if t is dict else list(enumerate(x))
-        parts = {key: _tangent_of(v, trace, k) for key, v in items}
+        parts = {key: _tangent_of(v, trace, k, seen) for key, v in items}
         if all(rc.is_zero(p) for p in parts.values()):
             return ZeroTangent()
         return rc.Tangent[dict](parts) if t is dict else rc.Tangent[t](*parts.values())
     if isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x) \
             or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
         return ZeroTangent()
-    fields = {name: _tangent_of(v, trace, k) for name, v in fields_of(x).items()}
+    fields = {name: _tangent_of(v, trace, k, seen) for name, v in fields_of(x).items()}
     if all(rc.is_zero(p) for p in fields.values()):
         return ZeroTangent()
     return rc.Tangent[type(x)](**fields)
@@ -74,14 +78,18 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
     return check_frule_result(rule, fn, primals, out) if checks_enabled() else out
 
 
-def _directions(args: Any, trace: Trace) -> int:
+def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
+    seen = set() if seen is None else seen
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
             return len(a._zp_tangents)
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
         if type(a) in (tuple, list, dict) or not isinstance(a, (np.ndarray, np.generic, int, float)):
             for v in (a.values() if type(a) is dict else a if isinstance(a, (tuple, list))
                       else fields_of(a).values() if hasattr(a, "__dict__") else ()):
-                n = _directions((v,), trace)
+                n = _directions((v,), trace, seen)
                 if n:
                     return n
     return 0

@@ -598,9 +598,6 @@ class _Node:
             parent.children.append(self)
 
 
-@bug(
-    "_dispatch._scan / unbox recurse into object fields without a visited set: isinstance/len (rules)"
-    " on an object graph with a cycle -> RecursionError")
 def test_rule_call_on_an_object_with_a_reference_cycle():
     def f(x):
         root = _Node(1.0)
