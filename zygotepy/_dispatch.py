@@ -32,7 +32,7 @@ from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace
 STRUCTURAL = frozenset({
     list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
     issubclass, hasattr, setattr, callable, id, super, object, slice, vars, dir, iter,
-    types.SimpleNamespace,
+    types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
 })
 CONTAINERS = (tuple, list, dict)
 MUTABLE_CONTAINERS = (list, dict, set)

@@ -268,8 +268,17 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     builtins.oct, builtins.ascii,
 )
 
+#: ``sum``/``min``/``max`` rules see inside lists, tuples, arrays and numbers; other iterables
+#: (generators, user containers) are iterated by Python, so an engine sees each element.
+REDUCTION_TYPES: dict[Any, tuple[type, ...]] = {
+    builtins.sum: (list, tuple, np.ndarray),
+    builtins.max: (list, tuple, np.ndarray, int, float, complex, np.generic),
+    builtins.min: (list, tuple, np.ndarray, int, float, complex, np.generic),
+}
+
 for _f, (_r, _fr) in RULES.items():
-    rrule.register(_f)(_r)
-    frule.register(_f)(_fr)
+    _types = (REDUCTION_TYPES[_f],) if _f in REDUCTION_TYPES else ()
+    rrule.register(_f, *_types)(_r)
+    frule.register(_f, *_types)(_fr)
 for _f in NON_DIFFERENTIABLE:
     non_differentiable(_f)

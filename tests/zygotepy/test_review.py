@@ -541,9 +541,6 @@ class _Pair:
         return iter((self.a, self.b))
 
 
-@bug(
-    "innermost(deep=True) finds the boxes inside the object, so sum_rrule runs on it and returns "
-    "NoTangent for a non-list iterable (rulescore builtins.sum_rrule)")
 def test_sum_over_a_user_iterable_object():
     check(lambda x: sum(_Pair(x, x * x)), 0.7)
 

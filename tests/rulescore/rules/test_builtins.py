@@ -131,10 +131,10 @@ def test_max_with_key_and_default() -> None:
 def test_max_of_an_array_and_a_generator() -> None:
     bar = _pullback(max, np.array([1.0, 4.0, 2.0]))[1]
     assert np.array_equal(bar, [0.0, 1.0, 0.0])
-    y, back = rc.rrule(max, (v for v in [1.0, 2.0]))
-    assert y == 2.0 and back(1.0) == (rc.NoTangent(), rc.NoTangent())
-    y, back = rc.rrule(sum, (v for v in [1.0, 2.0]))
-    assert y == 3.0 and back(1.0) == (rc.NoTangent(), rc.NoTangent())
+    # no rule for a generator (or any other iterable): the engine lets Python iterate it, so each
+    # element's own operations are differentiated instead of the result being dropped
+    assert rc.rrule(max, (v for v in [1.0, 2.0])) is None
+    assert rc.rrule(sum, (v for v in [1.0, 2.0])) is None
 
 
 def test_sum_with_start_and_broadcasting() -> None:
