@@ -26,7 +26,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, is_active, unbox_all
+from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({

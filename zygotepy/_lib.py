@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._zeros import NoTangent, ZeroTangent
 import rulescore as rc
-
+from rulescore._zeros import NoTangent, ZeroTangent
 from zygotepy._adjoint import adjoint
 from zygotepy._api import _assemble, _box_args, _seeds, pullback
 from zygotepy._backward import backward

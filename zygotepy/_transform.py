@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.util
 import inspect
 import linecache
-import importlib.util
 import operator
 import os
 import sys

@@ -39,7 +39,7 @@ import numpy as np
 
 from rulescore._arithmetic import is_zero
 from rulescore._helpers import non_differentiable, scalar_rule
-from rulescore._projection import project
+from rulescore._projection import project, unbroadcast
 from rulescore._registry import frule, rrule
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
@@ -1193,14 +1193,129 @@ _RANDOM_FUNCTIONS = (
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.argwhere,
     np.flatnonzero, np.searchsorted, np.lexsort, np.unravel_index, np.ravel_multi_index,
-    np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.zeros, np.ones, np.empty, np.full,
-    np.eye, np.identity, np.tri, np.arange, np.linspace, np.logspace, np.geomspace, np.indices,
+    np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
+    np.eye, np.identity, np.tri, np.logspace, np.geomspace, np.indices,
     np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
     np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
     *(getattr(np.random, name) for name in _RANDOM_FUNCTIONS if hasattr(np.random, name)),
 )
+
+
+# -- constructors whose values depend on an argument: full, full_like, linspace, arange -----------
+
+
+def _filled(args: tuple[Any, ...], kwargs: dict[str, Any], position: int) -> Any:
+    return args[position] if len(args) > position else kwargs["fill_value"]
+
+
+def _fill_rules(f: Any, position: int) -> tuple[Any, Any]:
+    """``np.full(shape, v)`` / ``np.full_like(a, v)``: every entry is ``v``, so ``vbar = sum(ybar)``."""
+
+    def fill_rrule(*args: Any, **kwargs: Any) -> Any:
+        y = f(*args, **kwargs)
+        value = _filled(args, kwargs, position)
+
+        def fill_pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            # full's shape has no tangent space; full_like's array is differentiable, values unused
+            first = ZeroTangent() if f is np.full_like else NoTangent()
+            if is_zero(ybar):
+                return (NoTangent(), first, *(ZeroTangent() for _ in args[1:]))
+            vbar = np.sum(ybar) if np.ndim(value) == 0 else unbroadcast(ybar, np.shape(value))
+            return (NoTangent(), first, *((project(value, vbar) if i == position else NoTangent())
+                                         for i in range(1, len(args))))
+
+        return y, fill_pullback
+
+    def fill_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        y = f(*args, **kwargs)
+        vdot = unthunk(tangents[1 + position]) if len(args) > position else ZeroTangent()
+        if is_zero(vdot):
+            return y, ZeroTangent()
+        return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
+
+    return fill_rrule, fill_frule
+
+
+def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
+    """``start + (stop - start) * t`` for fixed fractions ``t``: linear in both endpoints."""
+    if kwargs.get("retstep"):
+        raise TypeError("numpy.linspace: retstep=True is not supported under differentiation")
+    y = np.linspace(start, stop, num, **kwargs)
+    t = np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True))
+
+    def linspace_pullback(ybar: Any) -> Any:
+        ybar = unthunk(ybar)
+        if is_zero(ybar):
+            return NoTangent(), ZeroTangent(), ZeroTangent(), NoTangent()
+        tt = np.reshape(t, (-1,) + (1,) * (np.ndim(ybar) - 1))
+        sbar, ebar = np.sum(ybar * (1 - tt), axis=0), np.sum(ybar * tt, axis=0)
+        return (NoTangent(), project(start, sbar if np.ndim(start) else np.sum(sbar)),
+                project(stop, ebar if np.ndim(stop) else np.sum(ebar)), NoTangent())
+
+    return y, linspace_pullback
+
+
+def linspace_frule(tangents: Any, start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
+    y = np.linspace(start, stop, num, **kwargs)
+    sdot, edot = unthunk(tangents[1]), unthunk(tangents[2])
+    if is_zero(sdot) and is_zero(edot):
+        return y, ZeroTangent()
+    t = np.reshape(np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True)),
+                   (-1,) + (1,) * (np.ndim(y) - 1))
+    s = 0.0 if is_zero(sdot) else sdot
+    e = 0.0 if is_zero(edot) else edot
+    return y, project(y, s * (1 - t) + e * t + np.zeros_like(y))
+
+
+def _arange_parts(args: tuple[Any, ...]) -> tuple[Any, Any]:
+    """(start, step) of ``np.arange(*args)``: the values are ``start + k * step``."""
+    if len(args) == 1:
+        return 0, 1
+    return args[0], (args[2] if len(args) > 2 else 1)
+
+
+def arange_rrule(*args: Any, **kwargs: Any) -> Any:
+    y = np.arange(*args, **kwargs)
+    k = np.arange(len(y))
+
+    def arange_pullback(ybar: Any) -> Any:
+        ybar = unthunk(ybar)
+        out: list[Any] = [NoTangent()] * (1 + len(args))
+        if is_zero(ybar) or y.dtype.kind not in "fc":
+            return tuple(out)
+        if len(args) == 1:
+            out[1] = ZeroTangent()  # stop alone only sets the length
+            return tuple(out)
+        out[1] = project(args[0], np.sum(ybar))  # stop (out[2]) only sets the length: NoTangent
+        if len(args) > 2:
+            out[3] = project(args[2], np.sum(ybar * k))
+        return tuple(out)
+
+    return y, arange_pullback
+
+
+def arange_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.arange(*args, **kwargs)
+    if y.dtype.kind not in "fc" or len(args) == 1:
+        return y, ZeroTangent() if y.dtype.kind in "fc" else NoTangent()
+    sdot = unthunk(tangents[1])
+    hdot = unthunk(tangents[3]) if len(args) > 2 else ZeroTangent()
+    if is_zero(sdot) and is_zero(hdot):
+        return y, ZeroTangent()
+    k = np.arange(len(y))
+    return y, project(y, (0.0 if is_zero(sdot) else sdot) + (0.0 if is_zero(hdot) else hdot) * k)
+
+
+#: ``{constructor: (rrule, frule)}`` for constructors whose values depend on an argument.
+CONSTRUCTORS: dict[Any, tuple[Any, Any]] = {
+    np.full: _fill_rules(np.full, 1),
+    np.full_like: _fill_rules(np.full_like, 1),
+    np.linspace: (linspace_rrule, linspace_frule),
+    np.arange: (arange_rrule, arange_frule),
+}
 
 
 #: NumPy scalar types called as constructors (``np.float64(x)``): the derivative is 1 (projected).
@@ -1222,6 +1337,9 @@ def _register() -> None:
         non_differentiable(f)
     for t in SCALAR_TYPES:
         scalar_rule(t, lambda x: 1.0)
+    for f, (r, fr) in CONSTRUCTORS.items():
+        rrule.register(f)(r)
+        frule.register(f)(fr)
 
 
 _register()

@@ -520,9 +520,6 @@ def test_implicit_param_iteration_and_unpacking():
     np.testing.assert_allclose(zp.gradient(unpacked, zp.params(B))[B], B[::-1])
 
 
-@bug(
-    "rulescore/rules/shape.py NON_DIFFERENTIABLE lists np.full, np.full_like, np.linspace, "
-    "np.logspace, np.arange: a traced fill value / endpoint gets zero gradient")
 @pytest.mark.parametrize("f, x", [
     (lambda x: np.sum(np.full(3, x)), 0.7),
     (lambda x: np.sum(np.full_like(np.ones(3), x)), 0.7),

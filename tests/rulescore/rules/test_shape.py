@@ -270,10 +270,10 @@ _NONDIFF_CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = [
     (np.searchsorted, (np.array([0.0, 1.0, 2.0]), S.scalars()), {}), (np.lexsort, (A((2, 3)),), {}),
     (np.unravel_index, (4, (2, 3)), {}), (np.ravel_multi_index, (([0, 1], [1, 2]), (2, 3)), {}),
     (np.zeros_like, (A((2,)),), {}), (np.ones_like, (A((2,), F32),), {}), (np.empty_like, (A((0,)),), {}),
-    (np.full_like, (A((2,)), S.scalars()), {}), (np.zeros, ((2, 3),), {}), (np.ones, (3,), {}),
-    (np.empty, ((0,),), {}), (np.full, ((2,), S.scalars()), {}), (np.eye, (3,), {}),
-    (np.identity, (2,), {}), (np.tri, (3,), {}), (np.arange, (5,), {}),
-    (np.linspace, (S.scalars(), S.scalars(), 4), {}), (np.logspace, (S.scalars(), 1.0, 3), {}),
+    (np.zeros, ((2, 3),), {}), (np.ones, (3,), {}),
+    (np.empty, ((0,),), {}), (np.eye, (3,), {}),
+    (np.identity, (2,), {}), (np.tri, (3,), {}),
+    (np.logspace, (S.scalars(), 1.0, 3), {}),
     (np.geomspace, (1.0, 10.0, 3), {}), (np.indices, ((2, 3),), {}),
     (np.isclose, (A((2,)), A((2,))), {}), (np.allclose, (A((2,)), A((2,))), {}),
     (np.array_equal, (A((2,)), A((2,))), {}), (np.array_equiv, (A((2,)), A((1,))), {}),
@@ -310,6 +310,17 @@ CASES += [RuleCase(f, args, kw, nondiff=tuple(range(len(args)))) for f, args, kw
 CASES += [
     RuleCase(getattr(np.random, name), args, kw, name=name, nondiff=tuple(range(len(args))))
     for name, (args, kw) in _RANDOM_CASES.items() if hasattr(np.random, name)
+]
+CASES += [
+    RuleCase(np.full, ((2, 3), S.scalars()), nondiff=(0,), name="scalar-fill"),
+    RuleCase(np.full, ((2, 3), S.arrays(shape=(3,))), nondiff=(0,), name="row-fill"),
+    RuleCase(np.full_like, (S.arrays(shape=(2, 2)), S.scalars()), name="fill-like"),
+    RuleCase(np.linspace, (S.scalars(), S.scalars(), 5), nondiff=(2,), name="scalars"),
+    RuleCase(np.linspace, (S.scalars(), S.scalars(), 4), {"endpoint": False}, nondiff=(2,),
+             name="no-endpoint"),
+    RuleCase(np.arange, (S.scalars(0.1, 0.2), 4.55, S.scalars(0.6, 0.62)), nondiff=(1,),
+             name="start-stop-step", max_examples=3),
+    RuleCase(np.arange, (5,), nondiff=(0,), name="int-stop"),
 ]
 CASES += [RuleCase(t, (S.scalars(),), name=t.__name__, rtol=1e-2 if t is np.float16 else None,
                    atol=1e-2 if t is np.float16 else None) for t in (np.float16, np.float32, np.float64)]
