@@ -15,7 +15,10 @@
 
 from __future__ import annotations
 
+import collections
+import copy
 import functools
+import heapq
 import operator
 import types
 from typing import Any
@@ -33,9 +36,13 @@ STRUCTURAL = frozenset({
     list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
     issubclass, hasattr, setattr, callable, id, super, object, slice, vars, dir, iter,
     types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
+    heapq.heappush, heapq.heappop, heapq.heapify, heapq.heappushpop, heapq.heapreplace,
+    collections.deque, copy.copy, operator.itemgetter, operator.attrgetter,
 })
 CONTAINERS = (tuple, list, dict)
-MUTABLE_CONTAINERS = (list, dict, set)
+#: Callable objects that only fetch references (``itemgetter(0)(pair)``).
+_STRUCTURAL_CALLABLES = frozenset({operator.itemgetter, operator.attrgetter})
+MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
 
 
 def _type_of(x: Any, *rest: Any) -> Any:
@@ -203,7 +210,7 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         target = _transform.python_target(fn, levels[-1].with_params)
         if target is not None:
             return target(*args, **kwargs)
-    if trace is None or fn in STRUCTURAL or _user_class(fn):
+    if trace is None or fn in STRUCTURAL or _user_class(fn) or tf in _STRUCTURAL_CALLABLES:
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
 

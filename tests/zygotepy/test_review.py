@@ -703,9 +703,6 @@ def test_checkpointed_under_forward_mode():
     np.testing.assert_allclose(j, np.diag(np.cos(x)))
 
 
-@bug(
-    "C callables that only move references (deque.append, heapq, itemgetter) are refused by "
-    "_dispatch._untraceable; only list/dict/set methods are allowed")
 @pytest.mark.parametrize("f", [
     lambda x: sum(collections.deque([x, 2 * x]))
     + (lambda d: (d.append(3 * x), d[-1])[1])(collections.deque()),
