@@ -169,6 +169,7 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, params: bool) -> None:
         self.scopes: list[set[str]] = []
         self.params = params
+        self.temporaries = 0
 
     def _param(self, node: ast.expr) -> ast.expr:
         if not self.params:
@@ -228,8 +229,36 @@ class _Rewriter(ast.NodeTransformer):
             return node
         return _call(node, _name("_zp_getitem", node), node.value, _index_expr(node.slice))
 
-    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+    def _temporary(self, like: ast.AST) -> str:  # noqa: ARG002
+        self.temporaries += 1
+        return f"_zp_t{self.temporaries}"
+
+    def _split_assign(self, node: ast.Assign) -> list[ast.AST]:
+        """``a[0], a[1] = v`` and ``a[0] = b[1] = v``: one store per target, through temporaries."""
+        tmp = self._temporary(node)
+        stmts: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=node.value)]
+        for target in node.targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                names = [self._temporary(node) for _ in target.elts]
+                unpack = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names], ctx=ast.Store())
+                stmts.append(ast.Assign(targets=[unpack], value=_name(tmp, node)))
+                stmts += [ast.Assign(targets=[elt], value=_name(n, node))
+                          for elt, n in zip(target.elts, names, strict=True)]
+            else:
+                stmts.append(ast.Assign(targets=[target], value=_name(tmp, node)))
+        out: list[ast.AST] = []
+        for stmt in stmts:
+            ast.copy_location(stmt, node)
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
         target = node.targets[0]
+        if (len(node.targets) > 1 or isinstance(target, (ast.Tuple, ast.List))) and any(
+                _stores_into_subscript(t) for t in node.targets) and not any(
+                isinstance(n, ast.Starred) for t in node.targets for n in ast.walk(t)):
+            return self._split_assign(node)
         if len(node.targets) == 1 and isinstance(target, ast.Subscript):
             value = self.visit(node.value)
             container = self.visit(target.value)
@@ -271,6 +300,12 @@ class _Rewriter(ast.NodeTransformer):
             return self.visit_Assign(store)
         self.generic_visit(node)
         return node
+
+
+def _stores_into_subscript(target: ast.AST) -> bool:
+    if isinstance(target, ast.Subscript):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and any(_stores_into_subscript(e) for e in target.elts)
 
 
 def _index_expr(index: ast.expr) -> ast.expr:

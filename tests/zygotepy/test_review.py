@@ -29,11 +29,6 @@ from tests.zygotepy import helpers_module
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def bug(reason):
-    """An open bug: the test asserts the correct behaviour and currently fails."""
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
 def fd(f, x, h=1e-6):
     """Central finite differences of a scalar function of a float or an array."""
     if np.ndim(x) == 0:
@@ -622,9 +617,6 @@ def test_augmented_subscript_assignment_on_a_traced_local_array():
     check(f, np.array([1.0, 2.0, 0.5]))
 
 
-@bug(
-    "visit_Assign only rewrites a single Subscript target; tuple targets and chained targets store a "
-    "box natively: 'setting an array element with a sequence'")
 def test_tuple_and_chained_subscript_targets():
     def f(x):
         y = np.zeros(3)
