@@ -229,17 +229,17 @@ class _Rewriter(ast.NodeTransformer):
             return node
         return _call(node, _name("_zp_getitem", node), node.value, _index_expr(node.slice))
 
-    def _temporary(self, like: ast.AST) -> str:  # noqa: ARG002
+    def _temporary(self) -> str:
         self.temporaries += 1
         return f"_zp_t{self.temporaries}"
 
     def _split_assign(self, node: ast.Assign) -> list[ast.AST]:
         """``a[0], a[1] = v`` and ``a[0] = b[1] = v``: one store per target, through temporaries."""
-        tmp = self._temporary(node)
+        tmp = self._temporary()
         stmts: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=node.value)]
         for target in node.targets:
             if isinstance(target, (ast.Tuple, ast.List)):
-                names = [self._temporary(node) for _ in target.elts]
+                names = [self._temporary() for _ in target.elts]
                 unpack = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names], ctx=ast.Store())
                 stmts.append(ast.Assign(targets=[unpack], value=_name(tmp, node)))
                 stmts += [ast.Assign(targets=[elt], value=_name(n, node))
