@@ -2,8 +2,8 @@
 
 Usage (from the repository root):
 
-    python bench/run.py                    # everything, full measurement (5 to 10 minutes)
-    python bench/run.py --quick            # fewer repeats, smaller big workload (about 3 minutes)
+    python bench/run.py                    # everything, full measurement (about 5 minutes)
+    python bench/run.py --quick            # fewer repeats, smaller big workload (about 2 minutes)
     python bench/run.py --only scalar,mlp  # some workloads
     python bench/run.py --systems hand-written,zygotepy,torch
     python bench/run.py --write-results    # also rewrite the generated part of bench/RESULTS.md

@@ -48,7 +48,9 @@ def checks_enabled() -> bool:
         True
     """
     enabled = _CHECKING.get()
-    return _default() if enabled is None else enabled
+    if enabled is None:
+        enabled = _env_default if _env_default is not None else _default()
+    return enabled
 
 
 @contextlib.contextmanager

@@ -154,16 +154,17 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
     elif tf is types.BuiltinFunctionType:  # also the type of builtin methods
         owner = fn.__self__
-        if type(owner) in MUTABLE_CONTAINERS:
-            return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
-        if isinstance(owner, (np.ndarray, np.generic, float, complex)) and not isinstance(owner, bool):
-            # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
-            fn, args = getattr(type(owner), fn.__name__), (owner, *args)
-            tf = type(fn)
-        else:
+        towner = type(owner)
+        if towner is types.ModuleType or owner is None:  # math.sin, operator.mul, sorted, ...
             special = SPECIAL_FORMS.get(fn)
             if special is not None:
                 return special(*args, **kwargs)
+        elif towner in MUTABLE_CONTAINERS:
+            return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
+        elif towner is np.ndarray or towner is float or towner is complex or isinstance(owner, np.generic):
+            # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
+            fn, args = getattr(towner, fn.__name__), (owner, *args)
+            tf = type(fn)
     elif tf is type:
         special = SPECIAL_FORMS.get(fn)
         if special is not None:
@@ -422,17 +423,19 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
                     "differentiate positional arguments only, so pass it positionally"
                 )
     outer = trace.outer
-    token = LEVELS.set(outer)
-    try:
-        if rule.non_differentiable:
-            return call(fn, *primals, **kwargs)
-        if outer:
+    if not outer and table is RRULES and rule.kind == "rule":
+        # the first-order hot path: a rulescore rule on plain values needs no level switch
+        y, pullback = table.run(rule, CONFIG, fn, tuple(primals), kwargs)
+    else:
+        token = LEVELS.set(outer)
+        try:
+            if rule.kind == "non_differentiable":
+                return call(fn, *primals, **kwargs)
             y, pullback = call(table.run, rule, CONFIG, fn, tuple(primals), kwargs)
-        else:
-            y, pullback = table.run(rule, CONFIG, fn, tuple(primals), kwargs)
-    finally:
-        LEVELS.reset(token)
-    if not routes or _plain_output(y):
+        finally:
+            LEVELS.reset(token)
+    ty = type(y)
+    if not routes or (ty is not float and ty is not np.ndarray and _plain_output(y)):
         return y
     return trace.record(y, pullback, tuple(routes), len(args))
 
