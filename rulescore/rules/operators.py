@@ -676,6 +676,9 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
     """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks."""
     xd, yd = np.ndim(x), np.ndim(y)
     if xd == 2 and yd == 2:
+        if wrt == 0 and type(zbar) is np.ndarray and zbar.strides[0] == 0 and zbar.shape[0] > 1:
+            # a cotangent broadcast along its rows (the pullback of a sum): one row suffices
+            return np.broadcast_to(zbar[0] @ _conj_t(y), (zbar.shape[0], np.shape(y)[0]))
         return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
     if xd == 1 and yd == 1:
         return zbar * conj(y) if wrt == 0 else conj(x) * zbar

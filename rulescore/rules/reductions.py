@@ -154,8 +154,9 @@ class _Call:
         return np.reshape(v, self.kshape)
 
     def spread(self, ybar: Any) -> Any:
-        """The cotangent of the result, broadcast back to the input's shape (a fresh array)."""
-        return self.keep(ybar) + np.zeros(self.shape, self.dtype)
+        """The cotangent of the result, broadcast back to the input's shape: a read-only view,
+        so a pullback downstream can see that it is constant along the broadcast axes."""
+        return np.broadcast_to(self.keep(ybar), self.shape)
 
     def reduce(self, v: Any) -> Any:
         """Sum ``v`` (of the input's shape) over the reduced axes, as the primal does."""
