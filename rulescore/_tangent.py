@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from rulescore._additive import Additive
 from rulescore._structure import is_namedtuple_type
 from rulescore._zeros import AbstractZero, ZeroTangent
 
@@ -21,7 +22,7 @@ def _is_positional(primal_type: type) -> bool:
     return issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type)
 
 
-class Tangent(Generic[P]):
+class Tangent(Additive, Generic[P]):
     """Structural tangent of a primal of type ``P``: ``Tangent[P](field=tangent, ...)``.
 
     Supports field-wise ``+``, scalar ``*``, equality (absent fields equal zero), indexing by
@@ -151,26 +152,6 @@ class Tangent(Generic[P]):
     def __reduce__(self) -> tuple[Any, ...]:
         # `Tangent[P]` classes are made on demand, so pickle by primal type, not by class name
         return (_tangent_from_backing, (type(self).primal_type, self._backing))
-
-    def __add__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(other, self)
 
     def __mul__(self, other: Any) -> Any:
         from rulescore._arithmetic import scale

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rulescore._additive import Additive
+
 _UNSET: Any = object()
 
 
-class Thunk:
+class Thunk(Additive):
     """A tangent computed only when needed: ``Thunk(lambda: expensive())``.
 
     Example:
@@ -40,16 +42,6 @@ class Thunk:
         state = "unevaluated" if self._value is _UNSET else repr(self._value)
         return f"{type(self).__name__}({state})"
 
-    def __add__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(other, self)
-
     def __mul__(self, other: Any) -> Any:
         from rulescore._arithmetic import scale
 
@@ -59,16 +51,6 @@ class Thunk:
         from rulescore._arithmetic import scale
 
         return scale(self, other, left=True)
-
-    def __sub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(other, self)
 
     def __truediv__(self, other: Any) -> Any:
         return self.unthunk() / unthunk(other)

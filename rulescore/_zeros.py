@@ -11,8 +11,10 @@ from typing import Any
 
 from typing_extensions import Self
 
+from rulescore._additive import Additive
 
-class AbstractZero:
+
+class AbstractZero(Additive):
     """Base of :class:`ZeroTangent` and :class:`NoTangent`: a tangent that is known to be zero.
 
     Example:
@@ -79,26 +81,6 @@ class AbstractZero:
     @property
     def imag(self) -> Any:
         return self
-
-    def __add__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
-
-        return add(other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(other, self)
 
     def __mul__(self, other: Any) -> Any:
         return self
