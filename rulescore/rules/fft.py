@@ -25,7 +25,6 @@ again.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from rulescore._projection import project
 from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import bind_arguments as _bind
 
 FFT: Any = np.fft
 
@@ -62,16 +62,8 @@ def _cts(nargs: int, ct: Any) -> tuple[Any, ...]:
     return (NoTangent(), ct, *(NoTangent() for _ in range(nargs - 1)))
 
 
-_SIGNATURES: dict[Any, inspect.Signature] = {}
 
 
-def _bind(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    sig = _SIGNATURES.get(f)
-    if sig is None:
-        sig = _SIGNATURES[f] = inspect.signature(f)
-    bound = sig.bind(*args, **kwargs)
-    bound.apply_defaults()
-    return dict(bound.arguments)
 
 
 def _dual(norm: Any) -> str:

@@ -46,6 +46,7 @@ from rulescore._registry import frule, rrule
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import bind_arguments as _bind
 
 LA: Any = np.linalg
 
@@ -164,16 +165,8 @@ def _cts(nargs: int, *cts: Any) -> tuple[Any, ...]:
     return (NoTangent(), *out, *(NoTangent() for _ in range(nargs - len(out))))
 
 
-def _bind(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    sig = _SIGNATURES.get(f)
-    if sig is None:
-        sig = _SIGNATURES[f] = inspect.signature(f)
-    bound = sig.bind(*args, **kwargs)
-    bound.apply_defaults()
-    return dict(bound.arguments)
 
 
-_SIGNATURES: dict[Any, inspect.Signature] = {}
 
 
 def _add(a: Any, b: Any) -> Any:
