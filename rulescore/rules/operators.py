@@ -446,6 +446,8 @@ def _repeat_rules(x: Any, y: Any, z: Any) -> Any:
 
 def add_rrule(x: Any, y: Any) -> Any:
     z = x + y
+    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+        return z, _float_add_pullback
     if type(z) in _SEQ:
         return _concat_rules(x, y, z)
 
@@ -485,8 +487,24 @@ def sub_frule(tangents: Any, x: Any, y: Any) -> Any:
     return z, fit(z, -ydot if xdot is None else xdot - ydot)
 
 
+def _float_add_pullback(zbar: Any) -> Any:
+    if type(zbar) is float:
+        return _NT, zbar, zbar
+    zbar = ct(zbar)
+    return _Z2 if zbar is None else (_NT, proj(1.0, zbar), proj(1.0, zbar))
+
+
 def mul_rrule(x: Any, y: Any) -> Any:
     z = x * y
+    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+
+        def float_mul_pullback(zbar: Any) -> Any:
+            if type(zbar) is float:
+                return _NT, zbar * y, zbar * x
+            zbar = ct(zbar)
+            return _Z2 if zbar is None else (_NT, proj(x, zbar * y), proj(y, x * zbar))
+
+        return z, float_mul_pullback
     if type(z) in _SEQ:
         return _repeat_rules(x, y, z)
 
