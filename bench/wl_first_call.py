@@ -18,8 +18,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
+import harness
 from _env import BENCH_DIR, child_env
 from fresh_source import write_module
 from harness import (
@@ -61,6 +63,8 @@ def _child(system: str, directory: str, seed: int, warm: bool, steady: int) -> d
         reference,
         "--steady",
         str(steady),
+        "--timer",
+        "cpu" if harness.clock is time.process_time else "wall",
     ]
     if warm:
         cmd += ["--warm", write_module(directory, tag + "w", FLAVOUR[system], LINES, seed + 1000)]
@@ -81,7 +85,7 @@ def run(cfg: Config) -> Section:
         "process's very first gradient; *warm*: after one gradient of another generated "
         "function, so only the new function's own rewrite/trace/compile cost remains.",
     )
-    repeats = 1 if cfg.quick else 3
+    repeats = 1 if cfg.quick else 5
     steady = 5 if cfg.quick else 15
     systems = [s for s in SYSTEMS if cfg.wants(s)]
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
