@@ -179,14 +179,7 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = 
         >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=1)
         (2.0,)
     """
-    if len(args) == 1 and isinstance(args[0], Params):
-        return _implicit_gradient(f, args[0])
-    selected = _selection(f, len(args), argnums, wrt)
-    trace, boxed, out = _run(f, args, kwargs, selected)
-    _check_scalar(f, out)
-    cts = backward(trace, _seeds(out, trace, 1.0))
-    grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
-    return grads if selected is None else tuple(grads[i] for i in selected)
+    return withgradient(f, *args, argnums=argnums, wrt=wrt, **kwargs).grad
 
 
 class WithGradient(NamedTuple):
@@ -196,22 +189,28 @@ class WithGradient(NamedTuple):
     grad: Any
 
 
-def withgradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> WithGradient:
-    """``(val, grad)``: the value of ``f`` and its gradient, in one pass.
+def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None,
+                 **kwargs: Any) -> WithGradient:
+    """``(val, grad)``: the value of ``f`` and its gradient (as :func:`gradient`), in one pass.
 
     Example:
         >>> import zygotepy as zp
         >>> zp.withgradient(lambda x: x ** 2, 3.0)
         WithGradient(val=9.0, grad=(6.0,))
+        >>> zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=0)
+        WithGradient(val=10.0, grad=(5.0,))
     """
     if len(args) == 1 and isinstance(args[0], Params):
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
         _check_scalar(f, out)
         return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0]))
-    trace, boxed, out = _run(f, args, kwargs, None)
+    selected = _selection(f, len(args), argnums, wrt)
+    trace, boxed, out = _run(f, args, kwargs, selected)
     _check_scalar(f, out)
     cts = backward(trace, _seeds(out, trace, 1.0))
     grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
+    if selected is not None:
+        grads = tuple(grads[i] for i in selected)
     return WithGradient(unbox(out, trace)[0], grads)
 
 
@@ -364,9 +363,3 @@ def _grads_from(trace: Trace, out: Any, ps: Params) -> Grads:
         box = trace.param_boxes.get(id(p))
         grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
     return Grads(ps, grads)
-
-
-def _implicit_gradient(f: Any, ps: Params) -> Grads:
-    trace, _, out = _run(f, (), {}, None, ps.by_id())
-    _check_scalar(f, out)
-    return _grads_from(trace, out, ps)

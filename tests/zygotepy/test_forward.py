@@ -161,3 +161,18 @@ def test_mixed_nesting_orders():
     # forward over forward, with perturbations kept apart
     assert zp.jvp(lambda a: zp.jvp(lambda t: t ** 3, (a,), (1.0,))[1], (2.0,), (1.0,)) == (12.0, 12.0)
     assert zp.jvp(lambda a: a * zp.jvp(lambda t: a + t, (1.0,), (1.0,))[1], (3.0,), (1.0,)) == (3.0, 1.0)
+
+
+def test_hessians_of_a_wide_tanh_layer_agree_with_the_closed_form():
+    W = RNG.normal(size=(100, 100)) / 10
+    x = RNG.normal(size=100)
+    t = np.tanh(W @ x)
+    expected = W.T @ ((-2.0 * t * (1.0 - t * t))[:, None] * W)
+    h = lambda v: np.sum(np.tanh(W @ v))  # noqa: E731
+    np.testing.assert_allclose(zp.hessian(h, x), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(zp.hessian_reverse(h, x), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_withgradient_selects_arguments_like_gradient():
+    res = zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=1)
+    assert res == (10.0, (2.0,))
