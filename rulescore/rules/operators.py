@@ -364,6 +364,8 @@ def pow_grad_x(x: Any, p: Any, z: Any) -> Any:
         x = x * 1.0
     elif isinstance(x, (int, np.integer)):
         x = x * 1.0
+    if type(p) in (int, float) and p == 2:
+        return 2 * x  # the common square: one pass instead of a power and a product
     with np.errstate(divide="ignore", invalid="ignore"):
         d = p * x ** (p - 1)
         if isinstance(p, np.ndarray) or p == 0:
@@ -473,6 +475,8 @@ def sub_rrule(x: Any, y: Any) -> Any:
         zbar = ct(zbar)
         if zbar is None:
             return _Z2
+        if type(zbar) is np.ndarray:  # lazy: y is often a constant (data, targets)
+            return _NT, proj(x, zbar), Thunk(lambda: proj(y, -zbar))
         return _NT, proj(x, zbar), proj(y, -zbar)
 
     return x - y, sub_pullback
