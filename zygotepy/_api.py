@@ -22,7 +22,7 @@ from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import call, unbox
 from zygotepy._errors import NotScalarError
-from zygotepy._trace import Box, Trace, new_trace, unbox_all
+from zygotepy._trace import Box, Trace, gc_paused, new_trace, unbox_all
 
 _NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
 
@@ -200,6 +200,12 @@ def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: An
         >>> zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=0)
         WithGradient(val=10.0, grad=(5.0,))
     """
+    with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
+        return _withgradient(f, args, argnums, wrt, kwargs)
+
+
+def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
+                  kwargs: dict[str, Any]) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
         _check_scalar(f, out)
