@@ -181,7 +181,7 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
         result = _user_operator(dunders, args)
         if result is not _NOT_USER:
             return result
-    if ADJOINTS.active and not levels[-1].forward:
+    if ADJOINTS.active and not levels[-1].forward and ADJOINTS.has_rules(fn):
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
             trace = innermost(levels, args, kwargs, deep=True) or levels[-1]

@@ -272,6 +272,8 @@ def elementwise_rules(
             ds = partials(*args, result=y)
         return ds if isinstance(ds, tuple) else (ds,)
 
+    pullback_name = f"{label}_pullback"
+
     def elementwise_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
         y = f(*args, **kwargs)
@@ -293,7 +295,7 @@ def elementwise_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        _named(elementwise_pullback, f"{label}_pullback")
+        elementwise_pullback.__qualname__ = elementwise_pullback.__name__ = pullback_name
         return y, elementwise_pullback
 
     def elementwise_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
