@@ -271,10 +271,6 @@ def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> An
     return _NOT_USER
 
 
-def _is_param(levels: tuple[Trace, ...], x: Any) -> bool:
-    return any(t.params.get(id(x)) is x for t in levels)
-
-
 def _user_class(fn: Any) -> bool:
     """A class defined in Python outside NumPy, or an exception: constructing it only stores
     references."""

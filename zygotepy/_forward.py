@@ -58,10 +58,9 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
         y: Any = None
         tangents = []
         per_arg = [_per_direction(a, trace, directions) for a in args]
-        run = _run_frule if trace.outer else _run_frule_plain
         for k in range(directions):
             dots = (_NO_TANGENT, *(ts[k] for ts in per_arg))
-            y, ydot = _dispatch.call(run, rule, dots, fn, primals, kwargs)
+            y, ydot = _run_frule(rule, dots, fn, primals, kwargs)
             tangents.append(ydot)
     finally:
         LEVELS.reset(token)
@@ -82,19 +81,9 @@ def _per_direction(x: Any, trace: Trace, directions: int) -> Any:
     return [_tangent_of(x, trace, k) for k in range(directions)]
 
 
-def _run_frule_plain(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any, ...],
-                     kwargs: dict[str, Any]) -> Any:
-    """:func:`_run_frule` when no outer trace is active: nothing needs to see inside the rule."""
-    assert rule.impl is not None
-    if rule.config:
-        out = rule.impl(_dispatch.FORWARD_CONFIG, dots, *primals, **kwargs)
-    else:
-        out = rule.impl(dots, *primals, **kwargs)
-    return check_frule_result(rule, fn, primals, out) if checks_enabled() else out
-
-
 def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any, ...],
                kwargs: dict[str, Any]) -> Any:
+    """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
     if rule.config:
         out = _dispatch.call(rule.impl, _dispatch.FORWARD_CONFIG, dots, *primals, **kwargs)

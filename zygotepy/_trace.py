@@ -130,10 +130,6 @@ def below(trace: Trace) -> Iterator[None]:
         LEVELS.reset(token)
 
 
-def is_active(trace: Trace, levels: tuple[Trace, ...]) -> bool:
-    return trace.level < len(levels) and levels[trace.level] is trace
-
-
 class Box:
     """A traced value: the primal ``value`` plus its node on a trace's tape.
 
