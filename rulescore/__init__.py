@@ -13,6 +13,7 @@ Example:
 
 from rulescore import rules as rules  # registers the rule library
 from rulescore._arithmetic import add, add_to_primal, conj, is_zero, scale, sub
+from rulescore._batched import Batched, NotBatchable
 from rulescore._checks import RuleError, checking, checks_enabled
 from rulescore._config import (
     HasForwardsMode,
@@ -32,8 +33,8 @@ from rulescore._thunks import InplaceableThunk, Thunk, unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
-    "AbstractZero", "AmbiguousRuleError", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
-    "NoForwardsMode", "NoReverseMode", "NoTangent", "ProjectTo", "ProjectionError", "Rule",
+    "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
+    "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
     "add_to_primal", "checking", "checks_enabled", "conj", "fields_of", "frule", "frule_via_ad",
     "ignore_derivatives", "is_zero", "non_differentiable", "project", "rebuild", "rrule", "rrule_via_ad",

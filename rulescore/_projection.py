@@ -19,7 +19,8 @@
 |                                          | a NamedTuple also takes a tuple, by position        |
 
 Zeros (``None``, ``ZeroTangent()``, ``NoTangent()``) pass through (``None`` as ``ZeroTangent()``)
-and thunks are evaluated first.
+and thunks are evaluated first. A :class:`~rulescore.Batched` stack of tangents (forward mode
+pushing several directions) is projected direction by direction, in one vectorised step.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._batched import Batched
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import Thunk
@@ -55,12 +57,16 @@ def _scalar(dx: Any) -> Any:
     return dx
 
 
-def _real_float(dx: Any) -> float:
+def _real_float(dx: Any) -> Any:
+    if type(dx) is Batched:
+        return dx.projected(np.dtype(np.float64), ())
     dx = _scalar(dx)
     return float(dx.real) if isinstance(dx, (complex, np.complexfloating)) else float(dx)
 
 
-def _complex(dx: Any) -> complex:
+def _complex(dx: Any) -> Any:
+    if type(dx) is Batched:
+        return dx.projected(np.dtype(np.complex128), ())
     return complex(_scalar(dx))
 
 
@@ -95,6 +101,8 @@ def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
         scalar_type = dtype.type
 
         def project_scalar(dx: Any) -> Any:
+            if type(dx) is Batched:
+                return dx.projected(dtype, ())
             dx = np.asarray(dx)
             if dx.ndim != 0:
                 raise ProjectionError(f"cotangent of shape {dx.shape} for a {dtype} scalar")
@@ -104,6 +112,8 @@ def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
     shape = x.shape
 
     def project_array(dx: Any) -> Any:
+        if type(dx) is Batched:
+            return dx.projected(dtype, shape)
         dx = np.asarray(dx)
         if real and dx.dtype.kind == "c":
             dx = dx.real

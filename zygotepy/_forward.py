@@ -1,7 +1,8 @@
 """Forward mode from frules, forward-over-reverse Hessians, and ``forwarddiff`` in reverse mode.
 
 A forward trace is a trace whose boxes carry tangents (one per direction being pushed, so a
-Jacobian is built a chunk of directions per pass) instead of pullbacks. The dispatcher is the
+Jacobian is built a chunk of directions per pass) instead of pullbacks: a tuple with one tangent
+per direction, or one ``rulescore.Batched`` stack, which lets each frule run once per pass. The dispatcher is the
 same one reverse mode uses: at a call whose innermost trace is a forward trace, the frule
 registered in rulescore runs (one level down, so outer traces see inside it); Python functions
 without an frule are differentiated through; a compiled callable that has only an rrule is
@@ -27,7 +28,7 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
     """The k-th direction's tangent of an argument (boxes inside containers and objects)."""
     t = type(x)
     if t is Box:
-        return x._zp_tangents[k] if x._zp_trace is trace else ZeroTangent()
+        return _tangents(x)[k] if x._zp_trace is trace else ZeroTangent()
     seen = set() if seen is None else seen
     if id(x) in seen:
         return ZeroTangent()  # an object graph with a cycle: each object is visited once
@@ -48,34 +49,140 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
 
 
 def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
-    """Push every direction of ``trace`` through ``fn``'s frule; record the output's tangents."""
+    """Push every direction of ``trace`` through ``fn``'s frule; record the output's tangents.
+
+    All directions go through one call with :class:`rulescore.Batched` tangents when the frule
+    can take them; otherwise (or when it raises) the frule runs once per direction."""
     primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
     directions = _directions(args, trace)
     token = LEVELS.set(trace.outer)
     try:
         if rule.non_differentiable:
             return _dispatch.call(fn, *primals, **kwargs)
-        y: Any = None
-        tangents = []
-        per_arg = [_per_direction(a, trace, directions) for a in args]
-        for k in range(directions):
-            dots = (_NO_TANGENT, *(ts[k] for ts in per_arg))
-            y, ydot = _run_frule(rule, dots, fn, primals, kwargs)
-            tangents.append(ydot)
+        pushed = _push_batched(rule, fn, args, primals, kwargs, trace, directions) if directions > 1 else None
+        if pushed is None:
+            tangents = []
+            per_arg = [_per_direction(a, trace, directions) for a in args]
+            for k in range(directions):
+                dots = (_NO_TANGENT, *(ts[k] for ts in per_arg))
+                y, ydot = _run_frule(rule, dots, fn, primals, kwargs)
+                tangents.append(ydot)
+            pushed = y, tuple(tangents)
     finally:
         LEVELS.reset(token)
+    y, stack = pushed
     if _dispatch._plain_output(y):
         return y
-    return trace.tangent_box(y, tuple(tangents))
+    return trace.tangent_box(y, stack)
 
 
 _NO_TANGENT = NoTangent()
+_ZERO = ZeroTangent()
+
+
+def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
+                  kwargs: dict[str, Any], trace: Trace, directions: int) -> tuple[Any, Any] | None:
+    """``(y, Batched tangent)`` from one frule call, or None where batching does not apply.
+
+    Only at the outermost level (tangents and primals are plain values) and for arguments that
+    are arrays or numbers; an frule that meets an operation without a batching rule raises, and
+    the caller then runs it per direction, so a batched result is never a guess."""
+    if trace.outer or rule.config:
+        return None
+    dots: list[Any] = [_NO_TANGENT]
+    for a, p in zip(args, primals, strict=True):
+        if type(a) is Box:
+            stack = _stacked(a, p, directions)
+            if stack is None:
+                return None
+            dots.append(stack)
+        elif _plain(a):
+            dots.append(_ZERO)
+        else:
+            return None  # containers and objects: one direction at a time
+    assert rule.impl is not None
+    try:
+        y, ydot = rule.impl(tuple(dots), *primals, **kwargs)
+        stack = _output_stack(y, ydot, directions)
+    except Exception:  # no batching rule, or a real error that the per-direction run will raise
+        return None
+    if checks_enabled():
+        check_frule_result(rule, fn, primals, (y, _tangents_of_stack(stack, y)[0]))
+    return y, stack
+
+
+def _plain(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes, type(None)))
+
+
+def _stacked(box: Box, primal: Any, directions: int) -> Any:
+    """A box's tangents as one :class:`rulescore.Batched` (or a zero), None if they do not stack."""
+    tangents = box._zp_tangents
+    if type(tangents) is rc.Batched or isinstance(tangents, AbstractZero):
+        return tangents
+    shape = np.shape(primal)
+    parts = [rc.unthunk(t) for t in tangents]
+    dense = [t for t in parts if not rc.is_zero(t)]
+    if not dense:
+        return _ZERO
+    if not all(_plain(t) and np.shape(t) == shape for t in dense):
+        return None
+    data = np.zeros((directions, *shape), np.result_type(*dense))
+    for k, t in enumerate(parts):
+        if not rc.is_zero(t):
+            data[k] = t
+    box._zp_tangents = stack = rc.Batched(data)
+    return stack
+
+
+def _output_stack(y: Any, ydot: Any, directions: int) -> Any:
+    """The frule's batched output tangent, checked and broadcast to ``y``'s shape."""
+    ydot = rc.unthunk(ydot)
+    if isinstance(ydot, AbstractZero):
+        return ydot
+    if type(ydot) is rc.Batched and _plain(y) and ydot.directions == directions:
+        shape = np.shape(y)
+        if ydot.shape != shape:
+            ydot = rc.Batched(np.broadcast_to(ydot.data.reshape(
+                (directions,) + (1,) * (len(shape) - ydot.ndim) + ydot.shape), (directions, *shape)).copy())
+        return ydot
+    if _plain(ydot) and np.asarray(ydot).dtype.kind in "fc":  # the same in every direction
+        return tuple(ydot for _ in range(directions))
+    raise rc.NotBatchable(f"an frule returned {type(ydot).__name__} for batched tangents")
+
+
+def _tangents(box: Box) -> Any:
+    """A forward box's tangents, one per direction (a stack is split, once)."""
+    tangents = box._zp_tangents
+    if type(tangents) is tuple:
+        return tangents
+    box._zp_tangents = tangents = _tangents_of_stack(tangents, box._zp_value)
+    return tangents
+
+
+def _tangents_of_stack(stack: Any, primal: Any) -> tuple[Any, ...]:
+    if isinstance(stack, AbstractZero) or type(stack) is tuple:
+        return stack if type(stack) is tuple else (stack,)
+    data = stack.data
+    if isinstance(primal, np.ndarray):
+        return tuple(data[k, ...] for k in range(len(data)))
+    if isinstance(primal, np.generic):
+        return tuple(data)
+    if isinstance(primal, (float, int)):
+        return tuple(float(v) for v in data) if data.dtype.kind != "c" else tuple(complex(v) for v in data)
+    if isinstance(primal, complex):
+        return tuple(complex(v) for v in data)
+    return tuple(data)
+
+
+def _count(tangents: Any) -> int:
+    return tangents.directions if type(tangents) is rc.Batched else len(tangents)
 
 
 def _per_direction(x: Any, trace: Trace, directions: int) -> Any:
     """An argument's tangent in each direction (indexable by direction)."""
     if type(x) is Box:
-        return x._zp_tangents if x._zp_trace is trace else (ZeroTangent(),) * directions
+        return _tangents(x) if x._zp_trace is trace else (ZeroTangent(),) * directions
     if isinstance(x, (float, int, np.ndarray, np.generic, str)):
         return (ZeroTangent(),) * directions
     return [_tangent_of(x, trace, k) for k in range(directions)]
@@ -96,7 +203,7 @@ def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
     seen = set() if seen is None else seen
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
-            return len(a._zp_tangents)
+            return _count(a._zp_tangents)
         if id(a) in seen:
             continue
         seen.add(id(a))
@@ -133,7 +240,7 @@ def _user_tangent(out: Any, trace: Trace, k: int) -> Any:
         return t(_user_tangent(v, trace, k) for v in out)
     if t is dict:
         return {key: _user_tangent(v, trace, k) for key, v in out.items()}
-    dot = out._zp_tangents[k] if t is Box and out._zp_trace is trace else ZeroTangent()
+    dot = _tangents(out)[k] if t is Box and out._zp_trace is trace else ZeroTangent()
     dot = rc.unthunk(dot)
     primal = _dispatch.unbox(out, trace)[0]
     if isinstance(dot, AbstractZero):
@@ -196,27 +303,46 @@ def _basis(x: Any, indices: Any) -> Any:
     return e if np.ndim(x) else float(e)
 
 
+def _seed(x: Any, start: int, stop: int) -> rc.Batched:
+    """Directions ``start..stop-1`` of the standard basis of ``x``'s space, stacked."""
+    plain = unbox_all(x)
+    dtype = np.result_type(np.asarray(plain).dtype, np.float64)
+    return rc.Batched(np.eye(int(np.size(plain)), dtype=dtype)[start:stop].reshape(
+        (stop - start, *np.shape(plain))))
+
+
+def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, start: int, stop: int
+             ) -> tuple[Any, Any]:
+    """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
+    stacked on a leading axis."""
+    with new_trace(forward=True) as trace:
+        boxed = tuple(trace.tangent_box(a, _seed(a, start, stop)) if m == i else a
+                      for m, a in enumerate(args))
+        out = _dispatch.call(f, *boxed, **kwargs)
+    y = _strip(out, trace)
+    if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:
+        return y, out._zp_tangents.data
+    # tangents may be traced by an outer differentiation: assemble them through the dispatcher
+    return y, _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
+
+
 def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:
     out = []
-    y_shape: tuple[int, ...] | None = None
     for i, a in enumerate(args):
-        n = int(np.size(a))
-        columns: list[Any] = []
-        for start in range(0, n, chunk):
-            sets = [tuple(_basis(a, j) if m == i else None for m, _ in enumerate(args))
-                    for j in range(start, min(start + chunk, n))]
-            y, dots = _push(f, args, sets, kwargs)
-            y_shape = np.shape(unbox_all(y))
-            columns += dots
-        if y_shape is None:
-            y_shape = np.shape(unbox_all(f(*args, **kwargs)))
-        # columns may be traced by an outer differentiation: assemble them through the dispatcher
-        stacked = _dispatch.call(np.stack, columns, -1) if columns else np.zeros((*y_shape, 0))
+        n = int(np.size(unbox_all(a)))
+        chunks = [_columns(f, args, kwargs, i, start, min(start + chunk, n)) for start in range(0, n, chunk)]
+        y_shape = np.shape(unbox_all(chunks[0][0] if chunks else f(*args, **kwargs)))
+        if not chunks:
+            stacked = np.zeros((0, *y_shape))
+        else:
+            columns = [c for _, c in chunks]
+            stacked = columns[0] if len(columns) == 1 else _dispatch.call(np.concatenate, columns)
+        stacked = _dispatch.call(np.moveaxis, stacked, 0, -1)
         out.append(_dispatch.call(np.reshape, stacked, (*y_shape, *np.shape(unbox_all(a)))))
     return tuple(out)
 
 
-def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 8,
+def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64,
              **kwargs: Any) -> tuple[Any, ...]:
     """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
 

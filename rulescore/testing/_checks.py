@@ -901,6 +901,7 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
     for p in _primal_problems(y, s.y, s.tol):
         report.fail(p)
     ydot = rc.unthunk(ydot)
+    _check_batched(report, s, tangents, ydot, frule_f)
     if frule_f is None and _nondiff_rule(rc.frule, s.f, s.primals):
         if not isinstance(ydot, rc.NoTangent):
             report.fail("the rule is declared non-differentiable, so ydot must be NoTangent(), "
@@ -949,6 +950,63 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
             if nonzero:
                 report.fail(f"with zero input tangents the frule gives ydot = {_show(zdot, 200)}; expected a "
                             "zero (check rc.is_zero on the tangents)")
+
+
+def _stack(x: Any, t1: Any, t2: Any) -> Any:
+    """Two directions' tangents of ``x`` as one ``rc.Batched`` (zeros stay zero); None if not dense."""
+    t1, t2 = rc.unthunk(t1), rc.unthunk(t2)
+    if rc.is_zero(t1) and rc.is_zero(t2):
+        return t1
+    dense = (np.ndarray, np.generic, int, float, complex)
+    if not (isinstance(t1, dense) and isinstance(t2, dense)) or \
+            not np.shape(t1) == np.shape(t2) == np.shape(x):
+        return None
+    return rc.Batched(np.stack([np.asarray(t1), np.asarray(t2)]))
+
+
+def _check_batched(report: _Report, s: _Setup, tangents: tuple[Any, ...], ydot: Any,
+                   frule_f: Callable[..., Any] | None) -> None:
+    """Given ``rc.Batched`` tangents (two directions) the frule raises, or agrees with itself per direction.
+
+    A forward engine pushing several directions at once relies on this: an frule that cannot
+    batch must fail (any error), never return a tangent mixing directions. Checked for outputs
+    that are arrays or numbers (the ones a forward engine batches)."""
+    if not isinstance(s.y, (np.ndarray, np.generic, int, float, complex)):
+        return
+    second = _input_tangents(s, None)
+    stacks = [_stack(x, t1, t2) for x, t1, t2 in zip(s.inputs, tangents, second, strict=True)]
+    if any(t is None for t in stacks[1:]) or all(rc.is_zero(t) for t in stacks[1:]):
+        return
+    call = frule_f if frule_f is not None else rc.frule
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _, batched = call((tangents[0], *stacks[1:]), s.f, *s.primals, **s.kwargs)
+        batched = rc.unthunk(batched)
+    except Exception:  # noqa: BLE001 - an frule without batching support fails; the engine falls back
+        return
+    _, ydot2 = _call_frule(report, s, second, frule_f)
+    expected = [ydot, rc.unthunk(ydot2)]
+    if type(batched) is rc.Batched and batched.directions == 2:
+        shape = np.shape(s.y)
+        got = [np.broadcast_to(batched.data[k], shape) if batched.ndim <= len(shape) else None
+               for k in range(2)]
+    elif rc.is_zero(batched) or isinstance(batched, (np.ndarray, np.generic, int, float, complex)):
+        got = [batched, batched]
+    else:
+        report.fail(f"given rulescore.Batched tangents the frule returned {_show(batched, 200)}; expected a "
+                    "Batched (or an error: the engine then pushes one direction at a time)")
+        return
+    for k, (e, g) in enumerate(zip(expected, got, strict=True)):
+        e_arr = np.zeros(np.shape(s.y)) if rc.is_zero(e) else np.asarray(e)
+        g_arr = np.zeros(np.shape(s.y)) if rc.is_zero(g) else np.asarray(g) if g is not None else None
+        scale = float(np.max(np.abs(e_arr), initial=0.0)) if e_arr.dtype.kind in "fciu" else 0.0
+        if g_arr is None or g_arr.shape != e_arr.shape or not np.all(
+                np.abs(g_arr - e_arr) <= s.tol.bound(scale)):
+            report.fail(f"given rulescore.Batched tangents the frule disagrees with itself in direction {k}: "
+                        f"expected (one direction at a time) {_show(e, 200)}, got {_show(g, 200)}. An frule "
+                        "that cannot take batched tangents must raise (rulescore.NotBatchable)")
+            return
 
 
 # --------------------------------------------------------------------------------------------

@@ -48,6 +48,57 @@ def test_jvp_matches_finite_differences_and_reverse_jacobian(name, f, x):
     np.testing.assert_allclose(J_forward, J, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name, f, x", FAMILIES, ids=[n for n, _, _ in FAMILIES])
+def test_batched_tangents_agree_with_one_direction_at_a_time(name, f, x):
+    """All directions in one pass (rulescore.Batched tangents) vs one direction per pass (never batched)."""
+    (J_one,) = zp.jacobian(f, x, mode="forward", chunk=1)
+    (J_all,) = zp.jacobian(f, x, mode="forward", chunk=max(int(np.size(x)), 2))
+    np.testing.assert_allclose(J_all, J_one, rtol=1e-12, atol=1e-14)
+
+    def loss(v):
+        return np.sum(np.abs(f(v)) ** 2)
+
+    np.testing.assert_allclose(zp.hessian(loss, x), zp.hessian_reverse(loss, x), rtol=1e-8, atol=1e-10)
+
+
+def test_batchable_frules_run_once_per_pass_and_the_others_fall_back():
+    calls = {"batchable": 0, "per_direction": 0}
+
+    def twice_sin(x):
+        return 2.0 * np.sin(x)
+
+    def thrice_sin(x):
+        return 3.0 * np.sin(x)
+
+    @rc.frule.register(twice_sin)
+    def _(tangents, x):
+        calls["batchable"] += 1
+        return twice_sin(x), 2.0 * np.cos(x) * tangents[1]
+
+    @rc.frule.register(thrice_sin)
+    def _(tangents, x):  # float() of a tangent entry: cannot take batched tangents
+        calls["per_direction"] += 1
+        xdot = tangents[1]
+        return thrice_sin(x), np.array([3.0 * np.cos(v) * float(t) for v, t in zip(x, xdot, strict=True)])
+
+    x = np.array([0.1, 0.5, -1.0, 2.0])
+    (J,) = zp.jacobian(lambda v: twice_sin(v) + thrice_sin(v), x, mode="forward", chunk=4)
+    np.testing.assert_allclose(J, np.diag(5.0 * np.cos(x)), rtol=1e-14)
+    assert calls == {"batchable": 1, "per_direction": 1 + 4}
+
+
+def test_an_frule_error_is_raised_not_swallowed_by_batching():
+    def fragile(x):
+        return x * 1.0
+
+    @rc.frule.register(fragile)
+    def _(tangents, x):
+        raise ValueError("fragile has no derivative here")
+
+    with pytest.raises(ValueError, match="fragile has no derivative here"):
+        zp.jacobian(fragile, np.ones(3), mode="forward")
+
+
 def test_pushforward_and_structures():
     @dataclass
     class P:

@@ -130,6 +130,8 @@ def sin_rules(mutant: str = "") -> tuple[Callable[..., Any], Callable[..., Any]]
         ydot = rc.project(y, sign * np.cos(x) * xdot)
         if mutant == "frule_dtype":
             ydot = np.asarray(ydot, dtype=np.float64)
+        if mutant == "frule_not_batch_safe" and not isinstance(xdot, (np.ndarray, float)):
+            ydot = rc.project(y, np.cos(x))  # treats an unknown tangent type as "one unit step"
         return y, ydot
 
     return rrule, frule
@@ -411,6 +413,7 @@ MUTANTS: list[tuple[Registered, str, Callable[..., None], Any, tuple[Any, ...], 
     (SIN, "frule_sign", run_frule, sin_, (X3,), {}, r"ydot disagrees with finite differences"),
     (SIN, "frule_sign", run_consistency, sin_, (X3,), {}, r"the frule and the rrule disagree"),
     (SIN, "frule_dtype", run_frule, sin_, (X32,), {}, r"dtype float64"),
+    (SIN, "frule_not_batch_safe", run_frule, sin_, (X3,), {}, r"Batched tangents the frule disagrees"),
     (MATMUL, "transpose", run_rrule, matmul_, (A, B), {}, r"disagrees with finite differences"),
     (MATMUL, "swap", run_rrule, matmul_, (A, B), {}, r"disagrees with finite differences"),
     (MATMUL, "frule_drop_b", run_frule, matmul_, (A, B), {}, r"ydot disagrees with finite differences"),
