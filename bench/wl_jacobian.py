@@ -2,7 +2,7 @@
 
 ``g(x) = tanh(W @ x) * x`` (Jacobian) and ``h(x) = sum(tanh(W @ x))`` (Hessian), W 100x100.
 Hand-written: the closed forms ``diag(1 - t^2) W diag(x) + diag(t)`` and
-``W.T diag(-2 t (1 - t^2)) W``. zygotepy: ``zp.jacobian(mode="forward")`` (frules, 8 directions
+``W.T diag(-2 t (1 - t^2)) W``. zygotepy: ``zp.jacobian(mode="forward")`` (frules, 64 directions
 per pass) vs ``mode="reverse"`` (one pullback per output), ``zp.hessian`` (forward-over-reverse)
 vs ``zp.hessian_reverse`` (reverse-over-reverse); the peers' equivalents alongside.
 """
@@ -61,7 +61,7 @@ def _jacobian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
                 ZYGOTE,
                 "forward",
                 lambda: zp.jacobian(g, x, mode="forward")[0],
-                note="zp.jacobian(mode='forward'), chunk 8",
+                note="zp.jacobian(mode='forward'), chunk 64",
             )
         )
         cases.append(

@@ -51,6 +51,28 @@ def closed_over(ws: list[np.ndarray]) -> Callable[[Any], Any]:
     return lambda h: layers(h, ws)
 
 
+def halves(h: Any, ws: list[np.ndarray]) -> Any:
+    """Recursive checkpointing: each half of the chain checkpointed, down to pairs of layers
+    (memory grows with log2(layers), time by one forward pass per level)."""
+    import zygotepy as zp
+
+    if len(ws) <= 2:
+        return layers(h, ws)
+    mid = len(ws) // 2
+    h = zp.checkpointed(halves, h, ws[:mid])
+    return zp.checkpointed(halves, h, ws[mid:])
+
+
+def halves_closed_over(ws: list[np.ndarray]) -> Callable[[Any], Any]:
+    """:func:`halves` with each half's weights closed over instead of passed."""
+    import zygotepy as zp
+
+    if len(ws) <= 2:
+        return closed_over(ws)
+    first, second = halves_closed_over(ws[: len(ws) // 2]), halves_closed_over(ws[len(ws) // 2 :])
+    return lambda h: zp.checkpointed(second, zp.checkpointed(first, h))
+
+
 def grad_hand(Ws: list[np.ndarray], x: np.ndarray) -> np.ndarray:
     hs = [x]
     for W in Ws:
@@ -107,6 +129,11 @@ def _cases(cfg: Config, Ws: list[np.ndarray], x: np.ndarray) -> list[tuple[str, 
                 cases.append(
                     (ZYGOTE, f"zp.checkpointed on {where}, {how}", lambda fn=fn: zp.gradient(fn, x)[0])
                 )
+        nested = halves_closed_over(Ws)
+        cases.append((ZYGOTE, "zp.checkpointed on halves, recursively, weights as arguments",
+                      lambda: zp.gradient(lambda v: np.sum(halves(v, Ws)), x)[0]))
+        cases.append((ZYGOTE, "zp.checkpointed on halves, recursively, weights closed over",
+                      lambda: zp.gradient(lambda v: np.sum(nested(v)), x)[0]))
     if cfg.wants(AUTOGRAD):
         import autograd
         import autograd.numpy as anp

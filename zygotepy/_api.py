@@ -208,11 +208,11 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     if len(args) == 1 and isinstance(args[0], Params):
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
         _check_scalar(f, out)
-        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0]))
+        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0], once=True))
     selected = _selection(f, len(args), argnums, wrt)
     trace, boxed, out = _run(f, args, kwargs, selected)
     _check_scalar(f, out)
-    cts = backward(trace, _seeds(out, trace, 1.0))
+    cts = backward(trace, _seeds(out, trace, 1.0), once=True)
     grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
@@ -361,8 +361,8 @@ class Grads(Mapping[Any, Any]):
         return f"Grads({len(self)} parameters)"
 
 
-def _grads_from(trace: Trace, out: Any, ps: Params) -> Grads:
-    cts = backward(trace, _seeds(out, trace, 1.0))
+def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False) -> Grads:
+    cts = backward(trace, _seeds(out, trace, 1.0), once)
     grads = {}
     for p in ps:
         box = trace.param_boxes.get(id(p))

@@ -34,13 +34,16 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
     return ct
 
 
-def backward(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
-    """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index)."""
+def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> list[Any]:
+    """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index).
+
+    ``once``: the tape is not swept again (``gradient``, a checkpointed block), so each pullback
+    is dropped as soon as it has run, freeing the values it kept while the sweep goes on."""
     with gc_paused():
-        return _sweep(trace, seeds)
+        return _sweep(trace, seeds, once)
 
 
-def _sweep(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
+def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
     tape = trace.tape
     cts: list[Any] = [None] * len(tape)
     last = -1
@@ -56,10 +59,14 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]]) -> list[Any]:
         if node is None:
             continue  # an input: its cotangent is the answer
         cts[i] = None
+        if once:
+            tape[i] = None
         if isinstance(ct, AbstractZero):
             continue
         pullback, routes, nargs = node
+        del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
+        del pullback, ct
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             got = f"{len(in_cts)} cotangents" if type(in_cts) is tuple else f"a {type(in_cts).__name__}"
             raise rc.RuleError(

@@ -157,10 +157,11 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     trace = innermost(levels, args, {}, deep=True) or levels[-1]
     if trace.any_forward:
         return call(f, *args)  # nothing is stored in forward mode: checkpointing has nothing to save
-    primals, routes = [], []
+    primals, routes, traced = [], [], []
     for i, a in enumerate(args):
         p, r = unbox(a, trace)
         primals.append(p)
+        traced.append(r is not None)
         if r is not None:
             routes.append((i, r))
     random_state = np.random.get_state()
@@ -179,14 +180,16 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         np.random.set_state(random_state)
         try:
             with new_trace(trace.params) as sub:
-                boxed = [_box_args(sub, p) for p in primals]
-                out = call(f, *boxed)
-            cts = backward(sub, _seeds(out, sub, ybar))
+                # arguments that were constants outside stay constants: no cotangent is built for them
+                boxed = [_box_args(sub, p) if t else p for p, t in zip(primals, traced, strict=True)]
+                seeds = _seeds(call(f, *boxed), sub, ybar)  # the recomputed output is not kept
+            cts = backward(sub, seeds, once=True)
         finally:
             np.random.set_state(saved)
         param_cts = [cts[sub.param_boxes[id(p)]._zp_index] if id(p) in sub.param_boxes else ZeroTangent()
                      for p in params]
-        return (NoTangent(), *(_assemble(b, cts) for b in boxed), *param_cts)
+        arg_cts = (_assemble(b, cts) if t else ZeroTangent() for b, t in zip(boxed, traced, strict=True))
+        return (NoTangent(), *arg_cts, *param_cts)
 
     return trace.box(y, checkpointed_pullback, tuple(routes), len(args) + len(params))
 

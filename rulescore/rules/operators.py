@@ -91,6 +91,27 @@ def proj(x: Any, dx: Any) -> Any:
     return project(x, dx)
 
 
+_ZERO_BYTES = bytes(64)
+
+
+def stand_in(x: Any) -> Any:
+    """What a pullback keeps of an argument it only projects onto.
+
+    An array becomes a read-only array of the same shape and dtype over 64 zero bytes (every
+    stride 0), so the argument itself can be freed before the backward pass; anything else is
+    kept as it is.
+
+    Example:
+        >>> import numpy as np
+        >>> s = stand_in(np.ones((1000, 1000)))
+        >>> s.shape, s.dtype, s.strides, len(s.base)
+        ((1000, 1000), dtype('float64'), (0, 0), 64)
+    """
+    if type(x) is np.ndarray and x.dtype.itemsize <= 64 and x.dtype.kind in "fciub":
+        return np.ndarray(x.shape, x.dtype, _ZERO_BYTES, 0, (0,) * x.ndim)
+    return x
+
+
 def _nested(x: Any, dx: Any) -> Any:
     """The structural cotangent of a (nested) list or tuple of numbers from an array."""
     if type(x) is list or type(x) is tuple:
@@ -213,6 +234,20 @@ def _named(fn: Any, name: str) -> Any:
     return fn
 
 
+class FromResult:
+    """Partials computed from the result alone (``exp``, ``tanh``, ``sqrt``, ``+``): given to
+    :func:`elementwise_rules`, the pullback keeps only the inputs' shapes and dtypes
+    (:func:`stand_in`), so the inputs can be freed before the backward pass."""
+
+    __slots__ = ("of_result",)
+
+    def __init__(self, of_result: Callable[[Any], Any]) -> None:
+        self.of_result = of_result
+
+    def __call__(self, *args: Any, result: Any) -> Any:
+        return self.of_result(result)
+
+
 #: Sentinel partials understood by :func:`elementwise_rules`: the identity and its negation.
 ONE: Any = object()
 MINUS_ONE: Any = object()
@@ -252,7 +287,8 @@ def elementwise_rules(
 
     ``partials`` returns one partial derivative per argument (a tuple, or a bare value for one
     argument): a number or array, :data:`ONE`/:data:`MINUS_ONE`, ``None`` for a zero derivative,
-    or ``NoTangent()`` for an argument with no tangent space. Pullbacks multiply by the conjugate
+    or ``NoTangent()`` for an argument with no tangent space; wrapped in :class:`FromResult` when
+    they depend on the result only. Pullbacks multiply by the conjugate
     (holomorphic convention) and project onto each argument, summing broadcast dimensions.
     ``check_kwargs(f, kwargs)`` validates keyword arguments and returns a ``where`` mask (or
     ``None``): cotangents and tangents are zero where the mask is ``False``. With ``errstate``,
@@ -273,10 +309,13 @@ def elementwise_rules(
         return ds if isinstance(ds, tuple) else (ds,)
 
     pullback_name = f"{label}_pullback"
+    keeps_inputs = not isinstance(partials, FromResult)
 
     def elementwise_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
         y = f(*args, **kwargs)
+        if not keeps_inputs:
+            args = tuple(stand_in(a) for a in args)
 
         def elementwise_pullback(ybar: Any) -> Any:
             ybar = ct(ybar)
@@ -454,6 +493,7 @@ def add_rrule(x: Any, y: Any) -> Any:
         return z, _float_add_pullback
     if type(z) in _SEQ:
         return _concat_rules(x, y, z)
+    x, y = stand_in(x), stand_in(y)
 
     def add_pullback(zbar: Any) -> Any:
         zbar = ct(zbar)
@@ -481,7 +521,9 @@ def sub_rrule(x: Any, y: Any) -> Any:
             return _NT, proj(x, zbar), Thunk(lambda: proj(y, -zbar))
         return _NT, proj(x, zbar), proj(y, -zbar)
 
-    return x - y, sub_pullback
+    z = x - y
+    x, y = stand_in(x), stand_in(y)
+    return z, sub_pullback
 
 
 def sub_frule(tangents: Any, x: Any, y: Any) -> Any:
