@@ -66,13 +66,13 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
         pullback, routes, nargs = node
         del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
-        del pullback, ct
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             got = f"{len(in_cts)} cotangents" if type(in_cts) is tuple else f"a {type(in_cts).__name__}"
             raise rc.RuleError(
                 f"pullback {getattr(pullback, '__qualname__', pullback)!s} returned {got}; expected a "
                 f"tuple of {nargs + 1} (one for the function, then one per positional argument)"
             )
+        del pullback, ct  # with ``once``, what the pullback kept is freed now
         for argpos, target in routes:
             c = in_cts[argpos + 1]
             if c is None or isinstance(c, AbstractZero):

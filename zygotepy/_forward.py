@@ -1,12 +1,13 @@
 """Forward mode from frules, forward-over-reverse Hessians, and ``forwarddiff`` in reverse mode.
 
 A forward trace is a trace whose boxes carry tangents (one per direction being pushed, so a
-Jacobian is built a chunk of directions per pass) instead of pullbacks: a tuple with one tangent
-per direction, or one ``rulescore.Batched`` stack, which lets each frule run once per pass. The dispatcher is the
-same one reverse mode uses: at a call whose innermost trace is a forward trace, the frule
-registered in rulescore runs (one level down, so outer traces see inside it); Python functions
-without an frule are differentiated through; a compiled callable that has only an rrule is
-refused with an error naming it. Levels keep perturbations apart in every nesting order.
+Jacobian is built a chunk of directions per pass) instead of pullbacks: a tuple with one
+tangent per direction, or one ``rulescore.Batched`` stack, which lets each frule run once per
+pass. The dispatcher is the same one reverse mode uses: at a call whose innermost trace is a
+forward trace, the frule registered in rulescore runs (one level down, so outer traces see
+inside it); Python functions without an frule are differentiated through; a compiled callable
+that has only an rrule is refused with an error naming it. Levels keep perturbations apart in
+every nesting order.
 """
 
 from __future__ import annotations
