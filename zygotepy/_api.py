@@ -29,6 +29,8 @@ _NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slic
 
 def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
+    if t is np.ndarray or t is float:
+        return trace.box(x)
     if t is tuple or t is list:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
@@ -65,7 +67,15 @@ def to_user(ct: Any, primal: Any) -> Any:
     ct = rc.unthunk(ct)
     if ct is None or isinstance(ct, AbstractZero):
         return None
-    ct = call(rc.ProjectTo(unbox_all(primal) if type(primal) is Box else primal), ct)
+    if type(primal) is Box:
+        primal = unbox_all(primal)
+    tp = type(primal)
+    if (tp is tuple or tp is list) and type(ct) is rc.Tangent[tp] and len(ct.backing) == len(primal):
+        # entry by entry: each leaf is projected once (projecting the whole container first
+        # would project every leaf again at each level)
+        out = [to_user(c, p) for c, p in zip(ct.backing, primal, strict=True)]
+        return None if all(o is None for o in out) else tp(out)
+    ct = call(rc.project, primal, ct)
     if isinstance(ct, AbstractZero):
         return None
     if isinstance(ct, rc.Tangent):

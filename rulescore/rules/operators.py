@@ -265,6 +265,26 @@ def _times_conj(ybar: Any, d: Any) -> Any:
     return ybar * conj(d)
 
 
+def _float_cotangents(ybar: float, ds: tuple[Any, ...]) -> list[Any]:
+    """``ybar * d`` for each partial ``d`` of a function of real floats, as floats."""
+    out: list[Any] = []
+    for d in ds:
+        td = type(d)
+        if td is float:
+            out.append(ybar * d)
+        elif d is ONE:
+            out.append(ybar)
+        elif d is MINUS_ONE:
+            out.append(-ybar)
+        elif d is None:
+            out.append(_ZT)
+        elif isinstance(d, AbstractZero):
+            out.append(d)
+        else:
+            out.append(proj(1.0, ybar * conj(d)))
+    return out
+
+
 def _times(d: Any, xdot: Any) -> Any:
     if d is ONE:
         return xdot
@@ -318,6 +338,9 @@ def elementwise_rules(
             args = tuple(stand_in(a) for a in args)
 
         def elementwise_pullback(ybar: Any) -> Any:
+            if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
+                ds = partials(*args, result=y)
+                return (_NT, *_float_cotangents(ybar, ds if type(ds) is tuple else (ds,)))
             ybar = ct(ybar)
             if ybar is None:
                 return (_NT, *(_ZT for _ in args))
@@ -334,6 +357,7 @@ def elementwise_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
+        float_inputs = type(y) is float and where is None and all(type(a) is float for a in args)
         elementwise_pullback.__qualname__ = elementwise_pullback.__name__ = pullback_name
         return y, elementwise_pullback
 
