@@ -78,7 +78,11 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
             if c is None or isinstance(c, AbstractZero):
                 continue
             if type(target) is int:
-                cts[target] = c if cts[target] is None else add(cts[target], c)
+                prev = cts[target]
+                if prev is None:
+                    cts[target] = c
+                else:
+                    cts[target] = prev + c if type(prev) is float is type(c) else add(prev, c)
             else:
                 for path, j in target:
                     part = extract(c, path)

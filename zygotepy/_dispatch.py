@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
-from rulescore._checks import callable_name
+from rulescore._checks import callable_name, checks_enabled
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
@@ -110,6 +110,10 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     levels = LEVELS.get()
     if not levels:
         return fn(*args, **kwargs)
+    if not kwargs and len(levels) == 1 and levels[0].first_order:  # traced_call's first step, inlined
+        y = _apply_first_order(fn, args, levels[0])
+        if y is not _NOT_FIRST_ORDER:
+            return y
     return traced_call(levels, fn, args, kwargs, True)
 
 
@@ -143,6 +147,10 @@ def _refuse_escaped(args: Any, kwargs: Any) -> None:
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 recurse: bool) -> Any:
+    if not kwargs and len(levels) == 1 and levels[0].first_order:
+        y = _apply_first_order(fn, args, levels[0])
+        if y is not _NOT_FIRST_ORDER:
+            return y
     tf = type(fn)
     if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
             and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:
@@ -434,6 +442,80 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     if not routes or (ty is not float and ty is not np.ndarray and _plain_output(y)):
         return y
     return trace.record(y, pullback, tuple(routes), len(args))
+
+
+_PLAIN_CALLABLES: dict[Any, int] = {}  # callable -> ADJOINTS.version when found plain (-1: not plain)
+_NOT_FIRST_ORDER: Any = object()
+
+
+def _is_plain_callable(fn: Any) -> bool:
+    """Whether a callable with rules needs none of :func:`traced_call`'s handling before its rule:
+    a ufunc, a module-level builtin or a Python function, not a special form, with no legacy
+    adjoint (cached until the next adjoint is defined)."""
+    try:
+        version = _PLAIN_CALLABLES[fn]
+        if version == ADJOINTS.version:
+            return True
+        if version < 0:
+            return False
+    except KeyError:
+        if not RRULES.has_rules(fn):
+            return False  # not cached: a rule may be registered later
+    except TypeError:  # an unhashable callable object
+        return False
+    tf = type(fn)
+    owner = getattr(fn, "__self__", None)
+    module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
+    plain = (tf is np.ufunc or tf is types.FunctionType or module_builtin) and fn not in SPECIAL_FORMS \
+        and fn is not operator.getitem and fn is not getattr
+    if not plain:
+        _PLAIN_CALLABLES[fn] = -1
+        return False
+    if ADJOINTS.has_rules(fn):
+        _PLAIN_CALLABLES.pop(fn, None)
+        return False
+    _PLAIN_CALLABLES[fn] = ADJOINTS.version
+    return True
+
+
+def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
+    """:func:`apply_rule` for the commonest call: one reverse trace, a plain callable with rules,
+    arguments that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything
+    else is left to the full path (``_NOT_FIRST_ORDER``)."""
+    try:
+        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
+    except (KeyError, TypeError):
+        known = False
+    if not known and not _is_plain_callable(fn):
+        return _NOT_FIRST_ORDER
+    primals: list[Any] = []
+    routes: list[tuple[int, int]] = []
+    for i, a in enumerate(args):
+        ta = type(a)
+        if ta is Box:
+            v = a._zp_value
+            if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
+                return _NOT_FIRST_ORDER
+            primals.append(v)
+            routes.append((i, a._zp_index))
+        elif ta is float or ta is np.ndarray or ta is int:
+            primals.append(a)
+        else:
+            return _NOT_FIRST_ORDER
+    plain = tuple(primals)
+    rule = RRULES.lookup(fn, plain, CONFIG)
+    if rule is None or rule.kind != "rule":
+        return _NOT_FIRST_ORDER
+    if rule.config or checks_enabled():
+        y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
+    else:
+        y, pullback = rule.impl(*plain)  # type: ignore[misc]
+    ty = type(y)
+    if not routes or (ty is not float and ty is not np.ndarray and _plain_output(y)):
+        return y
+    tape = trace.tape
+    tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
+    return Box(y, trace, len(tape) - 1)
 
 
 def _plain_output(y: Any) -> bool:

@@ -340,6 +340,8 @@ def elementwise_rules(
         def elementwise_pullback(ybar: Any) -> Any:
             if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
                 ds = partials(*args, result=y)
+                if type(ds) is float:
+                    return (_NT, ybar * ds)
                 return (_NT, *_float_cotangents(ybar, ds if type(ds) is tuple else (ds,)))
             ybar = ct(ybar)
             if ybar is None:

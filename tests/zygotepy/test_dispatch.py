@@ -145,3 +145,22 @@ def test_first_call_is_fast(tmp_path):
     first = float(subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                                  check=True).stdout.split()[-1])
     assert first < 0.5, f"first call on a new function took {first:.3f} s"
+
+
+def test_rules_and_adjoints_defined_after_first_use_take_effect():
+    """The dispatcher caches which callables take its first-order fast path; registering a
+    rule or a legacy adjoint later must still be seen at the next call."""
+
+    def triple(x):
+        return 3.0 * x
+
+    assert zp.gradient(triple, 2.0) == (3.0,)  # differentiated through: no rule yet
+    rc.rrule.register(triple)(lambda x: (triple(x), lambda g: (rc.NoTangent(), 30.0 * g)))
+    assert zp.gradient(triple, 2.0) == (30.0,)  # the rule, now on the fast path
+    assert zp.gradient(triple, 2.0) == (30.0,)
+
+    @zp.adjoint(triple)
+    def _(x):
+        return triple(x), lambda g: (300.0 * g,)
+
+    assert zp.gradient(triple, 2.0) == (300.0,)
