@@ -24,7 +24,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _env import BENCH_DIR, REPO_DIR, XLA_FLAGS, pin  # noqa: E402
+from _env import BENCH_DIR, REPO_DIR, XLA_FLAGS, pin, pin_allocator  # noqa: E402
 
 pin()
 
@@ -123,7 +123,8 @@ def header_lines(cfg: Config, command: str, started: datetime.datetime, elapsed:
         f"{m['os']} (cores shared with other work: figures are medians of interleaved rounds)",
         "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
         f"- threads: one everywhere (OMP/OPENBLAS/MKL_NUM_THREADS=1, `torch.set_num_threads(1)`, "
-        f"XLA_FLAGS=`{XLA_FLAGS}`); float64 everywhere (JAX x64 on); rulescore checking mode off",
+        f"XLA_FLAGS=`{XLA_FLAGS}`); float64 everywhere (JAX x64 on); rulescore checking mode off; "
+        f"{pin_allocator()}",
         f"- timing: {cfg.repeat} interleaved rounds per case, calls batched to "
         f">= {cfg.min_time * 1e3:.0f} ms per sample, "
         + (
