@@ -172,8 +172,11 @@ def project(x: Any, dx: Any) -> Any:
     if tx is float:
         if type(dx) is float:
             return dx
-    elif tx is np.ndarray and type(dx) is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
-        return dx
+    elif tx is np.ndarray and type(dx) is np.ndarray and dx.dtype == x.dtype and x.dtype.kind in "fc":
+        if dx.shape == x.shape:
+            return dx
+        if x.ndim:
+            return unbroadcast(dx, x.shape)  # a broadcast bias: summed back
     return ProjectTo(x)(dx)
 
 

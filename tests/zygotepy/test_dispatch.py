@@ -164,3 +164,17 @@ def test_rules_and_adjoints_defined_after_first_use_take_effect():
         return triple(x), lambda g: (300.0 * g,)
 
     assert zp.gradient(triple, 2.0) == (300.0,)
+
+
+@pytest.mark.parametrize("checks", [True, False])
+def test_first_order_fast_path_gives_the_same_gradients_with_and_without_checking(checks):
+    W = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+    def f(x, s):
+        return np.sum(np.tanh(W @ x + 1.0) * s) + math.sin(s) * s - 2 * s
+
+    with rc.checking(checks):
+        gx, gs = zp.gradient(f, np.array([0.1, -0.3]), 0.7)
+    t = np.tanh(W @ np.array([0.1, -0.3]) + 1.0)
+    np.testing.assert_allclose(gx, W.T @ ((1 - t * t) * 0.7), rtol=1e-12)
+    assert gs == pytest.approx(np.sum(t) + math.cos(0.7) * 0.7 + math.sin(0.7) - 2, rel=1e-12)
