@@ -446,12 +446,14 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
 
 _PLAIN_CALLABLES: dict[Any, int] = {}  # callable -> ADJOINTS.version when found plain (-1: not plain)
 _NOT_FIRST_ORDER: Any = object()
+#: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
+_PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 
 
 def _is_plain_callable(fn: Any) -> bool:
     """Whether a callable with rules needs none of :func:`traced_call`'s handling before its rule:
-    a ufunc, a module-level builtin or a Python function, not a special form, with no legacy
-    adjoint (cached until the next adjoint is defined)."""
+    a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with no
+    legacy adjoint (cached until the next adjoint is defined)."""
     try:
         version = _PLAIN_CALLABLES[fn]
         if version == ADJOINTS.version:
@@ -466,7 +468,7 @@ def _is_plain_callable(fn: Any) -> bool:
     tf = type(fn)
     owner = getattr(fn, "__self__", None)
     module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
-    plain = (tf is np.ufunc or tf is types.FunctionType or module_builtin) and fn not in SPECIAL_FORMS \
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn not in SPECIAL_FORMS \
         and fn is not operator.getitem and fn is not getattr
     if not plain:
         _PLAIN_CALLABLES[fn] = -1
@@ -482,6 +484,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     """:func:`apply_rule` for the commonest call: one reverse trace, a plain callable with rules,
     arguments that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything
     else is left to the full path (``_NOT_FIRST_ORDER``)."""
+    if type(fn) is Box:
+        return _NOT_FIRST_ORDER  # a traced callable object: never hashed here
     try:
         known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
     except (KeyError, TypeError):
