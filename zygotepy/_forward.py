@@ -93,6 +93,8 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
     dots: list[Any] = [_NO_TANGENT]
     for a, p in zip(args, primals, strict=True):
         if type(a) is Box:
+            if not _plain(p):
+                return None  # a traced tuple (eigh's result) or object: one direction at a time
             stack = _stacked(a, p, directions)
             if stack is None:
                 return None
@@ -119,7 +121,7 @@ def _plain(x: Any) -> bool:
 def _stacked(box: Box, primal: Any, directions: int) -> Any:
     """A box's tangents as one :class:`rulescore.Batched` (or a zero), None if they do not stack."""
     tangents = box._zp_tangents
-    if type(tangents) is rc.Batched or isinstance(tangents, AbstractZero):
+    if type(tangents) is rc.Batched:
         return tangents
     shape = np.shape(primal)
     parts = [rc.unthunk(t) for t in tangents]
@@ -140,7 +142,7 @@ def _output_stack(y: Any, ydot: Any, directions: int) -> Any:
     """The frule's batched output tangent, checked and broadcast to ``y``'s shape."""
     ydot = rc.unthunk(ydot)
     if isinstance(ydot, AbstractZero):
-        return ydot
+        return (ydot,) * directions
     if type(ydot) is rc.Batched and _plain(y) and ydot.directions == directions:
         shape = np.shape(y)
         if ydot.shape != shape:
@@ -162,8 +164,8 @@ def _tangents(box: Box) -> Any:
 
 
 def _tangents_of_stack(stack: Any, primal: Any) -> tuple[Any, ...]:
-    if isinstance(stack, AbstractZero) or type(stack) is tuple:
-        return stack if type(stack) is tuple else (stack,)
+    if type(stack) is tuple:
+        return stack
     data = stack.data
     if isinstance(primal, np.ndarray):
         return tuple(data[k, ...] for k in range(len(data)))
@@ -205,8 +207,8 @@ def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
             return _count(a._zp_tangents)
-        if id(a) in seen:
-            continue
+        if id(a) in seen or isinstance(a, type) or (callable(a) and not isinstance(a, Box)):
+            continue  # classes and functions hold no tangents (a dataclass class is not an instance)
         seen.add(id(a))
         if type(a) in (tuple, list, dict) or not isinstance(a, (np.ndarray, np.generic, int, float)):
             for v in (a.values() if type(a) is dict else a if isinstance(a, (tuple, list))
@@ -317,8 +319,9 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
     """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
     stacked on a leading axis."""
     with new_trace(forward=True) as trace:
-        boxed = tuple(trace.tangent_box(a, _seed(a, start, stop)) if m == i else a
-                      for m, a in enumerate(args))
+        boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
+                      else _box_forward(trace, a, tuple(_basis(a, j) for j in range(start, stop)))
+                      for m, a in enumerate(args))  # a container: one box per entry, as jvp does
         out = _dispatch.call(f, *boxed, **kwargs)
     y = _strip(out, trace)
     if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:

@@ -227,3 +227,26 @@ def test_hessians_of_a_wide_tanh_layer_agree_with_the_closed_form():
 def test_withgradient_selects_arguments_like_gradient():
     res = zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=1)
     assert res == (10.0, (2.0,))
+
+
+@pytest.mark.parametrize("name, f, x", [
+    ("a rule's tuple output, indexed", lambda v: np.linalg.eigh(v + v.T)[0], RNG.normal(size=(3, 3))),
+    ("qr", lambda v: np.linalg.qr(v)[1], RNG.normal(size=(4, 3))),
+    ("an output with a zero tangent", lambda v: np.full_like(v, 2.0) * v + np.imag(v), RNG.normal(size=3)),
+    ("a constant output", lambda v: np.full_like(v, 2.0), RNG.normal(size=3)),
+    ("a list of arrays", lambda v: v[0] * v[1], [RNG.normal(size=3), RNG.normal(size=3)]),
+    ("a tuple of matrices", lambda v: v[0] @ v[1], (RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))),
+])
+@pytest.mark.parametrize("chunk", [1, 4])
+def test_forward_jacobians_of_structured_values_match_reverse(name, f, x, chunk):
+    (J_forward,) = zp.jacobian(f, x, mode="forward", chunk=chunk)
+    (J_reverse,) = zp.jacobian(f, x, mode="reverse")
+    np.testing.assert_allclose(np.asarray(J_forward), np.asarray(J_reverse), rtol=1e-10, atol=1e-12)
+
+
+def test_hessians_through_tuple_outputs_and_zero_tangents():
+    x = np.array([1.0, 2.0, 3.0])
+    H = zp.hessian(lambda v: np.sum(np.full_like(v, 2.0) * v ** 3), x)
+    np.testing.assert_allclose(H, np.diag(12.0 * x))
+    f = lambda v: np.sum(np.linalg.eigh(np.outer(v, v) + np.eye(3))[0] ** 2)  # noqa: E731
+    np.testing.assert_allclose(zp.hessian(f, x), zp.hessian_reverse(f, x), rtol=1e-8, atol=1e-10)
