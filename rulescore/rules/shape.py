@@ -1035,6 +1035,8 @@ def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> An
     t = unthunk(tangents[1])
     if is_zero(t) or not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
         return y, ZeroTangent() if is_zero(t) else NoTangent()
+    if isinstance(x, np.ndarray) and x.shape == y.shape:
+        return y, _project(y, t)  # an array in, the same shape out: only the dtype may change
     dense = _dense(x, t)
     ndmin = kwargs.get("ndmin", 0)
     ydot = np.array(dense, dtype=_tangent_dtype(y), ndmin=ndmin)
