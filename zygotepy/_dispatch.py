@@ -368,9 +368,9 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"
-    seen = set() if seen is None else seen
+    seen = set() if seen is None else seen  # the objects on the path here: a cycle stops, sharing does not
     if id(x) in seen:
-        return x, None  # an object graph with a cycle: each object is visited once
+        return x, None
     seen.add(id(x))
     updates: dict[Any, Any] = {}
     routes: list[tuple[tuple[Any, ...], Box]] = []
@@ -384,6 +384,7 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
             routes.append((step, r))
         else:
             routes.extend((step + path, b) for path, b in r)
+    seen.discard(id(x))
     if not routes:
         return x, None
     return rc.rebuild(x, updates), routes

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
-from rulescore._checks import check_frule_result, checks_enabled
+from rulescore._checks import callable_name, check_frule_result, checks_enabled
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
+from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
 
 
@@ -30,20 +31,22 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
     t = type(x)
     if t is Box:
         return _tangents(x)[k] if x._zp_trace is trace else ZeroTangent()
-    seen = set() if seen is None else seen
-    if id(x) in seen:
-        return ZeroTangent()  # an object graph with a cycle: each object is visited once
+    leaf = t is not tuple and t is not list and t is not dict and (
+        isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x)
+        or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")))
+    seen = set() if seen is None else seen  # the objects on the path here: a cycle stops, sharing does not
+    if leaf or id(x) in seen:
+        return ZeroTangent()
     seen.add(id(x))
     if t is tuple or t is list or t is dict:
         items = list(x.items()) if t is dict else list(enumerate(x))
         parts = {key: _tangent_of(v, trace, k, seen) for key, v in items}
+        seen.discard(id(x))
         if all(rc.is_zero(p) for p in parts.values()):
             return ZeroTangent()
         return rc.Tangent[dict](parts) if t is dict else rc.Tangent[t](*parts.values())
-    if isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x) \
-            or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
-        return ZeroTangent()
     fields = {name: _tangent_of(v, trace, k, seen) for name, v in fields_of(x).items()}
+    seen.discard(id(x))
     if all(rc.is_zero(p) for p in fields.values()):
         return ZeroTangent()
     return rc.Tangent[type(x)](**fields)
@@ -55,10 +58,15 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
     All directions go through one call with :class:`rulescore.Batched` tangents when the frule
     can take them; otherwise (or when it raises) the frule runs once per direction."""
     primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
+    for k, v in kwargs.items():
+        if _dispatch.unbox(v, trace)[1] is not None:
+            raise UntraceableError(
+                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
+                "differentiate positional arguments only, so pass it positionally")
     directions = _directions(args, trace)
     token = LEVELS.set(trace.outer)
     try:
-        if rule.non_differentiable:
+        if rule.non_differentiable or not directions:
             return _dispatch.call(fn, *primals, **kwargs)
         pushed = _push_batched(rule, fn, args, primals, kwargs, trace, directions) if directions > 1 else None
         if pushed is None:
@@ -203,6 +211,7 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
 
 
 def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
+    """How many directions ``trace`` pushes, from the first of its boxes found in ``args``."""
     seen = set() if seen is None else seen
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
@@ -210,12 +219,18 @@ def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
         if id(a) in seen or isinstance(a, type) or (callable(a) and not isinstance(a, Box)):
             continue  # classes and functions hold no tangents (a dataclass class is not an instance)
         seen.add(id(a))
-        if type(a) in (tuple, list, dict) or not isinstance(a, (np.ndarray, np.generic, int, float)):
-            for v in (a.values() if type(a) is dict else a if isinstance(a, (tuple, list))
-                      else fields_of(a).values() if hasattr(a, "__dict__") else ()):
-                n = _directions((v,), trace, seen)
-                if n:
-                    return n
+        if type(a) is dict:
+            items: Any = a.values()
+        elif isinstance(a, (tuple, list)):
+            items = a
+        elif isinstance(a, (np.ndarray, np.generic, int, float, complex, str, bytes)):
+            continue
+        else:
+            items = fields_of(a).values() if hasattr(a, "__dict__") or hasattr(a, "__slots__") else ()
+        for v in items:
+            n = _directions((v,), trace, seen)
+            if n:
+                return n
     return 0
 
 

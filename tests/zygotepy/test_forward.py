@@ -250,3 +250,40 @@ def test_hessians_through_tuple_outputs_and_zero_tangents():
     np.testing.assert_allclose(H, np.diag(12.0 * x))
     f = lambda v: np.sum(np.linalg.eigh(np.outer(v, v) + np.eye(3))[0] ** 2)  # noqa: E731
     np.testing.assert_allclose(zp.hessian(f, x), zp.hessian_reverse(f, x), rtol=1e-8, atol=1e-10)
+
+
+def test_traced_keyword_arguments_are_refused_in_forward_mode_as_in_reverse():
+    c = np.array([1.0, 2.0, 3.0])
+    for run in (lambda: zp.jvp(lambda lo: np.clip(c, a_min=lo, a_max=10.0), (1.5,), (1.0,)),
+                lambda: zp.jacobian(lambda lo: np.clip(c, a_min=lo, a_max=10.0), 1.5, mode="forward"),
+                lambda: zp.gradient(lambda lo: np.sum(np.clip(c, a_min=lo, a_max=10.0)), 1.5)):
+        with pytest.raises(zp.UntraceableError, match="keyword argument 'a_min'"):
+            run()
+
+
+def test_frule_arguments_with_slots_and_shared_entries():
+    @dataclass(slots=True)
+    class Weights:
+        w: float
+
+    def energy(p, x):
+        return p.w * x + x ** 2
+
+    @rc.frule.register(energy)
+    def _(tangents, p, x):
+        pdot, xdot = rc.unthunk(tangents[1]), rc.unthunk(tangents[2])
+        ydot = 0.0 if rc.is_zero(xdot) else (p.w + 2 * x) * xdot
+        return energy(p, x), ydot if rc.is_zero(pdot) else ydot + pdot.w * x
+
+    assert zp.jvp(lambda w: energy(Weights(w), 3.0), (2.0,), (1.0,)) == (15.0, 3.0)
+    (J,) = zp.jacobian(lambda v: energy(Weights(v[0]), v[1]), np.array([2.0, 3.0]), mode="forward", chunk=2)
+    np.testing.assert_allclose(J, [3.0, 8.0])
+
+    def shared(v):
+        row = [v[0], v[1] * 3]
+        return np.array([row, row])  # one list twice: not a cycle
+
+    x = np.array([1.0, 2.0])
+    expected = np.array([[[1.0, 0.0], [0.0, 3.0]]] * 2)
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(zp.jacobian(shared, x, mode=mode)[0], expected)
