@@ -316,6 +316,7 @@ def pushforward(f: Callable[..., Any], *args: Any) -> Callable[..., Any]:
 
 
 def _basis(x: Any, indices: Any) -> Any:
+    x = unbox_all(x)  # the basis is a constant, also when x is traced by an outer differentiation
     e = np.zeros(np.shape(x), dtype=np.result_type(np.asarray(x).dtype, np.float64))
     e.flat[indices] = 1.0
     return e if np.ndim(x) else float(e)
@@ -460,5 +461,6 @@ def forwarddiff(f: Callable[[Any], Any], x: Any) -> Any:
     y, dots = _push(f, (x0,), sets)
     J = _dispatch.call(np.stack, list(dots), -1) if dots else np.zeros((*np.shape(y), 0))
     J = _dispatch.call(np.reshape, J, (*np.shape(unbox_all(y)), *np.shape(x0)))
-    dx = _dispatch.call(np.subtract, x, _dispatch.call(rc.ignore_derivatives, x))
+    # zero, with derivative one for this trace only: outer traces already see x through y and J
+    dx = _dispatch.call(np.subtract, x, x0)
     return _dispatch.call(np.add, y, _dispatch.call(np.tensordot, J, dx, np.ndim(x0)))

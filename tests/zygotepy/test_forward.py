@@ -287,3 +287,19 @@ def test_frule_arguments_with_slots_and_shared_entries():
     expected = np.array([[[1.0, 0.0], [0.0, 3.0]]] * 2)
     for mode in ("forward", "reverse"):
         np.testing.assert_allclose(zp.jacobian(shared, x, mode=mode)[0], expected)
+
+
+def test_hessian_of_a_function_using_forwarddiff():
+    W = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def f(x):
+        return np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v), x) ** 2)
+
+    def grad(x):  # analytic: 2 W^T (t (1 - t^2))
+        t = np.tanh(W @ x)
+        return 2 * W.T @ (t * (1 - t * t))
+
+    x, h = np.array([0.1, -0.2]), 1e-6
+    H_fd = np.stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(2)], axis=-1)
+    np.testing.assert_allclose(zp.hessian(f, x), H_fd, rtol=1e-6)
+    np.testing.assert_allclose(zp.hessian_reverse(f, x), H_fd, rtol=1e-6)
