@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
-from rulescore._checks import callable_name, checks_enabled
+from rulescore._checks import callable_name
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
@@ -511,7 +511,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     rule = RRULES.lookup(fn, plain, CONFIG)
     if rule is None or rule.kind != "rule":
         return _NOT_FIRST_ORDER
-    if rule.config or checks_enabled():
+    if rule.config or trace.checks:
         y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
     else:
         y, pullback = rule.impl(*plain)  # type: ignore[misc]

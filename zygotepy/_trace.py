@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rulescore._checks import checks_enabled
+
 #: Attributes read straight off the primal: they carry no derivative and are hot.
 PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
                               "flags", "__len__", "_fields", "__dataclass_fields__", "__dict__"})
@@ -26,8 +28,8 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 class Trace:
     """One active differentiation: its tape of boxes and its implicit parameters."""
 
-    __slots__ = ("level", "outer", "with_params", "forward", "any_forward", "first_order", "tape", "params",
-                 "param_boxes", "__weakref__")
+    __slots__ = ("level", "outer", "with_params", "forward", "any_forward", "first_order", "checks", "tape",
+                 "params", "param_boxes", "__weakref__")
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None,
                  forward: bool = False) -> None:
@@ -37,6 +39,7 @@ class Trace:
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
         self.with_params = bool(params) or any(t.with_params for t in outer)
         self.first_order = not outer and not forward and not self.with_params  # the dispatcher's hot path
+        self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
         self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
