@@ -177,6 +177,10 @@ def project(x: Any, dx: Any) -> Any:
             return dx
         if x.ndim:
             return unbroadcast(dx, x.shape)  # a broadcast bias: summed back
+    elif (tx is tuple or tx is list) and type(dx) is tangent_type(tx) and len(dx.backing) == len(x):
+        # entry by entry, each with its own fast path (a list of parameters, say)
+        return type(dx)(*(d if d is None or isinstance(d, AbstractZero) else project(v, d)
+                          for v, d in zip(x, dx.backing, strict=True)))
     return ProjectTo(x)(dx)
 
 

@@ -69,26 +69,24 @@ def to_user(ct: Any, primal: Any) -> Any:
         return None
     if type(primal) is Box:
         primal = unbox_all(primal)
-    tp = type(primal)
-    if (tp is tuple or tp is list) and type(ct) is rc.Tangent[tp] and len(ct.backing) == len(primal):
-        # entry by entry: each leaf is projected once (projecting the whole container first
-        # would project every leaf again at each level)
-        out = [to_user(c, p) for c, p in zip(ct.backing, primal, strict=True)]
-        return None if all(o is None for o in out) else tp(out)
-    ct = call(rc.project, primal, ct)
-    if isinstance(ct, AbstractZero):
+    return _user_form(call(rc.project, primal, ct), primal)  # projected once, the whole structure
+
+
+def _user_form(ct: Any, primal: Any) -> Any:
+    """A projected cotangent with zeros as ``None`` and structural tangents as the primal's containers."""
+    ct = rc.unthunk(ct)
+    if ct is None or isinstance(ct, AbstractZero):
         return None
-    if isinstance(ct, rc.Tangent):
-        if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
-            out = [to_user(c, p) for c, p in zip(ct.backing, primal, strict=True)]
-            return None if all(o is None for o in out) else type(primal)(out)
-        if isinstance(primal, dict):
-            entries = dict(ct.items())
-            d = {k: to_user(entries.get(k), v) for k, v in primal.items()}
-            return None if all(v is None for v in d.values()) else d
-        entries = dict(ct.items())
-        return type(ct)(**{k: to_user(entries.get(k), v) for k, v in fields_of(primal).items()})
-    return ct
+    if not isinstance(ct, rc.Tangent):
+        return ct
+    if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
+        out = [_user_form(c, p) for c, p in zip(ct.backing, primal, strict=True)]
+        return None if all(o is None for o in out) else type(primal)(out)
+    entries = dict(ct.items())
+    if isinstance(primal, dict):
+        d = {k: _user_form(entries.get(k), v) for k, v in primal.items()}
+        return None if all(v is None for v in d.values()) else d
+    return type(ct)(**{k: _user_form(entries.get(k), v) for k, v in fields_of(primal).items()})
 
 
 def _check_scalar(f: Any, y: Any) -> None:
