@@ -63,7 +63,7 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
             raise UntraceableError(
                 f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
                 "differentiate positional arguments only, so pass it positionally")
-    directions = _directions(args, trace)
+    directions = trace.directions
     token = LEVELS.set(trace.outer)
     try:
         if rule.non_differentiable or not directions:
@@ -186,10 +186,6 @@ def _tangents_of_stack(stack: Any, primal: Any) -> tuple[Any, ...]:
     return tuple(data)
 
 
-def _count(tangents: Any) -> int:
-    return tangents.directions if type(tangents) is rc.Batched else len(tangents)
-
-
 def _per_direction(x: Any, trace: Trace, directions: int) -> Any:
     """An argument's tangent in each direction (indexable by direction)."""
     if type(x) is Box:
@@ -208,30 +204,6 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
     else:
         out = _dispatch.call(rule.impl, dots, *primals, **kwargs)
     return check_frule_result(rule, fn, primals, out) if checks_enabled() else out
-
-
-def _directions(args: Any, trace: Trace, seen: set[int] | None = None) -> int:
-    """How many directions ``trace`` pushes, from the first of its boxes found in ``args``."""
-    seen = set() if seen is None else seen
-    for a in args:
-        if type(a) is Box and a._zp_trace is trace:
-            return _count(a._zp_tangents)
-        if id(a) in seen or isinstance(a, type) or (callable(a) and not isinstance(a, Box)):
-            continue  # classes and functions hold no tangents (a dataclass class is not an instance)
-        seen.add(id(a))
-        if type(a) is dict:
-            items: Any = a.values()
-        elif isinstance(a, (tuple, list)):
-            items = a
-        elif isinstance(a, (np.ndarray, np.generic, int, float, complex, str, bytes)):
-            continue
-        else:
-            items = fields_of(a).values() if hasattr(a, "__dict__") or hasattr(a, "__slots__") else ()
-        for v in items:
-            n = _directions((v,), trace, seen)
-            if n:
-                return n
-    return 0
 
 
 def _box_forward(trace: Trace, x: Any, dots: tuple[Any, ...]) -> Any:
@@ -273,7 +245,7 @@ def _push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
           kwargs: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
     """Run ``f`` once with several directions; return ``y`` and one output tangent per direction."""
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
-    with new_trace(forward=True) as trace:
+    with new_trace(forward=True, directions=len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
         out = _dispatch.call(f, *boxed, **(kwargs or {}))
     y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
@@ -334,7 +306,7 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
              ) -> tuple[Any, Any]:
     """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
     stacked on a leading axis."""
-    with new_trace(forward=True) as trace:
+    with new_trace(forward=True, directions=stop - start) as trace:
         boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
                       else _box_forward(trace, a, tuple(_basis(a, j) for j in range(start, stop)))
                       for m, a in enumerate(args))  # a container: one box per entry, as jvp does

@@ -28,12 +28,13 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 class Trace:
     """One active differentiation: its tape of boxes and its implicit parameters."""
 
-    __slots__ = ("level", "outer", "with_params", "forward", "any_forward", "first_order", "checks", "tape",
-                 "params", "param_boxes", "__weakref__")
+    __slots__ = ("level", "outer", "with_params", "forward", "directions", "any_forward", "first_order",
+                 "checks", "tape", "params", "param_boxes", "__weakref__")
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None,
-                 forward: bool = False) -> None:
+                 forward: bool = False, directions: int = 0) -> None:
         self.forward = forward  # forward mode: boxes carry tangents instead of pullbacks
+        self.directions = directions  # forward mode: how many tangents each box carries
         self.any_forward = forward or any(t.forward for t in outer)
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
@@ -112,10 +113,11 @@ def gc_paused() -> Iterator[None]:
 
 
 @contextmanager
-def new_trace(params: dict[int, Any] | None = None, forward: bool = False) -> Iterator[Trace]:
+def new_trace(params: dict[int, Any] | None = None, forward: bool = False,
+              directions: int = 0) -> Iterator[Trace]:
     """Push a new innermost trace for the duration of the block."""
     levels = LEVELS.get()
-    trace = Trace(levels, params, forward)
+    trace = Trace(levels, params, forward, directions)
     token = LEVELS.set((*levels, trace))
     try:
         with gc_paused():
