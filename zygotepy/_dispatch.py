@@ -420,13 +420,7 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         primals.append(p)
         if r is not None:
             routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
-    if kwargs:
-        for k, v in kwargs.items():
-            if unbox(v, trace)[1] is not None:
-                raise UntraceableError(
-                    f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
-                    "differentiate positional arguments only, so pass it positionally"
-                )
+    refuse_traced_keywords(fn, kwargs, trace)
     outer = trace.outer
     if not outer and table is RRULES and rule.kind == "rule":
         # the first-order hot path: a rulescore rule on plain values needs no level switch
@@ -521,6 +515,16 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     tape = trace.tape
     tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
     return Box(y, trace, len(tape) - 1)
+
+
+def refuse_traced_keywords(fn: Any, kwargs: dict[str, Any], trace: Trace) -> None:
+    """Rules (rrules and frules) differentiate positional arguments only: say so, naming the keyword."""
+    for k, v in kwargs.items():
+        if unbox(v, trace)[1] is not None:
+            raise UntraceableError(
+                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
+                "differentiate positional arguments only, so pass it positionally"
+            )
 
 
 def _plain_output(y: Any) -> bool:

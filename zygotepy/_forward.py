@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
-from rulescore._checks import callable_name, check_frule_result, checks_enabled
+from rulescore._checks import check_frule_result, checks_enabled
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
 
 
@@ -58,11 +57,7 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
     All directions go through one call with :class:`rulescore.Batched` tangents when the frule
     can take them; otherwise (or when it raises) the frule runs once per direction."""
     primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
-    for k, v in kwargs.items():
-        if _dispatch.unbox(v, trace)[1] is not None:
-            raise UntraceableError(
-                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
-                "differentiate positional arguments only, so pass it positionally")
+    _dispatch.refuse_traced_keywords(fn, kwargs, trace)
     directions = trace.directions
     token = LEVELS.set(trace.outer)
     try:
