@@ -20,7 +20,17 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 
 class NotBatchable(TypeError):
-    """An operation on a :class:`Batched` tangent that has no batching rule."""
+    """An operation on a :class:`Batched` tangent that has no batching rule.
+
+    Example:
+        >>> import numpy as np
+        >>> from rulescore import Batched, NotBatchable
+        >>> try:
+        ...     float(Batched(np.zeros((2, 1)))[0])
+        ... except NotBatchable as err:
+        ...     print(err)
+        a batched tangent has no single value
+    """
 
 
 def _data(x: Any, ndim: int) -> Any:
@@ -137,7 +147,14 @@ class Batched(NDArrayOperatorsMixin):
         return Batched(self.data.squeeze(self._axes(axis)))
 
     def projected(self, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Batched:
-        """Every direction projected onto an array of ``dtype`` and ``shape`` (see ``ProjectTo``)."""
+        """Every direction projected onto an array of ``dtype`` and ``shape`` (see ``ProjectTo``).
+
+        Example:
+            >>> import numpy as np
+            >>> Batched(np.ones((2, 3, 4)) + 1j).projected(np.dtype(np.float32), (4,)).data
+            array([[3., 3., 3., 3.],
+                   [3., 3., 3., 3.]], dtype=float32)
+        """
         d = self.data
         if dtype.kind == "f" and d.dtype.kind == "c":
             d = d.real

@@ -237,7 +237,12 @@ def _named(fn: Any, name: str) -> Any:
 class FromResult:
     """Partials computed from the result alone (``exp``, ``tanh``, ``sqrt``, ``+``): given to
     :func:`elementwise_rules`, the pullback keeps only the inputs' shapes and dtypes
-    (:func:`stand_in`), so the inputs can be freed before the backward pass."""
+    (:func:`stand_in`), so the inputs can be freed before the backward pass.
+
+    Example:
+        >>> FromResult(lambda result: 1 - result * result)(0.3, result=0.5)
+        0.75
+    """
 
     __slots__ = ("of_result",)
 
