@@ -18,6 +18,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import call, unbox
@@ -54,6 +55,33 @@ def _assemble(boxed: Any, cts: list[Any]) -> Any:
         nonzero = any(not rc.is_zero(p) for p in entries.values())
         return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
     return NoTangent()
+
+
+def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
+    """``to_user(_assemble(boxed, cts), primal)`` without building structural tangents: an
+    argument's boxes read straight into the user's containers. A leaf whose cotangent is already
+    an array of the primal's shape and float dtype (or a float for a float) is final as it is;
+    any other leaf goes through :func:`to_user`."""
+    t = type(boxed)
+    if t is Box:
+        ct = cts[boxed._zp_index]
+        if type(ct) is Thunk:
+            ct = ct.unthunk()
+        tp = type(primal)
+        if tp is np.ndarray:
+            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
+                    and primal.dtype.kind in "fc"):
+                return ct
+        elif tp is float and type(ct) is float:
+            return ct
+        return to_user(ZeroTangent() if ct is None else ct, primal)
+    if t is tuple or t is list:
+        parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
+        return None if all(p is None for p in parts) else t(parts)
+    if t is dict:
+        entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
+        return None if all(v is None for v in entries.values()) else entries
+    return None
 
 
 def to_user(ct: Any, primal: Any) -> Any:
@@ -221,7 +249,7 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     trace, boxed, out = _run(f, args, kwargs, selected)
     _check_scalar(f, out)
     cts = backward(trace, _seeds(out, trace, 1.0), once=True)
-    grads = tuple(to_user(_assemble(b, cts), a) for b, a in zip(boxed, args, strict=True))
+    grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
     return WithGradient(unbox(out, trace)[0], grads)
