@@ -114,7 +114,7 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         y = _apply_first_order(fn, args, levels[0])
         if y is not _NOT_FIRST_ORDER:
             return y
-    return traced_call(levels, fn, args, kwargs, True)
+    return _resolve(levels, fn, args, kwargs, True)
 
 
 def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -147,10 +147,18 @@ def _refuse_escaped(args: Any, kwargs: Any) -> None:
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 recurse: bool) -> Any:
+    """Differentiate ``fn(*args, **kwargs)`` under the active ``levels`` (``recurse``: a Python
+    function without a rule may be differentiated through)."""
     if not kwargs and len(levels) == 1 and levels[0].first_order:
         y = _apply_first_order(fn, args, levels[0])
         if y is not _NOT_FIRST_ORDER:
             return y
+    return _resolve(levels, fn, args, kwargs, recurse)
+
+
+def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             recurse: bool) -> Any:
+    """:func:`traced_call` past its first-order fast path: every case of the module documentation."""
     tf = type(fn)
     if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
             and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:

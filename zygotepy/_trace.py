@@ -85,45 +85,75 @@ class Trace:
 
 
 _GC_LOCK = threading.Lock()
-_GC_HOLDERS = 0
-_GC_WAS_ENABLED = False
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+class _GCPause:
+    """Pause Python's cyclic garbage collector while a trace runs (see :func:`gc_paused`).
+
+    A class rather than a generator-based context manager: it is entered several times per
+    ``gradient`` call, and this costs a fraction of a ``contextlib`` wrapper."""
+
+    __slots__ = ()
+    holders = 0
+    was_enabled = False
+
+    def __enter__(self) -> None:
+        with _GC_LOCK:
+            if _GCPause.holders == 0:
+                _GCPause.was_enabled = gc.isenabled()
+                gc.disable()
+            _GCPause.holders += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with _GC_LOCK:
+            _GCPause.holders -= 1
+            if _GCPause.holders == 0 and _GCPause.was_enabled:
+                gc.enable()
+
+
+_GC_PAUSE = _GCPause()
+
+
+def gc_paused() -> _GCPause:
     """Pause Python's cyclic garbage collector while a trace runs.
 
     A tape of a million nodes makes every full collection scan a million objects, which more
     than doubles the cost of a long program; the tape itself holds no reference cycles, so
     nothing it allocates needs the collector. Re-enabled when the last differentiation ends.
+
+    Example:
+        >>> import gc
+        >>> with gc_paused():
+        ...     gc.isenabled()
+        False
     """
-    global _GC_HOLDERS, _GC_WAS_ENABLED
-    with _GC_LOCK:
-        if _GC_HOLDERS == 0:
-            _GC_WAS_ENABLED = gc.isenabled()
-            gc.disable()
-        _GC_HOLDERS += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _GC_HOLDERS -= 1
-            if _GC_HOLDERS == 0 and _GC_WAS_ENABLED:
-                gc.enable()
+    return _GC_PAUSE
 
 
-@contextmanager
-def new_trace(params: dict[int, Any] | None = None, forward: bool = False,
-              directions: int = 0) -> Iterator[Trace]:
-    """Push a new innermost trace for the duration of the block."""
-    levels = LEVELS.get()
-    trace = Trace(levels, params, forward, directions)
-    token = LEVELS.set((*levels, trace))
-    try:
-        with gc_paused():
-            yield trace
-    finally:
-        LEVELS.reset(token)
+class new_trace:  # noqa: N801  (used as a function: ``with new_trace() as trace``)
+    """Push a new innermost trace for the duration of the block (collector paused).
+
+    Example:
+        >>> with new_trace() as trace:
+        ...     trace.level
+        0
+    """
+
+    __slots__ = ("trace", "token")
+
+    def __init__(self, params: dict[int, Any] | None = None, forward: bool = False,
+                 directions: int = 0) -> None:
+        self.trace = Trace(LEVELS.get(), params, forward, directions)
+
+    def __enter__(self) -> Trace:
+        trace = self.trace
+        self.token = LEVELS.set((*trace.outer, trace))
+        _GC_PAUSE.__enter__()
+        return trace
+
+    def __exit__(self, *exc: object) -> None:
+        _GC_PAUSE.__exit__()
+        LEVELS.reset(self.token)
 
 
 @contextmanager

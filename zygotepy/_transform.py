@@ -2,7 +2,7 @@
 
 A function differentiated through is parsed once (from its file, so lambdas are found by
 position), its calls ``f(a)`` become ``_zp_call(f, a)``, ``a + b`` becomes
-``_zp_call(operator.add, a, b)``, ``x[i]`` becomes ``_zp_call(operator.getitem, x, i)``, and
+``_zp_call(operator.add, a, b)``, ``x[i]`` becomes ``_zp_getitem(x, i)`` (see :func:`getitem`), and
 the result is compiled with the original file name and line numbers (tracebacks point at the
 user's code). The new function shares the original's globals, closure cells (matched by name,
 so ``nonlocal`` writes are shared), defaults and class (for ``super()`` and name mangling).
@@ -118,9 +118,20 @@ def param(x: Any) -> Any:
     return x
 
 
+def getitem(x: Any, index: Any) -> Any:
+    """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
+    implicit parameters may be inside); anything else goes through the dispatcher."""
+    tx = type(x)
+    if tx is list or tx is tuple or tx is dict:
+        levels = LEVELS.get()
+        if not levels or not levels[-1].with_params:
+            return x[index]
+    return _dispatch.call(operator.getitem, x, index)
+
+
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
                            "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
-                           "_zp_getitem": operator.getitem}
+                           "_zp_getitem": getitem}
 HELPERS.update({f"_zp_op_{op.__name__}": op for op in [*_OPERATORS.values(), *_INPLACE.values()]})
 
 
@@ -226,7 +237,8 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if not isinstance(node.ctx, ast.Load):
             return node
-        return _call(node, _name("_zp_getitem", node), node.value, _index_expr(node.slice))
+        return ast.copy_location(ast.Call(func=_name("_zp_getitem", node),
+                                          args=[node.value, _index_expr(node.slice)], keywords=[]), node)
 
     def _temporary(self) -> str:
         self.temporaries += 1

@@ -56,6 +56,9 @@ TupleTangent = tangent_type(tuple)
 
 def ct(t: Any) -> Any:
     """The value of an incoming tangent, or ``None`` when it is a zero (after unthunking)."""
+    tt = type(t)
+    if tt is np.ndarray or tt is float:
+        return t
     if isinstance(t, Thunk):
         t = t.unthunk()
     if t is None or isinstance(t, AbstractZero):
@@ -107,9 +110,23 @@ def stand_in(x: Any) -> Any:
         >>> s.shape, s.dtype, s.strides, len(s.base)
         ((1000, 1000), dtype('float64'), (0, 0), 64)
     """
-    if type(x) is np.ndarray and x.dtype.itemsize <= 64 and x.dtype.kind in "fciub":
-        return np.ndarray(x.shape, x.dtype, _ZERO_BYTES, 0, (0,) * x.ndim)
+    if type(x) is np.ndarray:
+        key = (x.shape, x.dtype)
+        standin = _STAND_INS.get(key)
+        if standin is not None:
+            return standin
+        if x.dtype.itemsize <= 64 and x.dtype.kind in "fciub":
+            if len(_STAND_INS) >= _MAX_STAND_INS:
+                _STAND_INS.clear()
+            standin = _STAND_INS[key] = np.ndarray(x.shape, x.dtype, _ZERO_BYTES, 0, (0,) * x.ndim)
+            return standin
     return x
+
+
+#: Stand-ins are read-only and carry nothing but a shape and a dtype: one per (shape, dtype) is
+#: shared (a bounded cache; it is emptied when full).
+_STAND_INS: dict[tuple[Any, ...], np.ndarray] = {}
+_MAX_STAND_INS = 512
 
 
 def _nested(x: Any, dx: Any) -> Any:
@@ -337,10 +354,10 @@ def elementwise_rules(
     keeps_inputs = not isinstance(partials, FromResult)
 
     def elementwise_rrule(*args: Any, **kwargs: Any) -> Any:
-        where = check_kwargs(f, kwargs) if check_kwargs is not None else None
+        where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
         y = f(*args, **kwargs)
         if not keeps_inputs:
-            args = tuple(stand_in(a) for a in args)
+            args = tuple([stand_in(a) for a in args])
 
         def elementwise_pullback(ybar: Any) -> Any:
             if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
@@ -351,8 +368,7 @@ def elementwise_rules(
             ybar = ct(ybar)
             if ybar is None:
                 return (_NT, *(_ZT for _ in args))
-            xs = as_arrays(args)
-            ds = _partials(xs, y, where)
+            ds = _partials(args if array_inputs else as_arrays(args), y, where)
             out = []
             for a, d in zip(args, ds, strict=True):
                 g = _times_conj(ybar, d)
@@ -365,6 +381,7 @@ def elementwise_rules(
             return (_NT, *out)
 
         float_inputs = type(y) is float and where is None and all(type(a) is float for a in args)
+        array_inputs = all(type(a) is np.ndarray for a in args)  # no lists to convert
         elementwise_pullback.__qualname__ = elementwise_pullback.__name__ = pullback_name
         return y, elementwise_pullback
 
@@ -620,6 +637,8 @@ def truediv_rrule(x: Any, y: Any) -> Any:
         if zbar is None:
             return _Z2
         xbar = zbar / conj(y)
+        if type(y) is not float:  # lazy: dividing by a constant (a count, an array of data) is common
+            return _NT, proj(x, xbar), Thunk(lambda: proj(y, -xbar * conj(z)))
         return _NT, proj(x, xbar), proj(y, -xbar * conj(z))
 
     return z, truediv_pullback
@@ -661,12 +680,17 @@ def mod_frule(tangents: Any, x: Any, y: Any) -> Any:
 def pow_rrule(x: Any, p: Any) -> Any:
     z = x ** p
     int_p = is_int_like(p)
+    square = type(p) is int and p == 2 and type(x) is np.ndarray and x.dtype.kind == "f"
 
     def pow_pullback(zbar: Any) -> Any:
         zbar = ct(zbar)
         if zbar is None:
             return _Z2
-        xbar = proj(x, zbar * conj(pow_grad_x(x, p, z)))
+        if square and type(zbar) is np.ndarray and not any(zbar.strides) and zbar.size:
+            # the cotangent of a sum is one number broadcast: (2 * ybar) * x is one pass, not two
+            xbar = proj(x, (2 * zbar.reshape(-1)[0]) * x)
+        else:
+            xbar = proj(x, zbar * conj(pow_grad_x(x, p, z)))
         if int_p:
             return _NT, xbar, _NT
         return _NT, xbar, proj(p, zbar * conj(pow_grad_p(x, p, z)))
@@ -771,11 +795,15 @@ def _conj_t(a: Any) -> Any:
 
 def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
     """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks."""
-    xd, yd = np.ndim(x), np.ndim(y)
+    xd = x.ndim if type(x) is np.ndarray else np.ndim(x)
+    yd = y.ndim if type(y) is np.ndarray else np.ndim(y)
     if xd == 2 and yd == 2:
         if wrt == 0 and type(zbar) is np.ndarray and zbar.strides[0] == 0 and zbar.shape[0] > 1:
             # a cotangent broadcast along its rows (the pullback of a sum): one row suffices
             return np.broadcast_to(zbar[0] @ _conj_t(y), (zbar.shape[0], np.shape(y)[0]))
+        other = y if wrt == 0 else x
+        if type(other) is np.ndarray and other.dtype.kind != "c":
+            return zbar @ other.T if wrt == 0 else other.T @ zbar  # real matrices: no conjugate
         return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
     if xd == 1 and yd == 1:
         return zbar * conj(y) if wrt == 0 else conj(x) * zbar

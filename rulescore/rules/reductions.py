@@ -136,18 +136,29 @@ class _Call:
 
     def __init__(self, spec: _Reduction, compute: Callable[..., Any], x: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
-        self.kw = _bind(spec.name, spec.params, args, kwargs)
-        self.y = compute(x, *args, **kwargs)
         self.x = x
         self.nargs = len(args)
-        self.shape = _shape(x)
-        self.axes = _axes(_opt(self.kw, "axis", spec.default_axis), len(self.shape))
-        self.kshape = _keep_shape(self.shape, self.axes)
-        self.keepdims = bool(_opt(self.kw, "keepdims", False))
-        self.where = _opt(self.kw, "where", True)
+        if not args and not kwargs and type(x) is np.ndarray and spec.default_axis is None:
+            # the commonest call, np.sum(x): every axis, no options
+            self.kw = {}
+            self.y = compute(x)
+            self.shape = x.shape
+            self.axes = tuple(range(x.ndim))
+            self.kshape = (1,) * x.ndim
+            self.keepdims = False
+            self.where = True
+            self.count = x.size
+        else:
+            self.kw = _bind(spec.name, spec.params, args, kwargs)
+            self.y = compute(x, *args, **kwargs)
+            self.shape = _shape(x)
+            self.axes = _axes(_opt(self.kw, "axis", spec.default_axis), len(self.shape))
+            self.kshape = _keep_shape(self.shape, self.axes)
+            self.keepdims = bool(_opt(self.kw, "keepdims", False))
+            self.where = _opt(self.kw, "where", True)
+            self.count = math.prod(self.shape[a] for a in self.axes)
         self.dtype = _cotangent_dtype(x)
-        self.complex = _is_complex(x)
-        self.count = math.prod(self.shape[a] for a in self.axes)
+        self.complex = self.dtype.kind == "c"
 
     def keep(self, v: Any) -> Any:
         """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""
@@ -156,6 +167,8 @@ class _Call:
     def spread(self, ybar: Any) -> Any:
         """The cotangent of the result, broadcast back to the input's shape: a read-only view,
         so a pullback downstream can see that it is constant along the broadcast axes."""
+        if not self.keepdims and len(self.axes) == len(self.shape):
+            return np.broadcast_to(ybar, self.shape)  # a full reduction's cotangent is a number
         return np.broadcast_to(self.keep(ybar), self.shape)
 
     def reduce(self, v: Any) -> Any:
