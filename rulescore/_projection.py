@@ -80,15 +80,34 @@ def unbroadcast(dx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """
     if dx.shape == shape:
         return dx
-    extra = dx.ndim - len(shape)
-    # `shape` must broadcast to dx.shape: same trailing sizes, except where `shape` has a 1
-    if extra < 0 or any(n != m for n, m in zip(dx.shape[extra:], shape, strict=True) if m != 1):
-        raise ProjectionError(f"cotangent of shape {dx.shape} for a primal of shape {shape}")
-    axes = tuple(range(extra)) + tuple(
-        extra + i for i, n in enumerate(shape) if n == 1 and dx.shape[extra + i] != 1
-    )
-    out = dx.sum(axis=axes) if axes else dx
+    key = (dx.shape, shape)
+    axes = _SUMMED_AXES.get(key)
+    if axes is None:
+        axes = _summed_axes(dx.shape, shape)
+        if len(_SUMMED_AXES) >= 512:
+            _SUMMED_AXES.clear()
+        _SUMMED_AXES[key] = axes
+    if not axes:
+        out = dx
+    elif type(dx) is np.ndarray and dx.dtype.kind in "fc":
+        out = np.add.reduce(dx, axis=axes)  # what dx.sum does for floats, without its Python layer
+    else:
+        out = dx.sum(axis=axes)
     return out.reshape(shape) if out.shape != shape else out
+
+
+#: ``(cotangent shape, primal shape) -> axes to sum``, for :func:`unbroadcast` (bounded cache).
+_SUMMED_AXES: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+
+
+def _summed_axes(dx_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    extra = len(dx_shape) - len(shape)
+    # `shape` must broadcast to dx_shape: same trailing sizes, except where `shape` has a 1
+    if extra < 0 or any(n != m for n, m in zip(dx_shape[extra:], shape, strict=True) if m != 1):
+        raise ProjectionError(f"cotangent of shape {dx_shape} for a primal of shape {shape}")
+    return tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and dx_shape[extra + i] != 1
+    )
 
 
 def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:

@@ -495,7 +495,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
         known = False
     if not known and not _is_plain_callable(fn):
         return _NOT_FIRST_ORDER
-    primals: list[Any] = []
+    primals: Any = args
     routes: list[tuple[int, int]] = []
     for i, a in enumerate(args):
         ta = type(a)
@@ -503,12 +503,14 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
             v = a._zp_value
             if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
                 return _NOT_FIRST_ORDER
-            primals.append(v)
+            if not routes:
+                primals = list(args)
+            primals[i] = v
             routes.append((i, a._zp_index))
-        elif ta is float or ta is np.ndarray or ta is int:
-            primals.append(a)
-        else:
+        elif ta is not float and ta is not np.ndarray and ta is not int:
             return _NOT_FIRST_ORDER
+    if not routes:
+        return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
     plain = tuple(primals)
     rule = RRULES.lookup(fn, plain, CONFIG)
     if rule is None or rule.kind != "rule":
@@ -518,7 +520,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     else:
         y, pullback = rule.impl(*plain)  # type: ignore[misc]
     ty = type(y)
-    if not routes or (ty is not float and ty is not np.ndarray and _plain_output(y)):
+    if ty is not float and ty is not np.ndarray and _plain_output(y):
         return y
     tape = trace.tape
     tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined

@@ -317,6 +317,13 @@ def _times(d: Any, xdot: Any) -> Any:
     return d * xdot
 
 
+def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
+    for a in args:
+        if type(a) is not t:
+            return False
+    return True
+
+
 def elementwise_rules(
     f: Any,
     partials: Callable[..., Any],
@@ -380,8 +387,10 @@ def elementwise_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        float_inputs = type(y) is float and where is None and all(type(a) is float for a in args)
-        array_inputs = all(type(a) is np.ndarray for a in args)  # no lists to convert
+        if type(y) is float:
+            float_inputs, array_inputs = where is None and _all_of_type(args, float), False
+        else:
+            float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
         elementwise_pullback.__qualname__ = elementwise_pullback.__name__ = pullback_name
         return y, elementwise_pullback
 
