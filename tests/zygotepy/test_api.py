@@ -129,3 +129,59 @@ def test_user_arrays_are_not_mutated():
     before = x.copy()
     zp.gradient(lambda a: (a * a).sum(), x)
     np.testing.assert_array_equal(x, before)
+
+
+def test_nested_containers_of_arrays_are_projected_and_mirrored():
+    W = np.ones((2, 3), dtype=np.float32)
+    b = np.zeros(3, dtype=np.float32)
+    params = [(W, b), (W.copy(), b.copy()), 4]
+
+    def f(ps):
+        (W0, b0), _, n = ps
+        return np.sum(np.asarray(W0, np.float64) * 2.0) + np.sum(b0 * 3.0) + n * n
+
+    (g,) = zp.gradient(f, params)
+    assert g[1] is None  # an untouched pair is None, not a tuple of Nones
+    (gW, gb), n_bar = g[0], g[2]
+    assert gW.dtype == np.float32 and gb.dtype == np.float32  # float64 cotangents projected
+    np.testing.assert_allclose(gW, 2.0)
+    np.testing.assert_allclose(gb, 3.0)
+    assert n_bar == 8.0 and type(n_bar) is float
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_squared_error_gradient(dtype):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 5)).astype(dtype), rng.standard_normal((4, 5)).astype(dtype)
+    x_before = x.copy()
+    gx, gy = zp.gradient(lambda a, c: np.sum((a - c) ** 2) / 20, x, y)
+    np.testing.assert_allclose(gx, (x - y) / 10, rtol=1e-6)
+    np.testing.assert_allclose(gy, (y - x) / 10, rtol=1e-6)
+    assert gx.dtype == dtype and gy.dtype == dtype
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_dividing_by_an_int_constant_or_a_traced_int():
+    x = np.arange(1.0, 4.0)
+    (gx,) = zp.gradient(lambda a: np.sum(a) / 4, x)
+    np.testing.assert_allclose(gx, 0.25)
+    gx, gn = zp.gradient(lambda a, n: np.sum(a) / n, x, 4)
+    np.testing.assert_allclose(gx, 0.25)
+    assert gn == pytest.approx(-6.0 / 16) and type(gn) is float
+
+
+def test_unprojected_rule_cotangents_are_projected_at_the_edge():
+    def scaled_total(a):
+        return float(np.sum(a)) * 2.0
+
+    @rc.rrule.register(scaled_total)
+    def _(a):  # a careless rule: float64 cotangent of the output's (broadcast) shape
+        return scaled_total(a), lambda ybar: (rc.NoTangent(), np.full((2, 3), 2.0 * ybar))
+
+    x32 = np.ones(3, dtype=np.float32)
+    with rc.checking(False):  # checking mode would reject the rule itself
+        (g,) = zp.gradient(scaled_total, x32)
+        (gs,) = zp.gradient(lambda ps: scaled_total(ps[0]), [x32])
+    assert g.dtype == np.float32 and g.shape == (3,)
+    np.testing.assert_allclose(g, 4.0)
+    assert gs[0].dtype == np.float32 and gs[0].shape == (3,)
