@@ -56,22 +56,9 @@ def _jacobian_cases(cfg: Config, W: np.ndarray, x: np.ndarray) -> list[Case]:
         def g(v: Any) -> Any:
             return np.tanh(W @ v) * v
 
-        cases.append(
-            Case(
-                ZYGOTE,
-                "forward",
-                lambda: zp.jacobian(g, x, mode="forward")[0],
-                note="zp.jacobian(mode='forward'), chunk 64",
-            )
-        )
-        cases.append(
-            Case(
-                ZYGOTE,
-                "reverse",
-                lambda: zp.jacobian(g, x, mode="reverse")[0],
-                note="zp.jacobian(mode='reverse')",
-            )
-        )
+        for mode, note in (("forward", "zp.jacobian(mode='forward'), chunk 64"),
+                           ("reverse", "zp.jacobian(mode='reverse')")):
+            cases.append(Case(ZYGOTE, mode, lambda mode=mode: zp.jacobian(g, x, mode=mode)[0], note=note))
     if cfg.wants(AUTOGRAD):
         import autograd
         import autograd.numpy as anp

@@ -158,15 +158,15 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
     return trace, boxed, out
 
 
-def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[Any, ...], Any]:
+    """``(y, boxed arguments, sweep)``: ``sweep(ybar)`` gives the cotangent of every tape node."""
     trace, boxed, out = _run(f, args, kwargs, None)
     y = unbox(out, trace)[0]
 
-    def internal_back(ybar: Any) -> list[Any]:
-        cts = backward(trace, _seeds(out, trace, ybar))
-        return [_assemble(b, cts) for b in boxed]
+    def sweep(ybar: Any) -> list[Any]:
+        return backward(trace, _seeds(out, trace, ybar))
 
-    return y, internal_back
+    return y, boxed, sweep
 
 
 def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
@@ -181,10 +181,11 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
         >>> round(y, 6), back(1.0)
         (0.479426, (0.8775825618903728,))
     """
-    y, internal_back = _pullback(f, args, kwargs)
+    y, boxed, sweep = _pullback(f, args, kwargs)
 
     def back(ybar: Any) -> tuple[Any, ...]:
-        return tuple(to_user(ct, a) for ct, a in zip(internal_back(ybar), args, strict=True))
+        cts = sweep(ybar)
+        return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
     return y, back
 
@@ -286,10 +287,11 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
 
 def rrule_via_engine(f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     """``(y, pullback)`` in rulescore's protocol, computed by differentiating ``f``."""
-    y, internal_back = _pullback(f, args, kwargs)
+    y, boxed, sweep = _pullback(f, args, kwargs)
 
     def via_ad_pullback(ybar: Any) -> tuple[Any, ...]:
-        return (NoTangent(), *internal_back(ybar))
+        cts = sweep(ybar)
+        return (NoTangent(), *(_assemble(b, cts) for b in boxed))
 
     return y, via_ad_pullback
 

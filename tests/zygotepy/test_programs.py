@@ -8,21 +8,13 @@ import numpy as np
 import pytest
 
 import zygotepy as zp
-
-
-def finite_difference(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(*x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
+from tests.zygotepy.finite_differences import fd
 
 
 def check(f_np, f_ag, x, rtol=1e-6, atol=1e-8):
     (g,) = zp.gradient(f_np, x)
     np.testing.assert_allclose(g, autograd.grad(f_ag)(x), rtol=rtol, atol=atol)
-    np.testing.assert_allclose(g, finite_difference(f_np, x), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(g, fd(f_np, x), rtol=1e-4, atol=1e-6)
 
 
 RNG = np.random.default_rng(42)

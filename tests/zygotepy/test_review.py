@@ -26,22 +26,10 @@ import pytest
 import rulescore as rc
 import zygotepy as zp
 from tests.zygotepy import helpers_module
+from tests.zygotepy.finite_differences import fd
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def fd(f, x, h=1e-6):
-    """Central finite differences of a scalar function of a float or an array."""
-    if np.ndim(x) == 0:
-        return (f(x + h) - f(x - h)) / (2 * h)
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(*x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def check(f, x, expected=None, rtol=1e-5, atol=1e-7):
     """zp.gradient of f at x against finite differences (or an exact expected value)."""
     (g,) = zp.gradient(f, x)
