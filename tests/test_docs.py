@@ -105,3 +105,14 @@ def test_ci_runs_exactly_the_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     for command in commands:
         assert command in ci, f".ci/run does not run the README command {command!r}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_doctests_render_as_code(page: Path) -> None:
+    """A ``>>>`` line at the margin outside a fence is Markdown for a nested block quote: put
+    doctests in a ```pycon fence (or indent them four spaces)."""
+    in_fence = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if re.match(r"\s*```", line):
+            in_fence = not in_fence
+        assert in_fence or not line.startswith(">>>"), f"{page.name}:{number}: a doctest outside a code block"
