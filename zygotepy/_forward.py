@@ -22,6 +22,7 @@ from rulescore._checks import callable_name, check_frule_result, checks_enabled
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
+from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, new_trace, unbox_all
@@ -268,21 +269,22 @@ def _part(d: Any, key: Any) -> Any:
 
 
 def _user_tangent(out: Any, trace: Trace, k: int) -> Any:
-    """The output's k-th tangent as users see it: zeros of the output's shape, containers mirrored."""
+    """The output's k-th tangent as users see it (:func:`~zygotepy._edge.to_user`), with zeros of
+    the output's shape where there is none."""
     t = type(out)
     if t is tuple or t is list:
         return t(_user_tangent(v, trace, k) for v in out)
     if t is dict:
         return {key: _user_tangent(v, trace, k) for key, v in out.items()}
     dot = _tangents(out)[k] if t is Box and out._zp_trace is trace else ZeroTangent()
-    dot = rc.unthunk(dot)
     primal = _dispatch.unbox(out, trace)[0]
-    if isinstance(dot, AbstractZero):
+    user = to_user(dot, primal)
+    if user is None:
         plain = unbox_all(primal)
         if isinstance(plain, np.ndarray):
             return np.zeros(plain.shape, plain.dtype if plain.dtype.kind in "fc" else np.float64)
         return 0.0 if isinstance(plain, (int, float, np.floating, np.integer)) else None
-    return dot
+    return user
 
 
 def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],

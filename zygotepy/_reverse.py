@@ -5,9 +5,7 @@ A :class:`ReverseTrace` records every rule's pullback on its tape (its first-ord
 a fast path that skips the dispatcher's general case). Arguments are boxed on a new trace
 (tuples, lists and dicts leaf by leaf, everything else as one value), the function runs
 through the dispatcher, and one backward sweep gives every argument's cotangent. Cotangents
-stay in rulescore's representation until the very edge, where :func:`to_user` turns zeros
-into ``None``, structural tangents of containers into containers, ints' gradients into
-floats, and keeps objects' ``Tangent``.
+stay in rulescore's representation until the very edge (:mod:`zygotepy._edge`).
 """
 
 from __future__ import annotations
@@ -21,12 +19,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import rulescore as rc
-from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._structure import fields_of
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
+from zygotepy._edge import to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
@@ -202,39 +201,6 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
         entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
         return None if all(v is None for v in entries.values()) else entries
     return None
-
-
-def to_user(ct: Any, primal: Any) -> Any:
-    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats.
-
-    Example:
-        >>> import rulescore as rc
-        >>> to_user(rc.Tangent[tuple](1.0, rc.ZeroTangent()), (1, "a")), to_user(rc.ZeroTangent(), 1.0)
-        ((1.0, None), None)
-    """
-    ct = rc.unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
-    if type(primal) is Box:
-        primal = unbox_all(primal)
-    return _user_form(call(rc.project, primal, ct), primal)  # projected once, the whole structure
-
-
-def _user_form(ct: Any, primal: Any) -> Any:
-    """A projected cotangent with zeros as ``None`` and structural tangents as the primal's containers."""
-    ct = rc.unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
-    if not isinstance(ct, rc.Tangent):
-        return ct
-    if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
-        out = [_user_form(c, p) for c, p in zip(ct.backing, primal, strict=True)]
-        return None if all(o is None for o in out) else type(primal)(out)
-    entries = dict(ct.items())
-    if isinstance(primal, dict):
-        d = {k: _user_form(entries.get(k), v) for k, v in primal.items()}
-        return None if all(v is None for v in d.values()) else d
-    return type(ct)(**{k: _user_form(entries.get(k), v) for k, v in fields_of(primal).items()})
 
 
 def _check_scalar(f: Any, y: Any) -> None:

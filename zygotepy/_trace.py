@@ -1,8 +1,10 @@
 """Trace state: a context-local stack of active traces, and the ``Box`` that carries a traced value.
 
-Every ``gradient``/``pullback`` call pushes a :class:`Trace` (its ``level`` is its depth in the
-stack) and records a tape of :class:`Box` nodes on it. A box remembers the rule pullback that
-made it and where its inputs came from (``routes``). A value traced by an outer level may sit
+Every ``gradient``/``pullback``/``jvp`` call pushes a trace of some kind (a subclass of
+:class:`Trace`; its ``level`` is its depth in the stack), and the values it traces are
+:class:`Box` es on it. A reverse trace's box is a node of its tape, remembering the rule
+pullback that made it and where its inputs came from (``routes``); a forward trace's box
+carries tangents. A value traced by an outer level may sit
 inside the box of an inner level: nesting is by wrapping, so perturbations never mix.
 The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate independently.
 """
