@@ -1,35 +1,35 @@
-"""``+`` and ``-`` for every tangent type, by :func:`rulescore.add` and :func:`rulescore.sub`.
+"""``Additive``: the base class of the tangent types (the zeros, thunks, ``Tangent``).
 
-A mixin, so the zeros, ``Tangent`` and thunks share one definition. The arithmetic module is
-imported at call time because it imports the tangent types themselves.
+It holds no code: its ``+`` and ``-`` (and those operators reflected) are
+:func:`rulescore.add` and :func:`rulescore.sub`, installed by :mod:`rulescore._arithmetic`,
+the one home of tangent arithmetic, which imports the tangent types and never the reverse
+(the shape of ChainRulesCore's ``tangent_types/`` and ``tangent_arithmetic.jl``). They are
+declared here for type checkers only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class Additive:
-    """Mixin: tangent ``+``/``-`` (zeros are the identity, structures add field-wise)."""
+    """Base of every tangent type: ``+``/``-`` are ``rulescore.add``/``rulescore.sub``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> from rulescore._additive import Additive
+        >>> isinstance(rc.ZeroTangent(), Additive), rc.ZeroTangent() + 1.0, 1.0 - rc.Thunk(lambda: 3.0)
+        (True, 1.0, -2.0)
+    """
 
     __slots__ = ()
 
-    def __add__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic
 
-        return add(self, other)
+        def __add__(self, other: Any) -> Any: ...
 
-    def __radd__(self, other: Any) -> Any:
-        from rulescore._arithmetic import add
+        def __radd__(self, other: Any) -> Any: ...
 
-        return add(other, self)
+        def __sub__(self, other: Any) -> Any: ...
 
-    def __sub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        from rulescore._arithmetic import sub
-
-        return sub(other, self)
+        def __rsub__(self, other: Any) -> Any: ...

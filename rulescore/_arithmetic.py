@@ -1,15 +1,20 @@
-"""All mixed-type tangent arithmetic, in one place.
+"""All tangent arithmetic, in one place: ``add``, ``sub``, ``scale``, ``conj``, ``is_zero``,
+``add_to_primal``, and the operators of the tangent types, which this module installs.
 
 Tangents are: ``None`` (means zero), the two zeros, numbers, NumPy arrays, thunks, structural
 ``Tangent`` objects, and (from legacy custom adjoints) instances of the primal's own type.
 ``add`` is what every accumulator uses: zeros are its identity, and a primal-typed cotangent
-uses that type's own ``+``.
+uses that type's own ``+``. The tangent types' modules never import this one (ChainRulesCore's
+``tangent_arithmetic.jl`` layering); ``import rulescore`` imports it, so the operators are
+always there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from rulescore._additive import Additive
 from rulescore._structure import fields_of, is_namedtuple_type, rebuild
 from rulescore._tangent import Tangent, _map_backing
 from rulescore._thunks import Thunk, unthunk
@@ -150,3 +155,42 @@ def conj(t: Any) -> Any:
     if isinstance(t, (int, float)):
         return t
     return t.conjugate()
+
+
+# -- the operators of the tangent types ------------------------------------------------------
+
+
+def _reflected_add(b: Any, a: Any) -> Any:
+    return add(a, b)
+
+
+def _reflected_sub(b: Any, a: Any) -> Any:
+    return sub(a, b)
+
+
+def _scale_on_left(t: Any, s: Any) -> Any:
+    return scale(t, s, left=True)
+
+
+def _divide_fields(t: Tangent[Any], s: Any) -> Any:
+    return scale(t, 1 / s)
+
+
+def _negate_fields(t: Tangent[Any]) -> Any:
+    return scale(t, -1)
+
+
+def _conjugate_fields(t: Tangent[Any]) -> Any:
+    return type(t)._from_backing(_map_backing(conj, t.backing))
+
+
+_OPERATORS: dict[type, dict[str, Callable[..., Any]]] = {
+    Additive: {"__add__": add, "__radd__": _reflected_add, "__sub__": sub, "__rsub__": _reflected_sub},
+    # times a zero is zero, without evaluating the thunk
+    Thunk: {"__mul__": scale, "__rmul__": _scale_on_left, "conjugate": conj},
+    Tangent: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _divide_fields,
+              "__neg__": _negate_fields, "conjugate": _conjugate_fields},
+}
+for _cls, _methods in _OPERATORS.items():
+    for _name, _fn in _methods.items():
+        setattr(_cls, _name, _fn)

@@ -3,16 +3,22 @@
 Backed by fields for dataclasses, NamedTuples and plain objects (``Tangent[Point](x=1.0)``),
 by positions for tuples and lists (``Tangent[tuple](1.0, 2.0)``) and by keys for dicts
 (``Tangent[dict]({"a": 1.0})``). Fields that are absent read as ``ZeroTangent()``.
+
+``Tangent[P]`` classes are made on first use and cached for as long as ``P`` lives (weakly:
+a class defined inside a function is not kept alive by its tangents' cache). Their arithmetic
+(``+``, ``-``, ``*``, ``/``, negation, ``conjugate``) is installed by :mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, TypeVar
+import weakref
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
 from rulescore._additive import Additive
 from rulescore._structure import is_namedtuple_type
+from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, ZeroTangent
 
 P = TypeVar("P")
@@ -22,7 +28,17 @@ def _is_positional(primal_type: type) -> bool:
     return issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type)
 
 
-class Tangent(Additive, Generic[P]):
+class _TangentType(type):
+    """Metaclass of :class:`Tangent`: ``Tangent[P].primal_type`` reads a weak reference to ``P``,
+    so the cache of ``Tangent[P]`` classes (keyed weakly on ``P``) does not keep ``P`` alive."""
+
+    @property
+    def primal_type(cls) -> Any:
+        """``P`` (``None`` once ``P`` has been garbage-collected)."""
+        return cls._primal_ref()  # type: ignore[attr-defined]
+
+
+class Tangent(Additive, Generic[P], metaclass=_TangentType):
     """Structural tangent of a primal of type ``P``: ``Tangent[P](field=tangent, ...)``.
 
     Supports field-wise ``+``, scalar ``*``, equality (absent fields equal zero), indexing by
@@ -42,8 +58,8 @@ class Tangent(Additive, Generic[P]):
 
     __slots__ = ("_backing",)
     __array_ufunc__ = None  # `array * tangent` must defer to Tangent.__rmul__
-    primal_type: ClassVar[type] = object
-    _specialised: ClassVar[dict[type, type]] = {}
+    _primal_ref: ClassVar[weakref.ref[type]] = weakref.ref(object)
+    _specialised: ClassVar[weakref.WeakKeyDictionary[type, type]] = weakref.WeakKeyDictionary()
 
     def __class_getitem__(cls, primal_type: Any) -> Any:
         if not isinstance(primal_type, type):
@@ -52,16 +68,21 @@ class Tangent(Additive, Generic[P]):
         if spec is None:
             # a class defined inside a function shows as `Point`, not `make.<locals>.Point`
             name = primal_type.__qualname__.rsplit("<locals>.", 1)[-1]
-            spec = type(
+            spec = _TangentType(
                 f"Tangent[{name}]",
                 (Tangent,),
-                {"__slots__": (), "primal_type": primal_type, "__module__": "rulescore"},
+                {"__slots__": (), "_primal_ref": weakref.ref(primal_type), "__module__": "rulescore"},
             )
             Tangent._specialised[primal_type] = spec
         return spec
 
+    @property
+    def primal_type(self) -> Any:
+        """The primal's type ``P`` (``None`` once ``P`` has been garbage-collected)."""
+        return type(self)._primal_ref()
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        ptype = type(self).primal_type
+        ptype = self.primal_type
         if ptype is object:
             raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
         if _is_positional(ptype):
@@ -111,7 +132,7 @@ class Tangent(Additive, Generic[P]):
             if isinstance(key, slice):
                 return type(self)._from_backing(backing[key])
             return backing[key] if -len(backing) <= key < len(backing) else ZeroTangent()
-        names = getattr(type(self).primal_type, "_fields", None)
+        names = getattr(self.primal_type, "_fields", None)
         if names is not None and isinstance(key, int):
             key = names[key]
         return backing.get(key, ZeroTangent())
@@ -122,7 +143,7 @@ class Tangent(Additive, Generic[P]):
     def __iter__(self) -> Any:
         if isinstance(self._backing, tuple):
             return iter(self._backing)
-        names = getattr(type(self).primal_type, "_fields", None)
+        names = getattr(self.primal_type, "_fields", None)
         if names is not None:
             return iter([self[n] for n in names])
         raise TypeError(f"{type(self).__name__} is not iterable; use .items()")
@@ -130,7 +151,7 @@ class Tangent(Additive, Generic[P]):
     def __repr__(self) -> str:
         if isinstance(self._backing, tuple):
             inner = ", ".join(repr(v) for v in self._backing)
-        elif issubclass(type(self).primal_type, dict):
+        elif issubclass(self.primal_type, dict):
             inner = repr(self._backing)
         else:
             inner = ", ".join(f"{k}={v!r}" for k, v in self._backing.items())
@@ -151,33 +172,19 @@ class Tangent(Additive, Generic[P]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # `Tangent[P]` classes are made on demand, so pickle by primal type, not by class name
-        return (_tangent_from_backing, (type(self).primal_type, self._backing))
+        return (_tangent_from_backing, (self.primal_type, self._backing))
 
-    def __mul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic: field-wise
 
-        return scale(self, other)
+        def __mul__(self, other: Any) -> Any: ...
 
-    def __rmul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
+        def __rmul__(self, other: Any) -> Any: ...
 
-        return scale(self, other, left=True)
+        def __truediv__(self, other: Any) -> Any: ...
 
-    def __truediv__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
+        def __neg__(self) -> Any: ...
 
-        return scale(self, 1 / other)
-
-    def __neg__(self) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, -1)
-
-    def conjugate(self) -> Any:
-        """Field-wise complex conjugate."""
-        from rulescore._arithmetic import conj
-
-        return type(self)._from_backing(_map_backing(conj, self._backing))
+        def conjugate(self) -> Any: ...
 
 
 def tangent_type(primal_type: type) -> type[Tangent[Any]]:
@@ -197,8 +204,6 @@ def _map_backing(fn: Any, backing: Any) -> Any:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    from rulescore._thunks import unthunk
-
     a, b = unthunk(a), unthunk(b)
     a_zero = a is None or isinstance(a, AbstractZero)
     b_zero = b is None or isinstance(b, AbstractZero)

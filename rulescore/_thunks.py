@@ -1,13 +1,14 @@
 """Lazy tangents: ``Thunk`` (computed once, on first use) and ``InplaceableThunk``.
 
 Unlike Julia's ChainRulesCore, a ``Thunk`` here memoises its value, so unthunking it twice
-costs once. Arithmetic on a thunk unthunks it first.
+costs once. Arithmetic on a thunk unthunks it first; its ``+``, ``-``, ``*`` and ``conjugate``
+are installed by :mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rulescore._additive import Additive
 
@@ -42,16 +43,6 @@ class Thunk(Additive):
         state = "unevaluated" if self._value is _UNSET else repr(self._value)
         return f"{type(self).__name__}({state})"
 
-    def __mul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, other)  # times a zero is zero, without evaluating the thunk
-
-    def __rmul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, other, left=True)
-
     def __truediv__(self, other: Any) -> Any:
         return self.unthunk() / unthunk(other)
 
@@ -67,11 +58,13 @@ class Thunk(Additive):
     def __neg__(self) -> Any:
         return -self.unthunk()
 
-    def conjugate(self) -> Any:
-        """The complex conjugate of the value."""
-        from rulescore._arithmetic import conj
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic: times a zero is zero, unevaluated
 
-        return conj(self.unthunk())
+        def __mul__(self, other: Any) -> Any: ...
+
+        def __rmul__(self, other: Any) -> Any: ...
+
+        def conjugate(self) -> Any: ...
 
 
 class InplaceableThunk(Thunk):

@@ -1,17 +1,33 @@
 """The two zero tangents: ``ZeroTangent`` (the derivative is zero) and ``NoTangent``
-(the primal has no tangent space: ints used as indices, strings, bools).
+(the primal has no tangent space: ints used as indices, strings, bools), and the one list of
+the types with no tangent space.
 
-Both are falsy singletons, the identity of ``+`` and absorbing under ``*``. Their mixed-type
-arithmetic with numbers, arrays and structural tangents lives in :mod:`rulescore._arithmetic`.
+Both zeros are falsy singletons, the identity of ``+`` and absorbing under ``*``. Their
+mixed-type ``+``/``-`` with numbers, arrays and structural tangents lives in
+:mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
+import numpy as np
 from typing_extensions import Self
 
 from rulescore._additive import Additive
+
+#: Data with no tangent space: flags, text, ``None``, classes, index ranges, dtypes. A value of
+#: these types is a constant to every rule and engine; a non-zero cotangent for one is a bug.
+NO_TANGENT_DATA: tuple[type, ...] = (
+    bool, np.bool_, str, bytes, type(None), type, range, slice, type(Ellipsis), np.dtype,
+)
+#: Every type with no tangent space: the data above, functions and modules. ``ProjectTo``
+#: gives ``NoTangent()`` for them and engines do not trace them as inputs. (An engine that
+#: differentiates closures may still see a rule's bound-method *output* as its ``__self__``.)
+NO_TANGENT_TYPES: tuple[type, ...] = NO_TANGENT_DATA + (
+    types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, np.ufunc,
+)
 
 
 class AbstractZero(Additive):
