@@ -19,13 +19,11 @@ import numpy as np
 import rulescore as rc
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import call, unbox
 from zygotepy._errors import NotScalarError
 from zygotepy._trace import Box, Trace, gc_paused, new_trace, unbox_all
-
-_NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
 
 
 def _box_args(trace: Trace, x: Any) -> Any:
@@ -36,7 +34,7 @@ def _box_args(trace: Trace, x: Any) -> Any:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
-    if isinstance(x, _NOT_DIFFERENTIABLE) or inspect.isroutine(x) or inspect.ismodule(x):
+    if isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x) or inspect.ismodule(x):
         return x
     return trace.box(x)
 
