@@ -151,7 +151,7 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
     def __repr__(self) -> str:
         if isinstance(self._backing, tuple):
             inner = ", ".join(repr(v) for v in self._backing)
-        elif issubclass(self.primal_type, dict):
+        elif issubclass(self.primal_type or object, dict):  # None: P was collected
             inner = repr(self._backing)
         else:
             inner = ", ".join(f"{k}={v!r}" for k, v in self._backing.items())

@@ -3,7 +3,7 @@
 import math
 import types
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -321,3 +321,21 @@ def test_project_fast_path_returns_matching_cotangents_unchanged():
 def test_projector_repr_names_the_primal_type():
     assert repr(rc.ProjectTo(np.zeros(2))) == "ProjectTo(ndarray)"
     assert repr(rc.ProjectTo(Point(1.0, 2.0))) == "ProjectTo(Point)"
+
+
+# -- Batched: direction by direction -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+@pytest.mark.parametrize("primal", ["array", "float32 array", "float", "broadcast"])
+def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], primal: str) -> None:
+    rng, K = np.random.default_rng(1), 3  # K directions
+    data = rng.standard_normal((K, *shape)) + 1j * rng.standard_normal((K, *shape))
+    x: Any = {"array": np.zeros(shape), "float32 array": np.zeros(shape, np.float32), "float": 1.0,
+              "broadcast": np.zeros((1,) * len(shape))}[primal]
+    if primal == "float" and shape:
+        pytest.skip("a float's tangent has no shape")
+    got = rc.ProjectTo(x)(rc.Batched(data))
+    expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
+    assert type(got) is rc.Batched and got.data.dtype == expected.dtype
+    np.testing.assert_allclose(got.data, expected, rtol=1e-12, atol=1e-12)
