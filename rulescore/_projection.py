@@ -285,7 +285,7 @@ def _struct_projector(x: Any) -> Callable[[Any], Any]:
                                       f"{primal_type.__name__} of {len(parts)} fields")
             entries = dict(zip(parts, by_position, strict=True))
         elif isinstance(dx, Tangent):
-            if dx.primal_type is not primal_type:
+            if type(dx) is not make:
                 raise ProjectionError(f"{type(dx).__name__} for a {primal_type.__name__}")
             entries = dict(dx.items())
         elif isinstance(dx, dict):

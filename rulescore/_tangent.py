@@ -24,8 +24,25 @@ from rulescore._zeros import AbstractZero, ZeroTangent
 P = TypeVar("P")
 
 
-def _is_positional(primal_type: type) -> bool:
-    return issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type)
+#: How a ``Tangent[P]`` holds its entries, fixed when the class is made: by position (tuples,
+#: lists), by key (dicts) or by field name (everything else).
+_POSITIONAL, _KEYED, _NAMED = "positional", "keyed", "named"
+
+
+def _layout_of(primal_type: type) -> str:
+    if issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type):
+        return _POSITIONAL
+    return _KEYED if issubclass(primal_type, dict) else _NAMED
+
+
+#: ``weakref(P) -> Tangent[P]``: an entry goes when ``P`` is collected (a WeakKeyDictionary
+#: without its Python-level lookup, as ``tangent_type`` is on projection's fast path)
+_SPECIALISED: dict[weakref.ref[type], type] = {}
+_ref = weakref.ref
+
+
+def _forget(primal_ref: weakref.ref[type]) -> None:
+    _SPECIALISED.pop(primal_ref, None)
 
 
 class _TangentType(type):
@@ -59,21 +76,21 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
     __slots__ = ("_backing",)
     __array_ufunc__ = None  # `array * tangent` must defer to Tangent.__rmul__
     _primal_ref: ClassVar[weakref.ref[type]] = weakref.ref(object)
-    _specialised: ClassVar[weakref.WeakKeyDictionary[type, type]] = weakref.WeakKeyDictionary()
+    _layout: ClassVar[str | None] = None  # None: the unspecialised base, which has no instances
+    _field_names: ClassVar[tuple[str, ...] | None] = None  # a NamedTuple's, in order
 
     def __class_getitem__(cls, primal_type: Any) -> Any:
         if not isinstance(primal_type, type):
             return super().__class_getitem__(primal_type)  # type: ignore[misc]
-        spec = Tangent._specialised.get(primal_type)
+        spec = _SPECIALISED.get(_ref(primal_type))
         if spec is None:
             # a class defined inside a function shows as `Point`, not `make.<locals>.Point`
             name = primal_type.__qualname__.rsplit("<locals>.", 1)[-1]
-            spec = _TangentType(
-                f"Tangent[{name}]",
-                (Tangent,),
-                {"__slots__": (), "_primal_ref": weakref.ref(primal_type), "__module__": "rulescore"},
-            )
-            Tangent._specialised[primal_type] = spec
+            spec = _TangentType(f"Tangent[{name}]", (Tangent,), {
+                "__slots__": (), "__module__": "rulescore", "_primal_ref": weakref.ref(primal_type),
+                "_layout": _layout_of(primal_type), "_field_names": getattr(primal_type, "_fields", None),
+            })
+            _SPECIALISED[_ref(primal_type, _forget)] = spec
         return spec
 
     @property
@@ -82,22 +99,23 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
         return type(self)._primal_ref()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        ptype = self.primal_type
-        if ptype is object:
-            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
-        if _is_positional(ptype):
+        cls = type(self)
+        layout = cls._layout
+        if layout is _POSITIONAL:
             if kwargs:
-                raise TypeError(f"Tangent[{ptype.__name__}] takes positional entries only")
+                raise TypeError(f"{cls.__name__} takes positional entries only")
             self._backing: Any = tuple(args)
-        elif issubclass(ptype, dict):
+        elif layout is _KEYED:
             if len(args) > 1 or (args and not isinstance(args[0], dict)):
                 raise TypeError("Tangent[dict] takes one dict (or keyword entries)")
             self._backing = {**(args[0] if args else {}), **kwargs}
+        elif layout is None:
+            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
         else:
             if args:
-                names = getattr(ptype, "_fields", None)
+                names = cls._field_names
                 if names is None or len(args) > len(names):
-                    raise TypeError(f"Tangent[{ptype.__name__}] takes keyword fields")
+                    raise TypeError(f"{cls.__name__} takes keyword fields")
                 kwargs = {**dict(zip(names[: len(args)], args, strict=True)), **kwargs}
             self._backing = kwargs
 
@@ -132,7 +150,7 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
             if isinstance(key, slice):
                 return type(self)._from_backing(backing[key])
             return backing[key] if -len(backing) <= key < len(backing) else ZeroTangent()
-        names = getattr(self.primal_type, "_fields", None)
+        names = self._field_names
         if names is not None and isinstance(key, int):
             key = names[key]
         return backing.get(key, ZeroTangent())
@@ -143,7 +161,7 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
     def __iter__(self) -> Any:
         if isinstance(self._backing, tuple):
             return iter(self._backing)
-        names = getattr(self.primal_type, "_fields", None)
+        names = self._field_names
         if names is not None:
             return iter([self[n] for n in names])
         raise TypeError(f"{type(self).__name__} is not iterable; use .items()")
@@ -151,7 +169,7 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
     def __repr__(self) -> str:
         if isinstance(self._backing, tuple):
             inner = ", ".join(repr(v) for v in self._backing)
-        elif issubclass(self.primal_type or object, dict):  # None: P was collected
+        elif self._layout is _KEYED:
             inner = repr(self._backing)
         else:
             inner = ", ".join(f"{k}={v!r}" for k, v in self._backing.items())
@@ -160,7 +178,7 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, AbstractZero) or other is None:
             return all(_equal(v, ZeroTangent()) for _, v in self.items())
-        if not isinstance(other, Tangent) or other.primal_type is not self.primal_type:
+        if not isinstance(other, Tangent) or type(other) is not type(self):  # one class per primal type
             return NotImplemented
         mine, theirs = dict(self.items()), dict(other.items())
         return all(
