@@ -5,7 +5,7 @@
 | ``float`` / ``int``                      | ``float`` (imaginary part dropped)                  |
 | ``complex``                              | ``complex``                                         |
 | ``bool``, ``str``, ``bytes``, ``None``,  | ``NoTangent()``                                     |
-| types, functions, modules                |                                                     |
+| types, functions, modules, ranges, ...   | (the list is ``rulescore._zeros.NO_TANGENT_TYPES``) |
 | NumPy float / complex scalar             | same dtype (a real one drops the imaginary part)    |
 | NumPy integer scalar                     | ``numpy.float64``                                   |
 | ``ndarray`` of floats / complexes        | same dtype and shape; a cotangent of a broadcast    |

@@ -2,8 +2,7 @@
 
 import math
 import types
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -12,19 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rulescore as rc
+from tests.rulescore.structs import Point, PointNT
 
 ints = st.integers(-100, 100).map(float)
-
-
-@dataclass
-class Point:
-    x: float
-    y: float
-
-
-class PointNT(NamedTuple):
-    x: float
-    y: float
 
 
 class Layer:
