@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._structure import fields_of, is_namedtuple_type, rebuild
 from rulescore._tangent import Tangent, _map_backing
 from rulescore._thunks import Thunk, unthunk
@@ -172,6 +172,31 @@ def _scale_on_left(t: Any, s: Any) -> Any:
     return scale(t, s, left=True)
 
 
+def _zero_absorbs(z: AbstractZero, other: Any = None) -> AbstractZero:
+    """A zero times, over or matrix-times anything, negated or conjugated: the zero itself."""
+    return z
+
+
+def _thunk_truediv(t: Thunk, other: Any) -> Any:
+    return t.unthunk() / unthunk(other)
+
+
+def _thunk_rtruediv(t: Thunk, other: Any) -> Any:
+    return unthunk(other) / t.unthunk()
+
+
+def _thunk_matmul(t: Thunk, other: Any) -> Any:
+    return t.unthunk() @ unthunk(other)
+
+
+def _thunk_rmatmul(t: Thunk, other: Any) -> Any:
+    return unthunk(other) @ t.unthunk()
+
+
+def _thunk_neg(t: Thunk) -> Any:
+    return -t.unthunk()
+
+
 def _divide_fields(t: Tangent[Any], s: Any) -> Any:
     return scale(t, 1 / s)
 
@@ -185,9 +210,13 @@ def _conjugate_fields(t: Tangent[Any]) -> Any:
 
 
 _OPERATORS: dict[type, dict[str, Callable[..., Any]]] = {
-    Additive: {"__add__": add, "__radd__": _reflected_add, "__sub__": sub, "__rsub__": _reflected_sub},
+    AbstractTangent: {"__add__": add, "__radd__": _reflected_add, "__sub__": sub, "__rsub__": _reflected_sub},
+    AbstractZero: {name: _zero_absorbs for name in ("__mul__", "__rmul__", "__truediv__", "__matmul__",
+                                                    "__rmatmul__", "__neg__", "__pos__", "conjugate")},
     # times a zero is zero, without evaluating the thunk
-    Thunk: {"__mul__": scale, "__rmul__": _scale_on_left, "conjugate": conj},
+    Thunk: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _thunk_truediv,
+            "__rtruediv__": _thunk_rtruediv, "__matmul__": _thunk_matmul, "__rmatmul__": _thunk_rmatmul,
+            "__neg__": _thunk_neg, "conjugate": conj},
     Tangent: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _divide_fields,
               "__neg__": _negate_fields, "conjugate": _conjugate_fields},
 }

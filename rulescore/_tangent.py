@@ -12,11 +12,11 @@ a class defined inside a function is not kept alive by its tangents' cache). The
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._structure import is_namedtuple_type
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, ZeroTangent
@@ -55,7 +55,7 @@ class _TangentType(type):
         return cls._primal_ref()  # type: ignore[attr-defined]
 
 
-class Tangent(Additive, Generic[P], metaclass=_TangentType):
+class Tangent(AbstractTangent, Generic[P], metaclass=_TangentType):
     """Structural tangent of a primal of type ``P``: ``Tangent[P](field=tangent, ...)``.
 
     Supports field-wise ``+``, scalar ``*``, equality (absent fields equal zero), indexing by
@@ -192,17 +192,6 @@ class Tangent(Additive, Generic[P], metaclass=_TangentType):
         # `Tangent[P]` classes are made on demand, so pickle by primal type, not by class name
         return (_tangent_from_backing, (self.primal_type, self._backing))
 
-    if TYPE_CHECKING:  # installed by rulescore._arithmetic: field-wise
-
-        def __mul__(self, other: Any) -> Any: ...
-
-        def __rmul__(self, other: Any) -> Any: ...
-
-        def __truediv__(self, other: Any) -> Any: ...
-
-        def __neg__(self) -> Any: ...
-
-        def conjugate(self) -> Any: ...
 
 
 def tangent_type(primal_type: type) -> type[Tangent[Any]]:

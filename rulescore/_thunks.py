@@ -1,8 +1,8 @@
 """Lazy tangents: ``Thunk`` (computed once, on first use) and ``InplaceableThunk``.
 
 Unlike Julia's ChainRulesCore, a ``Thunk`` here memoises its value, so unthunking it twice
-costs once. Arithmetic on a thunk unthunks it first; its ``+``, ``-``, ``*`` and ``conjugate``
-are installed by :mod:`rulescore._arithmetic`.
+costs once. Arithmetic on a thunk unthunks it first (times a zero is zero, unevaluated); its
+operators are installed by :mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 
 _UNSET: Any = object()
 
 
-class Thunk(Additive):
+class Thunk(AbstractTangent):
     """A tangent computed only when needed: ``Thunk(lambda: expensive())``.
 
     Example:
@@ -43,28 +43,13 @@ class Thunk(Additive):
         state = "unevaluated" if self._value is _UNSET else repr(self._value)
         return f"{type(self).__name__}({state})"
 
-    def __truediv__(self, other: Any) -> Any:
-        return self.unthunk() / unthunk(other)
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic
 
-    def __rtruediv__(self, other: Any) -> Any:
-        return unthunk(other) / self.unthunk()
+        def __rtruediv__(self, other: Any) -> Any: ...
 
-    def __matmul__(self, other: Any) -> Any:
-        return self.unthunk() @ unthunk(other)
+        def __matmul__(self, other: Any) -> Any: ...
 
-    def __rmatmul__(self, other: Any) -> Any:
-        return unthunk(other) @ self.unthunk()
-
-    def __neg__(self) -> Any:
-        return -self.unthunk()
-
-    if TYPE_CHECKING:  # installed by rulescore._arithmetic: times a zero is zero, unevaluated
-
-        def __mul__(self, other: Any) -> Any: ...
-
-        def __rmul__(self, other: Any) -> Any: ...
-
-        def conjugate(self) -> Any: ...
+        def __rmatmul__(self, other: Any) -> Any: ...
 
 
 class InplaceableThunk(Thunk):

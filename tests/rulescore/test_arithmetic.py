@@ -383,3 +383,53 @@ def test_zero_tangents_absorb_and_add() -> None:
     total = rc.add(t, t)
     assert type(total) is rc.Batched
     np.testing.assert_array_equal(total.data, 2 * np.ones((3, 2)))
+
+
+# -- the zeros absorb *, / and @ -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("z", ZEROS)
+@settings(max_examples=25, deadline=None)
+@given(x=st.one_of(finite, arrays, st.complex_numbers(max_magnitude=1e6)))
+def test_zero_absorbs_multiplication(z, x):
+    assert z * x is z
+    assert x * z is z
+    assert z / (x if np.all(x != 0) else 1.0) is z
+    assert -z is z and +z is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_absorbs_matmul(z):
+    m = np.eye(2)
+    assert m @ z is z
+    assert z @ m is z
+
+
+# -- thunks: arithmetic on the value -------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=ints, b=ints)
+def test_thunk_arithmetic_matches_its_value(a, b):
+    t = rc.Thunk(lambda: a)
+    assert t + b == a + b and b + t == b + a
+    assert t - b == a - b and b - t == b - a
+    assert t * b == a * b and b * t == b * a
+    assert -t == -a
+    if b != 0:
+        assert t / b == a / b
+    if a != 0:
+        assert b / t == b / a
+
+
+@settings(max_examples=25, deadline=None)
+@given(x=hnp.arrays(np.float64, st.integers(1, 4), elements=ints))
+def test_thunk_arithmetic_with_arrays_on_either_side(x):
+    t = rc.Thunk(lambda: 2 * x)
+    np.testing.assert_array_equal(x + t, 3 * x)
+    np.testing.assert_array_equal(t + x, 3 * x)
+    np.testing.assert_array_equal(x - t, -x)
+    np.testing.assert_array_equal(x * t, 2 * x * x)
+    np.testing.assert_array_equal(x @ t, 2 * x @ x)
+    np.testing.assert_array_equal(t @ x, 2 * x @ x)
+    assert not isinstance(x + t, rc.Thunk)

@@ -1,22 +1,17 @@
-"""The two zero tangents (singletons, falsy, absorbing under ``*``) and the one list of types
-without a tangent space. Their ``+`` is tested with the rest of the arithmetic."""
+"""The two zero tangents (falsy singletons that read as zero in every field) and the one list of
+types without a tangent space. Their operators are tested with the rest of the arithmetic."""
 
 import copy
 import math
 import pickle
 
-import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import rulescore as rc
 from rulescore._zeros import NO_TANGENT_DATA, NO_TANGENT_TYPES
 
 ZEROS = [rc.ZeroTangent(), rc.NoTangent()]
-finite = st.floats(-1e6, 1e6, allow_nan=False)
-arrays = hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=4), elements=finite)
 
 
 @pytest.mark.parametrize("cls", [rc.ZeroTangent, rc.NoTangent])
@@ -48,23 +43,6 @@ def test_copy_and_pickle_keep_the_singleton(z):
     assert copy.copy(z) is z
     assert copy.deepcopy(z) is z
     assert pickle.loads(pickle.dumps(z)) is z
-
-
-@pytest.mark.parametrize("z", ZEROS)
-@settings(max_examples=25, deadline=None)
-@given(x=st.one_of(finite, arrays, st.complex_numbers(max_magnitude=1e6)))
-def test_zero_absorbs_multiplication(z, x):
-    assert z * x is z
-    assert x * z is z
-    assert z / (x if np.all(x != 0) else 1.0) is z
-    assert -z is z and +z is z
-
-
-@pytest.mark.parametrize("z", ZEROS)
-def test_zero_absorbs_matmul(z):
-    m = np.eye(2)
-    assert m @ z is z
-    assert z @ m is z
 
 
 @pytest.mark.parametrize("z", ZEROS)

@@ -1,5 +1,5 @@
-"""``Additive``, the base of the tangent types: ``+`` and ``-`` on each of them, on either side,
-are ``rc.add`` and ``rc.sub`` (installed by ``rulescore._arithmetic``), with NumPy deferring."""
+"""``AbstractTangent``, the base of the tangent types: ``+`` and ``-`` on each of them, on either
+side, are ``rc.add`` and ``rc.sub`` (installed by ``rulescore._arithmetic``), NumPy deferring."""
 
 import numpy as np
 import pytest
@@ -7,21 +7,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rulescore as rc
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 
 values = st.integers(-100, 100).map(float)
 
 
 def tangents(v):
-    """A tangent of each non-structural Additive type (the thunks' value is v)."""
+    """A tangent of each non-structural tangent type (the thunks' value is v)."""
     return [rc.ZeroTangent(), rc.NoTangent(), rc.Thunk(lambda: v),
             rc.InplaceableThunk(lambda acc: acc + v, lambda: v)]
 
 
 @pytest.mark.parametrize("cls", [rc.AbstractZero, rc.ZeroTangent, rc.NoTangent, rc.Thunk,
                                  rc.InplaceableThunk, rc.Tangent, rc.Tangent[tuple]])
-def test_every_tangent_type_is_additive(cls):
-    assert issubclass(cls, Additive)
+def test_every_tangent_type_is_an_abstract_tangent(cls):
+    assert issubclass(cls, AbstractTangent)
 
 
 @settings(max_examples=25, deadline=None)
