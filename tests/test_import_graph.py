@@ -12,8 +12,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 #: ``{module: {imported module: line of the first such import}}``
@@ -117,8 +115,6 @@ def test_rulescore_has_no_import_cycle() -> None:
     assert not problems, problems
 
 
-@pytest.mark.xfail(strict=False, reason="zygotepy's cycles (_api, _backward, _dispatch, _forward, _trace, "
-                   "_transform) are being removed on another branch (issue 13); drop this mark after merging")
 def test_zygotepy_has_no_import_cycle() -> None:
     problems = _cycles_in("zygotepy")
     assert not problems, problems

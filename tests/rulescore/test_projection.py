@@ -315,15 +315,16 @@ def test_projector_repr_names_the_primal_type():
 # -- Batched: direction by direction -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
-@pytest.mark.parametrize("primal", ["array", "float32 array", "float", "broadcast"])
+@pytest.mark.parametrize(("shape", "primal"), [
+    (shape, primal) for shape in [(), (3,), (2, 3)]
+    for primal in ["array", "float32 array", "float", "broadcast"]
+    if not (primal == "float" and shape)  # a float's tangent has no shape
+])
 def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], primal: str) -> None:
     rng, K = np.random.default_rng(1), 3  # K directions
     data = rng.standard_normal((K, *shape)) + 1j * rng.standard_normal((K, *shape))
     x: Any = {"array": np.zeros(shape), "float32 array": np.zeros(shape, np.float32), "float": 1.0,
               "broadcast": np.zeros((1,) * len(shape))}[primal]
-    if primal == "float" and shape:
-        pytest.skip("a float's tangent has no shape")
     got = rc.ProjectTo(x)(rc.Batched(data))
     expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
     assert type(got) is rc.Batched and got.data.dtype == expected.dtype
