@@ -30,6 +30,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name
+from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
@@ -79,7 +80,7 @@ SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sor
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
-PLAIN_OUTPUTS = frozenset({bool, np.bool_, str, bytes, type(None), type})
+PLAIN_OUTPUTS = frozenset(NO_TANGENT_DATA)
 _NO_LEVELS: tuple[Trace, ...] = ()
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._structure import fields_of
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
@@ -144,9 +144,6 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     return Box(y, trace, len(tape) - 1)
 
 
-_NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
-
-
 def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
     if t is np.ndarray or t is float:
@@ -155,7 +152,7 @@ def _box_args(trace: Trace, x: Any) -> Any:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
-    if isinstance(x, _NOT_DIFFERENTIABLE) or inspect.isroutine(x) or inspect.ismodule(x):
+    if isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x) or inspect.ismodule(x):
         return x
     return trace.box(x)
 
