@@ -1,0 +1,91 @@
+"""Rule families for optional dependencies (SciPy), registered when their module is imported.
+
+``import rulescore`` never imports SciPy (it takes a few hundred milliseconds). Each optional
+family, a module of :mod:`rulescore.rules` with a ``RULES`` table, is registered once the SciPy
+module it covers has been executed: at once if it already was, otherwise by a one-shot
+``sys.meta_path`` hook that wraps that module's loader and removes itself when every watched
+module has loaded. A program that never imports SciPy pays one failed name test per import.
+
+Example:
+    >>> import rulescore as rc, scipy.special
+    >>> rc.rrule.has_rules(scipy.special.gammaln)
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from rulescore._rule_pair import register_rules
+
+#: The module whose import registers a family -> the family module of :mod:`rulescore.rules`.
+OPTIONAL_FAMILIES: dict[str, str] = {
+    "scipy.special": "scipy_special",
+    "scipy.stats": "scipy_stats",
+}
+
+_REGISTERED: set[str] = set()
+
+
+def register_family(module_name: str) -> None:
+    """Register the rules of the family covering ``module_name`` (idempotent; the module must
+    be importable)."""
+    if module_name in _REGISTERED:
+        return
+    _REGISTERED.add(module_name)
+    family = importlib.import_module(f"rulescore.rules.{OPTIONAL_FAMILIES[module_name]}")
+    register_rules(*family.RULES)
+
+
+class _AfterImport:
+    """The meta-path finder that registers a family right after its SciPy module executes."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.finding: set[str] = set()  # another hook that asks every finder asks this one too
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.names or fullname in self.finding:
+            return None
+        self.finding.add(fullname)
+        try:
+            spec = self._others_spec(fullname, path, target)
+        finally:
+            self.finding.discard(fullname)
+        if spec is None:
+            return None
+        original = getattr(spec.loader, "exec_module", None)
+        if original is None:
+            return spec
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            self.names.discard(fullname)
+            if not self.names and self in sys.meta_path:
+                sys.meta_path.remove(self)
+            register_family(fullname)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+    def _others_spec(self, fullname: str, path: Any, target: Any) -> Any:
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec = None if finder is self or find is None else find(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+
+
+def watch() -> None:
+    """Register the families of the SciPy modules already imported; hook the others."""
+    pending = set()
+    for name in OPTIONAL_FAMILIES:
+        if name in sys.modules:
+            register_family(name)
+        else:
+            pending.add(name)
+    if pending:
+        sys.meta_path.insert(0, _AfterImport(pending))
