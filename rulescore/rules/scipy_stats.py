@@ -354,7 +354,8 @@ class _Gaussian:
     def __init__(self, dist: Any, x: Any, mean: Any, cov: Any) -> None:
         self.logpdf = dist.logpdf(x, mean, cov)
         self.x, self.mean, self.cov = x, mean, cov
-        d = np.shape(mean)[-1] if np.ndim(mean) else (np.shape(cov)[-1] if np.ndim(cov) else np.shape(x)[-1] if np.ndim(x) else 1)
+        # the dimension as SciPy infers it: from mean, else from cov, else 1
+        d = np.shape(mean)[-1] if np.ndim(mean) else (np.shape(cov)[-1] if np.ndim(cov) else 1)
         matrix = np.asarray(cov, dtype=float)
         self.full = np.diag(np.broadcast_to(matrix, (d,))) if matrix.ndim < 2 else matrix
         xs = np.asarray(x, dtype=float)
