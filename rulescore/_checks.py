@@ -86,7 +86,7 @@ def callable_name(f: Any) -> str:
     qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if qual is None:  # a callable object: name its class rather than its repr
         return f"<{callable_name(type(f))} object>"
-    if module.startswith("scipy."):
+    if isinstance(module, str) and module.startswith("scipy."):
         return _scipy_name(f, module, qual)
     return qual if module in ("builtins", "", None) else f"{module}.{qual}"
 

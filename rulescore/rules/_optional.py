@@ -31,18 +31,27 @@ _REGISTERED: set[str] = set()
 
 def register_family(module_name: str) -> None:
     """Register the rules of the family covering ``module_name`` (idempotent; the module must
-    be importable)."""
+    be importable). A family module that is itself being imported (it imports SciPy at its
+    top) is registered when its own import finishes."""
     if module_name in _REGISTERED:
         return
+    family = importlib.import_module(_family_module(module_name))
+    table = getattr(family, "RULES", None)
+    if table is None or module_name in _REGISTERED:  # partially initialised: the hook on its
+        return  # own loader registers it; or that hook registered it during the import above
     _REGISTERED.add(module_name)
-    family = importlib.import_module(f"rulescore.rules.{OPTIONAL_FAMILIES[module_name]}")
-    register_rules(*family.RULES)
+    register_rules(*table)
+
+
+def _family_module(module_name: str) -> str:
+    return f"rulescore.rules.{OPTIONAL_FAMILIES[module_name]}"
 
 
 class _AfterImport:
-    """The meta-path finder that registers a family right after its SciPy module executes."""
+    """The meta-path finder that registers a family right after its SciPy module, or the
+    family module itself, executes. ``names`` maps each watched module to its SciPy module."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: dict[str, str]) -> None:
         self.names = names
         self.finding: set[str] = set()  # another hook that asks every finder asks this one too
 
@@ -60,12 +69,13 @@ class _AfterImport:
         if original is None:
             return spec
 
+        scipy_name = self.names[fullname]
+
         def exec_module(module: Any) -> None:
             original(module)
-            self.names.discard(fullname)
-            if not self.names and self in sys.meta_path:
+            register_family(scipy_name)
+            if set(OPTIONAL_FAMILIES) <= _REGISTERED and self in sys.meta_path:
                 sys.meta_path.remove(self)
-            register_family(fullname)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -81,11 +91,11 @@ class _AfterImport:
 
 def watch() -> None:
     """Register the families of the SciPy modules already imported; hook the others."""
-    pending = set()
+    pending: dict[str, str] = {}
     for name in OPTIONAL_FAMILIES:
         if name in sys.modules:
             register_family(name)
         else:
-            pending.add(name)
+            pending[name] = pending[_family_module(name)] = name
     if pending:
         sys.meta_path.insert(0, _AfterImport(pending))

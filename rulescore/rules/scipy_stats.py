@@ -313,7 +313,8 @@ DISCRETE: dict[type, Callable[..., Partials]] = {
 }
 
 
-def _discrete_partials(dist: Any, k: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> tuple[Any, Partials]:
+def _discrete_partials(dist: Any, k: Any, args: tuple[Any, ...],
+                       kwds: dict[str, Any]) -> tuple[Any, Partials]:
     shapes, loc, _ = dist._parse_args(*args, **kwds)
     y = dist.logpmf(k, *args, **kwds)
     return y, (*DISCRETE[type(dist)](np.subtract(k, loc), *shapes), NoTangent())  # loc: a shift of k
@@ -375,7 +376,8 @@ class _Gaussian:
         g = -0.5 * (np.sum(w_rows) * self.precision - (w_rows * pr).T @ pr)
         cov = np.asarray(self.cov)
         covbar = _lower(g) if cov.ndim == 2 else (np.diag(g) if cov.ndim == 1 else np.sum(np.diag(g)))
-        mean_bar = NoTangent() if self.mean is None else _cotangent(self.mean, np.reshape(mbar, np.shape(self.mean)))
+        mean_bar = (NoTangent() if self.mean is None
+                    else _cotangent(self.mean, np.reshape(mbar, np.shape(self.mean))))
         return _cotangent(self.x, xbar), mean_bar, _cotangent(self.cov, covbar)
 
 

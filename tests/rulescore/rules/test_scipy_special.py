@@ -14,11 +14,11 @@ import pytest
 sp = pytest.importorskip("scipy.special")
 
 import rulescore as rc  # noqa: E402
-import rulescore.testing as rct  # noqa: E402
 import rulescore.testing.strategies as S  # noqa: E402
 import zygotepy as zp  # noqa: E402
 from rulescore.rules import scipy_special  # noqa: E402
 from tests.rulescore.rules._cases import RuleCase, case_id, check_case  # noqa: E402
+from tests.zygotepy.finite_differences import fd  # noqa: E402
 
 N = 5
 
@@ -133,15 +133,6 @@ def test_gammainc_in_a_matches_a_fine_finite_difference() -> None:
 
 # -- through zygotepy ------------------------------------------------------------------------
 
-def _fd_gradient(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def neg_log_likelihood(w: np.ndarray) -> Any:
     """A logistic-regression loss written with scipy.special."""
     X = np.array([[0.5, -1.0], [1.5, 0.3], [-0.7, 2.0]])
@@ -159,7 +150,7 @@ def gamma_model(a: np.ndarray) -> Any:
                                   (gamma_model, np.array([1.2, 2.5, 0.8]))])
 def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
-    np.testing.assert_allclose(g, _fd_gradient(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
 
 
 # -- against JAX -----------------------------------------------------------------------------

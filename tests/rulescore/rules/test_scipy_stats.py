@@ -16,6 +16,7 @@ import rulescore.testing.strategies as S  # noqa: E402
 import zygotepy as zp  # noqa: E402
 from rulescore.rules import scipy_stats  # noqa: E402
 from tests.rulescore.rules._cases import RuleCase, case_id, check_case  # noqa: E402
+from tests.zygotepy.finite_differences import fd  # noqa: E402
 
 N = 3
 LOC = S.scalars(-0.5, 0.5)
@@ -25,7 +26,8 @@ METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")
 #: distribution -> (x strategy for loc in [-0.5, 0.5], scale in [0.5, 2], shape strategies)
 CONTINUOUS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "norm": (S.arrays(shape=(3,)), ()),
-    "laplace": (S.arrays(shape=(3,), min_value=0.6, max_value=3.0).map(lambda a: a * [1, -1, 1]), ()),  # off the kink
+    # off the kink at loc
+    "laplace": (S.arrays(shape=(3,), min_value=0.6, max_value=3.0).map(lambda a: a * [1, -1, 1]), ()),
     "logistic": (S.arrays(shape=(3,)), ()),
     "cauchy": (S.arrays(shape=(3,)), ()),
     "expon": (S.arrays(shape=(3,), min_value=0.8, max_value=4.0), ()),
@@ -38,8 +40,8 @@ BETA = (S.arrays(shape=(3,), min_value=0.2, max_value=1.2), (S.scalars(1.5, 4.0)
 
 
 def case(f: Any, args: tuple[Any, ...], name: str = "", **options: Any) -> RuleCase:
-    return RuleCase(f, args, options.pop("kwargs", {}), name=name, max_examples=options.pop("max_examples", N),
-                    **options)
+    kwargs = options.pop("kwargs", {})
+    return RuleCase(f, args, kwargs, name=name, max_examples=options.pop("max_examples", N), **options)
 
 
 def _continuous_cases() -> list[RuleCase]:
@@ -69,7 +71,8 @@ CASES = [
     case(st.poisson.logpmf, (K, S.scalars(0.5, 5.0)), "poisson", nondiff=(0,)),
     case(st.binom.logpmf, (K, 7, S.scalars(0.1, 0.9)), "binom", nondiff=(0, 1)),
     case(st.nbinom.logpmf, (K, S.scalars(1.0, 5.0), S.scalars(0.1, 0.9)), "nbinom", nondiff=(0,)),
-    case(st.multivariate_normal.logpdf, (S.arrays(shape=(4, 2)), S.arrays(shape=(2,)), S.spd_matrices(2)), "cov"),
+    case(st.multivariate_normal.logpdf, (S.arrays(shape=(4, 2)), S.arrays(shape=(2,)), S.spd_matrices(2)),
+         "cov"),
     case(st.multivariate_normal.logpdf, (S.arrays(shape=(3,)), S.arrays(shape=(3,)),
                                          S.arrays(shape=(3,), min_value=0.5, max_value=2.0)), "diagonal"),
     case(st.multivariate_normal.logpdf, (S.arrays(shape=(2,)), S.arrays(shape=(2,)), S.scalars(0.5, 2.0)),
@@ -134,20 +137,12 @@ def test_dirichlet_logpdf_in_alpha_and_along_the_simplex() -> None:
     assert np.sum(xbar * v) == pytest.approx(fd, rel=1e-6)
     adot = 0.1 * alpha
     _, ydot = rc.frule((None, v, adot), st.dirichlet.logpdf, x, alpha)
-    fd = (st.dirichlet.logpdf(x + h * v, alpha + h * adot) - st.dirichlet.logpdf(x - h * v, alpha - h * adot)) / (2 * h)
+    fd = (st.dirichlet.logpdf(x + h * v, alpha + h * adot)
+          - st.dirichlet.logpdf(x - h * v, alpha - h * adot)) / (2 * h)
     np.testing.assert_allclose(ydot, fd, rtol=1e-6)
 
 
 # -- through zygotepy ------------------------------------------------------------------------
-
-def _fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
 
 DATA = np.array([0.3, 1.2, 2.5, 0.9])
 
@@ -174,7 +169,8 @@ def gaussian_likelihood(theta: np.ndarray) -> Any:
 
 def count_model(theta: np.ndarray) -> Any:
     k = np.array([0, 3, 1, 4])
-    return (np.sum(st.poisson.logpmf(k, np.exp(theta[0]))) + np.sum(st.nbinom.logpmf(k, np.exp(theta[1]), 0.4))
+    return (np.sum(st.poisson.logpmf(k, np.exp(theta[0])))
+            + np.sum(st.nbinom.logpmf(k, np.exp(theta[1]), 0.4))
             + np.sum(st.binom.logpmf(k, 6, 1 / (1 + np.exp(-theta[2])))))
 
 
@@ -186,7 +182,7 @@ def count_model(theta: np.ndarray) -> Any:
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
-    np.testing.assert_allclose(g, _fd(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
 
 
 # -- against JAX -----------------------------------------------------------------------------
@@ -195,7 +191,8 @@ JAX_CASES = [
     ("norm", "logpdf", (0.3, 1.7)), ("norm", "cdf", (0.3, 1.7)), ("norm", "logcdf", (0.3, 1.7)),
     ("norm", "sf", (0.3, 1.7)), ("norm", "ppf", (0.3, 1.7)),
     ("t", "logpdf", (3.5, 0.3, 1.7)), ("gamma", "logpdf", (2.5, 0.0, 1.3)), ("gamma", "cdf", (2.5, 0.0, 1.3)),
-    ("beta", "logpdf", (2.0, 3.0, 0.0, 4.0)), ("expon", "logpdf", (0.0, 1.3)), ("laplace", "logpdf", (0.3, 1.7)),
+    ("beta", "logpdf", (2.0, 3.0, 0.0, 4.0)), ("expon", "logpdf", (0.0, 1.3)),
+    ("laplace", "logpdf", (0.3, 1.7)),
     ("logistic", "logpdf", (0.3, 1.7)), ("logistic", "cdf", (0.3, 1.7)), ("cauchy", "logpdf", (0.3, 1.7)),
 ]
 
