@@ -24,6 +24,7 @@ from rulescore._rule_pair import register_rules
 OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.special": "scipy_special",
     "scipy.stats": "scipy_stats",
+    "scipy.linalg": "scipy_linalg",
 }
 
 _REGISTERED: set[str] = set()

@@ -68,6 +68,7 @@ _DESCRIPTIONS = {
     "scipy_stats": "`scipy.stats` distributions: methods of `rv_continuous`/`rv_discrete` and the "
                    "multivariate generators, one signature per distribution class (registered when "
                    "SciPy imports `scipy.stats`).",
+    "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 
