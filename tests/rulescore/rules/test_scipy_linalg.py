@@ -99,7 +99,8 @@ def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> 
     np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", ["expm", "inv", "det", "solve", "solve_triangular"])  # JAX: no sqrtm gradient
+# (JAX has no gradient for sqrtm)
+@pytest.mark.parametrize("name", ["expm", "inv", "det", "solve", "solve_triangular"])
 def test_gradient_matches_jax(name: str) -> None:
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
