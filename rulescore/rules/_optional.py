@@ -25,6 +25,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.special": "scipy_special",
     "scipy.stats": "scipy_stats",
     "scipy.linalg": "scipy_linalg",
+    "scipy.signal": "scipy_signal",
 }
 
 _REGISTERED: set[str] = set()

@@ -69,6 +69,7 @@ _DESCRIPTIONS = {
                    "multivariate generators, one signature per distribution class (registered when "
                    "SciPy imports `scipy.stats`).",
     "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
+    "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 
