@@ -3,8 +3,8 @@
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.reductions`,
 :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.fft`; the SciPy families
-(:mod:`.scipy_special`, :mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`) register when SciPy
-imports them (:mod:`._optional`).
+(:mod:`.scipy_special`, :mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`,
+:mod:`.scipy_integrate`) register when SciPy imports them (:mod:`._optional`).
 """
 
 import importlib

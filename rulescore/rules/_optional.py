@@ -26,6 +26,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.stats": "scipy_stats",
     "scipy.linalg": "scipy_linalg",
     "scipy.signal": "scipy_signal",
+    "scipy.integrate": "scipy_integrate",
 }
 
 _REGISTERED: set[str] = set()

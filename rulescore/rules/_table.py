@@ -70,6 +70,7 @@ _DESCRIPTIONS = {
                    "SciPy imports `scipy.stats`).",
     "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
+    "scipy_integrate": "`scipy.integrate` (registered when SciPy imports it).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 
