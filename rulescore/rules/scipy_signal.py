@@ -47,7 +47,8 @@ def _embed(ybar: Any, a: Any, b: Any) -> Any:
     """``ybar`` placed where SciPy's output window sits in the full convolution."""
     full_shape = tuple(n + m - 1 for n, m in zip(np.shape(a), np.shape(b), strict=True))
     full = np.zeros(full_shape, dtype=np.result_type(ybar, float))
-    window = tuple(slice((f - n) // 2, (f - n) // 2 + n) for f, n in zip(full_shape, np.shape(ybar), strict=True))
+    window = tuple(slice((f - n) // 2, (f - n) // 2 + n)
+                   for f, n in zip(full_shape, np.shape(ybar), strict=True))
     full[window] = ybar
     return full
 
