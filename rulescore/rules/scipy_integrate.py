@@ -8,7 +8,7 @@ With ``s_i = (y_i + y_{i+1}) / 2`` the result is ``sum_i (x_{i+1} - x_i) s_i``: 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.integrate as si
     >>> y, back = rc.rrule(si.trapezoid, np.array([1.0, 2.0, 4.0]))
-    >>> y, back(1.0)[1]
+    >>> float(y), back(1.0)[1]
     (4.5, array([0.5, 1. , 0.5]))
 """
 
