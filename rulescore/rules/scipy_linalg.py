@@ -1,7 +1,7 @@
 """Rules for ``scipy.linalg`` (registered when SciPy imports ``scipy.linalg``, see
 :mod:`rulescore.rules._optional`), for real matrices: ``expm`` (through ``expm_frechet``),
 ``inv``, ``det``, ``solve`` (``assume_a``: general, symmetric/positive definite, triangular,
-diagonal), ``solve_triangular``, ``sqrtm``, ``logm``, ``solve_sylvester``,
+diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
 ``solve_continuous_lyapunov`` and ``block_diag``.
 
 Where SciPy reads only part of a matrix (one triangle for ``assume_a="sym"``/``"pos"`` and in
@@ -29,6 +29,7 @@ from rulescore._checks import callable_name
 from rulescore._helpers import _cotangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
+from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent
 
 
@@ -264,6 +265,84 @@ def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: 
     return x, project(x, np.reshape(xdot, np.shape(x)))
 
 
+# -- cho_factor, cho_solve ---------------------------------------------------------------------
+
+def _lower_factor(c: Any, lower: bool) -> Any:
+    """``L`` with ``A = L L^T`` from ``cho_factor``'s packed result."""
+    return np.tril(c) if lower else np.triu(c).T
+
+
+def _packed(m: Any, lower: bool) -> Any:
+    """A lower-triangular ``m`` (a factor or its cotangent) in ``cho_factor``'s layout."""
+    return np.tril(m) if lower else np.triu(m.T)
+
+
+def _phi(m: Any) -> Any:
+    return np.tril(m) - np.diag(np.diag(m)) / 2
+
+
+def cho_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.cho_factor, a)
+    c, lower = out = sl.cho_factor(a, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+    inverse = sl.solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
+
+    def cho_factor_pullback(ybar: Any) -> Any:
+        cbar = ybar[0]
+        if isinstance(cbar, AbstractZero):  # only the flag was used
+            return NoTangent(), cbar, *(NoTangent() for _ in args)
+        cbar = np.asarray(cbar, dtype=float)
+        read = _packed(_lower_factor(cbar, lower), lower)
+        s = inverse.T @ _phi(factor.T @ _lower_factor(cbar, lower)) @ inverse
+        sym = (s + s.T) / 2
+        folded = _packed(np.tril(2 * sym) - np.diag(np.diag(sym)), lower)  # the triangle a is read in
+        return NoTangent(), project(a, folded + (cbar - read)), *(NoTangent() for _ in args)
+
+    return out, cho_factor_pullback
+
+
+def cho_factor_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.cho_factor, a)
+    c, lower = out = sl.cho_factor(a, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+    adot = np.asarray(tangents[1], dtype=float)
+    read = _packed(_lower_factor(adot, lower), lower)
+    half = _lower_factor(adot, lower)
+    sym = half + half.T - np.diag(np.diag(half))
+    inverse = sl.solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
+    factor_dot = factor @ _phi(inverse @ sym @ inverse.T)
+    cdot = _packed(factor_dot, lower) + (adot - read)
+    return out, tangent_type(tuple)(cdot, NoTangent())
+
+
+def cho_solve_rrule(c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    c, lower = c_and_lower
+    _real(sl.cho_solve, c, b)
+    x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+
+    def cho_solve_pullback(ybar: Any) -> Any:
+        m = sl.cho_solve(c_and_lower, ybar)
+        abar = -_as_matrix(m) @ _t(_as_matrix(x))
+        cbar = _packed((abar + abar.T) @ factor, lower)
+        return (NoTangent(), tangent_type(tuple)(project(c, cbar), NoTangent()), project(b, m),
+                *(NoTangent() for _ in args))
+
+    return x, cho_solve_pullback
+
+
+def cho_solve_frule(tangents: Any, c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    c, lower = c_and_lower
+    _real(sl.cho_solve, c, b)
+    x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
+        factor = _lower_factor(c, lower)
+        factor_dot = _lower_factor(np.asarray(tangents[1][0], dtype=float), lower)
+        rhs = rhs - (factor_dot @ factor.T + factor @ factor_dot.T) @ _as_matrix(x)
+    return x, project(x, np.reshape(sl.cho_solve(c_and_lower, rhs), np.shape(x)))
+
+
 # -- Sylvester and Lyapunov equations -----------------------------------------------------------
 
 def solve_sylvester_rrule(a: Any, b: Any, q: Any) -> Any:
@@ -355,6 +434,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(sl.det, det_rrule, det_frule),
     RulePair(sl.solve, solve_rrule, solve_frule),
     RulePair(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule),
+    RulePair(sl.cho_factor, cho_factor_rrule, cho_factor_frule),
+    RulePair(sl.cho_solve, cho_solve_rrule, cho_solve_frule),
     RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
     RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
     RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),

@@ -49,6 +49,10 @@ CASES = [
     case(sl.solve_triangular, (WELL, B32)),
     case(sl.solve_triangular, (WELL, B3, 1, True), "trans-lower", nondiff=(2, 3)),
     case(sl.solve_triangular, (WELL, B32), "unit-trans", kwargs={"unit_diagonal": True, "trans": "T"}),
+    case(sl.cho_factor, (SPD,)),
+    case(sl.cho_factor, (SPD,), "lower", kwargs={"lower": True}),
+    case(sl.cho_solve, (SPD.map(sl.cho_factor), B32)),
+    case(sl.cho_solve, (SPD.map(lambda a: sl.cho_factor(a, lower=True)), B3), "lower-vector"),
     case(sl.solve_sylvester, (SPD, SPD, SMALL)),
     case(sl.solve_continuous_lyapunov, (SPD, SMALL)),
     case(sl.block_diag, (S.arrays(shape=(2, 2)), B3, S.scalars(), B32)),
@@ -83,6 +87,15 @@ def gaussian_process_nll(theta: np.ndarray) -> Any:
     return 0.5 * y @ alpha + 0.5 * np.log(sl.det(k))
 
 
+def gaussian_process_cholesky(theta: np.ndarray) -> Any:
+    """The same likelihood through cho_factor/cho_solve, as GP code usually writes it."""
+    t = np.array([0.0, 0.4, 1.1, 1.7])
+    y = np.array([0.3, -0.1, 0.8, 0.5])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(4)
+    factor = sl.cho_factor(k, lower=True)
+    return 0.5 * y @ sl.cho_solve(factor, y) + np.sum(np.log(np.diag(factor[0])))
+
+
 def matrix_functions(theta: np.ndarray) -> Any:
     a = np.array([[1.0 + theta[0], theta[1]], [theta[1], 2.0]])
     lower = np.array([[2.0, 0.0], [theta[0], 1.5]])
@@ -93,6 +106,7 @@ def matrix_functions(theta: np.ndarray) -> Any:
 
 
 @pytest.mark.parametrize("f, x", [(gaussian_process_nll, np.array([0.2, -0.3])),
+                                  (gaussian_process_cholesky, np.array([0.2, -0.3])),
                                   (matrix_functions, np.array([0.3, 0.2]))])
 def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
