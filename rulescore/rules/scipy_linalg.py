@@ -1,7 +1,8 @@
 """Rules for ``scipy.linalg`` (registered when SciPy imports ``scipy.linalg``, see
 :mod:`rulescore.rules._optional`), for real matrices: ``expm`` (through ``expm_frechet``),
 ``inv``, ``det``, ``solve`` (``assume_a``: general, symmetric/positive definite, triangular,
-diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
+diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``,
+``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
 ``solve_continuous_lyapunov`` and ``block_diag``.
 
 Where SciPy reads only part of a matrix (one triangle for ``assume_a="sym"``/``"pos"`` and in
@@ -343,6 +344,93 @@ def cho_solve_frule(tangents: Any, c_and_lower: Any, b: Any, *args: Any, **kwarg
     return x, project(x, np.reshape(sl.cho_solve(c_and_lower, rhs), np.shape(x)))
 
 
+# -- lu_factor, lu_solve -----------------------------------------------------------------------
+
+def _permutation(piv: Any) -> Any:
+    """``perm`` with ``a[perm] = L U``, from LAPACK's row interchanges."""
+    perm = np.arange(len(piv))
+    for i, p in enumerate(piv):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def _unpack_lu(lu: Any) -> tuple[Any, Any]:
+    return np.tril(lu, -1) + np.eye(lu.shape[0]), np.triu(lu)
+
+
+def _unpermute(m_perm: Any, perm: Any) -> Any:
+    out = np.empty_like(m_perm)
+    out[perm] = m_perm
+    return out
+
+
+def lu_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.lu_factor, a)
+    lu, piv = out = sl.lu_factor(a, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+
+    def lu_factor_pullback(ybar: Any) -> Any:
+        lubar = ybar[0]
+        if isinstance(lubar, AbstractZero):  # only the pivots were used
+            return NoTangent(), lubar, *(NoTangent() for _ in args)
+        lubar = np.asarray(lubar, dtype=float)
+        inner = np.tril(low.T @ np.tril(lubar, -1), -1) + np.triu(np.triu(lubar) @ up.T)
+        abar_perm = sl.solve_triangular(low, sl.solve_triangular(up, inner.T, lower=False).T,
+                                        lower=True, unit_diagonal=True, trans=1)
+        return NoTangent(), project(a, _unpermute(abar_perm, _permutation(piv))), *(NoTangent() for _ in args)
+
+    return out, lu_factor_pullback
+
+
+def lu_factor_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.lu_factor, a)
+    lu, piv = out = sl.lu_factor(a, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+    adot = np.asarray(tangents[1], dtype=float)[_permutation(piv)]
+    x = sl.solve_triangular(low, adot, lower=True, unit_diagonal=True)
+    x = sl.solve_triangular(up, x.T, lower=False, trans=1).T  # L^-1 adot U^-1
+    ludot = np.tril(low @ np.tril(x, -1), -1) + np.triu(np.triu(x) @ up)
+    return out, tangent_type(tuple)(ludot, NoTangent())
+
+
+def _lu_trans(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    trans = kwargs.get("trans", args[0] if args else 0)
+    return _TRANS[trans]
+
+
+def lu_solve_rrule(lu_and_piv: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    lu, piv = lu_and_piv
+    _real(sl.lu_solve, lu, b)
+    trans = _lu_trans(args, kwargs)
+    x = sl.lu_solve(lu_and_piv, b, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+    perm = _permutation(piv)
+
+    def lu_solve_pullback(ybar: Any) -> Any:
+        m = sl.lu_solve(lu_and_piv, ybar, trans=1 - trans)
+        outer = -_as_matrix(m) @ _t(_as_matrix(x))
+        abar_perm = (outer.T if trans else outer)[perm]
+        lubar = np.tril(abar_perm @ up.T, -1) + np.triu(low.T @ abar_perm)
+        return (NoTangent(), tangent_type(tuple)(project(lu, lubar), NoTangent()), project(b, m),
+                *(NoTangent() for _ in args))
+
+    return x, lu_solve_pullback
+
+
+def lu_solve_frule(tangents: Any, lu_and_piv: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    lu, piv = lu_and_piv
+    _real(sl.lu_solve, lu, b)
+    trans = _lu_trans(args, kwargs)
+    x = sl.lu_solve(lu_and_piv, b, *args, **kwargs)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
+        low, up = _unpack_lu(lu)
+        ludot = np.asarray(tangents[1][0], dtype=float)
+        adot = _unpermute(np.tril(ludot, -1) @ up + low @ np.triu(ludot), _permutation(piv))
+        rhs = rhs - (adot.T if trans else adot) @ _as_matrix(x)
+    return x, project(x, np.reshape(sl.lu_solve(lu_and_piv, rhs, trans=trans), np.shape(x)))
+
+
 # -- Sylvester and Lyapunov equations -----------------------------------------------------------
 
 def solve_sylvester_rrule(a: Any, b: Any, q: Any) -> Any:
@@ -436,6 +524,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule),
     RulePair(sl.cho_factor, cho_factor_rrule, cho_factor_frule),
     RulePair(sl.cho_solve, cho_solve_rrule, cho_solve_frule),
+    RulePair(sl.lu_factor, lu_factor_rrule, lu_factor_frule),
+    RulePair(sl.lu_solve, lu_solve_rrule, lu_solve_frule),
     RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
     RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
     RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),

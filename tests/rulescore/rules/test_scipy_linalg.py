@@ -53,6 +53,9 @@ CASES = [
     case(sl.cho_factor, (SPD,), "lower", kwargs={"lower": True}),
     case(sl.cho_solve, (SPD.map(sl.cho_factor), B32)),
     case(sl.cho_solve, (SPD.map(lambda a: sl.cho_factor(a, lower=True)), B3), "lower-vector"),
+    case(sl.lu_factor, (WELL,)),
+    case(sl.lu_solve, (WELL.map(sl.lu_factor), B32)),
+    case(sl.lu_solve, (WELL.map(sl.lu_factor), B3, 1), "trans", nondiff=(2,)),
     case(sl.solve_sylvester, (SPD, SPD, SMALL)),
     case(sl.solve_continuous_lyapunov, (SPD, SMALL)),
     case(sl.block_diag, (S.arrays(shape=(2, 2)), B3, S.scalars(), B32)),
@@ -93,7 +96,9 @@ def gaussian_process_cholesky(theta: np.ndarray) -> Any:
     y = np.array([0.3, -0.1, 0.8, 0.5])
     k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(4)
     factor = sl.cho_factor(k, lower=True)
-    return 0.5 * y @ sl.cho_solve(factor, y) + np.sum(np.log(np.diag(factor[0])))
+    lu = sl.lu_factor(k)
+    return (0.5 * y @ sl.cho_solve(factor, y) + np.sum(np.log(np.diag(factor[0])))
+            + 0.1 * np.sum(sl.lu_solve(lu, y, trans=1)))
 
 
 def matrix_functions(theta: np.ndarray) -> Any:
