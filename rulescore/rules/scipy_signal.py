@@ -57,17 +57,41 @@ def _flip(x: Any) -> Any:
     return np.flip(x, axis=tuple(range(np.ndim(x)))) if np.ndim(x) else x
 
 
-def _convolution_cotangents(g: Any, a: Any, b: Any) -> tuple[Any, Any]:
-    """Cotangents of ``a`` and ``b`` in the full convolution ``a * b`` with cotangent ``g``."""
-    return (project(a, ss.correlate(g, b, mode="valid")), project(b, ss.correlate(g, a, mode="valid")))
+def _pullback_cotangents(g: Any, a: Any, b: Any, correlation: bool) -> tuple[Any, Any]:
+    """Cotangents of ``a`` and ``b`` given ``g``, the cotangent of the full result.
 
-
-def _options_cotangents(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(NoTangent() for _ in args)
+    In the full convolution ``a * b`` the cotangent of ``a`` is ``g`` correlated with ``b``;
+    ``correlate(a, b)`` is the convolution of ``a`` with ``b`` flipped."""
+    kernel = _flip(b) if correlation else b
+    abar = ss.correlate(g, kernel, mode="valid")
+    kernel_bar = ss.correlate(g, a, mode="valid")
+    return project(a, abar), project(b, _flip(kernel_bar) if correlation else kernel_bar)
 
 
 def _tangent(t: Any, x: Any) -> Any:
     return np.zeros(np.shape(x)) if isinstance(t, AbstractZero) else t
+
+
+def _rrule(f: Any, names: tuple[str, ...], in1: Any, in2: Any, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> Any:
+    """The rrule of a convolution ``f`` (``names``: its parameters after the two inputs)."""
+    _check(f, in1, in2, _options(args, kwargs, names))
+    y = f(in1, in2, *args, **kwargs)
+
+    def convolution_pullback(ybar: Any) -> Any:
+        cotangents = _pullback_cotangents(_embed(ybar, in1, in2), in1, in2, f is ss.correlate)
+        return (NoTangent(), *cotangents, *(NoTangent() for _ in args))
+
+    return y, convolution_pullback
+
+
+def _frule(f: Any, names: tuple[str, ...], tangents: Any, in1: Any, in2: Any, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> Any:
+    """The frule of a convolution ``f``: it is bilinear."""
+    _check(f, in1, in2, _options(args, kwargs, names))
+    y = f(in1, in2, *args, **kwargs)
+    d1, d2 = _tangent(tangents[1], in1), _tangent(tangents[2], in2)
+    return y, project(y, f(d1, in2, *args, **kwargs) + f(in1, d2, *args, **kwargs))
 
 
 _CONVOLVE_NAMES = ("mode", "method")
@@ -75,58 +99,27 @@ _FFTCONVOLVE_NAMES = ("mode", "axes")
 
 
 def convolve_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    _check(ss.convolve, in1, in2, _options(args, kwargs, _CONVOLVE_NAMES))
-    y = ss.convolve(in1, in2, *args, **kwargs)
-
-    def convolve_pullback(ybar: Any) -> Any:
-        return (NoTangent(), *_convolution_cotangents(_embed(ybar, in1, in2), in1, in2),
-                *_options_cotangents(args))
-
-    return y, convolve_pullback
+    return _rrule(ss.convolve, _CONVOLVE_NAMES, in1, in2, args, kwargs)
 
 
 def convolve_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    _check(ss.convolve, in1, in2, _options(args, kwargs, _CONVOLVE_NAMES))
-    y = ss.convolve(in1, in2, *args, **kwargs)
-    d1, d2 = _tangent(tangents[1], in1), _tangent(tangents[2], in2)
-    return y, project(y, ss.convolve(d1, in2, *args, **kwargs) + ss.convolve(in1, d2, *args, **kwargs))
-
-
-def fftconvolve_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    _check(ss.fftconvolve, in1, in2, _options(args, kwargs, _FFTCONVOLVE_NAMES))
-    y = ss.fftconvolve(in1, in2, *args, **kwargs)
-
-    def fftconvolve_pullback(ybar: Any) -> Any:
-        return (NoTangent(), *_convolution_cotangents(_embed(ybar, in1, in2), in1, in2),
-                *_options_cotangents(args))
-
-    return y, fftconvolve_pullback
-
-
-def fftconvolve_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    _check(ss.fftconvolve, in1, in2, _options(args, kwargs, _FFTCONVOLVE_NAMES))
-    y = ss.fftconvolve(in1, in2, *args, **kwargs)
-    d1, d2 = _tangent(tangents[1], in1), _tangent(tangents[2], in2)
-    return y, project(y, ss.fftconvolve(d1, in2, *args, **kwargs) + ss.fftconvolve(in1, d2, *args, **kwargs))
+    return _frule(ss.convolve, _CONVOLVE_NAMES, tangents, in1, in2, args, kwargs)
 
 
 def correlate_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    # correlate(a, b) is the convolution of a with b flipped
-    _check(ss.correlate, in1, in2, _options(args, kwargs, _CONVOLVE_NAMES))
-    y = ss.correlate(in1, in2, *args, **kwargs)
-
-    def correlate_pullback(ybar: Any) -> Any:
-        abar, flipped_bar = _convolution_cotangents(_embed(ybar, in1, in2), in1, _flip(in2))
-        return NoTangent(), abar, _flip(flipped_bar), *_options_cotangents(args)
-
-    return y, correlate_pullback
+    return _rrule(ss.correlate, _CONVOLVE_NAMES, in1, in2, args, kwargs)
 
 
 def correlate_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
-    _check(ss.correlate, in1, in2, _options(args, kwargs, _CONVOLVE_NAMES))
-    y = ss.correlate(in1, in2, *args, **kwargs)
-    d1, d2 = _tangent(tangents[1], in1), _tangent(tangents[2], in2)
-    return y, project(y, ss.correlate(d1, in2, *args, **kwargs) + ss.correlate(in1, d2, *args, **kwargs))
+    return _frule(ss.correlate, _CONVOLVE_NAMES, tangents, in1, in2, args, kwargs)
+
+
+def fftconvolve_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _rrule(ss.fftconvolve, _FFTCONVOLVE_NAMES, in1, in2, args, kwargs)
+
+
+def fftconvolve_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _frule(ss.fftconvolve, _FFTCONVOLVE_NAMES, tangents, in1, in2, args, kwargs)
 
 
 RULES: tuple[RulePair, ...] = (
