@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -78,12 +79,36 @@ def describe_call(f: Any, args: tuple[Any, ...]) -> str:
 def callable_name(f: Any) -> str:
     """A readable dotted name for any callable (``numpy.sin``, ``math.exp``, ``Point``)."""
     if isinstance(f, np.ufunc):
+        if getattr(np, f.__name__, None) is not f and _public_scipy_name(f, "scipy.special", f.__name__):
+            return f"scipy.special.{f.__name__}"
         return f"numpy.{f.__name__}"
     module = getattr(f, "__module__", None) or getattr(type(f), "__module__", "")
     qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if qual is None:  # a callable object: name its class rather than its repr
         return f"<{callable_name(type(f))} object>"
+    if isinstance(module, str) and module.startswith("scipy."):
+        return _scipy_name(f, module, qual)
     return qual if module in ("builtins", "", None) else f"{module}.{qual}"
+
+
+def _public_scipy_name(f: Any, public: str, name: str) -> bool:
+    obj: Any = sys.modules.get(public)
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+    return obj is not None and obj is f
+
+
+def _scipy_name(f: Any, module: str, qual: str) -> str:
+    """The public name of a SciPy callable: ``scipy.special.softmax`` (not its private module),
+    ``scipy.stats.norm.logpdf`` for a method of a distribution instance."""
+    owner = getattr(f, "__self__", None)
+    dist = getattr(owner, "name", None)
+    if isinstance(dist, str) and type(owner).__module__.startswith("scipy.stats"):
+        return f"scipy.stats.{dist}.{f.__name__}"
+    public = ".".join(p for p in module.split(".") if not p.startswith("_"))
+    if public != module and _public_scipy_name(f, public, qual):
+        return f"{public}.{qual}"
+    return f"{module}.{qual}"
 
 
 def describe_value(x: Any) -> str:

@@ -34,6 +34,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules import FAMILIES
+from rulescore.rules._optional import OPTIONAL_FAMILIES
 
 __all__ = ["COMMAND", "display_name", "family_of", "rules_table"]
 
@@ -41,7 +42,10 @@ __all__ = ["COMMAND", "display_name", "family_of", "rules_table"]
 COMMAND = "python -m rulescore.rules._table > docs/rules.md"
 
 #: Optional modules whose import registers more rules (the table includes them if installed).
-OPTIONAL_MODULES = ("scipy.special",)
+OPTIONAL_MODULES = tuple(OPTIONAL_FAMILIES)
+
+#: Every family: those registered at import, then those of optional dependencies.
+ALL_FAMILIES = (*FAMILIES, *OPTIONAL_FAMILIES.values())
 
 CORE = "core"
 
@@ -60,6 +64,13 @@ _DESCRIPTIONS = {
     "indexing": "Indexing (`operator.getitem`, `getattr`) and its scatter primitives.",
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
+    "scipy_special": "`scipy.special` (registered when SciPy imports it).",
+    "scipy_stats": "`scipy.stats` distributions: methods of `rv_continuous`/`rv_discrete` and the "
+                   "multivariate generators, one signature per distribution class (registered when "
+                   "SciPy imports `scipy.stats`).",
+    "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
+    "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
+    "scipy_integrate": "`scipy.integrate` (registered when SciPy imports it).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 
@@ -76,14 +87,16 @@ def _table_entries(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         return value.keys()
     if isinstance(value, (tuple, list, set, frozenset)):
-        return value
+        return [x.primal if isinstance(x, rc.RulePair) else x for x in value]  # RULES: by primal
     return ()
 
 
 def _family_tables() -> dict[str, list[Any]]:
     """Per family, the entries of its public module-level tables (dict keys, tuple elements)."""
     out: dict[str, list[Any]] = {}
-    for family in FAMILIES:
+    for family in ALL_FAMILIES:
+        if family not in FAMILIES and f"rulescore.rules.{family}" not in sys.modules:
+            continue  # an optional family whose dependency was not imported
         try:
             module = importlib.import_module(f"rulescore.rules.{family}")
         except ModuleNotFoundError:  # a family not written yet
@@ -110,7 +123,7 @@ def _origin_family(origin: str) -> str | None:
     path = os.path.abspath(origin.rsplit(":", 1)[0])
     if os.path.dirname(path) == _RULES_DIR:
         stem = os.path.splitext(os.path.basename(path))[0]
-        return stem if stem in FAMILIES else None
+        return stem if stem in ALL_FAMILIES else None
     return None
 
 
@@ -128,8 +141,8 @@ def family_of(f: Any, tables: dict[str, list[Any]] | None = None) -> str:
         ['math', 'indexing', 'linalg', 'core']
     """
     tables = _family_tables() if tables is None else tables
-    by_origin = [fam for fam in FAMILIES if fam in {_origin_family(r.origin) for r in _rules_of(f)}]
-    listed = [fam for fam in FAMILIES if _contains(tables.get(fam, []), f)]
+    by_origin = [fam for fam in ALL_FAMILIES if fam in {_origin_family(r.origin) for r in _rules_of(f)}]
+    listed = [fam for fam in ALL_FAMILIES if _contains(tables.get(fam, []), f)]
     if len(listed) > 1:
         both = [fam for fam in listed if fam in by_origin]
         return (both or listed)[0]
@@ -216,7 +229,7 @@ def rules_table() -> str:
     sections: dict[str, list[tuple[str, str, str, str, str]]] = {}
     for f in callables:
         sections.setdefault(family_of(f, tables), []).extend(_rows(f))
-    order = [fam for fam in (*FAMILIES, CORE) if fam in sections]
+    order = [fam for fam in (*ALL_FAMILIES, CORE) if fam in sections]
 
     def count(rows: list[tuple[str, str, str, str, str]], kind: str | None = None) -> int:
         return len({r[0] for r in rows if kind is None or r[4] == kind})

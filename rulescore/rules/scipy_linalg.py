@@ -1,0 +1,532 @@
+"""Rules for ``scipy.linalg`` (registered when SciPy imports ``scipy.linalg``, see
+:mod:`rulescore.rules._optional`), for real matrices: ``expm`` (through ``expm_frechet``),
+``inv``, ``det``, ``solve`` (``assume_a``: general, symmetric/positive definite, triangular,
+diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``,
+``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
+``solve_continuous_lyapunov`` and ``block_diag``.
+
+Where SciPy reads only part of a matrix (one triangle for ``assume_a="sym"``/``"pos"`` and in
+``solve_triangular``, the diagonal for ``assume_a="diagonal"``; not the diagonal with
+``unit_diagonal=True``) the cotangent is the derivative in the entries it reads: zero elsewhere,
+the symmetric gradient folded onto the triangle it reads. Complex matrices raise ``TypeError``
+(these rules are not written for them yet) rather than give a wrong gradient.
+
+Example:
+    >>> import numpy as np, rulescore as rc, scipy.linalg as sl
+    >>> a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    >>> y, back = rc.rrule(sl.det, a)
+    >>> bool(np.allclose(back(1.0)[1], y * np.linalg.inv(a).T))
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sl
+
+from rulescore._checks import callable_name
+from rulescore._helpers import _cotangent
+from rulescore._projection import project
+from rulescore._rule_pair import RulePair
+from rulescore._tangent import tangent_type
+from rulescore._zeros import AbstractZero, NoTangent
+
+
+def _real(f: Any, *arrays: Any) -> None:
+    for a in arrays:
+        if np.iscomplexobj(a):
+            raise TypeError(f"the rules for {callable_name(f)} handle real matrices only; "
+                            "differentiate a real formulation (real and imaginary parts)")
+
+
+def _t(a: Any) -> Any:
+    return np.swapaxes(a, -1, -2)
+
+
+def _zero(t: Any) -> bool:
+    return isinstance(t, AbstractZero)
+
+
+# -- expm, logm, sqrtm: through their Frechet derivatives -------------------------------------
+
+def expm_rrule(a: Any) -> Any:
+    _real(sl.expm, a)
+    y = sl.expm(a)
+
+    def expm_pullback(ybar: Any) -> Any:
+        return NoTangent(), project(a, sl.expm_frechet(_t(a), ybar, compute_expm=False))
+
+    return y, expm_pullback
+
+
+def expm_frule(tangents: Any, a: Any) -> Any:
+    _real(sl.expm, a)
+    y, ydot = sl.expm_frechet(a, tangents[1])
+    return y, project(y, ydot)
+
+
+def _logm_frechet(a: Any, e: Any) -> Any:
+    """The Frechet derivative of ``logm`` at ``a`` in direction ``e``: the upper right block of
+    ``logm([[a, e], [0, a]])``."""
+    n = a.shape[-1]
+    block = np.block([[a, e], [np.zeros_like(a), a]])
+    return np.real_if_close(sl.logm(block))[:n, n:]
+
+
+def logm_rrule(a: Any) -> Any:
+    _real(sl.logm, a)
+    y = sl.logm(a)
+
+    def logm_pullback(ybar: Any) -> Any:
+        return NoTangent(), project(a, _logm_frechet(_t(a), np.asarray(ybar, dtype=float)))
+
+    return y, logm_pullback
+
+
+def logm_frule(tangents: Any, a: Any) -> Any:
+    _real(sl.logm, a)
+    y = sl.logm(a)
+    return y, project(y, _logm_frechet(a, np.asarray(tangents[1], dtype=float)))
+
+
+def sqrtm_rrule(a: Any) -> Any:
+    _real(sl.sqrtm, a)
+    y = sl.sqrtm(a)
+
+    def sqrtm_pullback(ybar: Any) -> Any:
+        # y dy + dy y = da, so abar solves y^T m + m y^T = ybar
+        return NoTangent(), project(a, sl.solve_sylvester(_t(y), _t(y), ybar))
+
+    return y, sqrtm_pullback
+
+
+def sqrtm_frule(tangents: Any, a: Any) -> Any:
+    _real(sl.sqrtm, a)
+    y = sl.sqrtm(a)
+    return y, project(y, sl.solve_sylvester(y, y, tangents[1]))
+
+
+# -- inv, det ------------------------------------------------------------------------------------
+
+def inv_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.inv, a)
+    y = sl.inv(a, *args, **kwargs)
+
+    def inv_pullback(ybar: Any) -> Any:
+        return NoTangent(), project(a, -_t(y) @ ybar @ _t(y)), *(NoTangent() for _ in args)
+
+    return y, inv_pullback
+
+
+def inv_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.inv, a)
+    y = sl.inv(a, *args, **kwargs)
+    return y, project(y, -y @ tangents[1] @ y)
+
+
+def det_rrule(a: Any, *args: Any) -> Any:
+    _real(sl.det, a)
+    y = sl.det(a)
+
+    def det_pullback(ybar: Any) -> Any:
+        scale = np.asarray(ybar * y)[..., None, None]
+        return NoTangent(), project(a, scale * _t(np.linalg.inv(a))), *(NoTangent() for _ in args)
+
+    return y, det_pullback
+
+
+def det_frule(tangents: Any, a: Any, *args: Any) -> Any:
+    _real(sl.det, a)
+    y = sl.det(a)
+    trace = np.trace(np.linalg.solve(a, tangents[1]), axis1=-2, axis2=-1)
+    return y, project(y, y * trace)
+
+
+# -- solve, solve_triangular -------------------------------------------------------------------
+
+_SOLVE_NAMES = ("a", "b", "lower", "overwrite_a", "overwrite_b", "check_finite", "assume_a", "transposed")
+_SYMMETRIC = ("sym", "her", "pos", "symmetric", "hermitian", "positive definite")
+_GENERAL = (None, "gen", "general", "banded", "tridiagonal")
+
+
+def _read_part(g: Any, assume_a: Any, lower: bool) -> Any:
+    """``g``, a gradient in every entry of ``a``, as the gradient in the entries ``solve`` reads."""
+    if assume_a in _GENERAL:
+        return g
+    if assume_a in _SYMMETRIC:
+        folded = g + _t(g) - np.eye(g.shape[-1]) * g
+        return np.tril(folded) if lower else np.triu(folded)
+    if assume_a in ("lower triangular", "upper triangular"):
+        return np.tril(g) if assume_a == "lower triangular" else np.triu(g)
+    if assume_a == "diagonal":
+        return np.eye(g.shape[-1]) * g
+    raise ValueError(f"the rule for scipy.linalg.solve does not know assume_a={assume_a!r}")
+
+
+def _solve_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    options = dict(zip(_SOLVE_NAMES[2:], args, strict=False))
+    options.update(kwargs)
+    return options
+
+
+def _as_matrix(v: Any) -> Any:
+    return v[:, None] if np.ndim(v) == 1 else v
+
+
+def _solve_parts(a: Any, b: Any, options: dict[str, Any]) -> tuple[Any, Any, bool]:
+    if options.get("transposed"):
+        raise ValueError("the rule for scipy.linalg.solve does not take transposed=True; "
+                         "solve with a.T instead")
+    return options.get("assume_a"), sl.solve(a, b, **options), bool(options.get("lower", False))
+
+
+def _effective(a: Any, assume_a: Any, lower: bool) -> Any:
+    """The matrix ``solve`` solves with: the read part made whole (symmetric from a triangle)."""
+    if assume_a in _SYMMETRIC:
+        tri = np.tril(a) if lower else np.triu(a)
+        return tri + _t(tri) - np.eye(a.shape[-1]) * a
+    return _read_part(a, assume_a, lower)  # a itself, or its read triangle or diagonal
+
+
+def solve_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.solve, a, b)
+    options = _solve_options(args, kwargs)
+    assume_a, x, lower = _solve_parts(a, b, options)
+    full = _effective(a, assume_a, lower)
+
+    def solve_pullback(ybar: Any) -> Any:
+        m = np.linalg.solve(_t(full), _as_matrix(ybar))
+        abar = _read_part(-m @ _t(_as_matrix(x)), assume_a, lower)
+        return (NoTangent(), project(a, abar), project(b, np.reshape(m, np.shape(b))),
+                *(NoTangent() for _ in args))
+
+    return x, solve_pullback
+
+
+def solve_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.solve, a, b)
+    options = _solve_options(args, kwargs)
+    assume_a, x, lower = _solve_parts(a, b, options)
+    full = _effective(a, assume_a, lower)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]):
+        rhs = rhs - _effective(np.asarray(tangents[1], dtype=float), assume_a, lower) @ _as_matrix(x)
+    return x, project(x, np.reshape(np.linalg.solve(full, rhs), np.shape(x)))
+
+
+_TRIANGULAR_NAMES = ("trans", "lower", "unit_diagonal", "overwrite_b", "check_finite")
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}  # real matrices: "C" is "T"
+
+
+def _triangle(g: Any, lower: bool, unit_diagonal: bool) -> Any:
+    """The part of ``g`` in the entries ``solve_triangular`` reads."""
+    part = np.tril(g) if lower else np.triu(g)
+    return part - np.eye(g.shape[-1]) * part if unit_diagonal else part
+
+
+def _triangular_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, bool, bool]:
+    options = dict(zip(_TRIANGULAR_NAMES, args, strict=False))
+    options.update(kwargs)
+    return (_TRANS[options.get("trans", 0)], bool(options.get("lower", False)),
+            bool(options.get("unit_diagonal", False)))
+
+
+def _triangular_matrix(a: Any, trans: int, lower: bool, unit_diagonal: bool) -> Any:
+    """``op(a)`` as ``solve_triangular`` uses it (the read triangle, unit diagonal if asked)."""
+    tri = _triangle(a, lower, unit_diagonal) + (np.eye(a.shape[-1]) if unit_diagonal else 0)
+    return _t(tri) if trans else tri
+
+
+def solve_triangular_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.solve_triangular, a, b)
+    trans, lower, unit = _triangular_options(args, kwargs)
+    x = sl.solve_triangular(a, b, *args, **kwargs)
+
+    def solve_triangular_pullback(ybar: Any) -> Any:
+        # op(a) x = b: bbar solves op(a)^T m = ybar, op(a)bar = -m x^T
+        m = sl.solve_triangular(a, ybar, trans=1 - trans, lower=lower, unit_diagonal=unit)
+        opbar = -_as_matrix(m) @ _t(_as_matrix(x))
+        abar = _triangle(_t(opbar) if trans else opbar, lower, unit)
+        return NoTangent(), project(a, abar), project(b, m), *(NoTangent() for _ in args)
+
+    return x, solve_triangular_pullback
+
+
+def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.solve_triangular, a, b)
+    trans, lower, unit = _triangular_options(args, kwargs)
+    x = sl.solve_triangular(a, b, *args, **kwargs)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]):
+        adot = _triangle(np.asarray(tangents[1], dtype=float), lower, unit)
+        rhs = rhs - (_t(adot) if trans else adot) @ _as_matrix(x)
+    xdot = np.linalg.solve(_triangular_matrix(a, trans, lower, unit), rhs)
+    return x, project(x, np.reshape(xdot, np.shape(x)))
+
+
+# -- cho_factor, cho_solve ---------------------------------------------------------------------
+
+def _lower_factor(c: Any, lower: bool) -> Any:
+    """``L`` with ``A = L L^T`` from ``cho_factor``'s packed result."""
+    return np.tril(c) if lower else np.triu(c).T
+
+
+def _packed(m: Any, lower: bool) -> Any:
+    """A lower-triangular ``m`` (a factor or its cotangent) in ``cho_factor``'s layout."""
+    return np.tril(m) if lower else np.triu(m.T)
+
+
+def _phi(m: Any) -> Any:
+    return np.tril(m) - np.diag(np.diag(m)) / 2
+
+
+def cho_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.cho_factor, a)
+    c, lower = out = sl.cho_factor(a, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+    inverse = sl.solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
+
+    def cho_factor_pullback(ybar: Any) -> Any:
+        cbar = ybar[0]
+        if isinstance(cbar, AbstractZero):  # only the flag was used
+            return NoTangent(), cbar, *(NoTangent() for _ in args)
+        cbar = np.asarray(cbar, dtype=float)
+        read = _packed(_lower_factor(cbar, lower), lower)
+        s = inverse.T @ _phi(factor.T @ _lower_factor(cbar, lower)) @ inverse
+        sym = (s + s.T) / 2
+        folded = _packed(np.tril(2 * sym) - np.diag(np.diag(sym)), lower)  # the triangle a is read in
+        return NoTangent(), project(a, folded + (cbar - read)), *(NoTangent() for _ in args)
+
+    return out, cho_factor_pullback
+
+
+def cho_factor_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.cho_factor, a)
+    c, lower = out = sl.cho_factor(a, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+    adot = np.asarray(tangents[1], dtype=float)
+    read = _packed(_lower_factor(adot, lower), lower)
+    half = _lower_factor(adot, lower)
+    sym = half + half.T - np.diag(np.diag(half))
+    inverse = sl.solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
+    factor_dot = factor @ _phi(inverse @ sym @ inverse.T)
+    cdot = _packed(factor_dot, lower) + (adot - read)
+    return out, tangent_type(tuple)(cdot, NoTangent())
+
+
+def cho_solve_rrule(c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    c, lower = c_and_lower
+    _real(sl.cho_solve, c, b)
+    x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
+    factor = _lower_factor(c, lower)
+
+    def cho_solve_pullback(ybar: Any) -> Any:
+        m = sl.cho_solve(c_and_lower, ybar)
+        abar = -_as_matrix(m) @ _t(_as_matrix(x))
+        cbar = _packed((abar + abar.T) @ factor, lower)
+        return (NoTangent(), tangent_type(tuple)(project(c, cbar), NoTangent()), project(b, m),
+                *(NoTangent() for _ in args))
+
+    return x, cho_solve_pullback
+
+
+def cho_solve_frule(tangents: Any, c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    c, lower = c_and_lower
+    _real(sl.cho_solve, c, b)
+    x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
+        factor = _lower_factor(c, lower)
+        factor_dot = _lower_factor(np.asarray(tangents[1][0], dtype=float), lower)
+        rhs = rhs - (factor_dot @ factor.T + factor @ factor_dot.T) @ _as_matrix(x)
+    return x, project(x, np.reshape(sl.cho_solve(c_and_lower, rhs), np.shape(x)))
+
+
+# -- lu_factor, lu_solve -----------------------------------------------------------------------
+
+def _permutation(piv: Any) -> Any:
+    """``perm`` with ``a[perm] = L U``, from LAPACK's row interchanges."""
+    perm = np.arange(len(piv))
+    for i, p in enumerate(piv):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def _unpack_lu(lu: Any) -> tuple[Any, Any]:
+    return np.tril(lu, -1) + np.eye(lu.shape[0]), np.triu(lu)
+
+
+def _unpermute(m_perm: Any, perm: Any) -> Any:
+    out = np.empty_like(m_perm)
+    out[perm] = m_perm
+    return out
+
+
+def lu_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.lu_factor, a)
+    lu, piv = out = sl.lu_factor(a, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+
+    def lu_factor_pullback(ybar: Any) -> Any:
+        lubar = ybar[0]
+        if isinstance(lubar, AbstractZero):  # only the pivots were used
+            return NoTangent(), lubar, *(NoTangent() for _ in args)
+        lubar = np.asarray(lubar, dtype=float)
+        inner = np.tril(low.T @ np.tril(lubar, -1), -1) + np.triu(np.triu(lubar) @ up.T)
+        abar_perm = sl.solve_triangular(low, sl.solve_triangular(up, inner.T, lower=False).T,
+                                        lower=True, unit_diagonal=True, trans=1)
+        return NoTangent(), project(a, _unpermute(abar_perm, _permutation(piv))), *(NoTangent() for _ in args)
+
+    return out, lu_factor_pullback
+
+
+def lu_factor_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.lu_factor, a)
+    lu, piv = out = sl.lu_factor(a, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+    adot = np.asarray(tangents[1], dtype=float)[_permutation(piv)]
+    x = sl.solve_triangular(low, adot, lower=True, unit_diagonal=True)
+    x = sl.solve_triangular(up, x.T, lower=False, trans=1).T  # L^-1 adot U^-1
+    ludot = np.tril(low @ np.tril(x, -1), -1) + np.triu(np.triu(x) @ up)
+    return out, tangent_type(tuple)(ludot, NoTangent())
+
+
+def _lu_trans(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    trans = kwargs.get("trans", args[0] if args else 0)
+    return _TRANS[trans]
+
+
+def lu_solve_rrule(lu_and_piv: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    lu, piv = lu_and_piv
+    _real(sl.lu_solve, lu, b)
+    trans = _lu_trans(args, kwargs)
+    x = sl.lu_solve(lu_and_piv, b, *args, **kwargs)
+    low, up = _unpack_lu(lu)
+    perm = _permutation(piv)
+
+    def lu_solve_pullback(ybar: Any) -> Any:
+        m = sl.lu_solve(lu_and_piv, ybar, trans=1 - trans)
+        outer = -_as_matrix(m) @ _t(_as_matrix(x))
+        abar_perm = (outer.T if trans else outer)[perm]
+        lubar = np.tril(abar_perm @ up.T, -1) + np.triu(low.T @ abar_perm)
+        return (NoTangent(), tangent_type(tuple)(project(lu, lubar), NoTangent()), project(b, m),
+                *(NoTangent() for _ in args))
+
+    return x, lu_solve_pullback
+
+
+def lu_solve_frule(tangents: Any, lu_and_piv: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    lu, piv = lu_and_piv
+    _real(sl.lu_solve, lu, b)
+    trans = _lu_trans(args, kwargs)
+    x = sl.lu_solve(lu_and_piv, b, *args, **kwargs)
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
+    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
+        low, up = _unpack_lu(lu)
+        ludot = np.asarray(tangents[1][0], dtype=float)
+        adot = _unpermute(np.tril(ludot, -1) @ up + low @ np.triu(ludot), _permutation(piv))
+        rhs = rhs - (adot.T if trans else adot) @ _as_matrix(x)
+    return x, project(x, np.reshape(sl.lu_solve(lu_and_piv, rhs, trans=trans), np.shape(x)))
+
+
+# -- Sylvester and Lyapunov equations -----------------------------------------------------------
+
+def solve_sylvester_rrule(a: Any, b: Any, q: Any) -> Any:
+    _real(sl.solve_sylvester, a, b, q)
+    x = sl.solve_sylvester(a, b, q)
+
+    def solve_sylvester_pullback(ybar: Any) -> Any:
+        # a x + x b = q: qbar solves a^T m + m b^T = ybar; abar = -m x^T, bbar = -x^T m
+        m = sl.solve_sylvester(_t(a), _t(b), ybar)
+        return NoTangent(), project(a, -m @ _t(x)), project(b, -_t(x) @ m), project(q, m)
+
+    return x, solve_sylvester_pullback
+
+
+def solve_sylvester_frule(tangents: Any, a: Any, b: Any, q: Any) -> Any:
+    _real(sl.solve_sylvester, a, b, q)
+    x = sl.solve_sylvester(a, b, q)
+    adot, bdot, qdot = tangents[1:]
+    rhs = np.zeros_like(x) if _zero(qdot) else np.asarray(qdot, dtype=float)
+    if not _zero(adot):
+        rhs = rhs - adot @ x
+    if not _zero(bdot):
+        rhs = rhs - x @ bdot
+    return x, project(x, sl.solve_sylvester(a, b, rhs))
+
+
+def solve_continuous_lyapunov_rrule(a: Any, q: Any) -> Any:
+    _real(sl.solve_continuous_lyapunov, a, q)
+    x = sl.solve_continuous_lyapunov(a, q)
+
+    def solve_continuous_lyapunov_pullback(ybar: Any) -> Any:
+        # a x + x a^T = q: qbar solves a^T m + m a = ybar; abar = -m x^T - m^T x
+        m = sl.solve_sylvester(_t(a), a, ybar)
+        return NoTangent(), project(a, -m @ _t(x) - _t(m) @ x), project(q, m)
+
+    return x, solve_continuous_lyapunov_pullback
+
+
+def solve_continuous_lyapunov_frule(tangents: Any, a: Any, q: Any) -> Any:
+    _real(sl.solve_continuous_lyapunov, a, q)
+    x = sl.solve_continuous_lyapunov(a, q)
+    adot, qdot = tangents[1:]
+    rhs = np.zeros_like(x) if _zero(qdot) else np.asarray(qdot, dtype=float)
+    if not _zero(adot):
+        rhs = rhs - adot @ x - x @ _t(adot)
+    return x, project(x, sl.solve_continuous_lyapunov(a, rhs))
+
+
+# -- block_diag ----------------------------------------------------------------------------------
+
+def _blocks(arrs: tuple[Any, ...]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """Per argument: its top-left corner in ``block_diag``'s result and its shape."""
+    out, row, col = [], 0, 0
+    for a in arrs:
+        shape = np.shape(a)
+        rows, cols = (1, 1) if len(shape) == 0 else ((1, shape[0]) if len(shape) == 1 else shape)
+        out.append((row, col, shape))
+        row, col = row + rows, col + cols
+    return out
+
+
+def _block_of(m: Any, corner: tuple[int, int, tuple[int, ...]]) -> Any:
+    row, col, shape = corner
+    rows, cols = (1, 1) if len(shape) == 0 else ((1, shape[0]) if len(shape) == 1 else shape)
+    return np.reshape(m[row:row + rows, col:col + cols], shape)
+
+
+def block_diag_rrule(*arrs: Any) -> Any:
+    y = sl.block_diag(*arrs)
+    corners = _blocks(arrs)
+
+    def block_diag_pullback(ybar: Any) -> Any:
+        return NoTangent(), *(_cotangent(a, _block_of(ybar, c)) for a, c in zip(arrs, corners, strict=True))
+
+    return y, block_diag_pullback
+
+
+def block_diag_frule(tangents: Any, *arrs: Any) -> Any:
+    y = sl.block_diag(*arrs)
+    dots = [np.zeros(np.shape(a)) if _zero(t) else t for a, t in zip(arrs, tangents[1:], strict=True)]
+    return y, project(y, sl.block_diag(*dots))
+
+
+RULES: tuple[RulePair, ...] = (
+    RulePair(sl.expm, expm_rrule, expm_frule),
+    RulePair(sl.logm, logm_rrule, logm_frule),
+    RulePair(sl.sqrtm, sqrtm_rrule, sqrtm_frule),
+    RulePair(sl.inv, inv_rrule, inv_frule),
+    RulePair(sl.det, det_rrule, det_frule),
+    RulePair(sl.solve, solve_rrule, solve_frule),
+    RulePair(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule),
+    RulePair(sl.cho_factor, cho_factor_rrule, cho_factor_frule),
+    RulePair(sl.cho_solve, cho_solve_rrule, cho_solve_frule),
+    RulePair(sl.lu_factor, lu_factor_rrule, lu_factor_frule),
+    RulePair(sl.lu_solve, lu_solve_rrule, lu_solve_frule),
+    RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
+    RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
+    RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),
+)

@@ -1,0 +1,144 @@
+"""Rules for ``scipy.linalg`` (rulescore/rules/scipy_linalg.py) against finite differences on
+hypothesis-drawn matrices (including the entries SciPy does not read), through zygotepy, and
+against ``jax.scipy.linalg``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+sl = pytest.importorskip("scipy.linalg")
+
+import rulescore as rc  # noqa: E402
+import rulescore.testing.strategies as S  # noqa: E402
+import zygotepy as zp  # noqa: E402
+from rulescore.rules import scipy_linalg  # noqa: E402
+from tests.rulescore.rules._cases import RuleCase, case_id, check_case  # noqa: E402
+from tests.zygotepy.finite_differences import fd  # noqa: E402
+
+N = 4
+WELL = S.well_conditioned_matrices(3)
+SPD = S.spd_matrices(3)
+SMALL = S.arrays(shape=(3, 3), min_value=-0.5, max_value=0.5)
+B32 = S.arrays(shape=(3, 2))
+B3 = S.arrays(shape=(3,))
+
+
+def case(f: Any, args: tuple[Any, ...], name: str = "", **options: Any) -> RuleCase:
+    kwargs = options.pop("kwargs", {})
+    return RuleCase(f, args, kwargs, name=name, max_examples=options.pop("max_examples", N), **options)
+
+
+CASES = [
+    case(sl.expm, (S.arrays(shape=(3, 3), min_value=-1, max_value=1),)),
+    case(sl.logm, (SPD,), "spd"),
+    case(sl.sqrtm, (SPD,), "spd"),
+    case(sl.inv, (WELL,)),
+    case(sl.det, (WELL,)),
+    case(sl.det, (st.tuples(WELL, WELL).map(np.stack),), "batched"),
+    case(sl.solve, (WELL, B32)),
+    case(sl.solve, (WELL, B3), "vector"),
+    case(sl.solve, (SPD, B32), "sym", kwargs={"assume_a": "sym"}),
+    case(sl.solve, (SPD, B32), "pos-lower", kwargs={"assume_a": "pos", "lower": True}),
+    case(sl.solve, (WELL, B32), "lower-triangular", kwargs={"assume_a": "lower triangular"}),
+    case(sl.solve, (WELL, B3), "diagonal", kwargs={"assume_a": "diagonal"}),
+    case(sl.solve, (SPD, B32, True), "positional-lower", nondiff=(2,), kwargs={"assume_a": "sym"}),
+    case(sl.solve_triangular, (WELL, B32)),
+    case(sl.solve_triangular, (WELL, B3, 1, True), "trans-lower", nondiff=(2, 3)),
+    case(sl.solve_triangular, (WELL, B32), "unit-trans", kwargs={"unit_diagonal": True, "trans": "T"}),
+    case(sl.cho_factor, (SPD,)),
+    case(sl.cho_factor, (SPD,), "lower", kwargs={"lower": True}),
+    case(sl.cho_solve, (SPD.map(sl.cho_factor), B32)),
+    case(sl.cho_solve, (SPD.map(lambda a: sl.cho_factor(a, lower=True)), B3), "lower-vector"),
+    case(sl.lu_factor, (WELL,)),
+    case(sl.lu_solve, (WELL.map(sl.lu_factor), B32)),
+    case(sl.lu_solve, (WELL.map(sl.lu_factor), B3, 1), "trans", nondiff=(2,)),
+    case(sl.solve_sylvester, (SPD, SPD, SMALL)),
+    case(sl.solve_continuous_lyapunov, (SPD, SMALL)),
+    case(sl.block_diag, (S.arrays(shape=(2, 2)), B3, S.scalars(), B32)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_rule(case: RuleCase) -> None:
+    check_case(case)
+
+
+def test_every_rule_of_the_family_has_a_case() -> None:
+    assert {id(p.primal) for p in scipy_linalg.RULES} <= {id(c.f) for c in CASES}
+
+
+def test_complex_matrices_are_refused_not_differentiated_wrongly() -> None:
+    with pytest.raises(TypeError, match=r"scipy\.linalg\.expm handle real matrices only"):
+        rc.rrule(sl.expm, np.eye(2, dtype=complex))
+
+
+def test_solve_refuses_an_unknown_structure() -> None:
+    with pytest.raises(ValueError, match="transposed=True"):
+        rc.rrule(sl.solve, np.eye(2), np.ones(2), transposed=True)
+
+
+def gaussian_process_nll(theta: np.ndarray) -> Any:
+    """A GP's negative log marginal likelihood written with scipy.linalg."""
+    t = np.array([0.0, 0.4, 1.1, 1.7])
+    y = np.array([0.3, -0.1, 0.8, 0.5])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(4)
+    alpha = sl.solve(k, y, assume_a="pos")
+    return 0.5 * y @ alpha + 0.5 * np.log(sl.det(k))
+
+
+def gaussian_process_cholesky(theta: np.ndarray) -> Any:
+    """The same likelihood through cho_factor/cho_solve, as GP code usually writes it."""
+    t = np.array([0.0, 0.4, 1.1, 1.7])
+    y = np.array([0.3, -0.1, 0.8, 0.5])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(4)
+    factor = sl.cho_factor(k, lower=True)
+    lu = sl.lu_factor(k)
+    return (0.5 * y @ sl.cho_solve(factor, y) + np.sum(np.log(np.diag(factor[0])))
+            + 0.1 * np.sum(sl.lu_solve(lu, y, trans=1)))
+
+
+def matrix_functions(theta: np.ndarray) -> Any:
+    a = np.array([[1.0 + theta[0], theta[1]], [theta[1], 2.0]])
+    lower = np.array([[2.0, 0.0], [theta[0], 1.5]])
+    return (np.sum(sl.expm(0.3 * a)) + np.trace(sl.logm(a)) + np.sum(sl.sqrtm(a))
+            + np.sum(sl.solve_triangular(lower, np.array([1.0, theta[1]]), lower=True))
+            + np.sum(sl.inv(a)) + np.sum(sl.solve_continuous_lyapunov(-a, np.eye(2)))
+            + np.sum(sl.block_diag(a, theta)))
+
+
+@pytest.mark.parametrize("f, x", [(gaussian_process_nll, np.array([0.2, -0.3])),
+                                  (gaussian_process_cholesky, np.array([0.2, -0.3])),
+                                  (matrix_functions, np.array([0.3, 0.2]))])
+def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
+    (g,) = zp.gradient(f, x)
+    np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
+
+
+# (JAX has no gradient for sqrtm)
+@pytest.mark.parametrize("name", ["expm", "inv", "det", "solve", "solve_triangular"])
+def test_gradient_matches_jax(name: str) -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jsl = pytest.importorskip("jax.scipy.linalg")
+    if not hasattr(jsl, name):
+        pytest.skip(f"jax.scipy.linalg has no {name}")
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.8]])
+    b = np.array([[1.0, 0.5], [-0.3, 0.2], [0.7, -1.1]])
+    args = (a, b) if name.startswith("solve") else (a,)
+    y, back = rc.rrule(getattr(sl, name), *args)
+    w = np.cos(np.arange(np.size(y))).reshape(np.shape(y))
+    ours = back(w)[1:]
+
+    def total(*xs: Any) -> Any:
+        out = getattr(jsl, name)(*xs)
+        return (jax.numpy.real(out) * w).sum()
+
+    theirs = jax.grad(total, argnums=tuple(range(len(args))))(*args)
+    for o, t in zip(ours, theirs, strict=True):
+        if name == "solve_triangular":  # both read the upper triangle only
+            o, t = np.triu(o), np.triu(np.asarray(t))
+        np.testing.assert_allclose(o, np.asarray(t), rtol=1e-7, atol=1e-10)
