@@ -53,6 +53,8 @@ _DESCRIPTIONS = {
     "math": "The `math` module.",
     "builtins": "Python builtins.",
     "ufuncs": "NumPy ufuncs.",
+    "contractions": "Products that contract axes (`matmul`, `dot`, `tensordot`, `einsum`, ...) "
+                    "under all their aliases (`a @ b`, `np.linalg.matmul`, ...).",
     "reductions": "Reductions and scans (`sum`, `prod`, `var`, `max`, `cumsum`, ...), "
                   "NumPy functions and `ndarray` methods.",
     "shape": "Shape, structure, contraction and conversion functions, constructors and other "
@@ -76,7 +78,7 @@ def _table_entries(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         return value.keys()
     if isinstance(value, (tuple, list, set, frozenset)):
-        return value
+        return (x.primal if isinstance(x, rc.RulePair) else x for x in value)
     return ()
 
 
