@@ -211,8 +211,8 @@ def pow_grad_p(x: Any, p: Any, z: Any) -> Any:
     (where ``x ** p`` is real only at integer ``p``).
 
     Example:
-        >>> pow_grad_p(1.0, 2.0, 1.0), pow_grad_p(-1.0, 2.0, 1.0)
-        (0.0, 0.0)
+        >>> round(float(pow_grad_p(2.0, 3.0, 8.0)), 4), pow_grad_p(-1.0, 2.0, 1.0)
+        (5.5452, 0.0)
     """
     if not isinstance(x, np.ndarray) and not isinstance(p, np.ndarray) and not isinstance(z, np.ndarray):
         if is_complex(x):
@@ -263,7 +263,7 @@ def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
     """Tangent of ``abs(x)``: ``sign(x) * xdot``; ``real(conj(x) * xdot) / |x|`` for complex.
 
     Example:
-        >>> abs_dot(-2.0, 2.0, 1.0), abs_dot(3j, 3.0, 1j)
+        >>> abs_dot(-2.0, 2.0, 1.0), float(abs_dot(3j, 3.0, 1j))
         (-1.0, 1.0)
     """
     tx = type(x)

@@ -370,7 +370,8 @@ def einsum_operands(args: tuple[Any, ...]) -> list[int]:
     or the interleaved ``op, sublist, op, sublist, ...[, output]`` form).
 
     Example:
-        >>> einsum_operands(("ij,j->i", "A", "x")), einsum_operands(("A", [0, 1], "x", [1]))
+        >>> A, x = [[1.0]], [1.0]
+        >>> einsum_operands(("ij,j->i", A, x)), einsum_operands((A, [0, 1], x, [1]))
         ([1, 2], [0, 2])
     """
     if isinstance(args[0], str):
