@@ -146,8 +146,10 @@ def conj(t: Any) -> Any:
         ((1-2j), ZeroTangent(), array([-0.-1.j]), 2.0)
     """
     tt = type(t)
-    if tt is float or tt is int:
+    if tt is float or tt is int or tt is np.float64:
         return t
+    if tt is np.ndarray:
+        return np.conj(t) if t.dtype.kind == "c" else t
     if t is None or isinstance(t, AbstractZero):
         return ZeroTangent() if t is None else t
     t = unthunk(t)

@@ -131,8 +131,11 @@ def partials_rules(
         def partials_pullback(ybar: Any) -> Any:
             if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
                 d = partials(*args, result=y) if with_result else partials(*args)
-                if type(d) is float:
+                td = type(d)
+                if td is float:
                     return (_NT, ybar * d)
+                if td is np.float64:  # what NumPy functions of a Python float return
+                    return (_NT, float(ybar * d))
                 ds = d if type(d) is tuple else (d,)
                 return (_NT, *[proj(1.0, _times_conj(ybar, d)) for d in ds])
             ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
