@@ -20,10 +20,10 @@ from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
-    "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments", "check_kwargs", "conj",
-    "entries", "fit", "is_complex", "is_int_like", "pow_grad_p", "pow_grad_x", "pow_partials", "proj", "spread",
-    "stand_in", "sum_dots", "mask", "divmod_cotangents", "divmod_tangent", "modf_cotangents",
-    "modf_tangent", "frexp_cotangents", "frexp_tangent",
+    "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
+    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit", "frexp_cotangents",
+    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent",
+    "pow_grad_p", "pow_grad_x", "pow_partials", "proj", "spread", "stand_in", "sum_dots",
 ]
 
 _NT = NoTangent()

@@ -159,11 +159,11 @@ def vecdot_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
 
 def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
     """``np.linalg.vecdot``: the same product over any ``axis``."""
-    return np.linalg.vecdot(x1, x2, axis=axis), _vecdot_pullback_of(x1, x2, axis)
+    return np.linalg.vecdot(x1, x2, axis=axis), _vecdot_pullback_of(x1, x2, axis)  # type: ignore[call-overload,unused-ignore]
 
 
 def linalg_vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
-    z = np.linalg.vecdot(x1, x2, axis=axis)
+    z = np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload,unused-ignore]
     return z, _product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
                                tangents, (0, 1))
 

@@ -30,6 +30,7 @@ from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules import ufuncs
 from rulescore.rules._common import (
     conj,
     entries,
@@ -43,7 +44,6 @@ from rulescore.rules._common import (
     spread,
     sum_dots,
 )
-from rulescore.rules import ufuncs
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _NT = NoTangent()

@@ -447,7 +447,7 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
 
 #: The options every element-wise ufunc rule takes: ``out=`` refused, ``where=`` masked, and
 #: infinite derivatives (``sqrt`` at ``0``) returned without a warning.
-_UFUNC = {"check_kwargs": check_kwargs, "errstate": True}
+_UFUNC: dict[str, Any] = {"check_kwargs": check_kwargs, "errstate": True}
 
 RULES: tuple[RulePair, ...] = (
     partials_rules(np.add, add_partials, needs_inputs=False, **_UFUNC),
