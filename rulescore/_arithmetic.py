@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._structure import fields_of, is_namedtuple_type, rebuild
 from rulescore._tangent import Tangent, _map_backing
@@ -140,21 +142,29 @@ def scale(t: Any, s: Any, left: bool = False) -> Any:
 
 
 def conj(t: Any) -> Any:
-    """Complex conjugate of a tangent; identity on zeros and real values.
+    """Complex conjugate of a tangent; identity on zeros and real values (Python numbers, real
+    arrays and anything with a real ``dtype``, traced values included: no copy is made).
 
     Example:
-        >>> import rulescore as rc
-        >>> rc.conj(1 + 2j), rc.conj(None)
-        ((1-2j), ZeroTangent())
+        >>> import numpy as np, rulescore as rc
+        >>> rc.conj(1 + 2j), rc.conj(None), rc.conj(np.array([1j])), rc.conj(2.0)
+        ((1-2j), ZeroTangent(), array([-0.-1.j]), 2.0)
     """
-    if is_zero(t):
+    tt = type(t)
+    if tt is float or tt is int or tt is np.float64:
+        return t
+    if tt is np.ndarray:
+        return np.conj(t) if t.dtype.kind == "c" else t
+    if t is None or isinstance(t, AbstractZero):
         return ZeroTangent() if t is None else t
     t = unthunk(t)
     if isinstance(t, Tangent):
         return t.conjugate()
-    if isinstance(t, (int, float)):
-        return t
-    return t.conjugate()
+    dt = getattr(t, "dtype", None)
+    if dt is not None:
+        return np.conj(t) if dt.kind == "c" else t
+    conjugate = getattr(t, "conjugate", None)
+    return t if conjugate is None else conjugate()
 
 
 # -- the operators of the tangent types ------------------------------------------------------

@@ -13,26 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
-from rulescore._projection import project
+from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
-
-def conj(x: Any) -> Any:
-    """Complex conjugate that leaves real Python numbers alone (works on tracers too)."""
-    if isinstance(x, (int, float)):
-        return x
-    return np.conj(x)
-
-
-def _cotangent(x: Any, dx: Any) -> Any:
-    """``project(x, dx)``, first summing ``dx`` if a scalar ``x`` was broadcast against arrays
-    (arrays are unbroadcast by the projection itself)."""
-    if not isinstance(x, np.ndarray) and np.ndim(x) == 0 and np.ndim(dx) != 0:
-        dx = np.sum(dx)
-    return project(x, dx)
+_NT = NoTangent()
+_ZT = ZeroTangent()
 
 
 def _wants_result(partials: Callable[..., Any]) -> bool:
@@ -42,58 +31,151 @@ def _wants_result(partials: Callable[..., Any]) -> bool:
         return False
 
 
-def partials_rules(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> RulePair:
-    """The frule and rrule of ``f`` derived from its partial derivatives (not registered: put
-    the pair in a family's ``RULES`` table, or call :func:`scalar_rule`).
+def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
+    for a in args:
+        if type(a) is not t:
+            return False
+    return True
+
+
+def _times_conj(ybar: Any, d: Any) -> Any:
+    """``ybar * conj(d)``: an integer ``1``/``-1`` passes ``ybar`` through, a zero stays."""
+    if type(d) is int:
+        if d == 1:
+            return ybar
+        if d == -1:
+            return -ybar
+    elif isinstance(d, AbstractZero):
+        return d
+    return ybar * conj(d)
+
+
+def _times(d: Any, xdot: Any) -> Any:
+    """``d * xdot`` with the same pass-through for ``1``/``-1``."""
+    if type(d) is int:
+        if d == 1:
+            return xdot
+        if d == -1:
+            return -xdot
+    return d * xdot
+
+
+def partials_rules(
+    f: Any,
+    partials: Callable[..., Any],
+    *types: TypeSpec,
+    needs_inputs: bool = True,
+    check_kwargs: Callable[[Any, dict[str, Any]], Any] | None = None,
+    errstate: bool = False,
+) -> RulePair:
+    """The frule and rrule of an element-wise ``f`` derived from its partial derivatives (not
+    registered: put the pair in a family's ``RULES`` table, or call :func:`scalar_rule`).
 
     ``partials(*args)`` returns one partial derivative per argument (a bare value for a single
-    argument); if it takes a ``result`` keyword it also receives ``f(*args)``. Element-wise
-    NumPy functions work too: partials are then arrays and broadcasting is summed back. For
-    complex arguments ``f`` must be holomorphic: the pullback multiplies by the conjugate.
+    argument); if it takes a ``result`` keyword it also receives ``f(*args)``. A partial may be
+    a number or an array (broadcasting is summed back onto each argument), the integer ``1`` or
+    ``-1`` (the cotangent passes through, negated for ``-1``, without a multiplication),
+    ``ZeroTangent()`` (a zero derivative) or ``NoTangent()`` (an argument with no tangent space).
+    For complex arguments ``f`` must be holomorphic: the pullback multiplies by the conjugate.
+
+    Keyword options:
+
+    - ``needs_inputs=False``: the partials read ``result`` only (``exp``, ``tanh``, ``+``); the
+      pullback then keeps only the inputs' shapes and dtypes (arrays are replaced by
+      :func:`~rulescore._fitting.stand_in`), so the inputs can be freed before the backward pass.
+    - ``check_kwargs(f, kwargs)``: validates a call's keyword arguments (raise to refuse one) and
+      returns a ``where`` mask or ``None``; cotangents and tangents are zero where the mask is
+      ``False``. Without it keyword arguments are passed to ``f`` unchecked.
+    - ``errstate=True``: partials are evaluated with NumPy's division-by-zero warnings off (an
+      infinite derivative, such as that of ``sqrt`` at ``0``, is the true limit, not an error).
 
     Example:
-        >>> import rulescore as rc
+        >>> import numpy as np, rulescore as rc
         >>> def cube(x): return x ** 3
         >>> pair = rc.partials_rules(cube, lambda x: 3 * x ** 2)
         >>> pair.rrule(2.0)[1](1.0), pair.frule((None, 1.0), 2.0)
         ((NoTangent(), 12.0), (8.0, 12.0))
+        >>> def sub(x, y): return x - y
+        >>> pair = rc.partials_rules(sub, lambda x, y: (1, -1), needs_inputs=False)
+        >>> pair.rrule(np.ones(2), 1.0)[1](np.ones(2))
+        (NoTangent(), array([1., 1.]), -2.0)
+        >>> def where_of(f, kwargs): return kwargs.get("where")
+        >>> pair = rc.partials_rules(np.sqrt, lambda x, result: 0.5 / result,
+        ...                          check_kwargs=where_of, errstate=True)
+        >>> mask = np.array([True, False])
+        >>> pair.rrule(np.array([4.0, 0.0]), where=mask, out=np.zeros(2))[1](np.ones(2))
+        (NoTangent(), array([0.25, 0.  ]))
     """
     name = callable_name(f).rsplit(".", 1)[-1]
     with_result = _wants_result(partials)
 
     def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
         d = partials(*args, result=y) if with_result else partials(*args)
-        return d if isinstance(d, tuple) else (d,)
+        return d if type(d) is tuple else (d,)
 
-    def scalar_rrule(*args: Any) -> Any:
-        y = f(*args)
+    def quiet_partials_at(args: tuple[Any, ...], y: Any, where: Any) -> tuple[Any, ...]:
+        if where is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return partials_at(args, y)
+        if errstate:
+            with np.errstate(divide="ignore"):
+                return partials_at(args, y)
+        return partials_at(args, y)
 
-        def pullback(ybar: Any) -> Any:
-            ds = partials_at(args, y)
-            return (NoTangent(), *(_cotangent(a, ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
+    def partials_rrule(*args: Any, **kwargs: Any) -> Any:
+        where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
+        y = f(*args, **kwargs)
+        if not needs_inputs:
+            args = tuple([stand_in(a) for a in args])
 
-        pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
-        return y, pullback
+        def partials_pullback(ybar: Any) -> Any:
+            if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
+                d = partials(*args, result=y) if with_result else partials(*args)
+                td = type(d)
+                if td is float:
+                    return (_NT, ybar * d)
+                if td is np.float64:  # what NumPy functions of a Python float return
+                    return (_NT, float(ybar * d))
+                ds = d if type(d) is tuple else (d,)
+                return (_NT, *[proj(1.0, _times_conj(ybar, d)) for d in ds])
+            ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
+            out = []
+            for a, d in zip(args, ds, strict=True):
+                g = _times_conj(ybar, d)
+                if where is not None and not isinstance(g, AbstractZero):
+                    g = np.where(where, g, 0)
+                out.append(proj(a, g))
+            return (_NT, *out)
 
-    def scalar_frule(tangents: Any, *args: Any) -> Any:
-        y = f(*args)
-        ydot: Any = ZeroTangent()
-        ds = partials_at(args, y)
-        for d, xdot in zip(ds, tangents[1:], strict=True):
-            if not isinstance(xdot, AbstractZero):
-                ydot = d * xdot if isinstance(ydot, AbstractZero) else ydot + d * xdot
-        if not isinstance(ydot, AbstractZero):
-            ydot = project(y, ydot)
-        return y, ydot
+        if type(y) is float:
+            float_inputs, array_inputs = where is None and _all_of_type(args, float), False
+        else:
+            float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
+        partials_pullback.__qualname__ = partials_pullback.__name__ = f"{name}_pullback"
+        return y, partials_pullback
 
-    scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
-    scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, scalar_rrule, scalar_frule, types)
+    def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        where = check_kwargs(f, kwargs) if check_kwargs is not None else None
+        y = f(*args, **kwargs)
+        ds = quiet_partials_at(as_arrays(args), y, where)
+        ydot: Any = _ZT
+        for a, d, xdot in zip(args, ds, tangents[1:], strict=True):
+            if not isinstance(xdot, AbstractZero) and not isinstance(d, AbstractZero):
+                if type(a) is list or type(a) is tuple:
+                    xdot = as_array_tangent(xdot)
+                ydot = ydot + _times(d, xdot)
+        if where is not None and not isinstance(ydot, AbstractZero):
+            ydot = np.where(where, ydot, 0)
+        return y, fit(y, ydot)
+
+    partials_rrule.__name__ = partials_rrule.__qualname__ = f"{name}_rrule"
+    partials_frule.__name__ = partials_frule.__qualname__ = f"{name}_frule"
+    return RulePair(f, partials_rrule, partials_frule, types)
 
 
-def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
+def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec, **options: Any) -> None:
     """Register an frule and an rrule for ``f`` from its partial derivatives
-    (:func:`partials_rules`, registered).
+    (:func:`partials_rules`, registered; ``options`` are its keyword options).
 
     Example:
         >>> import rulescore as rc
@@ -103,7 +185,7 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
         >>> y, back(1.0), rc.frule((None, 1.0), cube, 2.0)
         (8.0, (NoTangent(), 12.0), (8.0, 12.0))
     """
-    register_rules(partials_rules(f, partials, *types))
+    register_rules(partials_rules(f, partials, *types, **options))
 
 
 def non_differentiable_rules(f: Any, *types: TypeSpec) -> RulePair:

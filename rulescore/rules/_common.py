@@ -1,9 +1,35 @@
-"""Helpers shared by several rule families."""
+"""Helpers shared by the rule families: the one place each is defined (or, for those the core
+needs too, imported from: :func:`proj`, :func:`fit`, :func:`stand_in`, :func:`as_arrays`,
+:func:`as_array_tangent` from :mod:`rulescore._fitting`; :func:`conj` is the public ``rc.conj``).
+
+Derivatives used by several families (``pow``, ``abs``) are here too, so each is written once.
+"""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
+
+import numpy as np
+
+from rulescore._arithmetic import conj
+from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
+from rulescore._projection import project
+from rulescore._tangent import Tangent, tangent_type
+from rulescore._thunks import Thunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+__all__ = [
+    "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
+    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit", "frexp_cotangents",
+    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent",
+    "pow_grad_p", "pow_grad_x", "pow_partials", "proj", "spread", "stand_in", "sum_dots",
+]
+
+_NT = NoTangent()
+_ZT = ZeroTangent()
+#: ``Tangent[tuple]`` (the cotangent of the tuple output of ``divmod``, ``frexp``, ``modf``).
+TupleTangent = tangent_type(tuple)
 
 _SIGNATURES: dict[Any, inspect.Signature] = {}
 
@@ -22,3 +48,298 @@ def bind_arguments(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dic
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+_GUFUNC_KEYWORDS = ("axes", "axis", "keepdims")
+
+
+def check_kwargs(uf: Any, kwargs: dict[str, Any]) -> Any:
+    """Refuse ``out=`` (and the axes keywords of generalised ufuncs); return the ``where`` mask
+    (``None`` when absent or ``True``).
+
+    Example:
+        >>> import numpy as np
+        >>> check_kwargs(np.sin, {"where": True}) is None
+        True
+    """
+    out = kwargs.get("out")
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise TypeError(f"numpy.{uf.__name__}: out= is not supported under differentiation (it writes "
+                        "into an existing array); use the returned value instead")
+    if uf.signature is not None:
+        for k in _GUFUNC_KEYWORDS:
+            if k in kwargs:
+                raise TypeError(f"numpy.{uf.__name__}: {k}= is not supported under differentiation; "
+                                "move the axes with np.moveaxis instead")
+    where = kwargs.get("where", True)
+    if where is True:
+        return None
+    return where
+
+
+def is_complex(v: Any) -> bool:
+    """Whether ``v`` is a complex number or has a complex dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> is_complex(1j), is_complex(np.ones(2)), is_complex(np.complex64(1))
+        (True, False, True)
+    """
+    if isinstance(v, complex):
+        return True
+    dt = getattr(v, "dtype", None)
+    return dt is not None and np.dtype(dt).kind == "c"
+
+
+def entries(t: Any, n: int) -> list[Any]:
+    """The ``n`` entries of a structural (tuple/list) tangent, unthunked, zeros as ``ZeroTangent()``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
+        ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
+    """
+    if isinstance(t, Thunk):
+        t = t.unthunk()
+    if t is None or isinstance(t, AbstractZero):
+        return [_ZT] * n
+    if isinstance(t, Tangent):
+        items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
+    else:
+        items = list(t)
+    out = []
+    for v in items:
+        if isinstance(v, Thunk):
+            v = v.unthunk()
+        out.append(_ZT if v is None else v)
+    return out
+
+
+def spread(xs: Any, ybar: Any) -> Any:
+    """Cotangent of the iterable ``xs`` for ``y = sum(xs)``: ``ybar`` in every entry.
+
+    Lists and tuples get ``Tangent[list]`` / ``Tangent[tuple]``; an array (summed along its first
+    axis) an array; an iterable that cannot hold a tangent (a generator, a range) ``NoTangent``.
+
+    Example:
+        >>> spread([1.0, 2.0], 3.0)
+        Tangent[list](3.0, 3.0)
+    """
+    if type(xs) is list or type(xs) is tuple:
+        return tangent_type(type(xs))(*(proj(v, ybar) for v in xs))
+    if isinstance(xs, np.ndarray):
+        return fit(xs, ybar)
+    if isinstance(xs, (list, tuple)):
+        return project(xs, [proj(v, ybar) for v in xs])
+    return _NT
+
+
+def sum_dots(xs: Any, xsdot: Any) -> Any:
+    """Forward tangent of ``sum(xs)`` given the tangent of ``xs`` (zeros stay zeros).
+
+    Example:
+        >>> import rulescore as rc
+        >>> sum_dots([1.0, 2.0], rc.Tangent[list](0.5, 0.25))
+        0.75
+    """
+    if isinstance(xsdot, AbstractZero):
+        return xsdot
+    if isinstance(xs, np.ndarray):
+        return np.sum(xsdot, axis=0)
+    total: Any = _ZT
+    for v in entries(xsdot, len(xs)):
+        total = total + v
+    return total
+
+
+# -- pow: builtins.pow, operator.pow, math.pow, numpy.power, numpy.float_power -----------------
+
+
+def is_int_like(p: Any) -> bool:
+    """An integer exponent (Python/NumPy int or integer array): it has no tangent space here.
+
+    Example:
+        >>> import numpy as np
+        >>> is_int_like(np.arange(2)), is_int_like(2.0)
+        (True, False)
+    """
+    if isinstance(p, (int, np.integer)):
+        return True
+    dt = getattr(p, "dtype", None)
+    return dt is not None and dt.kind in "iub"
+
+
+def _pow_dx_at_zero(p: Any) -> Any:
+    """Limit of ``p * x ** (p - 1)`` as ``x -> 0`` from above."""
+    pr = p.real
+    if pr == 1:
+        return 1.0
+    if pr > 1 or pr == 0:
+        return 0.0
+    return np.inf
+
+
+def pow_grad_x(x: Any, p: Any, z: Any) -> Any:
+    """``d(x ** p)/dx``; at ``x == 0`` its limit (``1`` for ``p == 1``, ``0`` for ``p == 0`` or
+    ``p > 1``, ``inf`` for ``0 < p < 1``).
+
+    Example:
+        >>> pow_grad_x(2.0, 3, 8.0), pow_grad_x(0.0, 0.5, 0.0)
+        (12.0, inf)
+    """
+    if not isinstance(x, np.ndarray) and not isinstance(p, np.ndarray):
+        if x != 0:
+            if isinstance(x, np.integer):
+                x = x * 1.0
+            return p * x ** (p - 1)
+        return _pow_dx_at_zero(p)
+    if getattr(x, "dtype", None) is not None and x.dtype.kind in "iub":
+        x = x * 1.0
+    elif isinstance(x, (int, np.integer)):
+        x = x * 1.0
+    if type(p) in (int, float) and p == 2:
+        return 2 * x  # the common square: one pass instead of a power and a product
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = p * x ** (p - 1)
+        if isinstance(p, np.ndarray) or p == 0:
+            d = np.where((x == 0) & (p == 0), 0.0, d)
+    return d
+
+
+def pow_grad_p(x: Any, p: Any, z: Any) -> Any:
+    """``d(x ** p)/dp``: ``z * log(x)``; ``0`` where ``x <= 0`` for real ``x`` and real ``z``
+    (where ``x ** p`` is real only at integer ``p``).
+
+    Example:
+        >>> round(float(pow_grad_p(2.0, 3.0, 8.0)), 4), pow_grad_p(-1.0, 2.0, 1.0)
+        (5.5452, 0.0)
+    """
+    if not isinstance(x, np.ndarray) and not isinstance(p, np.ndarray) and not isinstance(z, np.ndarray):
+        if is_complex(x):
+            return z * np.log(x) if x != 0 else 0.0 * z
+        if x > 0:
+            return z * np.log(x)
+        if is_complex(z):  # Python's (-2.0) ** 0.5 is complex: use the principal complex log
+            return z * np.log(x + 0j) if x != 0 else 0.0 * z
+        return 0.0 * z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if is_complex(x):
+            nz = x != 0
+            return np.where(nz, z * np.log(np.where(nz, x, 1)), 0)
+        pos = x > 0
+        return np.where(pos, z * np.log(np.where(pos, x, 1)), 0)
+
+
+def pow_partials(x: Any, p: Any, result: Any) -> Any:
+    """Both partials of ``x ** p`` (``NoTangent()`` for an integer exponent)."""
+    return pow_grad_x(x, p, result), (_NT if is_int_like(p) else pow_grad_p(x, p, result))
+
+
+# -- abs: builtins.abs, operator.abs, numpy.absolute ---------------------------------------------
+
+
+def abs_grad(x: Any, y: Any, ybar: Any) -> Any:
+    """Cotangent of ``x`` for ``y = abs(x)``: ``sign(x) * ybar``, ``x / |x| * real(ybar)`` for
+    complex ``x`` (``0`` at ``0``).
+
+    Example:
+        >>> abs_grad(-2.0, 2.0, 1.0), abs_grad(3j, 3.0, 1.0)
+        (-1.0, 1j)
+    """
+    tx = type(x)
+    if tx is float or tx is int:
+        if x > 0:
+            return ybar
+        return -ybar if x < 0 else 0.0 * ybar
+    if is_complex(x):
+        if isinstance(x, np.ndarray):
+            nz = y != 0
+            return np.where(nz, x / np.where(nz, y, 1), 0) * np.real(ybar)
+        return x / y * np.real(ybar) if y != 0 else 0.0 * x * np.real(ybar)
+    return np.sign(x) * ybar
+
+
+def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
+    """Tangent of ``abs(x)``: ``sign(x) * xdot``; ``real(conj(x) * xdot) / |x|`` for complex.
+
+    Example:
+        >>> abs_dot(-2.0, 2.0, 1.0), float(abs_dot(3j, 3.0, 1j))
+        (-1.0, 1.0)
+    """
+    tx = type(x)
+    if tx is float or tx is int:
+        if x > 0:
+            return xdot
+        return -xdot if x < 0 else 0.0 * xdot
+    if is_complex(x):
+        num = np.real(np.conj(x) * xdot)
+        if isinstance(x, np.ndarray) or isinstance(num, np.ndarray):
+            nz = y != 0
+            return np.where(nz, num / np.where(nz, y, 1), 0)
+        return num / y if y != 0 else 0.0 * num
+    return np.sign(x) * xdot
+
+
+# -- two-output functions: divmod, modf, frexp (builtins/math/numpy share the derivatives) -------
+
+
+def mask(where: Any, g: Any) -> Any:
+    """``g`` zeroed where the ufunc's ``where`` mask is ``False`` (``where=None``: no mask).
+
+    Example:
+        >>> import numpy as np
+        >>> mask(np.array([True, False]), np.ones(2))
+        array([1., 0.])
+    """
+    if where is None or isinstance(g, AbstractZero):
+        return g
+    return np.where(where, g, 0)
+
+
+def divmod_cotangents(x: Any, y: Any, quotient: Any, outbar: Any, where: Any = None) -> Any:
+    """The pullback of ``(q, r) = divmod(x, y)``: ``q`` is piecewise constant, ``r = x - q * y``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> divmod_cotangents(7.0, 2.0, 3.0, rc.Tangent[tuple](1.0, 1.0))
+        (NoTangent(), 1.0, -3.0)
+    """
+    rbar = entries(outbar, 2)[1]
+    return _NT, proj(x, mask(where, rbar)), proj(y, mask(where, -rbar * quotient))
+
+
+def divmod_tangent(out: Any, xdot: Any, ydot: Any, where: Any = None) -> Any:
+    """The tangent of ``(q, r) = divmod(x, y)``: zero for ``q``, ``xdot - q * ydot`` for ``r``."""
+    return TupleTangent(_ZT, fit(out[1], mask(where, xdot - out[0] * ydot)))
+
+
+def modf_cotangents(x: Any, outbar: Any, where: Any = None) -> Any:
+    """The pullback of ``(frac, whole) = modf(x)``: ``whole`` is piecewise constant.
+
+    Example:
+        >>> import rulescore as rc
+        >>> modf_cotangents(2.5, rc.Tangent[tuple](2.0, 1.0))
+        (NoTangent(), 2.0)
+    """
+    return _NT, proj(x, mask(where, entries(outbar, 2)[0]))
+
+
+def modf_tangent(out: Any, xdot: Any, where: Any = None) -> Any:
+    """The tangent of ``(frac, whole) = modf(x)``."""
+    return TupleTangent(fit(out[0], mask(where, xdot)), _ZT)
+
+
+def frexp_cotangents(x: Any, exponent: Any, outbar: Any, where: Any = None) -> Any:
+    """The pullback of ``(m, e) = frexp(x)``: ``m = x * 2 ** -e`` with ``e`` piecewise constant.
+
+    Example:
+        >>> import rulescore as rc
+        >>> frexp_cotangents(8.0, 4, rc.Tangent[tuple](1.0, rc.NoTangent()))
+        (NoTangent(), 0.0625)
+    """
+    return _NT, proj(x, mask(where, entries(outbar, 2)[0] * np.ldexp(1.0, -exponent)))
+
+
+def frexp_tangent(out: Any, xdot: Any, where: Any = None) -> Any:
+    """The tangent of ``(m, e) = frexp(x)``."""
+    return TupleTangent(fit(out[0], mask(where, xdot * np.ldexp(1.0, -out[1]))), _NT)

@@ -57,6 +57,8 @@ _DESCRIPTIONS = {
     "math": "The `math` module.",
     "builtins": "Python builtins.",
     "ufuncs": "NumPy ufuncs.",
+    "contractions": "Products that contract axes (`matmul`, `dot`, `tensordot`, `einsum`, ...) "
+                    "under all their aliases (`a @ b`, `np.linalg.matmul`, ...).",
     "reductions": "Reductions and scans (`sum`, `prod`, `var`, `max`, `cumsum`, ...), "
                   "NumPy functions and `ndarray` methods.",
     "shape": "Shape, structure, contraction and conversion functions, constructors and other "

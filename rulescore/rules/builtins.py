@@ -1,11 +1,9 @@
 """Rules for Python's builtin functions.
 
-Tables:
-
-- :data:`RULES`: ``{builtin: (rrule, frule)}`` for ``abs``, ``float``, ``complex``, ``sum``,
-  ``min``, ``max``, ``pow`` and ``divmod``;
-- :data:`NON_DIFFERENTIABLE`: ``int``, ``round``, ``len``, ``isinstance``, ``type``, ``str``,
-  ``bool``, ``range``, ``any``, ``all``, ... (``sorted`` is structural, so it is not here).
+One table, :data:`RULES`: rules for ``abs``, ``float``, ``complex``, ``sum``, ``min``, ``max``,
+``pow``, ``divmod`` and ``x.conjugate()``, and the builtins with no derivative
+(:data:`NON_DIFFERENTIABLE`: ``int``, ``round``, ``len``, ``isinstance``, ``type``, ``str``,
+``bool``, ``range``, ``any``, ``all``, ...; ``sorted`` is structural, so it is not there).
 
 Conventions:
 
@@ -25,32 +23,26 @@ Conventions:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from rulescore._arithmetic import is_zero
-from rulescore._helpers import non_differentiable
+from rulescore._arithmetic import conj
+from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
-from rulescore._registry import frule, rrule
+from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
-from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules.operators import (
-    TupleTangent,
-    abs_frule,
-    abs_rrule,
-    add_dots,
-    ct,
+from rulescore.rules._common import (
+    divmod_cotangents,
+    divmod_tangent,
     entries,
     fit,
-    pow_frule,
-    pow_rrule,
     proj,
     spread,
     sum_dots,
 )
+from rulescore.rules.operators import abs_frule, abs_rrule, pow_frule, pow_rrule
 
 _NT = NoTangent()
 _ZT = ZeroTangent()
@@ -60,9 +52,6 @@ def float_rrule(x: Any) -> Any:
     y = float(x)
 
     def float_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return _NT, _ZT
         if isinstance(x, np.ndarray):
             return _NT, fit(x, ybar)
         return _NT, proj(x, ybar)
@@ -72,16 +61,13 @@ def float_rrule(x: Any) -> Any:
 
 def float_frule(tangents: Any, x: Any) -> Any:
     y = float(x)
-    return y, fit(y, ct(tangents[1]))
+    return y, fit(y, tangents[1])
 
 
 def complex_rrule(*args: Any, **kwargs: Any) -> Any:
     y = complex(*args, **kwargs)
 
     def complex_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return (_NT, *(_ZT for _ in args))
         bars = [proj(args[0], ybar)] if args else []
         if len(args) > 1:
             bars.append(proj(args[1], -1j * ybar))
@@ -92,10 +78,10 @@ def complex_rrule(*args: Any, **kwargs: Any) -> Any:
 
 def complex_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     y = complex(*args, **kwargs)
-    dots = [ct(t) for t in tangents[1:]]
-    ydot = dots[0] if dots else None
-    if len(dots) > 1 and dots[1] is not None:
-        ydot = add_dots(ydot, 1j * dots[1])
+    dots = tangents[1:]
+    ydot = dots[0] if dots else _ZT
+    if len(dots) > 1:
+        ydot = ydot + 1j * dots[1]
     return y, fit(y, ydot)
 
 
@@ -104,9 +90,6 @@ def sum_rrule(xs: Any, *start: Any, **kwargs: Any) -> Any:
     y = builtins.sum(items, *start, **kwargs)
 
     def sum_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return (_NT, _ZT, *(_ZT for _ in start))
         return (_NT, spread(xs, ybar), *(proj(s, ybar) for s in start))
 
     return y, sum_pullback
@@ -114,9 +97,9 @@ def sum_rrule(xs: Any, *start: Any, **kwargs: Any) -> Any:
 
 def sum_frule(tangents: Any, xs: Any, *start: Any, **kwargs: Any) -> Any:
     y = builtins.sum(xs, *start, **kwargs)
-    ydot = sum_dots(xs, tangents[1]) if isinstance(xs, (list, tuple, np.ndarray)) else None
+    ydot = sum_dots(xs, tangents[1]) if isinstance(xs, (list, tuple, np.ndarray)) else _ZT
     if start:
-        ydot = add_dots(ydot, ct(tangents[2]))
+        ydot = ydot + tangents[2]
     return y, fit(y, ydot)
 
 
@@ -139,92 +122,100 @@ def _choose(args: tuple[Any, ...], kwargs: dict[str, Any], larger: bool) -> tupl
     return items, items[best], best
 
 
-def _extremum_rules(larger: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    name = "max" if larger else "min"
-
-    def extremum_rrule(*args: Any, **kwargs: Any) -> Any:
-        items, y, idx = _choose(args, kwargs, larger)
-
-        def extremum_pullback(ybar: Any) -> Any:
-            ybar = ct(ybar)
-            if ybar is None or idx < 0:
-                return (_NT, *(_ZT for _ in args))
-            if len(args) > 1:
-                return (_NT, *(proj(a, ybar) if i == idx else _ZT for i, a in enumerate(args)))
-            xs = args[0]
-            if type(xs) is list or type(xs) is tuple:
-                bar: Any = tangent_type(type(xs))(
-                    *(proj(v, ybar) if i == idx else _ZT for i, v in enumerate(xs)))
-            elif isinstance(xs, np.ndarray):
-                hit = np.arange(xs.shape[0]).reshape((-1,) + (1,) * (xs.ndim - 1)) == idx
-                bar = project(xs, np.where(hit, ybar, 0))
-            elif isinstance(xs, (list, tuple)):
-                bar = project(xs, [proj(v, ybar) if i == idx else _ZT for i, v in enumerate(xs)])
-            else:
-                bar = _NT
-            return _NT, bar
-
-        extremum_pullback.__name__ = extremum_pullback.__qualname__ = f"{name}_pullback"
-        return y, extremum_pullback
-
-    def extremum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-        items, y, idx = _choose(args, kwargs, larger)
-        if idx < 0:
-            return y, _ZT
-        if len(args) > 1:
-            return y, fit(y, ct(tangents[1 + idx]))
-        xs, xsdot = args[0], ct(tangents[1])
-        if xsdot is None or not isinstance(xs, (list, tuple, np.ndarray)):
-            return y, _ZT
-        dot = xsdot[idx] if isinstance(xs, np.ndarray) else entries(xsdot, len(xs))[idx]
-        return y, fit(y, dot)
-
-    extremum_rrule.__name__ = extremum_rrule.__qualname__ = f"{name}_rrule"
-    extremum_frule.__name__ = extremum_frule.__qualname__ = f"{name}_frule"
-    return extremum_rrule, extremum_frule
+def _chosen_cotangents(args: tuple[Any, ...], idx: int, ybar: Any) -> Any:
+    """The pullback of ``max``/``min``: the chosen element (index ``idx``) gets ``ybar``."""
+    if idx < 0:  # the default was returned
+        return (_NT, *(_ZT for _ in args))
+    if len(args) > 1:
+        return (_NT, *(proj(a, ybar) if i == idx else _ZT for i, a in enumerate(args)))
+    xs = args[0]
+    if type(xs) is list or type(xs) is tuple:
+        bar: Any = tangent_type(type(xs))(*(proj(v, ybar) if i == idx else _ZT for i, v in enumerate(xs)))
+    elif isinstance(xs, np.ndarray):
+        hit = np.arange(xs.shape[0]).reshape((-1,) + (1,) * (xs.ndim - 1)) == idx
+        bar = project(xs, np.where(hit, ybar, 0))
+    elif isinstance(xs, (list, tuple)):
+        bar = project(xs, [proj(v, ybar) if i == idx else _ZT for i, v in enumerate(xs)])
+    else:
+        bar = _NT
+    return _NT, bar
 
 
-max_rrule, max_frule = _extremum_rules(True)
-min_rrule, min_frule = _extremum_rules(False)
+def _chosen_tangent(args: tuple[Any, ...], tangents: Any, y: Any, idx: int) -> Any:
+    """The tangent of ``max``/``min``: the chosen element's."""
+    if idx < 0:
+        return _ZT
+    if len(args) > 1:
+        return fit(y, tangents[1 + idx])
+    xs, xsdot = args[0], tangents[1]
+    if not isinstance(xs, (list, tuple, np.ndarray)):
+        return _ZT
+    dot = xsdot[idx] if type(xsdot) is np.ndarray else entries(xsdot, len(xs))[idx]
+    return fit(y, dot)
+
+
+def max_rrule(*args: Any, **kwargs: Any) -> Any:
+    _, y, idx = _choose(args, kwargs, True)
+
+    def max_pullback(ybar: Any) -> Any:
+        return _chosen_cotangents(args, idx, ybar)
+
+    return y, max_pullback
+
+
+def max_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    _, y, idx = _choose(args, kwargs, True)
+    return y, _chosen_tangent(args, tangents, y, idx)
+
+
+def min_rrule(*args: Any, **kwargs: Any) -> Any:
+    _, y, idx = _choose(args, kwargs, False)
+
+    def min_pullback(ybar: Any) -> Any:
+        return _chosen_cotangents(args, idx, ybar)
+
+    return y, min_pullback
+
+
+def min_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    _, y, idx = _choose(args, kwargs, False)
+    return y, _chosen_tangent(args, tangents, y, idx)
+
+
+def _is_real_pow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """``pow(x, p)`` (not the modular ``pow(x, p, mod)``, nor keyword arguments)."""
+    return len(args) == 2 and kwargs.get("mod") is None and not ({"base", "exp"} & kwargs.keys())
 
 
 def builtin_pow_rrule(*args: Any, **kwargs: Any) -> Any:
-    if len(args) == 2 and kwargs.get("mod") is None and not ({"base", "exp"} & kwargs.keys()):
+    if _is_real_pow(args, kwargs):
         return pow_rrule(*args)
     y = builtins.pow(*args, **kwargs)
 
-    def pow_pullback(ybar: Any) -> Any:
+    def modular_pow_pullback(ybar: Any) -> Any:
         return (_NT, *(_NT for _ in args))
 
-    return y, pow_pullback
+    return y, modular_pow_pullback
 
 
 def builtin_pow_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    if len(args) == 2 and kwargs.get("mod") is None and not ({"base", "exp"} & kwargs.keys()):
+    if _is_real_pow(args, kwargs):
         return pow_frule(tangents, *args)
     return builtins.pow(*args, **kwargs), _NT
 
 
 def divmod_rrule(x: Any, y: Any) -> Any:
-    q, r = out = divmod(x, y)
+    out = divmod(x, y)
 
-    def divmod_pullback(ybar: Any) -> Any:
-        rbar = entries(ybar, 2)[1]
-        if rbar is None:
-            return _NT, _ZT, _ZT
-        return _NT, proj(x, rbar), proj(y, -rbar * q)
+    def divmod_pullback(outbar: Any) -> Any:
+        return divmod_cotangents(x, y, out[0], outbar)
 
     return out, divmod_pullback
 
 
 def divmod_frule(tangents: Any, x: Any, y: Any) -> Any:
-    _, xdot, ydot = tangents
-    q, r = out = divmod(x, y)
-    xdot, ydot = ct(xdot), ct(ydot)
-    rdot = add_dots(xdot, None if ydot is None else -q * ydot)
-    if rdot is None:
-        return out, _ZT
-    return out, TupleTangent(_ZT, fit(r, rdot))
+    out = divmod(x, y)
+    return out, divmod_tangent(out, tangents[1], tangents[2])
 
 
 def conjugate_rrule(x: Any) -> Any:
@@ -232,32 +223,14 @@ def conjugate_rrule(x: Any) -> Any:
     y = x.conjugate()
 
     def conjugate_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return _NT, _ZT
-        return _NT, project(x, np.conj(ybar))
+        return _NT, project(x, conj(ybar))
 
     return y, conjugate_pullback
 
 
 def conjugate_frule(tangents: Any, x: Any) -> Any:
-    xdot = unthunk(tangents[1])
-    return x.conjugate(), _ZT if is_zero(xdot) else project(x, np.conj(xdot))
+    return x.conjugate(), fit(x.conjugate(), conj(tangents[1]))
 
-
-#: ``{builtin: (rrule, frule)}``.
-RULES: dict[Any, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    builtins.abs: (abs_rrule, abs_frule),
-    builtins.float: (float_rrule, float_frule),
-    builtins.complex: (complex_rrule, complex_frule),
-    builtins.sum: (sum_rrule, sum_frule),
-    builtins.max: (max_rrule, max_frule),
-    builtins.min: (min_rrule, min_frule),
-    builtins.pow: (builtin_pow_rrule, builtin_pow_frule),
-    builtins.divmod: (divmod_rrule, divmod_frule),
-    float.conjugate: (conjugate_rrule, conjugate_frule),
-    complex.conjugate: (conjugate_rrule, conjugate_frule),
-}
 
 #: Builtins whose results carry no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
@@ -270,15 +243,19 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
 
 #: ``sum``/``min``/``max`` rules see inside lists, tuples, arrays and numbers; other iterables
 #: (generators, user containers) are iterated by Python, so an engine sees each element.
-REDUCTION_TYPES: dict[Any, tuple[type, ...]] = {
-    builtins.sum: (list, tuple, np.ndarray),
-    builtins.max: (list, tuple, np.ndarray, int, float, complex, np.generic),
-    builtins.min: (list, tuple, np.ndarray, int, float, complex, np.generic),
-}
+_SEQUENCES = (list, tuple, np.ndarray)
+_SEQUENCES_AND_NUMBERS = (list, tuple, np.ndarray, int, float, complex, np.generic)
 
-for _f, (_r, _fr) in RULES.items():
-    _types = (REDUCTION_TYPES[_f],) if _f in REDUCTION_TYPES else ()
-    rrule.register(_f, *_types)(_r)
-    frule.register(_f, *_types)(_fr)
-for _f in NON_DIFFERENTIABLE:
-    non_differentiable(_f)
+RULES: tuple[RulePair, ...] = (
+    RulePair(builtins.abs, abs_rrule, abs_frule),
+    RulePair(builtins.float, float_rrule, float_frule),
+    RulePair(builtins.complex, complex_rrule, complex_frule),
+    RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
+    RulePair(builtins.max, max_rrule, max_frule, (_SEQUENCES_AND_NUMBERS,)),
+    RulePair(builtins.min, min_rrule, min_frule, (_SEQUENCES_AND_NUMBERS,)),
+    RulePair(builtins.pow, builtin_pow_rrule, builtin_pow_frule),
+    RulePair(builtins.divmod, divmod_rrule, divmod_frule),
+    RulePair(float.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(complex.conjugate, conjugate_rrule, conjugate_frule),
+    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+)

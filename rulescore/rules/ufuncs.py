@@ -1,15 +1,14 @@
 """Rules for NumPy's ufuncs (and ``np.real``, ``np.imag``, ``np.angle``).
 
-Tables:
-
-- :data:`PARTIALS`: ``{ufunc: partials(*args, result)}`` for the element-wise ufuncs, registered
-  with :func:`~rulescore.rules.operators.elementwise_rules` (pullbacks named ``<ufunc>_pullback``);
-- :data:`RULES`: ``{callable: (rrule, frule)}`` for the others: ``absolute`` and ``conjugate``
-  (not holomorphic), ``matmul``/``vecdot``/``matvec``/``vecmat`` (generalised ufuncs), the
-  two-output ``divmod``/``modf``/``frexp``, and ``np.real``/``np.imag``/``np.angle``;
-- :data:`NON_DIFFERENTIABLE`: ``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``, comparisons,
-  ``logical_*``, ``isnan``/``isinf``/``isfinite``, bitwise operations, ``floor_divide``,
-  ``heaviside``, ``signbit``, ``spacing``, ``nextafter``, ``gcd``, ``lcm``, ...
+One table, :data:`RULES`: the element-wise ufuncs from their named partials
+(:func:`rulescore.partials_rules`, pullbacks named ``<ufunc>_pullback``), hand-written rules for
+the others (``absolute`` and ``conjugate``, not holomorphic; the two-output
+``divmod``/``modf``/``frexp``; ``np.real``/``np.imag``/``np.angle``), and the ufuncs with no
+derivative (:data:`NON_DIFFERENTIABLE`: ``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``,
+comparisons, ``logical_*``, ``isnan``/``isinf``/``isfinite``, bitwise operations,
+``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``nextafter``, ``gcd``, ``lcm``, ...).
+The generalised ufuncs ``matmul``/``vecdot``/``matvec``/``vecmat`` are in
+:mod:`rulescore.rules.contractions`.
 
 Aliases share the rules of the ufunc they name: ``np.abs`` is ``np.absolute``, ``np.conj`` is
 ``np.conjugate``, ``np.mod`` is ``np.remainder``, ``np.true_divide`` is ``np.divide``,
@@ -26,8 +25,8 @@ Conventions:
 - ``where=mask``: the primal is computed as NumPy does (entries where ``mask`` is ``False`` are
   left uninitialised) and every cotangent and tangent is zero there.
 - ``out=`` is refused with a ``TypeError`` naming the ufunc: writing into an existing array is
-  not differentiable (``out=None`` is accepted). The generalised ufuncs (``matmul``, ``vecdot``,
-  ``matvec``, ``vecmat``) also refuse ``axes=``/``axis=``/``keepdims=``. Other keywords
+  not differentiable (``out=None`` is accepted). The generalised ufuncs (in
+  :mod:`~rulescore.rules.contractions`) also refuse ``axes=``/``axis=``/``keepdims=``. Other keywords
   (``dtype``, ``casting``, ...) are passed through.
 - ``maximum``/``minimum``/``fmax``/``fmin``: the chosen argument gets the cotangent; **ties split
   it 50/50** between the two arguments; a NaN propagated by ``maximum``/``minimum`` takes the
@@ -45,35 +44,32 @@ The ufunc methods (``np.add.reduce``, ``.accumulate``, ``.outer``, ``.at``) are 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable
-from rulescore._registry import frule, rrule
-from rulescore._thunks import Thunk
+from rulescore._helpers import non_differentiable_rules, partials_rules
+from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules.operators import (
-    MINUS_ONE,
-    ONE,
-    FromResult,
-    TupleTangent,
+from rulescore.rules._common import (
     abs_dot,
     abs_grad,
-    add_dots,
-    as_array_tangent,
     as_arrays,
+    check_kwargs,
     conj,
-    ct,
-    elementwise_rules,
-    entries,
+    divmod_cotangents,
+    divmod_tangent,
     fit,
+    frexp_cotangents,
+    frexp_tangent,
     is_complex,
     is_int_like,
-    matmul_grad,
+    mask,
+    modf_cotangents,
+    modf_tangent,
     pow_grad_p,
     pow_grad_x,
+    pow_partials,
     proj,
 )
 
@@ -83,121 +79,204 @@ _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _DEG = 180.0 / math.pi
 _RAD = math.pi / 180.0
-_GUFUNC_KEYWORDS = ("axes", "axis", "keepdims")
 
 
-def check_kwargs(uf: Any, kwargs: dict[str, Any]) -> Any:
-    """Refuse ``out=`` (and the axes keywords of generalised ufuncs); return the ``where`` mask
-    (``None`` when absent or ``True``)."""
-    out = kwargs.get("out")
-    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
-        raise TypeError(f"numpy.{uf.__name__}: out= is not supported under differentiation (it writes "
-                        "into an existing array); use the returned value instead")
-    if uf.signature is not None:
-        for k in _GUFUNC_KEYWORDS:
-            if k in kwargs:
-                raise TypeError(f"numpy.{uf.__name__}: {k}= is not supported under differentiation; "
-                                "move the axes with np.moveaxis instead")
-    where = kwargs.get("where", True)
-    if where is True:
-        return None
-    return where
+# -- element-wise partials (math.py uses the ones that hold for Python floats too) ---------------
 
 
-def _mask(where: Any, g: Any) -> Any:
-    return g if where is None else np.where(where, g, 0)
+def add_partials(x: Any, y: Any) -> Any:
+    return 1, 1
 
 
-# -- element-wise partials ---------------------------------------------------------------------
+def subtract_partials(x: Any, y: Any) -> Any:
+    return 1, -1
 
 
-def _power_partials(x: Any, p: Any, result: Any) -> Any:
-    return pow_grad_x(x, p, result), (_NT if is_int_like(p) else pow_grad_p(x, p, result))
+def multiply_partials(x: Any, y: Any) -> Any:
+    return y, x
 
 
-def _float_power_partials(x: Any, p: Any, result: Any) -> Any:
+def divide_partials(x: Any, y: Any, result: Any) -> Any:
+    return 1 / y, -result / y
+
+
+def float_power_partials(x: Any, p: Any, result: Any) -> Any:
     one = np.float64(1.0)  # compute the partials in double precision, as float_power does
     xx = x * one
     return pow_grad_x(xx, p, result), (_NT if is_int_like(p) else pow_grad_p(xx, p * one, result))
 
 
-def _arctan2_partials(y: Any, x: Any, result: Any) -> Any:
+def negative_partials(x: Any) -> Any:
+    return -1
+
+
+def positive_partials(x: Any) -> Any:
+    return 1
+
+
+def sign_partials(x: Any) -> Any:
+    """The derivative of ``|x|`` for real ``x`` (``0`` at ``0``)."""
+    return np.sign(x)
+
+
+def exp_partials(x: Any, result: Any) -> Any:
+    return result
+
+
+def exp2_partials(x: Any, result: Any) -> Any:
+    return result * _LN2
+
+
+def expm1_partials(x: Any) -> Any:
+    return np.exp(x)  # not result + 1: that cancels for x << 0
+
+
+def log_partials(x: Any) -> Any:
+    return 1 / x
+
+
+def log2_partials(x: Any) -> Any:
+    return 1 / (x * _LN2)
+
+
+def log10_partials(x: Any) -> Any:
+    return 1 / (x * _LN10)
+
+
+def log1p_partials(x: Any) -> Any:
+    return 1 / (1 + x)
+
+
+def sqrt_partials(x: Any, result: Any) -> Any:
+    return 0.5 / result
+
+
+def cbrt_partials(x: Any, result: Any) -> Any:
+    return 1 / (3 * result * result)
+
+
+def square_partials(x: Any) -> Any:
+    return 2 * x
+
+
+def reciprocal_partials(x: Any, result: Any) -> Any:
+    return -result * result
+
+
+def sin_partials(x: Any) -> Any:
+    return np.cos(x)
+
+
+def cos_partials(x: Any) -> Any:
+    return -np.sin(x)
+
+
+def tan_partials(x: Any, result: Any) -> Any:
+    return 1 + result * result
+
+
+def arcsin_partials(x: Any) -> Any:
+    return 1 / np.sqrt(1 - x * x)
+
+
+def arccos_partials(x: Any) -> Any:
+    return -1 / np.sqrt(1 - x * x)
+
+
+def arctan_partials(x: Any) -> Any:
+    return 1 / (1 + x * x)
+
+
+def sinh_partials(x: Any) -> Any:
+    return np.cosh(x)
+
+
+def cosh_partials(x: Any) -> Any:
+    return np.sinh(x)
+
+
+def tanh_partials(x: Any, result: Any) -> Any:
+    return 1 - result * result
+
+
+def arcsinh_partials(x: Any) -> Any:
+    return 1 / np.sqrt(x * x + 1)
+
+
+def arccosh_partials(x: Any) -> Any:
+    return 1 / (np.sqrt(x - 1) * np.sqrt(x + 1))
+
+
+def arctanh_partials(x: Any) -> Any:
+    return 1 / (1 - x * x)
+
+
+def radians_partials(x: Any) -> Any:
+    return _RAD
+
+
+def degrees_partials(x: Any) -> Any:
+    return _DEG
+
+
+def arctan2_partials(y: Any, x: Any) -> Any:
     den = x * x + y * y
     nz = den != 0
     den = np.where(nz, den, 1)
     return np.where(nz, x / den, 0), np.where(nz, -y / den, 0)
 
 
-def _hypot_partials(x: Any, y: Any, result: Any) -> Any:
+def hypot_partials(x: Any, y: Any, result: Any) -> Any:
     nz = result != 0
     r = np.where(nz, result, 1)
     return np.where(nz, x / r, 0), np.where(nz, y / r, 0)
 
 
-def _logaddexp_partials(x: Any, y: Any, result: Any) -> Any:
+def logaddexp_partials(x: Any, y: Any) -> Any:
     return np.exp(-np.logaddexp(0, y - x)), np.exp(-np.logaddexp(0, x - y))
 
 
-def _logaddexp2_partials(x: Any, y: Any, result: Any) -> Any:
+def logaddexp2_partials(x: Any, y: Any) -> Any:
     return np.exp2(-np.logaddexp2(0, y - x)), np.exp2(-np.logaddexp2(0, x - y))
 
 
 def _split(first: Any, tie: Any) -> Any:
+    """Weights of the two arguments of a max/min: the chosen one gets 1, a tie 0.5 each."""
     w = np.where(first, 1.0, np.where(tie, 0.5, 0.0))
     return w, 1.0 - w
 
 
-#: One entry per differentiable element-wise ufunc: ``ufunc: partials(*args, result)``.
-PARTIALS: dict[Any, Callable[..., Any]] = {
-    np.add: FromResult(lambda result: (ONE, ONE)),
-    np.subtract: FromResult(lambda result: (ONE, MINUS_ONE)),
-    np.multiply: lambda x, y, result: (y, x),
-    np.divide: lambda x, y, result: (1 / y, -result / y),
-    np.power: _power_partials,
-    np.float_power: _float_power_partials,
-    np.negative: FromResult(lambda result: MINUS_ONE),
-    np.positive: FromResult(lambda result: ONE),
-    np.fabs: lambda x, result: np.sign(x),
-    np.exp: FromResult(lambda result: result),
-    np.exp2: FromResult(lambda result: result * _LN2),
-    np.expm1: lambda x, result: np.exp(x),
-    np.log: lambda x, result: 1 / x,
-    np.log2: lambda x, result: 1 / (x * _LN2),
-    np.log10: lambda x, result: 1 / (x * _LN10),
-    np.log1p: lambda x, result: 1 / (1 + x),
-    np.sqrt: FromResult(lambda result: 0.5 / result),
-    np.cbrt: FromResult(lambda result: 1 / (3 * result * result)),
-    np.square: lambda x, result: 2 * x,
-    np.reciprocal: FromResult(lambda result: -result * result),
-    np.sin: lambda x, result: np.cos(x),
-    np.cos: lambda x, result: -np.sin(x),
-    np.tan: FromResult(lambda result: 1 + result * result),
-    np.arcsin: lambda x, result: 1 / np.sqrt(1 - x * x),
-    np.arccos: lambda x, result: -1 / np.sqrt(1 - x * x),
-    np.arctan: lambda x, result: 1 / (1 + x * x),
-    np.sinh: lambda x, result: np.cosh(x),
-    np.cosh: lambda x, result: np.sinh(x),
-    np.tanh: FromResult(lambda result: 1 - result * result),
-    np.arcsinh: lambda x, result: 1 / np.sqrt(x * x + 1),
-    np.arccosh: lambda x, result: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)),
-    np.arctanh: lambda x, result: 1 / (1 - x * x),
-    np.deg2rad: lambda x, result: _RAD,
-    np.radians: lambda x, result: _RAD,
-    np.rad2deg: lambda x, result: _DEG,
-    np.degrees: lambda x, result: _DEG,
-    np.arctan2: _arctan2_partials,
-    np.hypot: _hypot_partials,
-    np.logaddexp: _logaddexp_partials,
-    np.logaddexp2: _logaddexp2_partials,
-    np.maximum: lambda x, y, result: _split((x > y) | np.isnan(x), x == y),
-    np.minimum: lambda x, y, result: _split((x < y) | np.isnan(x), x == y),
-    np.fmax: lambda x, y, result: _split((x > y) | np.isnan(y), x == y),
-    np.fmin: lambda x, y, result: _split((x < y) | np.isnan(y), x == y),
-    np.copysign: lambda x, y, result: (np.copysign(1.0, x) * np.copysign(1.0, y), None),
-    np.fmod: lambda x, y, result: (ONE, -np.rint((x - result) / y)),
-    np.remainder: lambda x, y, result: (ONE, -np.floor_divide(x, y)),
-    np.ldexp: lambda x, i, result: (np.ldexp(1.0, i), _NT),
-}
+def maximum_partials(x: Any, y: Any) -> Any:
+    return _split((x > y) | np.isnan(x), x == y)
+
+
+def minimum_partials(x: Any, y: Any) -> Any:
+    return _split((x < y) | np.isnan(x), x == y)
+
+
+def fmax_partials(x: Any, y: Any) -> Any:
+    return _split((x > y) | np.isnan(y), x == y)
+
+
+def fmin_partials(x: Any, y: Any) -> Any:
+    return _split((x < y) | np.isnan(y), x == y)
+
+
+def copysign_partials(x: Any, y: Any) -> Any:
+    return np.copysign(1.0, x) * np.copysign(1.0, y), _ZT
+
+
+def fmod_partials(x: Any, y: Any, result: Any) -> Any:
+    """``fmod(x, y) = x - n * y`` for the integer ``n = rint((x - result) / y)``."""
+    return 1, -np.rint((x - result) / y)
+
+
+def remainder_partials(x: Any, y: Any) -> Any:
+    return 1, -np.floor_divide(x, y)
+
+
+def ldexp_partials(x: Any, i: Any) -> Any:
+    return np.ldexp(1.0, i), _NT
 
 
 # -- hand-written rules --------------------------------------------------------------------------
@@ -208,12 +287,9 @@ def absolute_rrule(x: Any, **kwargs: Any) -> Any:
     y = np.absolute(x, **kwargs)
 
     def absolute_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return _NT, _ZT
         with np.errstate(divide="ignore", invalid="ignore"):
             g = abs_grad(as_arrays((x,))[0], y, ybar)
-        return _NT, proj(x, _mask(where, g))
+        return _NT, proj(x, mask(where, g))
 
     return y, absolute_pullback
 
@@ -221,12 +297,9 @@ def absolute_rrule(x: Any, **kwargs: Any) -> Any:
 def absolute_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.absolute, kwargs)
     y = np.absolute(x, **kwargs)
-    xdot = ct(tangents[1])
-    if xdot is None:
-        return y, _ZT
     with np.errstate(divide="ignore", invalid="ignore"):
-        ydot = abs_dot(as_arrays((x,))[0], y, xdot)
-    return y, fit(y, _mask(where, ydot))
+        ydot = abs_dot(as_arrays((x,))[0], y, tangents[1])
+    return y, fit(y, mask(where, ydot))
 
 
 def conjugate_rrule(x: Any, **kwargs: Any) -> Any:
@@ -234,10 +307,7 @@ def conjugate_rrule(x: Any, **kwargs: Any) -> Any:
     y = np.conjugate(x, **kwargs)
 
     def conjugate_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return _NT, _ZT
-        return _NT, proj(x, _mask(where, conj(ybar)))
+        return _NT, proj(x, mask(where, conj(ybar)))
 
     return y, conjugate_pullback
 
@@ -245,126 +315,31 @@ def conjugate_rrule(x: Any, **kwargs: Any) -> Any:
 def conjugate_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.conjugate, kwargs)
     y = np.conjugate(x, **kwargs)
-    xdot = ct(tangents[1])
-    return y, fit(y, None if xdot is None else _mask(where, conj(xdot)))
-
-
-def _bilinear_frule(uf: Any) -> Callable[..., Any]:
-    """The frule of a generalised ufunc linear in each argument: ``uf(xdot, y) + uf(x, ydot)``."""
-
-    def bilinear_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
-        check_kwargs(uf, kwargs)
-        xdot, ydot = (_array_dot(a, t) for a, t in zip((x, y), tangents[1:], strict=True))
-        z = uf(x, y, **kwargs)
-        zdot = add_dots(None if xdot is None else uf(xdot, y), None if ydot is None else uf(x, ydot))
-        return z, fit(z, zdot)
-
-    bilinear_frule.__name__ = bilinear_frule.__qualname__ = f"{uf.__name__}_frule"
-    return bilinear_frule
-
-
-def _array_dot(a: Any, t: Any) -> Any:
-    t = ct(t)
-    if t is not None and (type(a) is list or type(a) is tuple):
-        return as_array_tangent(t)
-    return t
-
-
-def matmul_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.matmul, kwargs)
-    z = np.matmul(x, y, **kwargs)
-
-    def matmul_pullback(zbar: Any) -> Any:
-        zbar = ct(zbar)
-        if zbar is None:
-            return _NT, _ZT, _ZT
-        xa, ya = as_arrays((x, y))
-        return (_NT, Thunk(lambda: proj(x, matmul_grad(xa, ya, zbar, 0))),
-                Thunk(lambda: proj(y, matmul_grad(xa, ya, zbar, 1))))
-
-    return z, matmul_pullback
-
-
-def vecdot_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.vecdot, kwargs)
-    z = np.vecdot(x, y, **kwargs)
-
-    def vecdot_pullback(zbar: Any) -> Any:  # z = sum(conj(x) * y, axis=-1)
-        zbar = ct(zbar)
-        if zbar is None:
-            return _NT, _ZT, _ZT
-        a, b = as_arrays((x, y))
-        g = np.expand_dims(zbar, -1)
-        return _NT, proj(x, b * conj(g)), proj(y, a * g)
-
-    return z, vecdot_pullback
-
-
-def matvec_rrule(a: Any, v: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.matvec, kwargs)
-    z = np.matvec(a, v, **kwargs)
-
-    def matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
-        zbar = ct(zbar)
-        if zbar is None:
-            return _NT, _ZT, _ZT
-        aa, vv = as_arrays((a, v))
-        abar = np.expand_dims(zbar, -1) * np.expand_dims(conj(vv), -2)
-        vbar = np.matvec(np.swapaxes(conj(aa), -1, -2), zbar)
-        return _NT, proj(a, abar), proj(v, vbar)
-
-    return z, matvec_pullback
-
-
-def vecmat_rrule(v: Any, a: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.vecmat, kwargs)
-    z = np.vecmat(v, a, **kwargs)
-
-    def vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
-        zbar = ct(zbar)
-        if zbar is None:
-            return _NT, _ZT, _ZT
-        vv, aa = as_arrays((v, a))
-        vbar = np.matvec(aa, conj(zbar))
-        abar = np.expand_dims(vv, -1) * np.expand_dims(zbar, -2)
-        return _NT, proj(v, vbar), proj(a, abar)
-
-    return z, vecmat_pullback
+    return y, fit(y, mask(where, conj(tangents[1])))
 
 
 def divmod_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.divmod, kwargs)
     out = np.divmod(x, y, **kwargs)
 
-    def divmod_pullback(ybar: Any) -> Any:  # the quotient is piecewise constant
-        rbar = entries(ybar, 2)[1]
-        if rbar is None:
-            return _NT, _ZT, _ZT
-        return _NT, proj(x, _mask(where, rbar)), proj(y, _mask(where, -rbar * out[0]))
+    def divmod_pullback(outbar: Any) -> Any:
+        return divmod_cotangents(x, y, out[0], outbar, where)
 
     return out, divmod_pullback
 
 
 def divmod_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.divmod, kwargs)
-    _, xdot, ydot = tangents
-    xdot, ydot = ct(xdot), ct(ydot)
     out = np.divmod(x, y, **kwargs)
-    rdot = add_dots(xdot, None if ydot is None else -out[0] * ydot)
-    if rdot is None:
-        return out, _ZT
-    return out, TupleTangent(_ZT, fit(out[1], _mask(where, rdot)))
+    return out, divmod_tangent(out, tangents[1], tangents[2], where)
 
 
 def modf_rrule(x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.modf, kwargs)
     out = np.modf(x, **kwargs)
 
-    def modf_pullback(ybar: Any) -> Any:  # the integral part is piecewise constant
-        fbar = entries(ybar, 2)[0]
-        if fbar is None:
-            return _NT, _ZT
-        return _NT, proj(x, _mask(where, fbar))
+    def modf_pullback(outbar: Any) -> Any:
+        return modf_cotangents(x, outbar, where)
 
     return out, modf_pullback
 
@@ -372,21 +347,15 @@ def modf_rrule(x: Any, **kwargs: Any) -> Any:
 def modf_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.modf, kwargs)
     out = np.modf(x, **kwargs)
-    xdot = ct(tangents[1])
-    if xdot is None:
-        return out, _ZT
-    return out, TupleTangent(fit(out[0], _mask(where, xdot)), _ZT)
+    return out, modf_tangent(out, tangents[1], where)
 
 
 def frexp_rrule(x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.frexp, kwargs)
     out = np.frexp(x, **kwargs)
 
-    def frexp_pullback(ybar: Any) -> Any:  # mantissa = x * 2 ** -exponent
-        mbar = entries(ybar, 2)[0]
-        if mbar is None:
-            return _NT, _ZT
-        return _NT, proj(x, _mask(where, mbar * np.ldexp(1.0, -out[1])))
+    def frexp_pullback(outbar: Any) -> Any:
+        return frexp_cotangents(x, out[1], outbar, where)
 
     return out, frexp_pullback
 
@@ -394,19 +363,13 @@ def frexp_rrule(x: Any, **kwargs: Any) -> Any:
 def frexp_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.frexp, kwargs)
     out = np.frexp(x, **kwargs)
-    xdot = ct(tangents[1])
-    if xdot is None:
-        return out, _ZT
-    return out, TupleTangent(fit(out[0], _mask(where, xdot * np.ldexp(1.0, -out[1]))), _NT)
+    return out, frexp_tangent(out, tangents[1], where)
 
 
 def real_rrule(x: Any) -> Any:
     y = np.real(x)
 
     def real_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None:
-            return _NT, _ZT
         return _NT, proj(x, np.real(ybar))
 
     return y, real_pullback
@@ -414,16 +377,14 @@ def real_rrule(x: Any) -> Any:
 
 def real_frule(tangents: Any, x: Any) -> Any:
     y = np.real(x)
-    xdot = ct(tangents[1])
-    return y, fit(y, None if xdot is None else np.real(xdot))
+    return y, fit(y, np.real(tangents[1]))
 
 
 def imag_rrule(x: Any) -> Any:
     y = np.imag(x)
 
     def imag_pullback(ybar: Any) -> Any:
-        ybar = ct(ybar)
-        if ybar is None or not is_complex(x):
+        if not is_complex(x):
             return _NT, _ZT
         return _NT, proj(x, 1j * np.real(ybar))
 
@@ -432,10 +393,9 @@ def imag_rrule(x: Any) -> Any:
 
 def imag_frule(tangents: Any, x: Any) -> Any:
     y = np.imag(x)
-    xdot = ct(tangents[1])
-    if xdot is None or not is_complex(x):
+    if not is_complex(x):
         return y, _ZT
-    return y, fit(y, np.imag(xdot))
+    return y, fit(y, np.imag(tangents[1]))
 
 
 def _angle_scale(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
@@ -443,52 +403,34 @@ def _angle_scale(args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
     return _DEG if deg else 1.0
 
 
+def _angle_gradient(z: Any) -> Any:
+    """``i z / |z|^2`` (``0`` at ``0``): the gradient of ``angle`` at a complex ``z``."""
+    zr, zi = np.real(z), np.imag(z)
+    den = zr * zr + zi * zi
+    nz = den != 0
+    return np.where(nz, 1j * z / np.where(nz, den, 1), 0)
+
+
 def angle_rrule(z: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.angle(z, *args, **kwargs)
     scale = _angle_scale(args, kwargs)
 
-    def angle_pullback(ybar: Any) -> Any:  # gradient i z / |z|^2 (0 at 0); 0 for real z
-        ybar = ct(ybar)
-        if ybar is None or not is_complex(z):
+    def angle_pullback(ybar: Any) -> Any:  # 0 for real z
+        if not is_complex(z):
             return (_NT, _ZT, *(_NT for _ in args))
-        zr, zi = np.real(z), np.imag(z)
-        den = zr * zr + zi * zi
-        nz = den != 0
-        g = np.where(nz, 1j * z / np.where(nz, den, 1), 0) * (np.real(ybar) * scale)
-        return (_NT, proj(z, g), *(_NT for _ in args))
+        return (_NT, proj(z, _angle_gradient(z) * (np.real(ybar) * scale)), *(_NT for _ in args))
 
     return y, angle_pullback
 
 
 def angle_frule(tangents: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.angle(z, *args, **kwargs)
-    zdot = ct(tangents[1])
-    if zdot is None or not is_complex(z):
+    if not is_complex(z):
         return y, _ZT
-    zr, zi = np.real(z), np.imag(z)
-    den = zr * zr + zi * zi
-    nz = den != 0
-    ydot = np.where(nz, np.imag(np.conj(z) * zdot) / np.where(nz, den, 1), 0) * _angle_scale(args, kwargs)
+    # real(conj(grad) * zdot) with grad = i z / |z|^2
+    ydot = np.real(np.conj(_angle_gradient(z)) * tangents[1]) * _angle_scale(args, kwargs)
     return y, fit(y, ydot)
 
-
-#: ``{callable: (rrule, frule)}`` for the ufuncs (and functions) not given by partials.
-RULES: dict[Any, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    np.absolute: (absolute_rrule, absolute_frule),
-    np.conjugate: (conjugate_rrule, conjugate_frule),
-    np.matmul: (matmul_rrule, _bilinear_frule(np.matmul)),
-    np.divmod: (divmod_rrule, divmod_frule),
-    np.modf: (modf_rrule, modf_frule),
-    np.frexp: (frexp_rrule, frexp_frule),
-    np.real: (real_rrule, real_frule),
-    np.imag: (imag_rrule, imag_frule),
-    np.angle: (angle_rrule, angle_frule),
-}
-_GUFUNC_RRULES: dict[str, Callable[..., Any]] = {
-    "vecdot": vecdot_rrule, "matvec": matvec_rrule, "vecmat": vecmat_rrule}
-for _name, _rrule in _GUFUNC_RRULES.items():
-    if isinstance(getattr(np, _name, None), np.ufunc):  # NumPy 2.0 / 2.2+
-        RULES[getattr(np, _name)] = (_rrule, _bilinear_frule(getattr(np, _name)))
 
 _NON_DIFFERENTIABLE_NAMES = (
     "sign", "floor", "ceil", "trunc", "rint", "floor_divide", "heaviside", "signbit", "spacing",
@@ -502,10 +444,67 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
     getattr(np, n) for n in _NON_DIFFERENTIABLE_NAMES if isinstance(getattr(np, n, None), np.ufunc)
 )
 
-for _f, _d in PARTIALS.items():
-    elementwise_rules(_f, _d, check_kwargs=check_kwargs, errstate=True)
-for _f, (_r, _fr) in RULES.items():
-    rrule.register(_f)(_r)
-    frule.register(_f)(_fr)
-for _f in NON_DIFFERENTIABLE:
-    non_differentiable(_f)
+
+#: The options every element-wise ufunc rule takes: ``out=`` refused, ``where=`` masked, and
+#: infinite derivatives (``sqrt`` at ``0``) returned without a warning.
+_UFUNC: dict[str, Any] = {"check_kwargs": check_kwargs, "errstate": True}
+
+RULES: tuple[RulePair, ...] = (
+    partials_rules(np.add, add_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.subtract, subtract_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.multiply, multiply_partials, **_UFUNC),
+    partials_rules(np.divide, divide_partials, **_UFUNC),
+    partials_rules(np.power, pow_partials, **_UFUNC),
+    partials_rules(np.float_power, float_power_partials, **_UFUNC),
+    partials_rules(np.negative, negative_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.positive, positive_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.fabs, sign_partials, **_UFUNC),
+    partials_rules(np.exp, exp_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.exp2, exp2_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.expm1, expm1_partials, **_UFUNC),
+    partials_rules(np.log, log_partials, **_UFUNC),
+    partials_rules(np.log2, log2_partials, **_UFUNC),
+    partials_rules(np.log10, log10_partials, **_UFUNC),
+    partials_rules(np.log1p, log1p_partials, **_UFUNC),
+    partials_rules(np.sqrt, sqrt_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.cbrt, cbrt_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.square, square_partials, **_UFUNC),
+    partials_rules(np.reciprocal, reciprocal_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.sin, sin_partials, **_UFUNC),
+    partials_rules(np.cos, cos_partials, **_UFUNC),
+    partials_rules(np.tan, tan_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.arcsin, arcsin_partials, **_UFUNC),
+    partials_rules(np.arccos, arccos_partials, **_UFUNC),
+    partials_rules(np.arctan, arctan_partials, **_UFUNC),
+    partials_rules(np.sinh, sinh_partials, **_UFUNC),
+    partials_rules(np.cosh, cosh_partials, **_UFUNC),
+    partials_rules(np.tanh, tanh_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.arcsinh, arcsinh_partials, **_UFUNC),
+    partials_rules(np.arccosh, arccosh_partials, **_UFUNC),
+    partials_rules(np.arctanh, arctanh_partials, **_UFUNC),
+    partials_rules(np.deg2rad, radians_partials, **_UFUNC),
+    partials_rules(np.radians, radians_partials, **_UFUNC),
+    partials_rules(np.rad2deg, degrees_partials, **_UFUNC),
+    partials_rules(np.degrees, degrees_partials, **_UFUNC),
+    partials_rules(np.arctan2, arctan2_partials, **_UFUNC),
+    partials_rules(np.hypot, hypot_partials, **_UFUNC),
+    partials_rules(np.logaddexp, logaddexp_partials, **_UFUNC),
+    partials_rules(np.logaddexp2, logaddexp2_partials, **_UFUNC),
+    partials_rules(np.maximum, maximum_partials, **_UFUNC),
+    partials_rules(np.minimum, minimum_partials, **_UFUNC),
+    partials_rules(np.fmax, fmax_partials, **_UFUNC),
+    partials_rules(np.fmin, fmin_partials, **_UFUNC),
+    partials_rules(np.copysign, copysign_partials, **_UFUNC),
+    partials_rules(np.fmod, fmod_partials, **_UFUNC),
+    partials_rules(np.remainder, remainder_partials, **_UFUNC),
+    partials_rules(np.ldexp, ldexp_partials, **_UFUNC),
+    RulePair(np.absolute, absolute_rrule, absolute_frule),
+    RulePair(np.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(np.divmod, divmod_rrule, divmod_frule),
+    RulePair(np.modf, modf_rrule, modf_frule),
+    RulePair(np.frexp, frexp_rrule, frexp_frule),
+    RulePair(np.real, real_rrule, real_frule),
+    RulePair(np.imag, imag_rrule, imag_frule),
+    RulePair(np.angle, angle_rrule, angle_frule),
+    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+)

@@ -1,0 +1,490 @@
+"""Rules for products that contract axes: ``matmul``, ``dot``, ``inner``, ``outer``, ``vdot``,
+``vecdot``, ``matvec``, ``vecmat``, ``tensordot`` and ``einsum``, under all their aliases.
+
+One table, :data:`RULES`. Aliases share one rule: ``a @ b`` (``operator.matmul``), ``np.matmul``
+and ``np.linalg.matmul``; ``np.dot`` and ``ndarray.dot``; ``np.outer`` and ``np.linalg.outer``;
+``np.vecdot`` and ``np.linalg.vecdot``; ``np.tensordot`` and ``np.linalg.tensordot``.
+
+Every function here is linear in each operand, so each frule is the product rule (one term per
+operand with a non-zero tangent), and each pullback contracts the cotangent with the other
+operand, conjugated (holomorphic convention; ``vdot`` and ``vecdot`` conjugate their first
+operand, so its cotangent is ``conj(ybar) * other``). Cotangents are summed back over broadcast
+dimensions and keep each operand's dtype; a list given to NumPy gets a structural cotangent.
+The generalised ufuncs (``np.matmul``, ``np.vecdot``, ``np.matvec``, ``np.vecmat``) refuse
+``out=``, ``axes=``, ``axis=`` and ``keepdims=`` with a ``TypeError`` naming the ufunc.
+
+``matmul``'s pullback returns thunks (an engine that needs one operand's cotangent pays for one
+product) and, for real 2-D operands, multiplies by the transpose with no conjugate.
+"""
+
+from __future__ import annotations
+
+import operator
+import string
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from rulescore._rule_pair import RulePair
+from rulescore._thunks import Thunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import as_array_tangent, as_arrays, check_kwargs, conj, fit, proj
+
+_NT = NoTangent()
+_ZT = ZeroTangent()
+
+
+def _product_tangent(f: Callable[..., Any], y: Any, args: tuple[Any, ...], tangents: Any,
+                     positions: Any) -> Any:
+    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions``:
+    ``sum_p f(..., xdot_p, ...)`` over the operands with a non-zero tangent."""
+    operands = list(args)
+    for p in positions:  # a list given to NumPy is an array, and so is its tangent
+        if type(args[p]) is list or type(args[p]) is tuple:
+            operands[p] = np.asarray(args[p])
+    ydot: Any = _ZT
+    for p in positions:
+        t = tangents[1 + p]
+        if isinstance(t, AbstractZero):
+            continue
+        targs = list(operands)
+        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
+        ydot = ydot + f(*targs)
+    return fit(y, ydot)
+
+
+# -- matmul ---------------------------------------------------------------------------------------
+
+
+def _conj_t(a: Any) -> Any:
+    return np.swapaxes(conj(a), -1, -2)
+
+
+def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
+    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks.
+
+    Example:
+        >>> import numpy as np
+        >>> matmul_grad(np.ones((2, 3)), np.ones((3, 4)), np.ones((2, 4)), 0)
+        array([[4., 4., 4.],
+               [4., 4., 4.]])
+    """
+    xd = x.ndim if type(x) is np.ndarray else np.ndim(x)
+    yd = y.ndim if type(y) is np.ndarray else np.ndim(y)
+    if xd == 2 and yd == 2:
+        if wrt == 0 and type(zbar) is np.ndarray and zbar.strides[0] == 0 and zbar.shape[0] > 1:
+            # a cotangent broadcast along its rows (the pullback of a sum): one row suffices
+            return np.broadcast_to(zbar[0] @ _conj_t(y), (zbar.shape[0], np.shape(y)[0]))
+        other = y if wrt == 0 else x
+        if type(other) is np.ndarray and other.dtype.kind != "c":
+            return zbar @ other.T if wrt == 0 else other.T @ zbar  # real matrices: no conjugate
+        return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
+    if xd == 1 and yd == 1:
+        return zbar * conj(y) if wrt == 0 else conj(x) * zbar
+    g = zbar
+    if xd == 1:
+        g = np.expand_dims(g, -2)
+    if yd == 1:
+        g = np.expand_dims(g, -1)
+    if wrt == 0:
+        dx = g @ _conj_t(np.expand_dims(y, -1) if yd == 1 else y)
+        return np.squeeze(dx, axis=-2) if xd == 1 else dx
+    dy = _conj_t(np.expand_dims(x, 0) if xd == 1 else x) @ g
+    return np.squeeze(dy, axis=-1) if yd == 1 else dy
+
+
+def matmul_operator_rrule(x: Any, y: Any) -> Any:
+    """``x @ y``: the primal is the operator (a class's own ``__matmul__``), the rule matmul's."""
+    return x @ y, _matmul_pullback_of(x, y)
+
+
+def matmul_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
+    """``np.matmul`` and ``np.linalg.matmul``."""
+    if kwargs:
+        check_kwargs(np.matmul, kwargs)
+    return np.matmul(x, y, **kwargs), _matmul_pullback_of(x, y)
+
+
+def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
+    xa, ya = as_arrays((x, y))
+
+    def matmul_pullback(zbar: Any) -> Any:
+        # thunks: an engine that needs only one operand's cotangent pays for one product
+        return (_NT, Thunk(lambda: proj(x, matmul_grad(xa, ya, zbar, 0))),
+                Thunk(lambda: proj(y, matmul_grad(xa, ya, zbar, 1))))
+
+    return matmul_pullback
+
+
+def matmul_operator_frule(tangents: Any, x: Any, y: Any) -> Any:
+    z = x @ y
+    return z, _product_tangent(operator.matmul, z, (x, y), tangents, (0, 1))
+
+
+def matmul_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
+    if kwargs:
+        check_kwargs(np.matmul, kwargs)
+    z = np.matmul(x, y, **kwargs)
+    return z, _product_tangent(np.matmul, z, (x, y), tangents, (0, 1))
+
+
+# -- vecdot, matvec, vecmat -----------------------------------------------------------------------
+
+
+def _vecdot_pullback_of(x: Any, y: Any, axis: int) -> Callable[[Any], Any]:
+    a, b = as_arrays((x, y))
+    if axis >= 0:
+        axis -= max(np.ndim(a), np.ndim(b))
+
+    def vecdot_pullback(zbar: Any) -> Any:  # z = sum(conj(x) * y, axis)
+        g = np.expand_dims(zbar, axis)
+        return _NT, proj(x, b * conj(g)), proj(y, a * g)
+
+    return vecdot_pullback
+
+
+def vecdot_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
+    """``np.vecdot`` (a generalised ufunc: over the last axis)."""
+    check_kwargs(np.vecdot, kwargs)
+    return np.vecdot(x, y, **kwargs), _vecdot_pullback_of(x, y, -1)
+
+
+def vecdot_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
+    check_kwargs(np.vecdot, kwargs)
+    z = np.vecdot(x, y, **kwargs)
+    return z, _product_tangent(np.vecdot, z, (x, y), tangents, (0, 1))
+
+
+def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    """``np.linalg.vecdot``: the same product over any ``axis``."""
+    return np.linalg.vecdot(x1, x2, axis=axis), _vecdot_pullback_of(x1, x2, axis)  # type: ignore[call-overload,unused-ignore]
+
+
+def linalg_vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    z = np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload,unused-ignore]
+    return z, _product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
+                               tangents, (0, 1))
+
+
+def matvec_rrule(a: Any, v: Any, **kwargs: Any) -> Any:
+    check_kwargs(np.matvec, kwargs)
+    z = np.matvec(a, v, **kwargs)
+    aa, vv = as_arrays((a, v))
+
+    def matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
+        abar = np.expand_dims(zbar, -1) * np.expand_dims(conj(vv), -2)
+        vbar = np.matvec(np.swapaxes(conj(aa), -1, -2), zbar)
+        return _NT, proj(a, abar), proj(v, vbar)
+
+    return z, matvec_pullback
+
+
+def matvec_frule(tangents: Any, a: Any, v: Any, **kwargs: Any) -> Any:
+    check_kwargs(np.matvec, kwargs)
+    z = np.matvec(a, v, **kwargs)
+    return z, _product_tangent(np.matvec, z, (a, v), tangents, (0, 1))
+
+
+def vecmat_rrule(v: Any, a: Any, **kwargs: Any) -> Any:
+    check_kwargs(np.vecmat, kwargs)
+    z = np.vecmat(v, a, **kwargs)
+    vv, aa = as_arrays((v, a))
+
+    def vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
+        vbar = np.matvec(aa, conj(zbar))
+        abar = np.expand_dims(vv, -1) * np.expand_dims(zbar, -2)
+        return _NT, proj(v, vbar), proj(a, abar)
+
+    return z, vecmat_pullback
+
+
+def vecmat_frule(tangents: Any, v: Any, a: Any, **kwargs: Any) -> Any:
+    check_kwargs(np.vecmat, kwargs)
+    z = np.vecmat(v, a, **kwargs)
+    return z, _product_tangent(np.vecmat, z, (v, a), tangents, (0, 1))
+
+
+# -- tensordot and the products it covers: dot, inner, outer, vdot ------------------------------
+
+
+def tensordot_axes(axes: Any, nda: int, ndb: int) -> tuple[list[int], list[int]]:
+    """The contracted axes of ``a`` and ``b`` in ``np.tensordot(a, b, axes)``, non-negative.
+
+    Example:
+        >>> tensordot_axes(1, 2, 2), tensordot_axes(([0, -1], [1, 0]), 3, 2)
+        (([1], [0]), ([0, 2], [1, 0]))
+    """
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        return list(range(nda - n, nda)), list(range(n))
+    ax_a, ax_b = axes
+    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    return [int(i) % nda if nda else 0 for i in ax_a], [int(i) % ndb if ndb else 0 for i in ax_b]
+
+
+def contraction_cotangents(ybar: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int]) -> tuple[Any, Any]:
+    """Cotangents of ``a`` and ``b`` for ``y = np.tensordot(a, b, (ax_a, ax_b))`` (holomorphic).
+
+    Example:
+        >>> import numpy as np
+        >>> abar, bbar = contraction_cotangents(np.ones(2), np.ones((2, 3)), np.ones(3), [1], [0])
+        >>> abar.shape, bbar
+        ((2, 3), array([2., 2., 2.]))
+    """
+    nda, ndb = np.ndim(a), np.ndim(b)
+    if nda == 0 or ndb == 0:  # a product with a scalar: broadcast, summed back by proj
+        return ybar * conj(b), ybar * conj(a)
+    free_a = [i for i in range(nda) if i not in ax_a]
+    free_b = [i for i in range(ndb) if i not in ax_b]
+    nfa = len(free_a)
+    # abar: contract ybar's b-part with conj(b)'s free axes -> axes free_a + (b's contracted, sorted)
+    ga = np.tensordot(ybar, conj(b), axes=(list(range(nfa, nfa + len(free_b))), free_b))
+    sorted_b = sorted(ax_b)
+    pos_a = [free_a.index(p) if p in free_a else nfa + sorted_b.index(ax_b[ax_a.index(p)])
+             for p in range(nda)]
+    abar = np.transpose(ga, pos_a) if pos_a != list(range(nda)) else ga
+    # bbar: contract conj(a)'s free axes with ybar's a-part -> axes (a's contracted, sorted) + free_b
+    gb = np.tensordot(conj(a), ybar, axes=(free_a, list(range(nfa))))
+    sorted_a = sorted(ax_a)
+    ncb = len(ax_b)
+    pos_b = [ncb + free_b.index(q) if q in free_b else sorted_a.index(ax_a[ax_b.index(q)])
+             for q in range(ndb)]
+    bbar = np.transpose(gb, pos_b) if pos_b != list(range(ndb)) else gb
+    return abar, bbar
+
+
+def _tensordot_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[0] if args else kwargs.get("axes", 2)
+
+
+def tensordot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.tensordot(a, b, axes)`` and ``np.linalg.tensordot(a, b, axes=axes)``."""
+    axes = _tensordot_args(args, kwargs)
+    y = np.tensordot(a, b, axes)
+    aa, ba = as_arrays((a, b))
+    ax_a, ax_b = tensordot_axes(axes, np.ndim(aa), np.ndim(ba))
+
+    def tensordot_pullback(ybar: Any) -> Any:
+        abar, bbar = contraction_cotangents(ybar, aa, ba, ax_a, ax_b)
+        return (_NT, proj(a, abar), proj(b, bbar), *(_NT for _ in args))
+
+    return y, tensordot_pullback
+
+
+def tensordot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    axes = _tensordot_args(args, kwargs)
+    y = np.tensordot(a, b, axes)
+    return y, _product_tangent(partial(np.tensordot, axes=axes), y, (a, b), tangents, (0, 1))
+
+
+def dot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.dot`` and ``ndarray.dot``: contracts the last axis of ``a`` with the second-to-last
+    of ``b`` (its only axis for a vector)."""
+    y = np.dot(a, b, *args, **kwargs)
+    aa, ba = as_arrays((a, b))
+
+    def dot_pullback(ybar: Any) -> Any:
+        nda, ndb = np.ndim(aa), np.ndim(ba)
+        abar, bbar = contraction_cotangents(ybar, aa, ba, [nda - 1], [0 if ndb == 1 else ndb - 2])
+        return (_NT, proj(a, abar), proj(b, bbar), *(_NT for _ in args))
+
+    return y, dot_pullback
+
+
+def dot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.dot(a, b, *args, **kwargs)
+    return y, _product_tangent(np.dot, y, (a, b), tangents, (0, 1))
+
+
+def inner_rrule(a: Any, b: Any) -> Any:
+    y = np.inner(a, b)
+    aa, ba = as_arrays((a, b))
+
+    def inner_pullback(ybar: Any) -> Any:
+        abar, bbar = contraction_cotangents(ybar, aa, ba, [np.ndim(aa) - 1], [np.ndim(ba) - 1])
+        return _NT, proj(a, abar), proj(b, bbar)
+
+    return y, inner_pullback
+
+
+def inner_frule(tangents: Any, a: Any, b: Any) -> Any:
+    y = np.inner(a, b)
+    return y, _product_tangent(np.inner, y, (a, b), tangents, (0, 1))
+
+
+def _outer_pullback_of(a: Any, b: Any, nextra: int) -> Callable[[Any], Any]:
+    def outer_pullback(ybar: Any) -> Any:
+        abar = np.reshape(np.tensordot(ybar, conj(np.ravel(b)), axes=([1], [0])), np.shape(a))
+        bbar = np.reshape(np.tensordot(conj(np.ravel(a)), ybar, axes=([0], [0])), np.shape(b))
+        return (_NT, proj(a, abar), proj(b, bbar), *(_NT,) * nextra)
+
+    return outer_pullback
+
+
+def outer_rrule(a: Any, b: Any, *args: Any) -> Any:
+    """``np.outer`` (operands flattened)."""
+    return np.outer(a, b, *args), _outer_pullback_of(a, b, len(args))
+
+
+def linalg_outer_rrule(x1: Any, x2: Any) -> Any:
+    """``np.linalg.outer`` (vectors only)."""
+    return np.linalg.outer(x1, x2), _outer_pullback_of(x1, x2, 0)
+
+
+def outer_frule(tangents: Any, a: Any, b: Any, *args: Any) -> Any:
+    y = np.outer(a, b, *args)
+    return y, _product_tangent(np.outer, y, (a, b), tangents, (0, 1))
+
+
+def vdot_rrule(a: Any, b: Any) -> Any:
+    y = np.vdot(a, b)
+
+    def vdot_pullback(ybar: Any) -> Any:
+        # y = sum(conj(a) * b): a enters anti-holomorphically, so abar = conj(ybar) * b.
+        abar = np.reshape(conj(ybar) * np.ravel(b), np.shape(a))
+        bbar = np.reshape(ybar * np.ravel(a), np.shape(b))
+        return _NT, proj(a, abar), proj(b, bbar)
+
+    return y, vdot_pullback
+
+
+def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
+    y = np.vdot(a, b)
+    return y, _product_tangent(np.vdot, y, (a, b), tangents, (0, 1))
+
+
+# -- einsum -----------------------------------------------------------------------------------------
+
+_LABELS = string.ascii_uppercase + string.ascii_lowercase  # sorted like numpy's integer labels
+
+
+def _sublist_to_str(sub: Any) -> str:
+    return "".join("..." if s is Ellipsis else _LABELS[int(s)] for s in sub)
+
+
+def einsum_operands(args: tuple[Any, ...]) -> list[int]:
+    """The positions of the operands among ``np.einsum``'s arguments (subscripts string first,
+    or the interleaved ``op, sublist, op, sublist, ...[, output]`` form).
+
+    Example:
+        >>> A, x = [[1.0]], [1.0]
+        >>> einsum_operands(("ij,j->i", A, x)), einsum_operands((A, [0, 1], x, [1]))
+        ([1, 2], [0, 2])
+    """
+    if isinstance(args[0], str):
+        return list(range(1, len(args)))
+    return [2 * i for i in range(len(args) // 2)]
+
+
+def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
+    """``(inputs, output, operand positions)`` of an einsum call, with every '...' spelled out as
+    explicit labels and the implicit output made explicit."""
+    positions = einsum_operands(args)
+    if isinstance(args[0], str):
+        subscripts = args[0].replace(" ", "")
+    else:
+        subscripts = ",".join(_sublist_to_str(args[p + 1]) for p in positions)
+        if len(args) % 2:
+            subscripts += "->" + _sublist_to_str(args[-1])
+    ins, arrow, out = subscripts.partition("->")
+    inputs = ins.split(",")
+    if len(inputs) != len(positions):
+        raise ValueError(f"einsum subscripts {subscripts!r} name {len(inputs)} operands, "
+                         f"got {len(positions)}")
+    if not arrow:
+        letters = [c for s in inputs for c in s.replace("...", "")]
+        out = ("..." if any("..." in s for s in inputs) else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    used = set(subscripts)
+    free = [c for c in _LABELS if c not in used]
+    ndims = [np.ndim(args[p]) for p in positions]
+    ell = [nd - (len(s) - 3) for s, nd in zip(inputs, ndims, strict=True) if "..." in s]
+    n_ell = max(ell, default=0)
+    ell_labels = "".join(free[:n_ell])
+    inputs = [
+        s.replace("...", ell_labels[n_ell - (nd - (len(s) - 3)):]) if "..." in s else s
+        for s, nd in zip(inputs, ndims, strict=True)
+    ]
+    return inputs, out.replace("...", ell_labels), positions
+
+
+def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, ops: list[Any],
+                              optimize: Any) -> Any:
+    """Cotangent of operand ``i`` of ``einsum(inputs -> out)``: contract ``ybar`` with the other
+    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``."""
+    sub, x = inputs[i], ops[i]
+    xshape = np.shape(x)
+    sizes: dict[str, int] = {}
+    for s, op in zip(inputs, ops, strict=True):
+        for c, n in zip(s, np.shape(op), strict=True):
+            sizes[c] = max(sizes.get(c, 1), n)
+    elsewhere = set(out).union(*(set(s) for j, s in enumerate(inputs) if j != i))
+    first: dict[str, int] = {}
+    for p, c in enumerate(sub):
+        first.setdefault(c, p)
+    unique = list(first)
+    kept = [c for c in unique if c in elsewhere and not (xshape[first[c]] == 1 and sizes[c] != 1)]
+    others = [j for j in range(len(ops)) if j != i]
+    spec = ",".join([out] + [inputs[j] for j in others]) + "->" + "".join(kept)
+    g = np.einsum(spec, ybar, *(conj(ops[j]) for j in others), optimize=optimize)
+    missing = [k for k, c in enumerate(unique) if c not in kept]
+    if missing:
+        g = np.broadcast_to(np.expand_dims(g, missing), tuple(xshape[first[c]] for c in unique))
+    if len(unique) < len(sub):  # repeated labels (a diagonal): embed with a mask
+        dups = [p for p, c in enumerate(sub) if first[c] != p]
+        g = np.expand_dims(g, dups)
+        keep = np.ones(xshape, dtype=bool)
+        grids = np.indices(xshape, sparse=True)
+        for p in dups:
+            keep = keep & (grids[p] == grids[first[sub[p]]])
+        g = keep * g
+    return g
+
+
+def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
+    y = np.einsum(*args, **kwargs)
+    inputs, out, positions = _einsum_spec(args)
+    ops = [args[p] for p in positions]
+    arrays = list(as_arrays(tuple(ops)))
+    optimize = kwargs.get("optimize", False)
+
+    def einsum_pullback(ybar: Any) -> Any:
+        cts: list[Any] = [_NT] * len(args)
+        for i, p in enumerate(positions):
+            cts[p] = proj(ops[i], _einsum_operand_cotangent(ybar, i, inputs, out, arrays, optimize))
+        return (_NT, *cts)
+
+    return y, einsum_pullback
+
+
+def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.einsum(*args, **kwargs)
+    return y, _product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
+
+
+_GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
+    RulePair(getattr(np, name), rrule, frule)
+    for name, rrule, frule in (("vecdot", vecdot_rrule, vecdot_frule),
+                               ("matvec", matvec_rrule, matvec_frule),
+                               ("vecmat", vecmat_rrule, vecmat_frule))
+    if isinstance(getattr(np, name, None), np.ufunc))
+
+RULES: tuple[RulePair, ...] = (
+    RulePair(operator.matmul, matmul_operator_rrule, matmul_operator_frule),
+    RulePair(np.matmul, matmul_rrule, matmul_frule),
+    RulePair(np.linalg.matmul, matmul_rrule, matmul_frule),
+    RulePair(np.linalg.vecdot, linalg_vecdot_rrule, linalg_vecdot_frule),
+    RulePair(np.dot, dot_rrule, dot_frule),
+    RulePair(np.ndarray.dot, dot_rrule, dot_frule),
+    RulePair(np.inner, inner_rrule, inner_frule),
+    RulePair(np.outer, outer_rrule, outer_frule),
+    RulePair(np.linalg.outer, linalg_outer_rrule, outer_frule),
+    RulePair(np.vdot, vdot_rrule, vdot_frule),
+    RulePair(np.tensordot, tensordot_rrule, tensordot_frule),
+    RulePair(np.linalg.tensordot, tensordot_rrule, tensordot_frule),
+    RulePair(np.einsum, einsum_rrule, einsum_frule),
+    *_GUFUNCS,
+)
