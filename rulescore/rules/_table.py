@@ -76,7 +76,7 @@ def _table_entries(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         return value.keys()
     if isinstance(value, (tuple, list, set, frozenset)):
-        return value
+        return (x.primal if isinstance(x, rc.RulePair) else x for x in value)
     return ()
 
 
