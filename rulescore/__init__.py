@@ -45,8 +45,8 @@ __all__ = [
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
     "add_to_primal", "checking", "checks_enabled", "conj", "deflinear", "fields_of", "frule", "frule_via_ad",
-    "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable", "non_differentiable_rules", "partials_rules",
-    "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
+    "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable", "non_differentiable_rules",
+    "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
     "rules", "scalar_rule", "scale", "sub", "unbind", "unbroadcast", "unthunk",
 ]
 __version__ = "0.1.0"
