@@ -5,9 +5,10 @@ contractions are in :mod:`.contractions`), ``np.array`` of nested lists,
 
 Every entry has an rrule and an frule. Nearly every function here is linear (or multilinear) in
 its array arguments, so most are declared with :func:`rulescore.linear_rules`: the frule applies
-the function itself to the tangent and the pullback is the transposed map, written with differentiable NumPy calls: the pullback of ``reshape`` is a
-``reshape``, of ``transpose`` the inverse ``transpose``, of ``concatenate`` an ``np.split``, of
-``pad`` a slice, of a product another product. Scatters are either mask products
+the function itself to the tangent and the pullback is the transposed map, written with
+differentiable NumPy calls: the pullback of ``reshape`` is a ``reshape``, of ``transpose`` the
+inverse ``transpose``, of ``concatenate`` an ``np.split``, of ``pad`` a slice, of a product
+another product. Scatters are either mask products
 (``triu``, ``diagonal``, ``trace``, ``where``, ``clip``) or :func:`take_adjoint`, a primitive of
 this module whose own pullback is ``np.take``, so every pullback differentiates again.
 
