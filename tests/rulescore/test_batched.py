@@ -80,15 +80,16 @@ def test_reductions_and_shape_functions(data: st.DataObject) -> None:
     assert np.shape(a) == a.shape == shape and np.ndim(a) == len(shape) and a.directions == K
 
 
-@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
-@pytest.mark.parametrize("primal", ["array", "float32 array", "float", "broadcast"])
+@pytest.mark.parametrize(("shape", "primal"), [
+    (shape, primal) for shape in [(), (3,), (2, 3)]
+    for primal in ["array", "float32 array", "float", "broadcast"]
+    if not (primal == "float" and shape)  # a float's tangent has no shape
+])
 def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], primal: str) -> None:
     rng = np.random.default_rng(1)
     data = rng.standard_normal((K, *shape)) + 1j * rng.standard_normal((K, *shape))
     x: Any = {"array": np.zeros(shape), "float32 array": np.zeros(shape, np.float32), "float": 1.0,
               "broadcast": np.zeros((1,) * len(shape))}[primal]
-    if primal == "float" and shape:
-        pytest.skip("a float's tangent has no shape")
     got = rc.ProjectTo(x)(rc.Batched(data))
     expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
     assert got.data.dtype == expected.dtype
