@@ -239,40 +239,44 @@ def ifftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _freq_rrule(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    y = f(*args, **kwargs)
+def _freq_cotangents(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], y: Any, ybar: Any) -> Any:
+    if len(args) < 2:  # d given by keyword (or not at all): no positional slot for it
+        return NoTangent(), NoTangent()
     d = _bind(f, args, kwargs)["d"]
-
-    def freq_pullback(ybar: Any) -> Any:
-        if len(args) < 2:  # d given by keyword (or not at all): no positional slot for it
-            return NoTangent(), NoTangent()
-        return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
-
-    return y, freq_pullback
+    return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
 
 
-def _freq_frule(f: Any, tangents: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _freq_frule(f: Any, ddot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     y = f(*args, **kwargs)
-    ddot = tangents[2] if len(tangents) > 2 else ZeroTangent()
     if isinstance(ddot, AbstractZero):  # only n's tangent was given
         return y, ZeroTangent()
     return y, project(y, -(y / _bind(f, args, kwargs)["d"]) * ddot)
 
 
 def fftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
-    return _freq_rrule(FFT.fftfreq, args, kwargs)
+    y = FFT.fftfreq(*args, **kwargs)
+
+    def fftfreq_pullback(ybar: Any) -> Any:
+        return _freq_cotangents(FFT.fftfreq, args, kwargs, y, ybar)
+
+    return y, fftfreq_pullback
 
 
 def fftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _freq_frule(FFT.fftfreq, tangents, args, kwargs)
+    return _freq_frule(FFT.fftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
 
 
 def rfftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
-    return _freq_rrule(FFT.rfftfreq, args, kwargs)
+    y = FFT.rfftfreq(*args, **kwargs)
+
+    def rfftfreq_pullback(ybar: Any) -> Any:
+        return _freq_cotangents(FFT.rfftfreq, args, kwargs, y, ybar)
+
+    return y, rfftfreq_pullback
 
 
 def rfftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _freq_frule(FFT.rfftfreq, tangents, args, kwargs)
+    return _freq_frule(FFT.rfftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
 
 
 RULES: tuple[RulePair, ...] = (

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._helpers import non_differentiable_rules
-from rulescore._linear import linear_rules
+from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._structure import fields_of, is_namedtuple_type
@@ -161,11 +161,7 @@ def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
 
 def setindex_frule(tangents: Any, x: Any, index: Any, value: Any) -> Any:
     y = setindex(x, index, value)
-    xdot, vdot = tangents[1], tangents[3]
-    if isinstance(xdot, AbstractZero) and isinstance(vdot, AbstractZero):  # only the index's
-        return y, ZeroTangent()
-    base = np.zeros(np.shape(y), y.dtype) if isinstance(xdot, AbstractZero) else xdot
-    return y, project(y, setindex(base, index, 0.0 if isinstance(vdot, AbstractZero) else vdot))
+    return y, project(y, setindex(dense_tangent(x, tangents[1]), index, dense_tangent(value, tangents[3])))
 
 
 # -- getitem -----------------------------------------------------------------------------------

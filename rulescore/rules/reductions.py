@@ -524,13 +524,13 @@ def _scan_cotangents(x: Any, nargs: int, xbar: Any) -> tuple[Any, ...]:
     return (_NT, project(x, np.reshape(xbar, _shape(x))), *_not_args(nargs))
 
 
-def _scan_tangent(name: str, push: Callable[[Any, Any, Any, int], Any], tangents: Any, x: Any, y: Any,
+def _scan_tangent(name: str, push: Callable[[Any, Any, Any, int], Any], xdot: Any, x: Any, y: Any,
                   args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The frule's output tangent of a scan (zero when only another argument's tangent was given)."""
-    if isinstance(tangents[1], AbstractZero):
+    if isinstance(xdot, AbstractZero):
         return ZeroTangent()
     xs, axis = _scan_geometry(name, x, args, kwargs)
-    return project(y, push(xs, y, np.reshape(_dense(tangents[1]), _shape(xs)), axis))
+    return project(y, push(xs, y, np.reshape(_dense(xdot), _shape(xs)), axis))
 
 
 def cumsum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -545,7 +545,7 @@ def cumsum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def cumsum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.cumsum(x, *args, **kwargs)
-    return y, _scan_tangent("cumsum", _cumsum_push, tangents, x, y, args, kwargs)
+    return y, _scan_tangent("cumsum", _cumsum_push, tangents[1], x, y, args, kwargs)
 
 
 def cumprod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -560,7 +560,7 @@ def cumprod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def cumprod_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.cumprod(x, *args, **kwargs)
-    return y, _scan_tangent("cumprod", _cumprod_push, tangents, x, y, args, kwargs)
+    return y, _scan_tangent("cumprod", _cumprod_push, tangents[1], x, y, args, kwargs)
 
 
 RULES: tuple[RulePair, ...] = (

@@ -565,22 +565,21 @@ def unstack_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return np.stack(pieces, axis=kwargs.get("axis", 0)) if pieces else zeros
 
 
-def _atleast_pullback(arys: tuple[Any, ...]) -> Any:
-    """The pullback of ``np.atleast_nd(*arys)``: each cotangent reshaped back to its input."""
-
-    def atleast_pullback(ybar: Any) -> Any:
-        if len(arys) == 1:
-            cts = [ybar]
-        else:  # entries may be None, zeros or thunks
-            cts = [plain_cotangent(c) for c in (ybar.backing if isinstance(ybar, Tangent) else ybar)]
-        return (_NO, *(ZeroTangent() if c is None else _project(x, np.reshape(c, np.shape(x)))
-                       for x, c in zip(arys, cts, strict=True)))
-
-    return atleast_pullback
+def _atleast_cotangents(arys: tuple[Any, ...], ybar: Any) -> tuple[Any, ...]:
+    """The cotangents of ``np.atleast_nd(*arys)``: each entry reshaped back to its input."""
+    if len(arys) == 1:
+        cts = [ybar]
+    else:  # entries may be None, zeros or thunks
+        cts = [plain_cotangent(c) for c in (ybar.backing if isinstance(ybar, Tangent) else ybar)]
+    return (_NO, *(ZeroTangent() if c is None else _project(x, np.reshape(c, np.shape(x)))
+                   for x, c in zip(arys, cts, strict=True)))
 
 
 def atleast_1d_rrule(*arys: Any) -> Any:
-    return np.atleast_1d(*arys), _atleast_pullback(arys)
+    def atleast_1d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_1d(*arys), atleast_1d_pullback
 
 
 def atleast_1d_frule(tangents: Any, *arys: Any) -> Any:
@@ -590,7 +589,10 @@ def atleast_1d_frule(tangents: Any, *arys: Any) -> Any:
 
 
 def atleast_2d_rrule(*arys: Any) -> Any:
-    return np.atleast_2d(*arys), _atleast_pullback(arys)
+    def atleast_2d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_2d(*arys), atleast_2d_pullback
 
 
 def atleast_2d_frule(tangents: Any, *arys: Any) -> Any:
@@ -600,7 +602,10 @@ def atleast_2d_frule(tangents: Any, *arys: Any) -> Any:
 
 
 def atleast_3d_rrule(*arys: Any) -> Any:
-    return np.atleast_3d(*arys), _atleast_pullback(arys)
+    def atleast_3d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_3d(*arys), atleast_3d_pullback
 
 
 def atleast_3d_frule(tangents: Any, *arys: Any) -> Any:
@@ -633,11 +638,8 @@ def where_frule(tangents: Any, condition: Any, *args: Any, **kwargs: Any) -> Any
     y = np.where(condition, *args, **kwargs)
     if len(args) != 2:
         return y, NoTangent()
-    xdot, zdot = tangents[2], tangents[3]
-    if isinstance(xdot, AbstractZero) and isinstance(zdot, AbstractZero):  # only the condition's
-        return y, ZeroTangent()
-    ydot = np.where(condition, 0 if isinstance(xdot, AbstractZero) else xdot,
-                    0 if isinstance(zdot, AbstractZero) else zdot)
+    x, z = args
+    ydot = np.where(condition, dense_tangent(x, tangents[2]), dense_tangent(z, tangents[3]))
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
 
@@ -917,29 +919,30 @@ def array_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return _project(x, np.reshape(ybar, np.shape(x)))
 
 
-def _array_tangent(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``(y, ydot)`` of ``np.array``-like ``f``: the tangent converted like the primal."""
+def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The frule of ``np.array``-like ``f``: the tangent converted like the primal."""
     y = f(x, *args, **kwargs)
-    if not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
-        return y, NoTangent()
-    if isinstance(t, AbstractZero):  # only a dtype's or an option's tangent was given
-        return y, ZeroTangent()
+    t = tangents[1]
+    if isinstance(t, AbstractZero) or not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
+        return y, ZeroTangent() if isinstance(t, AbstractZero) else NoTangent()
     if isinstance(x, np.ndarray) and x.shape == y.shape:
         return y, _project(y, t)  # an array in, the same shape out: only the dtype may change
-    ydot = np.array(dense_tangent(x, t), dtype=_tangent_dtype(y), ndmin=kwargs.get("ndmin", 0))
+    dense = dense_tangent(x, t)
+    ndmin = kwargs.get("ndmin", 0)
+    ydot = np.array(dense, dtype=_tangent_dtype(y), ndmin=ndmin)
     return y, _project(y, np.reshape(ydot, y.shape))
 
 
 def array_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _array_tangent(np.array, tangents[1], x, args, kwargs)
+    return _array_frule(np.array, tangents, x, *args, **kwargs)
 
 
 def asarray_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _array_tangent(np.asarray, tangents[1], x, args, kwargs)
+    return _array_frule(np.asarray, tangents, x, *args, **kwargs)
 
 
 def asanyarray_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _array_tangent(np.asanyarray, tangents[1], x, args, kwargs)
+    return _array_frule(np.asanyarray, tangents, x, *args, **kwargs)
 
 
 def _astype_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> np.dtype[Any]:
@@ -947,16 +950,10 @@ def _astype_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> np.dtype[An
     return target
 
 
-def _astype_rrule(f: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    y = f(x, *args, **kwargs)
-    differentiable = _astype_target(args, kwargs).kind in "fc"
-
-    def astype_pullback(ybar: Any) -> Any:
-        if not differentiable:
-            return (_NO, _NO, *_nots(len(args)))
-        return (_NO, _project(x, ybar), *_nots(len(args)))
-
-    return y, astype_pullback
+def _astype_cotangents(x: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ybar: Any) -> tuple[Any, ...]:
+    if _astype_target(args, kwargs).kind not in "fc":  # to ints or bools: no tangent
+        return (_NO, _NO, *_nots(len(args)))
+    return (_NO, _project(x, ybar), *_nots(len(args)))
 
 
 def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -971,7 +968,10 @@ def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[st
 
 
 def astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _astype_rrule(np.astype, x, args, kwargs)
+    def astype_pullback(ybar: Any) -> Any:
+        return _astype_cotangents(x, args, kwargs, ybar)
+
+    return np.astype(x, *args, **kwargs), astype_pullback
 
 
 def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -979,7 +979,10 @@ def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def ndarray_astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _astype_rrule(np.ndarray.astype, x, args, kwargs)
+    def astype_pullback(ybar: Any) -> Any:
+        return _astype_cotangents(x, args, kwargs, ybar)
+
+    return np.ndarray.astype(x, *args, **kwargs), astype_pullback
 
 
 def ndarray_astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -1036,42 +1039,46 @@ def _filled(args: tuple[Any, ...], kwargs: dict[str, Any], position: int) -> Any
     return args[position] if len(args) > position else kwargs["fill_value"]
 
 
-def _fill_rrule(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _fill_cotangents(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ybar: Any) -> tuple[Any, ...]:
     """``np.full(shape, v)`` / ``np.full_like(a, v)``: every entry is ``v``, so ``vbar = sum(ybar)``."""
-    y = f(*args, **kwargs)
     value = _filled(args, kwargs, 1)
+    vbar = np.sum(ybar) if np.ndim(value) == 0 else unbroadcast(ybar, np.shape(value))
     # full's shape has no tangent space; full_like's array is differentiable, its values unused
     first = ZeroTangent() if f is np.full_like else _NO
-
-    def fill_pullback(ybar: Any) -> Any:
-        vbar = np.sum(ybar) if np.ndim(value) == 0 else unbroadcast(ybar, np.shape(value))
-        return (_NO, first, *((project(value, vbar) if i == 1 else _NO) for i in range(1, len(args))))
-
-    return y, fill_pullback
+    return (_NO, first, *((project(value, vbar) if i == 1 else _NO) for i in range(1, len(args))))
 
 
-def _fill_frule(f: Any, tangents: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``(y, ydot)``; ``vdot`` (the fill value's tangent) is passed on its own, not inside a
+    tuple, so that an outer level of an AD engine traces this helper."""
     y = f(*args, **kwargs)
-    vdot = tangents[2] if len(args) > 1 else ZeroTangent()
     if isinstance(vdot, AbstractZero):  # only the shape's (or full_like's array's) tangent
         return y, ZeroTangent()
     return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
 
 def full_rrule(*args: Any, **kwargs: Any) -> Any:
-    return _fill_rrule(np.full, args, kwargs)
+    # the pullback is defined here, not by a helper: a pullback made by a helper called with
+    # traced arguments would be traced by an outer level (forward over reverse)
+    def full_pullback(ybar: Any) -> Any:
+        return _fill_cotangents(np.full, args, kwargs, ybar)
+
+    return np.full(*args, **kwargs), full_pullback
 
 
 def full_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full, tangents, args, kwargs)
+    return _fill_frule(np.full, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
 
 
 def full_like_rrule(*args: Any, **kwargs: Any) -> Any:
-    return _fill_rrule(np.full_like, args, kwargs)
+    def full_like_pullback(ybar: Any) -> Any:
+        return _fill_cotangents(np.full_like, args, kwargs, ybar)
+
+    return np.full_like(*args, **kwargs), full_like_pullback
 
 
 def full_like_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full_like, tangents, args, kwargs)
+    return _fill_frule(np.full_like, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
 
 
 def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
@@ -1092,13 +1099,9 @@ def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
 
 def linspace_frule(tangents: Any, start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
     y = np.linspace(start, stop, num, **kwargs)
-    sdot, edot = tangents[1], tangents[2]
-    if isinstance(sdot, AbstractZero) and isinstance(edot, AbstractZero):  # only num's tangent
-        return y, ZeroTangent()
     t = np.reshape(np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True)),
                    (-1,) + (1,) * (np.ndim(y) - 1))
-    s = 0.0 if isinstance(sdot, AbstractZero) else sdot
-    e = 0.0 if isinstance(edot, AbstractZero) else edot
+    s, e = dense_tangent(start, tangents[1]), dense_tangent(stop, tangents[2])
     return y, project(y, s * (1 - t) + e * t + np.zeros_like(y))
 
 
