@@ -31,6 +31,7 @@ from rulescore._helpers import (
     partials_rules,
     scalar_rule,
 )
+from rulescore._linear import deflinear, linear_rules
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
 from rulescore._rule_pair import RulePair, register_rules
@@ -43,9 +44,9 @@ __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
-    "add_to_primal", "checking", "checks_enabled", "conj", "fields_of", "frule", "frule_via_ad",
-    "ignore_derivatives", "is_zero", "non_differentiable", "non_differentiable_rules", "partials_rules",
-    "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
+    "add_to_primal", "checking", "checks_enabled", "conj", "deflinear", "fields_of", "frule", "frule_via_ad",
+    "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable", "non_differentiable_rules",
+    "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
     "rules", "scalar_rule", "scale", "sub", "unbind", "unbroadcast", "unthunk",
 ]
 __version__ = "0.1.0"

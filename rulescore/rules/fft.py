@@ -1,7 +1,6 @@
-"""Rules for ``numpy.fft``: an rrule and an frule for every transform, in two tables.
-
-Every transform is linear, so the frule applies the transform itself to the input tangent and
-the pullback applies the adjoint:
+"""Rules for ``numpy.fft``: every transform is linear, so each is declared once with its
+transpose (:func:`rulescore.linear_rules`): the frule applies the transform itself to the input
+tangent and the pullback applies the adjoint:
 
 - complex transforms (``fft``, ``ifft``, ``fft2``, ``ifft2``, ``fftn``, ``ifftn``): the adjoint
   of a transform with normalisation ``norm`` is the inverse transform with the *dual*
@@ -29,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._linear import linear_rules
 from rulescore._projection import project
-from rulescore._registry import frule, rrule
-from rulescore._thunks import unthunk
+from rulescore._rule_pair import RulePair
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
 
@@ -48,22 +47,6 @@ def _arr(x: Any) -> Any:
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return x
     return np.asarray(x)
-
-
-def _ct(t: Any) -> Any:
-    t = unthunk(t)
-    if t is None or isinstance(t, AbstractZero):
-        return None
-    return t
-
-
-def _cts(nargs: int, ct: Any) -> tuple[Any, ...]:
-    """``(NoTangent(), ct, NoTangent(), ...)`` for ``nargs`` positional arguments."""
-    return (NoTangent(), ct, *(NoTangent() for _ in range(nargs - 1)))
-
-
-
-
 
 
 def _dual(norm: Any) -> str:
@@ -133,175 +116,186 @@ def _irfft_sizes(x: Any, s: Any, axes: Any, default_axes: Any) -> tuple[list[int
 
 
 # --------------------------------------------------------------------------------------------
-# the generic rules: each transform is a (real-)linear map L; the frule is L, the pullback L^*
+# the transposes: ``transpose(ybar, x, *args, **kwargs)`` of each transform
 # --------------------------------------------------------------------------------------------
 
 
-def _linear_rules(f: Any, adjoint: Any) -> tuple[Any, Any]:
-    """rrule and frule for a linear ``f``; ``adjoint(x, p, ybar)`` is the pullback's value."""
-    name = f.__name__
-
-    def linear_rrule(*args: Any, **kwargs: Any) -> Any:
-        p = _bind(f, args, kwargs)
-        x = p[next(iter(p))]
-        x_ = _arr(x)
-        y = f(*args, **kwargs)
-
-        def pullback(ybar: Any) -> Any:
-            ybar = _ct(ybar)
-            if ybar is None:
-                return _cts(len(args), ZeroTangent())
-            return _cts(len(args), project(x, adjoint(x_, p, _arr(ybar))))
-
-        pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
-        return y, pullback
-
-    def linear_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-        y = f(*args, **kwargs)
-        xdot = _ct(tangents[1])
-        if xdot is None:
-            return y, ZeroTangent()
-        p = _bind(f, args, kwargs)
-        first = next(iter(p))
-        p[first] = xdot
-        p.pop("out", None)
-        return y, project(y, f(**p))
-
-    linear_rrule.__name__ = linear_rrule.__qualname__ = f"{name}_rrule"
-    linear_frule.__name__ = linear_frule.__qualname__ = f"{name}_frule"
-    return linear_rrule, linear_frule
+def _call(f: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The input as an array and the call's arguments by name."""
+    return _arr(x), _bind(f, (x, *args), kwargs)
 
 
-def _c2c_adjoint(inverse: Any, default_axes: Any = None, one_d: bool = False) -> Any:
-    """Adjoint of fft/ifft/fftn/ifftn...: the other direction with the dual normalisation."""
-
-    def adjoint(x: Any, p: dict[str, Any], ybar: Any) -> Any:
-        if one_d:
-            ax = [int(p["axis"]) % x.ndim]
-            sizes = [x.shape[ax[0]] if p["n"] is None else int(p["n"])]
-        else:
-            ax, sizes = _axes_sizes(x, p["s"], p["axes"], default_axes)
-        g = inverse(ybar, s=sizes, axes=ax, norm=_dual(p["norm"]))
-        return _fit_all(g, ax, x.shape)
-
-    return adjoint
+def _one_axis(x: Any, p: dict[str, Any], c2r: bool = False) -> tuple[list[int], list[int]]:
+    """Axis and size of a one-dimensional transform (``n=`` or the input's length)."""
+    ax = int(p["axis"]) % x.ndim
+    length = 2 * (x.shape[ax] - 1) if c2r else x.shape[ax]
+    return [ax], [length if p["n"] is None else int(p["n"])]
 
 
-def _r2c_adjoint(default_axes: Any = None, one_d: bool = False, conj_out: bool = False,
-                 swap_norm: bool = False) -> Any:
-    """Adjoint of rfft/rfftn/ihfft: inverse real transform of the half-weighted cotangent."""
-
-    def adjoint(x: Any, p: dict[str, Any], ybar: Any) -> Any:
-        if one_d:
-            ax = [int(p["axis"]) % x.ndim]
-            sizes = [x.shape[ax[0]] if p["n"] is None else int(p["n"])]
-        else:
-            ax, sizes = _axes_sizes(x, p["s"], p["axes"], default_axes)
-        norm = _dual(p["norm"]) if swap_norm else p["norm"]
-        if conj_out:
-            ybar = np.conj(ybar)
-        w = _bin_weights(sizes[-1], ybar.shape[ax[-1]], ybar.ndim, ax[-1], 0.5, _real_dtype(ybar))
-        g = FFT.irfftn(ybar * w, s=sizes, axes=ax, norm=_dual(norm))
-        return _fit_all(g, ax, x.shape)
-
-    return adjoint
+def _c2c(inverse: Any, x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
+    """Adjoint of a complex transform: the other direction with the dual normalisation."""
+    return _fit_all(inverse(_arr(ybar), s=sizes, axes=ax, norm=_dual(norm)), ax, x.shape)
 
 
-def _c2r_adjoint(default_axes: Any = None, one_d: bool = False, conj_in: bool = False,
-                 swap_norm: bool = False) -> Any:
-    """Adjoint of irfft/irfftn/hfft: forward real transform of the cotangent, inner bins doubled."""
-
-    def adjoint(x: Any, p: dict[str, Any], ybar: Any) -> Any:
-        if one_d:
-            ax = [int(p["axis"]) % x.ndim]
-            sizes = [2 * (x.shape[ax[0]] - 1) if p["n"] is None else int(p["n"])]
-        else:
-            ax, sizes = _irfft_sizes(x, p["s"], p["axes"], default_axes)
-        norm = _dual(p["norm"]) if swap_norm else p["norm"]
-        if np.dtype(ybar.dtype).kind == "c":
-            ybar = np.real(ybar)
-        g = FFT.rfftn(ybar, s=sizes, axes=ax, norm=_dual(norm))
-        g = g * _bin_weights(sizes[-1], g.shape[ax[-1]], g.ndim, ax[-1], 2.0, _real_dtype(g))
-        if conj_in:
-            g = np.conj(g)
-        return _fit_all(g, ax, x.shape)
-
-    return adjoint
+def _r2c(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
+    """Adjoint of rfft/rfftn: inverse real transform of the half-weighted cotangent."""
+    ybar = _arr(ybar)
+    w = _bin_weights(sizes[-1], ybar.shape[ax[-1]], ybar.ndim, ax[-1], 0.5, _real_dtype(ybar))
+    return _fit_all(FFT.irfftn(ybar * w, s=sizes, axes=ax, norm=_dual(norm)), ax, x.shape)
 
 
-def _shift_adjoint(other: Any) -> Any:
-    def adjoint(x: Any, p: dict[str, Any], ybar: Any) -> Any:
-        return other(ybar, axes=p["axes"])
-
-    return adjoint
-
-
-# --------------------------------------------------------------------------------------------
-# fftfreq / rfftfreq: differentiable in the sample spacing d
-# --------------------------------------------------------------------------------------------
+def _c2r(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
+    """Adjoint of irfft/irfftn: forward real transform of the cotangent, inner bins doubled."""
+    ybar = _arr(ybar)
+    if np.dtype(ybar.dtype).kind == "c":
+        ybar = np.real(ybar)
+    g = FFT.rfftn(ybar, s=sizes, axes=ax, norm=_dual(norm))
+    g = g * _bin_weights(sizes[-1], g.shape[ax[-1]], g.ndim, ax[-1], 2.0, _real_dtype(g))
+    return _fit_all(g, ax, x.shape)
 
 
-def _freq_rules(f: Any) -> tuple[Any, Any]:
-    name = f.__name__
+def fft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.fft, a, args, kwargs)
+    return _c2c(FFT.ifftn, x, *_one_axis(x, p), p["norm"], ybar)
 
-    def freq_rrule(*args: Any, **kwargs: Any) -> Any:
-        p = _bind(f, args, kwargs)
-        y = f(*args, **kwargs)
-        d = p["d"]
 
-        def freq_pullback(ybar: Any) -> Any:
-            ybar = _ct(ybar)
-            if ybar is None or len(args) < 2:
-                return (NoTangent(), NoTangent(), *(ZeroTangent() for _ in args[1:2]))
-            return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
+def ifft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.ifft, a, args, kwargs)
+    return _c2c(FFT.fftn, x, *_one_axis(x, p), p["norm"], ybar)
 
-        freq_pullback.__name__ = freq_pullback.__qualname__ = f"{name}_pullback"
-        return y, freq_pullback
 
-    def freq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-        p = _bind(f, args, kwargs)
-        y = f(*args, **kwargs)
-        ddot = _ct(tangents[2]) if len(tangents) > 2 else None
-        if ddot is None:
-            return y, ZeroTangent()
-        return y, project(y, -(y / p["d"]) * ddot)
+def fft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.fft2, a, args, kwargs)
+    return _c2c(FFT.ifftn, x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
 
-    freq_rrule.__name__ = freq_rrule.__qualname__ = f"{name}_rrule"
-    freq_frule.__name__ = freq_frule.__qualname__ = f"{name}_frule"
-    return freq_rrule, freq_frule
+
+def ifft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.ifft2, a, args, kwargs)
+    return _c2c(FFT.fftn, x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
+
+
+def fftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.fftn, a, args, kwargs)
+    return _c2c(FFT.ifftn, x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+
+
+def ifftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.ifftn, a, args, kwargs)
+    return _c2c(FFT.fftn, x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+
+
+def rfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.rfft, a, args, kwargs)
+    return _r2c(x, *_one_axis(x, p), p["norm"], ybar)
+
+
+def rfft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.rfft2, a, args, kwargs)
+    return _r2c(x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
+
+
+def rfftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.rfftn, a, args, kwargs)
+    return _r2c(x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+
+
+def irfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.irfft, a, args, kwargs)
+    return _c2r(x, *_one_axis(x, p, c2r=True), p["norm"], ybar)
+
+
+def irfft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.irfft2, a, args, kwargs)
+    return _c2r(x, *_irfft_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
+
+
+def irfftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    x, p = _call(FFT.irfftn, a, args, kwargs)
+    return _c2r(x, *_irfft_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+
+
+def hfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``hfft`` is ``irfft`` of the conjugate with the dual normalisation."""
+    x, p = _call(FFT.hfft, a, args, kwargs)
+    return np.conj(_c2r(x, *_one_axis(x, p, c2r=True), _dual(p["norm"]), ybar))
+
+
+def ihfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``ihfft`` is the conjugate of ``rfft`` with the dual normalisation."""
+    x, p = _call(FFT.ihfft, a, args, kwargs)
+    return _r2c(x, *_one_axis(x, p), _dual(p["norm"]), np.conj(ybar))
+
+
+def fftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
+    return FFT.ifftshift(ybar, axes=axes)
+
+
+def ifftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
+    return FFT.fftshift(ybar, axes=axes)
 
 
 # --------------------------------------------------------------------------------------------
-# tables
+# fftfreq / rfftfreq: differentiable in the sample spacing d (y = k / (n d))
 # --------------------------------------------------------------------------------------------
 
-#: ``{transform: adjoint(x, bound_arguments, ybar)}``; the rules are built from it.
-ADJOINTS: dict[Any, Any] = {
-    np.fft.fft: _c2c_adjoint(FFT.ifftn, one_d=True),
-    np.fft.ifft: _c2c_adjoint(FFT.fftn, one_d=True),
-    np.fft.fft2: _c2c_adjoint(FFT.ifftn, default_axes=(-2, -1)),
-    np.fft.ifft2: _c2c_adjoint(FFT.fftn, default_axes=(-2, -1)),
-    np.fft.fftn: _c2c_adjoint(FFT.ifftn),
-    np.fft.ifftn: _c2c_adjoint(FFT.fftn),
-    np.fft.rfft: _r2c_adjoint(one_d=True),
-    np.fft.rfft2: _r2c_adjoint(default_axes=(-2, -1)),
-    np.fft.rfftn: _r2c_adjoint(),
-    np.fft.irfft: _c2r_adjoint(one_d=True),
-    np.fft.irfft2: _c2r_adjoint(default_axes=(-2, -1)),
-    np.fft.irfftn: _c2r_adjoint(),
-    np.fft.hfft: _c2r_adjoint(one_d=True, conj_in=True, swap_norm=True),
-    np.fft.ihfft: _r2c_adjoint(one_d=True, conj_out=True, swap_norm=True),
-    np.fft.fftshift: _shift_adjoint(FFT.ifftshift),
-    np.fft.ifftshift: _shift_adjoint(FFT.fftshift),
-}
 
-RRULES: dict[Any, Any] = {}
-FRULES: dict[Any, Any] = {}
-for _f, _adjoint in ADJOINTS.items():
-    RRULES[_f], FRULES[_f] = _linear_rules(_f, _adjoint)
-for _f in (np.fft.fftfreq, np.fft.rfftfreq):
-    RRULES[_f], FRULES[_f] = _freq_rules(_f)
+def _freq_cotangents(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], y: Any, ybar: Any) -> Any:
+    if len(args) < 2:  # d given by keyword (or not at all): no positional slot for it
+        return NoTangent(), NoTangent()
+    d = _bind(f, args, kwargs)["d"]
+    return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
 
-for _f, _impl in RRULES.items():
-    rrule.register(_f)(_impl)
-    frule.register(_f)(FRULES[_f])
+
+def _freq_frule(f: Any, ddot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    y = f(*args, **kwargs)
+    if isinstance(ddot, AbstractZero):  # only n's tangent was given
+        return y, ZeroTangent()
+    return y, project(y, -(y / _bind(f, args, kwargs)["d"]) * ddot)
+
+
+def fftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
+    y = FFT.fftfreq(*args, **kwargs)
+
+    def fftfreq_pullback(ybar: Any) -> Any:
+        return _freq_cotangents(FFT.fftfreq, args, kwargs, y, ybar)
+
+    return y, fftfreq_pullback
+
+
+def fftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    return _freq_frule(FFT.fftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
+
+
+def rfftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
+    y = FFT.rfftfreq(*args, **kwargs)
+
+    def rfftfreq_pullback(ybar: Any) -> Any:
+        return _freq_cotangents(FFT.rfftfreq, args, kwargs, y, ybar)
+
+    return y, rfftfreq_pullback
+
+
+def rfftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    return _freq_frule(FFT.rfftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
+
+
+RULES: tuple[RulePair, ...] = (
+    linear_rules(np.fft.fft, fft_transpose),
+    linear_rules(np.fft.ifft, ifft_transpose),
+    linear_rules(np.fft.fft2, fft2_transpose),
+    linear_rules(np.fft.ifft2, ifft2_transpose),
+    linear_rules(np.fft.fftn, fftn_transpose),
+    linear_rules(np.fft.ifftn, ifftn_transpose),
+    linear_rules(np.fft.rfft, rfft_transpose),
+    linear_rules(np.fft.rfft2, rfft2_transpose),
+    linear_rules(np.fft.rfftn, rfftn_transpose),
+    linear_rules(np.fft.irfft, irfft_transpose),
+    linear_rules(np.fft.irfft2, irfft2_transpose),
+    linear_rules(np.fft.irfftn, irfftn_transpose),
+    linear_rules(np.fft.hfft, hfft_transpose),
+    linear_rules(np.fft.ihfft, ihfft_transpose),
+    linear_rules(np.fft.fftshift, fftshift_transpose),
+    linear_rules(np.fft.ifftshift, ifftshift_transpose),
+    RulePair(np.fft.fftfreq, fftfreq_rrule, fftfreq_frule),
+    RulePair(np.fft.rfftfreq, rfftfreq_rrule, rfftfreq_frule),
+)

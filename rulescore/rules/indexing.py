@@ -32,19 +32,18 @@ from __future__ import annotations
 import inspect
 import operator
 import types
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from rulescore._arithmetic import is_zero
-from rulescore._helpers import non_differentiable
+from rulescore._helpers import non_differentiable_rules
+from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
+from rulescore._rule_pair import RulePair
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import unthunk
-from rulescore._zeros import NO_TANGENT_TYPES, NoTangent, ZeroTangent
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import is_complex
 
 # -- the scatter primitive -----------------------------------------------------------------------
 
@@ -103,29 +102,9 @@ def _bind_unindex(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return bound["index"]
 
 
-@rrule.register(unindex)
-def unindex_rrule(ybar: Any, *args: Any, **kwargs: Any) -> Any:
-    """The pullback of a scatter-add is a gather: ``ybar_bar = zbar[index]``."""
-    z = unindex(ybar, *args, **kwargs)
-    index = _bind_unindex(args, kwargs)
-    rest = (NoTangent(),) * len(args)
-
-    def unindex_pullback(zbar: Any) -> Any:
-        zbar = unthunk(zbar)
-        if is_zero(zbar):
-            return (NoTangent(), ZeroTangent(), *rest)
-        return (NoTangent(), project(ybar, zbar[index]), *rest)
-
-    return z, unindex_pullback
-
-
-@frule.register(unindex)
-def unindex_frule(tangents: Any, ybar: Any, *args: Any, **kwargs: Any) -> Any:
-    z = unindex(ybar, *args, **kwargs)
-    dot = unthunk(tangents[1])
-    if is_zero(dot):
-        return z, ZeroTangent()
-    return z, project(z, unindex(dot, *args, **kwargs))
+def unindex_transpose(zbar: Any, ybar: Any, *args: Any, **kwargs: Any) -> Any:
+    """``unindex`` is linear in ``ybar``; its transpose is a gather: ``zbar[index]``."""
+    return zbar[_bind_unindex(args, kwargs)]
 
 
 # -- functional setitem ----------------------------------------------------------------------------
@@ -168,14 +147,10 @@ def _kept_mask(x: Any, index: Any) -> Any:
     return setindex(np.ones(np.shape(x)), index, 0.0)
 
 
-@rrule.register(setindex)
 def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
     y = setindex(x, index, value)
 
     def setindex_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return NoTangent(), ZeroTangent(), NoTangent(), ZeroTangent()
         vbar = ybar[_plain_index(index)]
         shape = np.shape(value)
         if np.shape(vbar) != shape:  # the value was broadcast into the selection: sum it back
@@ -185,14 +160,9 @@ def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
     return y, setindex_pullback
 
 
-@frule.register(setindex)
 def setindex_frule(tangents: Any, x: Any, index: Any, value: Any) -> Any:
     y = setindex(x, index, value)
-    xdot, vdot = unthunk(tangents[1]), unthunk(tangents[3])
-    if is_zero(xdot) and is_zero(vdot):
-        return y, ZeroTangent()
-    base = np.zeros(np.shape(y), y.dtype) if is_zero(xdot) else xdot
-    return y, project(y, setindex(base, index, 0.0 if is_zero(vdot) else vdot))
+    return y, project(y, setindex(dense_tangent(x, tangents[1]), index, dense_tangent(value, tangents[3])))
 
 
 # -- getitem -----------------------------------------------------------------------------------
@@ -203,32 +173,13 @@ def _cotangent_dtype(x: Any) -> Any:
     return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
-def array_getitem_rrule(x: Any, index: Any) -> Any:
-    y = x[index]
-    shape, dtype = tuple(x.shape), _cotangent_dtype(x)
-
-    def getitem_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return NoTangent(), ZeroTangent(), NoTangent()
-        return NoTangent(), project(x, unindex(ybar, index, shape, dtype)), NoTangent()
-
-    return y, getitem_pullback
-
-
-def array_getitem_frule(tangents: Any, x: Any, index: Any) -> Any:
-    y = x[index]
-    xdot = unthunk(tangents[1])
-    if is_zero(xdot):
-        return y, ZeroTangent()
-    return y, project(y, xdot[index])
+def array_getitem_transpose(ybar: Any, x: Any, index: Any) -> Any:
+    """``x[index]`` is linear in ``x``; its transpose is the scatter-add :func:`unindex`."""
+    return unindex(ybar, index, tuple(x.shape), _cotangent_dtype(x))
 
 
 def _entries(t: Any, n: int) -> list[Any]:
     """The ``n`` per-position entries of a tangent of a tuple, list or NamedTuple."""
-    t = unthunk(t)
-    if is_zero(t):
-        return [ZeroTangent()] * n
     if isinstance(t, Tangent):
         entries = list(t.backing) if isinstance(t.backing, tuple) else list(t)
     elif isinstance(t, (tuple, list)) or (isinstance(t, np.ndarray) and t.ndim == 1):
@@ -253,9 +204,6 @@ def sequence_getitem_rrule(x: Any, index: Any) -> Any:
     positions = range(n)[index]
 
     def getitem_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return NoTangent(), ZeroTangent(), NoTangent()
         entries: list[Any] = [ZeroTangent()] * n
         if isinstance(positions, range):
             for p, e in zip(positions, _entries(ybar, len(positions)), strict=True):
@@ -269,10 +217,7 @@ def sequence_getitem_rrule(x: Any, index: Any) -> Any:
 
 def sequence_getitem_frule(tangents: Any, x: Any, index: Any) -> Any:
     y = x[index]
-    xdot = unthunk(tangents[1])
-    if is_zero(xdot):
-        return y, ZeroTangent()
-    entries = _entries(xdot, len(x))
+    entries = _entries(tangents[1], len(x))
     positions = range(len(x))[index]
     if isinstance(positions, range):
         return y, tangent_type(type(y))(*(entries[p] for p in positions))
@@ -280,9 +225,6 @@ def sequence_getitem_frule(tangents: Any, x: Any, index: Any) -> Any:
 
 
 def _dict_entry(t: Any, key: Any) -> Any:
-    t = unthunk(t)
-    if is_zero(t):
-        return ZeroTangent()
     if isinstance(t, Tangent):
         return dict(t.items()).get(key, ZeroTangent())
     return t.get(key, ZeroTangent())
@@ -292,9 +234,6 @@ def dict_getitem_rrule(x: Any, key: Any) -> Any:
     y = x[key]
 
     def getitem_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return NoTangent(), ZeroTangent(), NoTangent()
         return NoTangent(), tangent_type(type(x))({key: project(y, ybar)}), NoTangent()
 
     return y, getitem_pullback
@@ -304,13 +243,6 @@ def dict_getitem_frule(tangents: Any, x: Any, key: Any) -> Any:
     return x[key], _dict_entry(tangents[1], key)
 
 
-#: ``primal types: (rrule, frule)`` for ``operator.getitem(x, index)``.
-GETITEM: dict[Any, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    (np.ndarray, np.generic): (array_getitem_rrule, array_getitem_frule),
-    (tuple, list): (sequence_getitem_rrule, sequence_getitem_frule),
-    dict: (dict_getitem_rrule, dict_getitem_frule),
-}
-
 #: Primal types whose items carry no tangent.
 NONDIFF_GETITEM: tuple[type, ...] = (str, bytes, range)
 
@@ -318,34 +250,30 @@ NONDIFF_GETITEM: tuple[type, ...] = (str, bytes, range)
 # -- getattr -----------------------------------------------------------------------------------
 
 
-def _is_complex(x: Any) -> bool:
-    return isinstance(x, complex) or (hasattr(x, "dtype") and x.dtype.kind == "c")
+#: The attributes of arrays and numbers that have derivatives (all linear in the array).
+ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
 
 
-def _real_grad(x: Any, ybar: Any) -> Any:
-    return project(x, ybar)
+def _attribute_cotangent(x: Any, name: str, ybar: Any) -> Any:
+    """The cotangent of ``x`` for ``getattr(x, name)``, ``name`` in ``ARRAY_ATTRIBUTES``."""
+    if name == "T":
+        return project(x, np.transpose(ybar))
+    if name == "mT":
+        return project(x, np.swapaxes(ybar, -1, -2))
+    if name == "real":
+        return project(x, ybar)
+    return project(x, 1j * ybar) if is_complex(x) else ZeroTangent()
 
 
-def _imag_grad(x: Any, ybar: Any) -> Any:
-    return project(x, 1j * ybar) if _is_complex(x) else ZeroTangent()
-
-
-def _imag_push(x: Any, xdot: Any) -> Any:
-    return np.imag(xdot) if _is_complex(x) else ZeroTangent()
-
-
-def _swap_last(v: Any) -> Any:
-    return np.swapaxes(v, -1, -2)
-
-
-#: ``attribute: (pullback (x, ybar) -> xbar, pushforward (x, xdot) -> ydot)`` for arrays and
-#: numbers.
-ARRAY_ATTRIBUTES: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
-    "T": (lambda x, ybar: project(x, np.transpose(ybar)), lambda x, xdot: np.transpose(xdot)),
-    "mT": (lambda x, ybar: project(x, _swap_last(ybar)), lambda x, xdot: _swap_last(xdot)),
-    "real": (_real_grad, lambda x, xdot: np.real(xdot)),
-    "imag": (_imag_grad, _imag_push),
-}
+def _attribute_tangent(x: Any, name: str, xdot: Any) -> Any:
+    """The tangent of ``getattr(x, name)``, ``name`` in ``ARRAY_ATTRIBUTES``."""
+    if name == "T":
+        return np.transpose(xdot)
+    if name == "mT":
+        return np.swapaxes(xdot, -1, -2)
+    if name == "real":
+        return np.real(xdot)
+    return np.imag(xdot) if is_complex(x) else ZeroTangent()
 
 #: Array attributes that carry no derivative.
 NONDIFF_ATTRIBUTES = frozenset({
@@ -402,15 +330,14 @@ def getattr_rrule(x: Any, name: Any, *default: Any) -> Any:
     kind = "default" if used_default else _kind(x, name, y)
 
     def getattr_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
         rest: tuple[Any, ...] = (ZeroTangent(),) * len(default)
-        if is_zero(ybar) or kind in ("none", "constant"):
+        if kind in ("none", "constant"):
             xbar: Any = NoTangent() if kind == "none" else ZeroTangent()
             return (NoTangent(), xbar, NoTangent(), *rest)
         if kind == "default":
             return NoTangent(), ZeroTangent(), NoTangent(), project(default[0], ybar)
         if kind == "table":
-            xbar = ARRAY_ATTRIBUTES[name][0](x, ybar)
+            xbar = _attribute_cotangent(x, name, ybar)
         elif kind == "self":
             xbar = ybar
         elif kind == "field":
@@ -429,11 +356,11 @@ def getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any:
     kind = _kind(x, name, y)
     if kind == "none":
         return y, NoTangent()
-    xdot = unthunk(tangents[1])
-    if is_zero(xdot) or kind == "constant":
+    xdot = tangents[1]
+    if isinstance(xdot, AbstractZero) or kind == "constant":  # x's tangent may be zero (the default's not)
         return y, ZeroTangent()
     if kind == "table":
-        return y, ARRAY_ATTRIBUTES[name][1](x, xdot)
+        return y, _attribute_tangent(x, name, xdot)
     if kind == "self":
         return y, xdot
     if kind == "field":
@@ -445,13 +372,14 @@ def getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any:
     raise _no_derivative(x, name)
 
 
-# -- registration ----------------------------------------------------------------------------
+RULES: tuple[RulePair, ...] = (
+    linear_rules(unindex, unindex_transpose),
+    RulePair(setindex, setindex_rrule, setindex_frule),
+    linear_rules(operator.getitem, array_getitem_transpose, (np.ndarray, np.generic)),
+    RulePair(operator.getitem, sequence_getitem_rrule, sequence_getitem_frule, ((tuple, list),)),
+    RulePair(operator.getitem, dict_getitem_rrule, dict_getitem_frule, (dict,)),
+    non_differentiable_rules(operator.getitem, NONDIFF_GETITEM),
+    RulePair(getattr, getattr_rrule, getattr_frule),
+)
 
-for _types, (_rrule, _frule) in GETITEM.items():
-    rrule.register(operator.getitem, _types)(_rrule)
-    frule.register(operator.getitem, _types)(_frule)
-non_differentiable(operator.getitem, NONDIFF_GETITEM)
-rrule.register(getattr)(getattr_rrule)
-frule.register(getattr)(getattr_frule)
-
-__all__ = ["ARRAY_ATTRIBUTES", "GETITEM", "NONDIFF_ATTRIBUTES", "NONDIFF_GETITEM", "setindex", "unindex"]
+__all__ = ["ARRAY_ATTRIBUTES", "NONDIFF_ATTRIBUTES", "NONDIFF_GETITEM", "RULES", "setindex", "unindex"]

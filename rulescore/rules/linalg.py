@@ -1,4 +1,4 @@
-"""Rules for ``numpy.linalg``: an rrule and an frule for every function, in two tables.
+"""Rules for ``numpy.linalg``: an rrule and an frule for every function, in one table.
 
 Conventions (ChainRules'):
 
@@ -40,13 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable
+from rulescore._helpers import non_differentiable_rules
+from rulescore._linear import linear_rules
 from rulescore._projection import project
-from rulescore._registry import frule, rrule
+from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
+from rulescore.rules._common import conj, is_complex
 
 LA: Any = np.linalg
 
@@ -62,19 +63,8 @@ def _arr(x: Any) -> Any:
     return np.asarray(x)
 
 
-def _is_complex(x: Any) -> bool:
-    if isinstance(x, complex):
-        return True
-    dt = getattr(x, "dtype", None)
-    return dt is not None and np.dtype(dt).kind == "c"
-
-
-def _conj(x: Any) -> Any:
-    return np.conj(x) if _is_complex(x) else x
-
-
 def _real(x: Any) -> Any:
-    return np.real(x) if _is_complex(x) else x
+    return np.real(x) if is_complex(x) else x
 
 
 def _mT(x: Any) -> Any:
@@ -83,7 +73,7 @@ def _mT(x: Any) -> Any:
 
 def _H(x: Any) -> Any:
     """Batched conjugate transpose."""
-    return _conj(_mT(x))
+    return conj(_mT(x))
 
 
 def _real_dtype(x: Any) -> Any:
@@ -122,31 +112,26 @@ def _safe(n: Any) -> Any:
     return n + (n == 0)
 
 
-def _ct(t: Any) -> Any:
-    """Unthunked tangent; ``None`` and zeros become ``None``."""
-    t = unthunk(t)
-    if t is None or isinstance(t, AbstractZero):
-        return None
-    return t
+def _given(t: Any) -> Any:
+    """``t``, or ``None`` for a zero: the tangent of one argument of an frule (others may be
+    non-zero) or one entry of a structured cotangent (``(Q, R)`` with ``Q`` unused)."""
+    return None if t is None or isinstance(t, AbstractZero) else t
 
 
 def _part(t: Any, i: int, name: str | None = None) -> Any:
     """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, or None."""
-    t = unthunk(t)
-    if t is None or isinstance(t, AbstractZero):
-        return None
     if isinstance(t, Tangent):
         # read the backing directly: a plain tuple or dict, which AD engines index freely
         backing = t.backing
         if isinstance(backing, tuple):
-            return _ct(backing[i]) if i < len(backing) else None
+            return _given(backing[i]) if i < len(backing) else None
         if name is None:
             fields = getattr(t.primal_type, "_fields", None)
             name = fields[i] if fields is not None else None
-        return _ct(backing.get(name))
+        return _given(backing.get(name))
     if isinstance(t, dict):
-        return _ct(t.get(name) if name is not None else t.get(i))
-    return _ct(t[i])  # a tuple, a list or a legacy primal-typed value
+        return _given(t.get(name) if name is not None else t.get(i))
+    return _given(t[i])  # a tuple, a list or a legacy primal-typed value
 
 
 def _struct(y: Any, *parts: Any) -> Any:
@@ -202,7 +187,7 @@ def _solve_vec(a: Any, b: Any) -> Any:
 
 def _outer(u: Any, v: Any) -> Any:
     """``u v^H`` for vectors (``(..., m)``, ``(..., n)``) or matrices (``u @ v^H``)."""
-    return u[..., :, None] * _conj(v)[..., None, :]
+    return u[..., :, None] * conj(v)[..., None, :]
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,9 +199,6 @@ def inv_rrule(a: Any) -> Any:
     y = LA.inv(a)
 
     def inv_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent()
         yh = _H(y)
         return NoTangent(), project(a, -(yh @ ybar @ yh))
 
@@ -225,9 +207,7 @@ def inv_rrule(a: Any) -> Any:
 
 def inv_frule(tangents: Any, a: Any) -> Any:
     y = LA.inv(a)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return y, ZeroTangent()
+    adot = tangents[1]
     return y, project(y, -(y @ adot @ y))
 
 
@@ -261,9 +241,6 @@ def det_rrule(a: Any) -> Any:
     d = LA.det(a_)
 
     def det_pullback(dbar: Any) -> Any:
-        dbar = _ct(dbar)
-        if dbar is None:
-            return NoTangent(), ZeroTangent()
         return NoTangent(), project(a, _H(_adjugate(a_, d)) * _expand2(dbar))
 
     return d, det_pullback
@@ -272,9 +249,7 @@ def det_rrule(a: Any) -> Any:
 def det_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
     d = LA.det(a_)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return d, ZeroTangent()
+    adot = tangents[1]
     return d, project(d, np.sum(_mT(_adjugate(a_, d)) * adot, axis=(-2, -1)))
 
 
@@ -288,7 +263,7 @@ def slogdet_rrule(a: Any) -> Any:
         coef: Any = None
         if lbar is not None:
             coef = _real(_arr(lbar))
-        if sbar is not None and _is_complex(sign):
+        if sbar is not None and is_complex(sign):
             coef = _add(coef, 1j * np.imag(sbar * np.conj(sign)))
         if coef is None:
             return NoTangent(), ZeroTangent()
@@ -300,12 +275,10 @@ def slogdet_rrule(a: Any) -> Any:
 def slogdet_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
     y = LA.slogdet(a_)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return y, ZeroTangent()
+    adot = tangents[1]
     t = _tr(LA.solve(a_, adot))
     sdot: Any = ZeroTangent()
-    if _is_complex(y[0]):
+    if is_complex(y[0]):
         sdot = project(y[0], y[0] * 1j * np.imag(t))
     return y, _struct(y, sdot, project(y[1], _real(t)))
 
@@ -316,9 +289,6 @@ def solve_rrule(a: Any, b: Any) -> Any:
     vec = b_.ndim == 1
 
     def solve_pullback(xbar: Any) -> Any:
-        xbar = _ct(xbar)
-        if xbar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
         if vec:
             bbar = _solve_vec(_H(a_), xbar)
             abar = -_outer(bbar, x)
@@ -333,7 +303,7 @@ def solve_rrule(a: Any, b: Any) -> Any:
 def solve_frule(tangents: Any, a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
     x = LA.solve(a_, b_)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    adot, bdot = _given(tangents[1]), _given(tangents[2])
     if adot is None and bdot is None:
         return x, ZeroTangent()
     vec = b_.ndim == 1
@@ -368,8 +338,7 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
     y = LA.matrix_power(a_, n)
 
     def matrix_power_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None or n == 0:
+        if n == 0:
             return _cts(len(args), ZeroTangent())
         base = a_ if n > 0 else LA.inv(a_)
         m = abs(n)
@@ -390,7 +359,7 @@ def matrix_power_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.matrix_power, args, kwargs)
     a_, n = _arr(p["a"]), int(p["n"])
     y = LA.matrix_power(a_, n)
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None or n == 0:
         return y, ZeroTangent()
     base = a_ if n > 0 else LA.inv(a_)
@@ -419,9 +388,6 @@ def cholesky_rrule(a: Any, *, upper: bool = False) -> Any:
     c = LA.cholesky(a_, upper=upper)
 
     def cholesky_pullback(cbar: Any) -> Any:
-        cbar = _ct(cbar)
-        if cbar is None:
-            return NoTangent(), ZeroTangent()
         low = _H(c) if upper else c
         lbar = _H(cbar) if upper else cbar
         lh = _H(low)
@@ -436,9 +402,7 @@ def cholesky_rrule(a: Any, *, upper: bool = False) -> Any:
 def cholesky_frule(tangents: Any, a: Any, *, upper: bool = False) -> Any:
     a_ = _arr(a)
     c = LA.cholesky(a_, upper=upper)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return c, ZeroTangent()
+    adot = tangents[1]
     low = _H(c) if upper else c
     s = _unfold(adot, lower=not upper)
     y = LA.solve(low, s)  # L^-1 S
@@ -493,7 +457,7 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
 
     def qr_pullback(ybar: Any) -> Any:
         if mode == "r":
-            qbar, rbar = None, _ct(ybar)
+            qbar, rbar = None, ybar
         else:
             qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
         if qbar is None and rbar is None:
@@ -521,7 +485,7 @@ def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     _qr_check(a_, mode)
     out = LA.qr(a_, mode=mode)
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return out, ZeroTangent()
     q, r = LA.qr(a_) if mode == "r" else out
@@ -558,7 +522,7 @@ def _svd_pullback(a: Any, u: Any, s: Any, vh: Any, ubar: Any, sbar: Any, vhbar: 
     if vbar is not None:
         kk = vh @ vbar
         inner = _add(inner, s_col * (f * (kk - _H(kk))))
-    if _is_complex(a) and (j is not None or kk is not None):
+    if is_complex(a) and (j is not None or kk is not None):
         jj = 0 if j is None else j - _H(j)
         kj = 0 if kk is None else kk - _H(kk)
         inner = _add(inner, eye * (jj - kj) / (4 * s_row))  # the phase (gauge) direction
@@ -582,7 +546,7 @@ def _svd_frule(a: Any, u: Any, s: Any, vh: Any, adot: Any) -> tuple[Any, Any, An
     ds = _real(_diag(dp))
     om_u = f * (dp * s_row + s_col * _H(dp))
     om_v = f * (s_col * dp + _H(dp) * s_row)
-    if _is_complex(a):
+    if is_complex(a):
         om_u = om_u + eye * 1j * np.imag(dp) / s_row
     du = u @ om_u
     if m > k:
@@ -613,7 +577,7 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
         if uv:
             parts = (_part(ybar, 0, "U"), _part(ybar, 1, "S"), _part(ybar, 2, "Vh"))
         else:
-            parts = (None, _ct(ybar), None)
+            parts = (None, ybar, None)
         if all(x is None for x in parts):
             return _cts(len(args), ZeroTangent())
         abar = _svd_pullback(a_, u, s, vh, *parts)
@@ -630,7 +594,7 @@ def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     _svd_check(a_, full, uv)
     out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return out, ZeroTangent()
     if herm:
@@ -649,9 +613,6 @@ def svdvals_rrule(x: Any) -> Any:
     u, _, vh = LA.svd(x_, full_matrices=False)
 
     def svdvals_pullback(sbar: Any) -> Any:
-        sbar = _ct(sbar)
-        if sbar is None:
-            return NoTangent(), ZeroTangent()
         return NoTangent(), project(x, (u * _real(sbar)[..., None, :]) @ vh)
 
     return s, svdvals_pullback
@@ -660,9 +621,7 @@ def svdvals_rrule(x: Any) -> Any:
 def svdvals_frule(tangents: Any, x: Any) -> Any:
     x_ = _arr(x)
     s = LA.svdvals(x_)
-    xdot = _ct(tangents[1])
-    if xdot is None:
-        return s, ZeroTangent()
+    xdot = tangents[1]
     u, _, vh = LA.svd(x_, full_matrices=False)
     return s, project(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
 
@@ -705,7 +664,7 @@ def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a, lower = p["a"], _uplo_lower(p["UPLO"])
     a_ = _arr(a)
     out = LA.eigh(a_, UPLO=p["UPLO"])
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return out, ZeroTangent()
     w, v = out
@@ -724,9 +683,6 @@ def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
     _, v = LA.eigh(a_, UPLO=p["UPLO"])
 
     def eigvalsh_pullback(wbar: Any) -> Any:
-        wbar = _ct(wbar)
-        if wbar is None:
-            return _cts(len(args), ZeroTangent())
         return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, None), lower)))
 
     return w, eigvalsh_pullback
@@ -737,7 +693,7 @@ def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a, lower = p["a"], _uplo_lower(p["UPLO"])
     a_ = _arr(a)
     w = LA.eigvalsh(a_, UPLO=p["UPLO"])
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return w, ZeroTangent()
     _, v = LA.eigh(a_, UPLO=p["UPLO"])
@@ -753,7 +709,7 @@ def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
         g = _H(v) @ vbar
         g = g - (_H(v) @ v) * _real(_diag(g))[..., None, :]  # unit-norm constraint
         f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
-        inner = _add(inner, _conj(f) * g)
+        inner = _add(inner, conj(f) * g)
     return LA.solve(_H(v), inner @ _H(v))
 
 
@@ -784,9 +740,7 @@ def eig_rrule(a: Any) -> Any:
 def eig_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
     out = LA.eig(a_)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return out, ZeroTangent()
+    adot = tangents[1]
     w, v = out
     dw, dv = _eig_dot(w, v, adot)
     return out, _struct(out, project(w, dw), project(v, dv))
@@ -798,9 +752,6 @@ def eigvals_rrule(a: Any) -> Any:
     _, v = LA.eig(a_)
 
     def eigvals_pullback(wbar: Any) -> Any:
-        wbar = _ct(wbar)
-        if wbar is None:
-            return NoTangent(), ZeroTangent()
         return NoTangent(), project(a, _eig_grad(w, v, wbar, None))
 
     return w, eigvals_pullback
@@ -809,9 +760,7 @@ def eigvals_rrule(a: Any) -> Any:
 def eigvals_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
     w = LA.eigvals(a_)
-    adot = _ct(tangents[1])
-    if adot is None:
-        return w, ZeroTangent()
+    adot = tangents[1]
     _, v = LA.eig(a_)
     return w, project(w, _diag(LA.solve(v, adot @ v)))
 
@@ -863,9 +812,6 @@ def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
     herm = p["hermitian"]
 
     def pinv_pullback(xbar: Any) -> Any:
-        xbar = _ct(xbar)
-        if xbar is None:
-            return _cts(len(args), ZeroTangent())
         abar = _pinv_pullback(a_, x, xbar)
         if herm:
             abar = _fold(abar, lower=True)
@@ -878,7 +824,7 @@ def pinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.pinv, args, kwargs)
     a_ = _arr(p["a"])
     x = _pinv_call(p, a_)
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return x, ZeroTangent()
     if p["hermitian"]:
@@ -923,8 +869,8 @@ def lstsq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.lstsq, args, kwargs)
     a_, b_ = _arr(p["a"]), _arr(p["b"])
     out = LA.lstsq(a_, b_, rcond=p["rcond"])
-    adot = _ct(tangents[1]) if len(tangents) > 1 else None
-    bdot = _ct(tangents[2]) if len(tangents) > 2 else None
+    adot = _given(tangents[1]) if len(tangents) > 1 else None
+    bdot = _given(tangents[2]) if len(tangents) > 2 else None
     if adot is None and bdot is None:
         return out, ZeroTangent()
     x, res, _, s = out
@@ -942,7 +888,7 @@ def lstsq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
         sdot = _real(_diag(_H(u) @ adot @ _H(vh)))
     resdot = None
     if res.shape[-1] > 0:
-        resdot = 2 * _real(np.sum(_conj(r) * dr, axis=0))
+        resdot = 2 * _real(np.sum(conj(r) * dr, axis=0))
         resdot = project(res, np.reshape(resdot, res.shape))
     return out, _struct(out, project(x, xdot), resdot, NoTangent(),
                         None if sdot is None else project(s, sdot))
@@ -1015,9 +961,6 @@ def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int
     keep = _keep_shape(x_.shape, axes)
 
     def norm_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return _cts(nargs, ZeroTangent())
         g = _norm_grad(x_, ord, kind, axes, np.reshape(y, keep))
         if g is None:
             return _cts(nargs, ZeroTangent())
@@ -1034,7 +977,7 @@ def _norm_tangent(x: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], ke
     g = _norm_grad(x, ord, kind, axes, np.reshape(y, _keep_shape(x.shape, axes)))
     if g is None:
         return ZeroTangent()
-    return project(y, np.sum(_real(_conj(g) * xdot), axis=axes, keepdims=keepdims))
+    return project(y, np.sum(_real(conj(g) * xdot), axis=axes, keepdims=keepdims))
 
 
 def norm_rrule(*args: Any, **kwargs: Any) -> Any:
@@ -1050,7 +993,7 @@ def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     x = _arr(p["x"])
     y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
     kind, axes = _norm_layout(x, p["ord"], p["axis"])
-    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], _ct(tangents[1]))
+    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], _given(tangents[1]))
 
 
 def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:
@@ -1073,7 +1016,7 @@ def vector_norm_frule(tangents: Any, x: Any, *, axis: Any = None, keepdims: bool
     x_ = _arr(x)
     y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
-    return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, _ct(tangents[1]))
+    return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, _given(tangents[1]))
 
 
 def matrix_norm_rrule(x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
@@ -1087,7 +1030,7 @@ def matrix_norm_frule(tangents: Any, x: Any, *, keepdims: bool = False, ord: Any
     x_ = _arr(x)
     y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
-    return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, _ct(tangents[1]))
+    return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, _given(tangents[1]))
 
 
 def _cond_parts(x: Any, p: Any) -> tuple[Any, Any]:
@@ -1123,9 +1066,6 @@ def cond_rrule(*args: Any, **kwargs: Any) -> Any:
     _, grad = _cond_parts(x_, p["p"])
 
     def cond_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return _cts(len(args), ZeroTangent())
         return _cts(len(args), project(p["x"], grad(_real(_arr(ybar)))))
 
     return y, cond_pullback
@@ -1135,104 +1075,18 @@ def cond_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.cond, args, kwargs)
     x_ = _arr(p["x"])
     y = LA.cond(x_, p["p"])
-    xdot = _ct(tangents[1])
+    xdot = _given(tangents[1])
     if xdot is None:
         return y, ZeroTangent()
     _, grad = _cond_parts(x_, p["p"])
     g = grad(np.ones(np.shape(y), dtype=_real_dtype(x_)))
-    return y, project(y, np.sum(_real(_conj(g) * xdot), axis=(-2, -1)))
+    return y, project(y, np.sum(_real(conj(g) * xdot), axis=(-2, -1)))
 
 
 # --------------------------------------------------------------------------------------------
-# products and array-API helpers: matmul, outer, vecdot, multi_dot, tensordot, cross,
+# products and array-API helpers (matmul, outer, vecdot and tensordot are contractions): multi_dot, cross,
 # matrix_transpose, diagonal, trace
 # --------------------------------------------------------------------------------------------
-
-
-def _matmul_cotangents(a: Any, b: Any, ybar: Any) -> tuple[Any, Any]:
-    va, vb = a.ndim == 1, b.ndim == 1
-    a2 = a[None, :] if va else a
-    b2 = b[:, None] if vb else b
-    yb = _arr(ybar)
-    if va and vb:
-        yb = np.reshape(yb, (1, 1))
-    elif va:
-        yb = yb[..., None, :]
-    elif vb:
-        yb = yb[..., :, None]
-    abar = yb @ _H(b2)
-    bbar = _H(a2) @ yb
-    if va:
-        abar = abar[..., 0, :]
-    if vb:
-        bbar = bbar[..., :, 0]
-    return abar, bbar
-
-
-def matmul_rrule(x1: Any, x2: Any) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.matmul(a, b)
-
-    def matmul_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
-        abar, bbar = _matmul_cotangents(a, b, ybar)
-        return NoTangent(), project(x1, abar), project(x2, bbar)
-
-    return y, matmul_pullback
-
-
-def matmul_frule(tangents: Any, x1: Any, x2: Any) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.matmul(a, b)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
-    ydot = _add(None if adot is None else LA.matmul(adot, b), None if bdot is None else LA.matmul(a, bdot))
-    return y, ZeroTangent() if ydot is None else project(y, ydot)
-
-
-def outer_rrule(x1: Any, x2: Any) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.outer(a, b)
-
-    def outer_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
-        return NoTangent(), project(x1, ybar @ _conj(b)), project(x2, _mT(ybar) @ _conj(a))
-
-    return y, outer_pullback
-
-
-def outer_frule(tangents: Any, x1: Any, x2: Any) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.outer(a, b)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
-    ydot = _add(None if adot is None else LA.outer(adot, b), None if bdot is None else LA.outer(a, bdot))
-    return y, ZeroTangent() if ydot is None else project(y, ydot)
-
-
-def vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.vecdot(a, b, axis=axis)
-
-    def vecdot_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
-        ye = np.expand_dims(_arr(ybar), axis)
-        return NoTangent(), project(x1, b * _conj(ye)), project(x2, a * ye)
-
-    return y, vecdot_pullback
-
-
-def vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.vecdot(a, b, axis=axis)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
-    ydot = _add(None if adot is None else LA.vecdot(adot, b, axis=axis),
-                None if bdot is None else LA.vecdot(a, bdot, axis=axis))
-    return y, ZeroTangent() if ydot is None else project(y, ydot)
 
 
 def _multi_dot_mats(arrays: Any) -> tuple[list[Any], bool, bool]:
@@ -1251,9 +1105,6 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
     k = len(mats)
 
     def multi_dot_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent()
         yb = np.reshape(_arr(ybar), (mats[0].shape[0], mats[-1].shape[1]))
         prefix: list[Any] = [None]
         for m in mats[:-1]:
@@ -1297,61 +1148,14 @@ def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 
-def _tensordot_axes(nd1: int, nd2: int, axes: Any) -> tuple[list[int], list[int]]:
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        return list(range(nd1 - n, nd1)), list(range(n))
-    a1, a2 = axes
-    a1 = [a1] if isinstance(a1, (int, np.integer)) else list(a1)
-    a2 = [a2] if isinstance(a2, (int, np.integer)) else list(a2)
-    return [int(i) % nd1 for i in a1], [int(i) % nd2 for i in a2]
-
-
-def tensordot_rrule(x1: Any, x2: Any, *, axes: Any = 2) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.tensordot(a, b, axes=axes)
-    a1, a2 = _tensordot_axes(a.ndim, b.ndim, axes)
-    free1 = [i for i in range(a.ndim) if i not in a1]
-    free2 = [i for i in range(b.ndim) if i not in a2]
-    nf1 = len(free1)
-
-    def tensordot_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
-        yb = _arr(ybar)
-        # x1bar: contract ybar's x2-free axes with x2's free axes
-        g1 = LA.tensordot(yb, _conj(b), axes=(list(range(nf1, yb.ndim)), free2))
-        order1 = free1 + [a1[a2.index(v)] for v in sorted(a2)]
-        g1 = np.transpose(g1, np.argsort(order1))
-        g2 = LA.tensordot(_conj(a), yb, axes=(free1, list(range(nf1))))
-        order2 = [a2[a1.index(v)] for v in sorted(a1)] + free2
-        g2 = np.transpose(g2, np.argsort(order2))
-        return NoTangent(), project(x1, g1), project(x2, g2)
-
-    return y, tensordot_pullback
-
-
-def tensordot_frule(tangents: Any, x1: Any, x2: Any, *, axes: Any = 2) -> Any:
-    a, b = _arr(x1), _arr(x2)
-    y = LA.tensordot(a, b, axes=axes)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
-    ydot = _add(None if adot is None else LA.tensordot(adot, b, axes=axes),
-                None if bdot is None else LA.tensordot(a, bdot, axes=axes))
-    return y, ZeroTangent() if ydot is None else project(y, ydot)
-
-
 def cross_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
     a, b = _arr(x1), _arr(x2)
     y = LA.cross(a, b, axis=axis)
 
     def cross_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent(), ZeroTangent()
         yb = _arr(ybar)
-        return (NoTangent(), project(x1, LA.cross(_conj(b), yb, axis=axis)),
-                project(x2, LA.cross(yb, _conj(a), axis=axis)))
+        return (NoTangent(), project(x1, LA.cross(conj(b), yb, axis=axis)),
+                project(x2, LA.cross(yb, conj(a), axis=axis)))
 
     return y, cross_pullback
 
@@ -1359,28 +1163,14 @@ def cross_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
 def cross_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
     a, b = _arr(x1), _arr(x2)
     y = LA.cross(a, b, axis=axis)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    adot, bdot = _given(tangents[1]), _given(tangents[2])
     ydot = _add(None if adot is None else LA.cross(adot, b, axis=axis),
                 None if bdot is None else LA.cross(a, bdot, axis=axis))
     return y, ZeroTangent() if ydot is None else project(y, ydot)
 
 
-def matrix_transpose_rrule(x: Any) -> Any:
-    y = LA.matrix_transpose(x)
-
-    def matrix_transpose_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent()
-        return NoTangent(), project(x, LA.matrix_transpose(ybar))
-
-    return y, matrix_transpose_pullback
-
-
-def matrix_transpose_frule(tangents: Any, x: Any) -> Any:
-    y = LA.matrix_transpose(x)
-    xdot = _ct(tangents[1])
-    return y, ZeroTangent() if xdot is None else project(y, LA.matrix_transpose(xdot))
+def matrix_transpose_transpose(ybar: Any, x: Any) -> Any:
+    return LA.matrix_transpose(ybar)
 
 
 def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
@@ -1394,44 +1184,15 @@ def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
     return (rows == diag + r0).astype(dt), (cols == diag + c0).astype(dt)
 
 
-def diagonal_rrule(x: Any, *, offset: int = 0) -> Any:
+def diagonal_transpose(ybar: Any, x: Any, *, offset: int = 0) -> Any:
     x_ = _arr(x)
-    y = LA.diagonal(x_, offset=offset)
-
-    def diagonal_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent()
-        er, ec = _diag_selectors(x_.shape[-2], x_.shape[-1], offset, x_)
-        return NoTangent(), project(x, (er * _arr(ybar)[..., None, :]) @ ec.T)
-
-    return y, diagonal_pullback
+    er, ec = _diag_selectors(x_.shape[-2], x_.shape[-1], offset, x_)
+    return (er * _arr(ybar)[..., None, :]) @ ec.T
 
 
-def diagonal_frule(tangents: Any, x: Any, *, offset: int = 0) -> Any:
-    y = LA.diagonal(x, offset=offset)
-    xdot = _ct(tangents[1])
-    return y, ZeroTangent() if xdot is None else project(y, LA.diagonal(xdot, offset=offset))
-
-
-def trace_rrule(x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
+def trace_transpose(ybar: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
     x_ = _arr(x)
-    y = LA.trace(x_, offset=offset, dtype=dtype)
-
-    def trace_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return NoTangent(), ZeroTangent()
-        e = np.eye(x_.shape[-2], x_.shape[-1], k=offset, dtype=_real_dtype(x_))
-        return NoTangent(), project(x, _expand2(ybar) * e)
-
-    return y, trace_pullback
-
-
-def trace_frule(tangents: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
-    y = LA.trace(x, offset=offset, dtype=dtype)
-    xdot = _ct(tangents[1])
-    return y, ZeroTangent() if xdot is None else project(y, LA.trace(xdot, offset=offset, dtype=dtype))
+    return _expand2(ybar) * np.eye(x_.shape[-2], x_.shape[-1], k=offset, dtype=_real_dtype(x_))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1448,9 +1209,6 @@ def tensorinv_rrule(*args: Any, **kwargs: Any) -> Any:
     y2 = np.reshape(y, (p, p))
 
     def tensorinv_pullback(ybar: Any) -> Any:
-        ybar = _ct(ybar)
-        if ybar is None:
-            return _cts(len(args), ZeroTangent())
         yb = np.reshape(ybar, (p, p))
         yh = _H(y2)
         return _cts(len(args), project(a, np.reshape(-(yh @ yb @ yh), a_.shape)))
@@ -1462,7 +1220,7 @@ def tensorinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p_ = _bind(np.linalg.tensorinv, args, kwargs)
     a_, ind = _arr(p_["a"]), p_["ind"]
     y = LA.tensorinv(a_, ind=ind)
-    adot = _ct(tangents[1])
+    adot = _given(tangents[1])
     if adot is None:
         return y, ZeroTangent()
     p = int(np.prod(a_.shape[:ind]))
@@ -1492,9 +1250,6 @@ def tensorsolve_rrule(*args: Any, **kwargs: Any) -> Any:
     x1 = np.reshape(x, (p,))
 
     def tensorsolve_pullback(xbar: Any) -> Any:
-        xbar = _ct(xbar)
-        if xbar is None:
-            return _cts(len(args), ZeroTangent(), ZeroTangent())
         bbar = LA.solve(_H(a2), np.reshape(xbar, (p,)))
         abar = np.reshape(-_outer(bbar, x1), at.shape)
         if perm is not None:
@@ -1508,7 +1263,7 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p_ = _bind(np.linalg.tensorsolve, args, kwargs)
     a_, b_, axes = _arr(p_["a"]), _arr(p_["b"]), p_["axes"]
     x = LA.tensorsolve(a_, b_, axes=axes)
-    adot, bdot = _ct(tangents[1]), _ct(tangents[2])
+    adot, bdot = _given(tangents[1]), _given(tangents[2])
     if adot is None and bdot is None:
         return x, ZeroTangent()
     perm = _tensorsolve_perm(a_.ndim, axes)
@@ -1525,79 +1280,32 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 # tables
 # --------------------------------------------------------------------------------------------
 
-#: ``{callable: rrule implementation}``.
-RRULES: dict[Any, Any] = {
-    np.linalg.inv: inv_rrule,
-    np.linalg.det: det_rrule,
-    np.linalg.slogdet: slogdet_rrule,
-    np.linalg.solve: solve_rrule,
-    np.linalg.matrix_power: matrix_power_rrule,
-    np.linalg.cholesky: cholesky_rrule,
-    np.linalg.qr: qr_rrule,
-    np.linalg.svd: svd_rrule,
-    np.linalg.svdvals: svdvals_rrule,
-    np.linalg.eigh: eigh_rrule,
-    np.linalg.eigvalsh: eigvalsh_rrule,
-    np.linalg.eig: eig_rrule,
-    np.linalg.eigvals: eigvals_rrule,
-    np.linalg.pinv: pinv_rrule,
-    np.linalg.lstsq: lstsq_rrule,
-    np.linalg.norm: norm_rrule,
-    np.linalg.vector_norm: vector_norm_rrule,
-    np.linalg.matrix_norm: matrix_norm_rrule,
-    np.linalg.cond: cond_rrule,
-    np.linalg.matmul: matmul_rrule,
-    np.linalg.outer: outer_rrule,
-    np.linalg.vecdot: vecdot_rrule,
-    np.linalg.multi_dot: multi_dot_rrule,
-    np.linalg.tensordot: tensordot_rrule,
-    np.linalg.cross: cross_rrule,
-    np.linalg.matrix_transpose: matrix_transpose_rrule,
-    np.linalg.diagonal: diagonal_rrule,
-    np.linalg.trace: trace_rrule,
-    np.linalg.tensorinv: tensorinv_rrule,
-    np.linalg.tensorsolve: tensorsolve_rrule,
-}
-
-#: ``{callable: frule implementation}`` (the same callables).
-FRULES: dict[Any, Any] = {
-    np.linalg.inv: inv_frule,
-    np.linalg.det: det_frule,
-    np.linalg.slogdet: slogdet_frule,
-    np.linalg.solve: solve_frule,
-    np.linalg.matrix_power: matrix_power_frule,
-    np.linalg.cholesky: cholesky_frule,
-    np.linalg.qr: qr_frule,
-    np.linalg.svd: svd_frule,
-    np.linalg.svdvals: svdvals_frule,
-    np.linalg.eigh: eigh_frule,
-    np.linalg.eigvalsh: eigvalsh_frule,
-    np.linalg.eig: eig_frule,
-    np.linalg.eigvals: eigvals_frule,
-    np.linalg.pinv: pinv_frule,
-    np.linalg.lstsq: lstsq_frule,
-    np.linalg.norm: norm_frule,
-    np.linalg.vector_norm: vector_norm_frule,
-    np.linalg.matrix_norm: matrix_norm_frule,
-    np.linalg.cond: cond_frule,
-    np.linalg.matmul: matmul_frule,
-    np.linalg.outer: outer_frule,
-    np.linalg.vecdot: vecdot_frule,
-    np.linalg.multi_dot: multi_dot_frule,
-    np.linalg.tensordot: tensordot_frule,
-    np.linalg.cross: cross_frule,
-    np.linalg.matrix_transpose: matrix_transpose_frule,
-    np.linalg.diagonal: diagonal_frule,
-    np.linalg.trace: trace_frule,
-    np.linalg.tensorinv: tensorinv_frule,
-    np.linalg.tensorsolve: tensorsolve_frule,
-}
-
-NON_DIFFERENTIABLE: tuple[Any, ...] = (np.linalg.matrix_rank,)
-
-assert RRULES.keys() == FRULES.keys()
-for _f, _impl in RRULES.items():
-    rrule.register(_f)(_impl)
-    frule.register(_f)(FRULES[_f])
-for _f in NON_DIFFERENTIABLE:
-    non_differentiable(_f)
+RULES: tuple[RulePair, ...] = (
+    RulePair(np.linalg.inv, inv_rrule, inv_frule),
+    RulePair(np.linalg.det, det_rrule, det_frule),
+    RulePair(np.linalg.slogdet, slogdet_rrule, slogdet_frule),
+    RulePair(np.linalg.solve, solve_rrule, solve_frule),
+    RulePair(np.linalg.matrix_power, matrix_power_rrule, matrix_power_frule),
+    RulePair(np.linalg.cholesky, cholesky_rrule, cholesky_frule),
+    RulePair(np.linalg.qr, qr_rrule, qr_frule),
+    RulePair(np.linalg.svd, svd_rrule, svd_frule),
+    RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule),
+    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule),
+    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule),
+    RulePair(np.linalg.eig, eig_rrule, eig_frule),
+    RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule),
+    RulePair(np.linalg.pinv, pinv_rrule, pinv_frule),
+    RulePair(np.linalg.lstsq, lstsq_rrule, lstsq_frule),
+    RulePair(np.linalg.norm, norm_rrule, norm_frule),
+    RulePair(np.linalg.vector_norm, vector_norm_rrule, vector_norm_frule),
+    RulePair(np.linalg.matrix_norm, matrix_norm_rrule, matrix_norm_frule),
+    RulePair(np.linalg.cond, cond_rrule, cond_frule),
+    RulePair(np.linalg.multi_dot, multi_dot_rrule, multi_dot_frule),
+    RulePair(np.linalg.cross, cross_rrule, cross_frule),
+    linear_rules(np.linalg.matrix_transpose, matrix_transpose_transpose),
+    linear_rules(np.linalg.diagonal, diagonal_transpose),
+    linear_rules(np.linalg.trace, trace_transpose),
+    RulePair(np.linalg.tensorinv, tensorinv_rrule, tensorinv_frule),
+    RulePair(np.linalg.tensorsolve, tensorsolve_rrule, tensorsolve_frule),
+    non_differentiable_rules(np.linalg.matrix_rank),
+)

@@ -34,19 +34,18 @@ import math
 import operator
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rulescore._arithmetic import is_zero
 from rulescore._projection import project
-from rulescore._registry import frule, rrule
+from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import unthunk
-from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import is_complex
 
 _NOVALUE: Any = getattr(np, "_NoValue", object())
+_NT = NoTangent()
 
 # -- argument handling -------------------------------------------------------------------------
 
@@ -86,10 +85,6 @@ def _cotangent_dtype(x: Any) -> np.dtype[Any]:
     return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
-def _is_complex(x: Any) -> bool:
-    return _dtype(x).kind == "c"
-
-
 def _conj_if(flag: bool, v: Any) -> Any:
     return np.conj(v) if flag else v
 
@@ -117,13 +112,11 @@ def _not_args(n: int) -> tuple[NoTangent, ...]:
 
 
 def _dense(t: Any) -> Any:
-    """A tangent of a (nested) list or tuple primal as an array; arrays pass through."""
-    t = unthunk(t)
-    if isinstance(t, Tangent):
+    """A tangent of a (nested) list or tuple primal as an array (zero entries as 0.0); arrays
+    pass through."""
+    if isinstance(t, (Tangent, list, tuple)):
         return np.array([_dense(v) for v in t])
-    if isinstance(t, (list, tuple)):
-        return np.array([_dense(v) for v in t])
-    if t is None or is_zero(t):
+    if isinstance(t, AbstractZero):
         return 0.0
     return t
 
@@ -134,11 +127,11 @@ def _dense(t: Any) -> Any:
 class _Call:
     """One call of a reduction: its arguments, result and geometry."""
 
-    def __init__(self, spec: _Reduction, compute: Callable[..., Any], x: Any, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> None:
+    def __init__(self, name: str, params: tuple[str, ...], compute: Callable[..., Any], x: Any,
+                 args: tuple[Any, ...], kwargs: dict[str, Any], default_axis: Any = None) -> None:
         self.x = x
         self.nargs = len(args)
-        if not args and not kwargs and type(x) is np.ndarray and spec.default_axis is None:
+        if not args and not kwargs and type(x) is np.ndarray and default_axis is None:
             # the commonest call, np.sum(x): every axis, no options
             self.kw = {}
             self.y = compute(x)
@@ -149,16 +142,27 @@ class _Call:
             self.where = True
             self.count = x.size
         else:
-            self.kw = _bind(spec.name, spec.params, args, kwargs)
+            self.kw = _bind(name, params, args, kwargs)
             self.y = compute(x, *args, **kwargs)
             self.shape = _shape(x)
-            self.axes = _axes(_opt(self.kw, "axis", spec.default_axis), len(self.shape))
+            self.axes = _axes(_opt(self.kw, "axis", default_axis), len(self.shape))
             self.kshape = _keep_shape(self.shape, self.axes)
             self.keepdims = bool(_opt(self.kw, "keepdims", False))
             self.where = _opt(self.kw, "where", True)
             self.count = math.prod(self.shape[a] for a in self.axes)
         self.dtype = _cotangent_dtype(x)
         self.complex = self.dtype.kind == "c"
+
+    def cotangents(self, xbar: Any) -> tuple[Any, ...]:
+        """The pullback's result: ``xbar`` projected on the input, ``NoTangent()`` for the rest."""
+        return (_NT, project(self.x, xbar), *_not_args(self.nargs))
+
+    def tangent(self, xdot: Any, push: Callable[[_Call, Any], Any]) -> Any:
+        """The frule's output tangent: ``push(self, xdot)`` projected on the result (zero when
+        only another argument's tangent was given)."""
+        if isinstance(xdot, AbstractZero):
+            return ZeroTangent()
+        return project(self.y, push(self, _dense(xdot)))
 
     def keep(self, v: Any) -> Any:
         """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""
@@ -183,43 +187,6 @@ class _Call:
         if self.where is True:
             return self.count
         return np.sum(np.broadcast_to(self.where, self.shape), axis=self.axes, keepdims=True)
-
-
-@dataclass(frozen=True)
-class _Reduction:
-    """How to differentiate one reduction: ``grad(call, ybar)`` is the (unprojected) cotangent
-    of the input, ``push(call, xdot)`` the tangent of the output."""
-
-    name: str
-    params: tuple[str, ...]
-    grad: Callable[[_Call, Any], Any]
-    push: Callable[[_Call, Any], Any]
-    default_axis: Any = None
-
-
-def _reduction_rules(spec: _Reduction, compute: Callable[..., Any]) -> tuple[Any, Any]:
-    def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _Call(spec, compute, x, args, kwargs)
-
-        def pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if is_zero(ybar):
-                return (NoTangent(), ZeroTangent(), *_not_args(call.nargs))
-            return (NoTangent(), project(x, spec.grad(call, ybar)), *_not_args(call.nargs))
-
-        pullback.__name__ = pullback.__qualname__ = f"{spec.name}_pullback"
-        return call.y, pullback
-
-    def reduction_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _Call(spec, compute, x, args, kwargs)
-        xdot = unthunk(tangents[1])
-        if is_zero(xdot):
-            return call.y, ZeroTangent()
-        return call.y, project(call.y, spec.push(call, _dense(xdot)))
-
-    reduction_rrule.__name__ = reduction_rrule.__qualname__ = f"{spec.name}_rrule"
-    reduction_frule.__name__ = reduction_frule.__qualname__ = f"{spec.name}_frule"
-    return reduction_rrule, reduction_frule
 
 
 # sum, nansum, add.reduce ------------------------------------------------------------------------
@@ -365,38 +332,132 @@ _MEAN_PARAMS = ("axis", "dtype", "out", "keepdims")
 _VAR_PARAMS = ("axis", "dtype", "out", "ddof", "keepdims")
 _MAX_PARAMS = ("axis", "out", "keepdims", "initial", "where")
 
-SUM = _Reduction("sum", _SUM_PARAMS, _sum_grad, _sum_push)
-ADD_REDUCE = _Reduction("add_reduce", _SUM_PARAMS, _sum_grad, _sum_push, default_axis=0)
-NANSUM = _Reduction("nansum", _SUM_PARAMS, _nansum_grad, _nansum_push)
-MEAN = _Reduction("mean", _MEAN_PARAMS, _mean_grad, _mean_push)
-PROD = _Reduction("prod", _SUM_PARAMS, _prod_grad, _prod_push)
-VAR = _Reduction("var", _VAR_PARAMS, _var_grad, _var_push)
-STD = _Reduction("std", _VAR_PARAMS, _std_grad, _std_push)
-MAX = _Reduction("max", _MAX_PARAMS, _extremum_grad, _extremum_push)
-MIN = _Reduction("min", _MAX_PARAMS, _extremum_grad, _extremum_push)
+# the rules: one rrule and one frule per reduction (the ndarray methods share them) -------------
 
-#: ``callable: (how it is differentiated, how NumPy computes it)``. The ``ndarray`` methods
-#: take the same arguments after ``self`` and share the function's rule.
-REDUCTIONS: dict[Any, tuple[_Reduction, Callable[..., Any]]] = {
-    np.sum: (SUM, np.sum),
-    np.ndarray.sum: (SUM, np.sum),
-    np.add.reduce: (ADD_REDUCE, np.add.reduce),
-    np.nansum: (NANSUM, np.nansum),
-    np.mean: (MEAN, np.mean),
-    np.ndarray.mean: (MEAN, np.mean),
-    np.prod: (PROD, np.prod),
-    np.ndarray.prod: (PROD, np.prod),
-    np.var: (VAR, np.var),
-    np.ndarray.var: (VAR, np.var),
-    np.std: (STD, np.std),
-    np.ndarray.std: (STD, np.std),
-    np.max: (MAX, np.max),
-    np.amax: (MAX, np.amax),
-    np.ndarray.max: (MAX, np.max),
-    np.min: (MIN, np.min),
-    np.amin: (MIN, np.amin),
-    np.ndarray.min: (MIN, np.min),
-}
+def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("sum", _SUM_PARAMS, np.sum, x, args, kwargs)
+
+    def sum_pullback(ybar: Any) -> Any:
+        return c.cotangents(_sum_grad(c, ybar))
+
+    return c.y, sum_pullback
+
+
+def sum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("sum", _SUM_PARAMS, np.sum, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _sum_push)
+
+
+def add_reduce_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("add_reduce", _SUM_PARAMS, np.add.reduce, x, args, kwargs, default_axis=0)
+
+    def add_reduce_pullback(ybar: Any) -> Any:
+        return c.cotangents(_sum_grad(c, ybar))
+
+    return c.y, add_reduce_pullback
+
+
+def add_reduce_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("add_reduce", _SUM_PARAMS, np.add.reduce, x, args, kwargs, default_axis=0)
+    return c.y, c.tangent(tangents[1], _sum_push)
+
+
+def nansum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("nansum", _SUM_PARAMS, np.nansum, x, args, kwargs)
+
+    def nansum_pullback(ybar: Any) -> Any:
+        return c.cotangents(_nansum_grad(c, ybar))
+
+    return c.y, nansum_pullback
+
+
+def nansum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("nansum", _SUM_PARAMS, np.nansum, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _nansum_push)
+
+
+def mean_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("mean", _MEAN_PARAMS, np.mean, x, args, kwargs)
+
+    def mean_pullback(ybar: Any) -> Any:
+        return c.cotangents(_mean_grad(c, ybar))
+
+    return c.y, mean_pullback
+
+
+def mean_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("mean", _MEAN_PARAMS, np.mean, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _mean_push)
+
+
+def prod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("prod", _SUM_PARAMS, np.prod, x, args, kwargs)
+
+    def prod_pullback(ybar: Any) -> Any:
+        return c.cotangents(_prod_grad(c, ybar))
+
+    return c.y, prod_pullback
+
+
+def prod_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("prod", _SUM_PARAMS, np.prod, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _prod_push)
+
+
+def var_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("var", _VAR_PARAMS, np.var, x, args, kwargs)
+
+    def var_pullback(ybar: Any) -> Any:
+        return c.cotangents(_var_grad(c, ybar))
+
+    return c.y, var_pullback
+
+
+def var_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("var", _VAR_PARAMS, np.var, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _var_push)
+
+
+def std_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("std", _VAR_PARAMS, np.std, x, args, kwargs)
+
+    def std_pullback(ybar: Any) -> Any:
+        return c.cotangents(_std_grad(c, ybar))
+
+    return c.y, std_pullback
+
+
+def std_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("std", _VAR_PARAMS, np.std, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _std_push)
+
+
+def max_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("max", _MAX_PARAMS, np.max, x, args, kwargs)
+
+    def max_pullback(ybar: Any) -> Any:
+        return c.cotangents(_extremum_grad(c, ybar))
+
+    return c.y, max_pullback
+
+
+def max_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("max", _MAX_PARAMS, np.max, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _extremum_push)
+
+
+def min_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("min", _MAX_PARAMS, np.min, x, args, kwargs)
+
+    def min_pullback(ybar: Any) -> Any:
+        return c.cotangents(_extremum_grad(c, ybar))
+
+    return c.y, min_pullback
+
+
+def min_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    c = _Call("min", _MAX_PARAMS, np.min, x, args, kwargs)
+    return c.y, c.tangent(tangents[1], _extremum_push)
 
 
 # -- scans -------------------------------------------------------------------------------------
@@ -430,7 +491,7 @@ def _cumsum_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
 
 
 def _cumprod_grad(x: Any, y: Any, ybar: Any, axis: int) -> Any:
-    cplx = _is_complex(x)
+    cplx = is_complex(x)
     if _no_zeros(x, y):
         return _reverse_cumsum(ybar * _conj_if(cplx, y), axis) / _conj_if(cplx, x)
     jac, upper = _cumprod_matrix(x, axis)
@@ -446,15 +507,6 @@ def _cumprod_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
     return np.moveaxis(np.sum(jac * xdot_cols, axis=-2), -1, axis)
 
 
-@dataclass(frozen=True)
-class _Scan:
-    """How to differentiate a cumulative scan along one axis (``axis=None`` flattens first)."""
-
-    name: str
-    grad: Callable[[Any, Any, Any, int], Any]
-    push: Callable[[Any, Any, Any, int], Any]
-
-
 def _scan_geometry(name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, int]:
     """The input as the scan sees it (flattened for ``axis=None``) and the axis."""
     kw = _bind(name, ("axis", "dtype", "out"), args, kwargs)
@@ -465,46 +517,73 @@ def _scan_geometry(name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, A
     return x, _axes(axis, len(shape))[0]
 
 
-def _scan_rules(spec: _Scan, compute: Callable[..., Any]) -> tuple[Any, Any]:
-    def scan_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = compute(x, *args, **kwargs)
-        xs, axis = _scan_geometry(spec.name, x, args, kwargs)
-        shape, nargs = _shape(x), len(args)
-
-        def pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if is_zero(ybar):
-                return (NoTangent(), ZeroTangent(), *_not_args(nargs))
-            xbar = np.reshape(spec.grad(xs, y, ybar, axis), shape)
-            return (NoTangent(), project(x, xbar), *_not_args(nargs))
-
-        pullback.__name__ = pullback.__qualname__ = f"{spec.name}_pullback"
-        return y, pullback
-
-    def scan_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = compute(x, *args, **kwargs)
-        xdot = unthunk(tangents[1])
-        if is_zero(xdot):
-            return y, ZeroTangent()
-        xs, axis = _scan_geometry(spec.name, x, args, kwargs)
-        xdot = np.reshape(_dense(xdot), _shape(xs))
-        return y, project(y, spec.push(xs, y, xdot, axis))
-
-    scan_rrule.__name__ = scan_rrule.__qualname__ = f"{spec.name}_rrule"
-    scan_frule.__name__ = scan_frule.__qualname__ = f"{spec.name}_frule"
-    return scan_rrule, scan_frule
+def _scan_cotangents(x: Any, nargs: int, xbar: Any) -> tuple[Any, ...]:
+    return (_NT, project(x, np.reshape(xbar, _shape(x))), *_not_args(nargs))
 
 
-CUMSUM = _Scan("cumsum", _cumsum_grad, _cumsum_push)
-CUMPROD = _Scan("cumprod", _cumprod_grad, _cumprod_push)
+def _scan_tangent(name: str, push: Callable[[Any, Any, Any, int], Any], xdot: Any, x: Any, y: Any,
+                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The frule's output tangent of a scan (zero when only another argument's tangent was given)."""
+    if isinstance(xdot, AbstractZero):
+        return ZeroTangent()
+    xs, axis = _scan_geometry(name, x, args, kwargs)
+    return project(y, push(xs, y, np.reshape(_dense(xdot), _shape(xs)), axis))
 
-#: ``callable: (how it is differentiated, how NumPy computes it)``.
-SCANS: dict[Any, tuple[_Scan, Callable[..., Any]]] = {
-    np.cumsum: (CUMSUM, np.cumsum),
-    np.ndarray.cumsum: (CUMSUM, np.cumsum),
-    np.cumprod: (CUMPROD, np.cumprod),
-    np.ndarray.cumprod: (CUMPROD, np.cumprod),
-}
+
+def cumsum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cumsum(x, *args, **kwargs)
+    xs, axis = _scan_geometry("cumsum", x, args, kwargs)
+
+    def cumsum_pullback(ybar: Any) -> Any:
+        return _scan_cotangents(x, len(args), _cumsum_grad(xs, y, ybar, axis))
+
+    return y, cumsum_pullback
+
+
+def cumsum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cumsum(x, *args, **kwargs)
+    return y, _scan_tangent("cumsum", _cumsum_push, tangents[1], x, y, args, kwargs)
+
+
+def cumprod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cumprod(x, *args, **kwargs)
+    xs, axis = _scan_geometry("cumprod", x, args, kwargs)
+
+    def cumprod_pullback(ybar: Any) -> Any:
+        return _scan_cotangents(x, len(args), _cumprod_grad(xs, y, ybar, axis))
+
+    return y, cumprod_pullback
+
+
+def cumprod_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cumprod(x, *args, **kwargs)
+    return y, _scan_tangent("cumprod", _cumprod_push, tangents[1], x, y, args, kwargs)
+
+
+RULES: tuple[RulePair, ...] = (
+    RulePair(np.sum, sum_rrule, sum_frule),
+    RulePair(np.ndarray.sum, sum_rrule, sum_frule),
+    RulePair(np.add.reduce, add_reduce_rrule, add_reduce_frule),
+    RulePair(np.nansum, nansum_rrule, nansum_frule),
+    RulePair(np.mean, mean_rrule, mean_frule),
+    RulePair(np.ndarray.mean, mean_rrule, mean_frule),
+    RulePair(np.prod, prod_rrule, prod_frule),
+    RulePair(np.ndarray.prod, prod_rrule, prod_frule),
+    RulePair(np.var, var_rrule, var_frule),
+    RulePair(np.ndarray.var, var_rrule, var_frule),
+    RulePair(np.std, std_rrule, std_frule),
+    RulePair(np.ndarray.std, std_rrule, std_frule),
+    RulePair(np.max, max_rrule, max_frule),
+    RulePair(np.amax, max_rrule, max_frule),
+    RulePair(np.ndarray.max, max_rrule, max_frule),
+    RulePair(np.min, min_rrule, min_frule),
+    RulePair(np.amin, min_rrule, min_frule),
+    RulePair(np.ndarray.min, min_rrule, min_frule),
+    RulePair(np.cumsum, cumsum_rrule, cumsum_frule),
+    RulePair(np.ndarray.cumsum, cumsum_rrule, cumsum_frule),
+    RulePair(np.cumprod, cumprod_rrule, cumprod_frule),
+    RulePair(np.ndarray.cumprod, cumprod_rrule, cumprod_frule),
+)
 
 
 # -- scipy.special.logsumexp (optional) ----------------------------------------------------------
@@ -528,7 +607,7 @@ class _LogSumExp:
         self.axes = _axes(kw.get("axis"), len(shape))
         self.kshape = _keep_shape(shape, self.axes)
         self.keepdims = bool(kw.get("keepdims", False))
-        self.complex = _is_complex(a) or (self.b is not None and _is_complex(self.b))
+        self.complex = is_complex(a) or (self.b is not None and is_complex(self.b))
 
     def exps(self) -> Any:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
@@ -540,49 +619,51 @@ class _LogSumExp:
         return np.reshape(v, self.kshape)
 
 
-def _logsumexp_rules(compute: Callable[..., Any]) -> tuple[Any, Any]:
-    def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _LogSumExp(compute, a, args, kwargs)
+def _logsumexp(*args: Any, **kwargs: Any) -> Any:
+    return sys.modules["scipy.special"].logsumexp(*args, **kwargs)
 
-        def logsumexp_pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            lbar = unthunk(ybar[0]) if call.return_sign and not is_zero(ybar) else ybar
-            rest: list[Any] = [NoTangent()] * call.nargs
-            if is_zero(lbar):
-                if call.nargs >= 2 and call.b is not None:
-                    rest[1] = ZeroTangent()
-                return (NoTangent(), ZeroTangent(), *rest)
-            e = call.exps()
-            lbar_k = call.keep(lbar)
-            weights = e if call.b is None else e * call.b
-            if call.nargs >= 2 and call.b is not None:
-                rest[1] = project(call.b, lbar_k * _conj_if(call.complex, e))
-            return (NoTangent(), project(a, lbar_k * _conj_if(call.complex, weights)), *rest)
 
-        return call.y, logsumexp_pullback
+def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _LogSumExp(_logsumexp, a, args, kwargs)
 
-    def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _LogSumExp(compute, a, args, kwargs)
-        adot = unthunk(tangents[1])
-        bdot = unthunk(tangents[3]) if call.nargs >= 2 and call.b is not None else None
-        ydot: Any = ZeroTangent()
-        if not (is_zero(adot) and is_zero(bdot)):
-            e = call.exps()
-            total: Any = 0
-            if not is_zero(adot):
-                total = total + (e if call.b is None else e * call.b) * adot
-            if not is_zero(bdot):
-                total = total + e * bdot
-            ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
-        if call.return_sign:
-            return call.y, tangent_type(tuple)(ydot, ZeroTangent())
-        return call.y, ydot
+    def logsumexp_pullback(ybar: Any) -> Any:
+        rest: list[Any] = [_NT] * call.nargs
+        with_b = call.nargs >= 2 and call.b is not None
+        lbar = ybar[0] if call.return_sign else ybar
+        if isinstance(lbar, AbstractZero):  # only the sign's cotangent (which has none) was given
+            if with_b:
+                rest[1] = ZeroTangent()
+            return (_NT, ZeroTangent(), *rest)
+        e = call.exps()
+        lbar_k = call.keep(lbar)
+        weights = e if call.b is None else e * call.b
+        if with_b:
+            rest[1] = project(call.b, lbar_k * _conj_if(call.complex, e))
+        return (_NT, project(a, lbar_k * _conj_if(call.complex, weights)), *rest)
 
-    return logsumexp_rrule, logsumexp_frule
+    return call.y, logsumexp_pullback
+
+
+def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _LogSumExp(_logsumexp, a, args, kwargs)
+    adot = tangents[1]
+    bdot = tangents[3] if call.nargs >= 2 and call.b is not None else ZeroTangent()
+    ydot: Any = ZeroTangent()
+    if not (isinstance(adot, AbstractZero) and isinstance(bdot, AbstractZero)):  # either may be
+        e = call.exps()
+        total: Any = 0
+        if not isinstance(adot, AbstractZero):
+            total = total + (e if call.b is None else e * call.b) * adot
+        if not isinstance(bdot, AbstractZero):
+            total = total + e * bdot
+        ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
+    if call.return_sign:
+        return call.y, tangent_type(tuple)(ydot, ZeroTangent())
+    return call.y, ydot
 
 
 #: Optional rules, registered once ``scipy.special`` is imported: ``scipy.special.logsumexp``.
-OPTIONAL: dict[Any, tuple[Any, Any]] = {}
+OPTIONAL: dict[Any, RulePair] = {}
 
 
 def _register_scipy_special(module: Any) -> None:
@@ -590,9 +671,8 @@ def _register_scipy_special(module: Any) -> None:
     fn = getattr(module, "logsumexp", None)
     if fn is None or fn in OPTIONAL:
         return
-    OPTIONAL[fn] = rules = _logsumexp_rules(fn)
-    rrule.register(fn)(rules[0])
-    frule.register(fn)(rules[1])
+    OPTIONAL[fn] = pair = RulePair(fn, logsumexp_rrule, logsumexp_frule)
+    register_rules(pair)
 
 
 class _AfterScipySpecialImport:
@@ -630,15 +710,4 @@ else:
     sys.meta_path.insert(0, _AfterScipySpecialImport())
 
 
-# -- registration ----------------------------------------------------------------------------
-
-for _f, (_spec, _compute) in REDUCTIONS.items():
-    _r, _fr = _reduction_rules(_spec, _compute)
-    rrule.register(_f)(_r)
-    frule.register(_f)(_fr)
-for _f, (_scan, _compute) in SCANS.items():
-    _r, _fr = _scan_rules(_scan, _compute)
-    rrule.register(_f)(_r)
-    frule.register(_f)(_fr)
-
-__all__ = ["OPTIONAL", "REDUCTIONS", "SCANS"]
+__all__ = ["OPTIONAL", "RULES"]

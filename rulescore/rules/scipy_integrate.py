@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.integrate as si
 
-from rulescore._helpers import _cotangent
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import AbstractZero, NoTangent
+from rulescore.rules._common import proj
 
 _NAMES = ("x", "dx", "axis")
 
@@ -53,7 +53,7 @@ class _Trapezoid:
 
     def cotangents(self, ybar: Any, y: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
         ybar = np.asarray(ybar, dtype=float)[..., None]
-        ycot = _cotangent(y, np.moveaxis(ybar * self.y_partials(), -1, self.axis))
+        ycot = proj(y, np.moveaxis(ybar * self.y_partials(), -1, self.axis))
         rest: list[Any] = [NoTangent() for _ in args]
         if args and self.x is not None:
             xcot = ybar * self.x_partials()
@@ -61,9 +61,9 @@ class _Trapezoid:
                 xcot = np.sum(np.reshape(xcot, (-1, xcot.shape[-1])), axis=0)
             else:
                 xcot = np.moveaxis(xcot, -1, self.axis)
-            rest[0] = _cotangent(self.x, xcot)
+            rest[0] = proj(self.x, xcot)
         if len(args) >= 2 and self.x is None:
-            rest[1] = _cotangent(self.dx, ybar[..., 0] * self.value / self.dx)
+            rest[1] = proj(self.dx, ybar[..., 0] * self.value / self.dx)
         return (NoTangent(), ycot, *rest)
 
 
@@ -88,7 +88,7 @@ def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
         ydot = ydot + np.sum(t * call.x_partials(), axis=-1)
     if len(args) >= 2 and call.x is None and not isinstance(tangents[3], AbstractZero):
         ydot = ydot + tangents[3] * call.value / call.dx
-    return call.value, _cotangent(call.value, np.broadcast_to(ydot, np.shape(call.value)))
+    return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
 
 
 RULES: tuple[RulePair, ...] = (

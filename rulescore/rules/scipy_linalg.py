@@ -27,11 +27,11 @@ import numpy as np
 import scipy.linalg as sl
 
 from rulescore._checks import callable_name
-from rulescore._helpers import _cotangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent
+from rulescore.rules._common import proj
 
 
 def _real(f: Any, *arrays: Any) -> None:
@@ -503,7 +503,7 @@ def block_diag_rrule(*arrs: Any) -> Any:
     corners = _blocks(arrs)
 
     def block_diag_pullback(ybar: Any) -> Any:
-        return NoTangent(), *(_cotangent(a, _block_of(ybar, c)) for a, c in zip(arrs, corners, strict=True))
+        return NoTangent(), *(proj(a, _block_of(ybar, c)) for a, c in zip(arrs, corners, strict=True))
 
     return y, block_diag_pullback
 

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 
-from rulescore._helpers import _cotangent, partials_rules
+from rulescore._helpers import partials_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
+from rulescore.rules._common import proj
 
 _SQRT_PI_2 = np.sqrt(np.pi) / 2
 _SQRT_2PI = np.sqrt(2 * np.pi)
@@ -166,7 +167,7 @@ def gammaincc_partials(a: Any, x: Any) -> Any:
 
 def polygamma_rrule(n: Any, x: Any) -> Any:
     def polygamma_pullback(ybar: Any) -> Any:
-        return NoTangent(), NoTangent(), _cotangent(x, ybar * sp.polygamma(np.add(n, 1), x))
+        return NoTangent(), NoTangent(), proj(x, ybar * sp.polygamma(np.add(n, 1), x))
 
     return sp.polygamma(n, x), polygamma_pullback
 
@@ -182,7 +183,7 @@ def _multidigamma(a: Any, d: int) -> Any:
 
 def multigammaln_rrule(a: Any, d: int) -> Any:
     def multigammaln_pullback(ybar: Any) -> Any:
-        return NoTangent(), _cotangent(a, ybar * _multidigamma(a, d)), NoTangent()
+        return NoTangent(), proj(a, ybar * _multidigamma(a, d)), NoTangent()
 
     return sp.multigammaln(a, d), multigammaln_pullback
 

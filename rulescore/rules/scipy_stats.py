@@ -39,10 +39,10 @@ import numpy as np
 import scipy.special as sp
 import scipy.stats as st
 
-from rulescore._helpers import _cotangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import AbstractZero, NoTangent
+from rulescore.rules._common import proj
 
 Partials = tuple[Any, ...]
 
@@ -216,7 +216,7 @@ def _continuous_rrule(partials: Callable[[_Call, Any], tuple[Any, Partials]], di
 
     def continuous_pullback(ybar: Any) -> Any:
         return (NoTangent(), NoTangent(),
-                *(_cotangent(a, ybar * p) for a, p in zip(inputs, d[:len(inputs)], strict=True)))
+                *(proj(a, ybar * p) for a, p in zip(inputs, d[:len(inputs)], strict=True)))
 
     return y, continuous_pullback
 
@@ -321,7 +321,7 @@ def _discrete_partials(dist: Any, k: Any, args: tuple[Any, ...],
 
 
 def _discrete_cotangent(a: Any, ybar: Any, p: Any) -> Any:
-    return p if isinstance(p, AbstractZero) else _cotangent(a, ybar * p)
+    return p if isinstance(p, AbstractZero) else proj(a, ybar * p)
 
 
 def logpmf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
@@ -377,8 +377,8 @@ class _Gaussian:
         cov = np.asarray(self.cov)
         covbar = _lower(g) if cov.ndim == 2 else (np.diag(g) if cov.ndim == 1 else np.sum(np.diag(g)))
         mean_bar = (NoTangent() if self.mean is None
-                    else _cotangent(self.mean, np.reshape(mbar, np.shape(self.mean))))
-        return _cotangent(self.x, xbar), mean_bar, _cotangent(self.cov, covbar)
+                    else proj(self.mean, np.reshape(mbar, np.shape(self.mean))))
+        return proj(self.x, xbar), mean_bar, proj(self.cov, covbar)
 
 
 def _gaussian_arguments(x: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> tuple[Any, Any]:
@@ -451,7 +451,7 @@ def dirichlet_logpdf_rrule(dist: Any, x: Any, alpha: Any) -> Any:
     def dirichlet_logpdf_pullback(ybar: Any) -> Any:
         dx, dalpha = _dirichlet_partials(x, alpha)
         abar = np.sum(np.reshape(ybar * dalpha, (np.shape(dalpha)[0], -1)), axis=1)
-        return NoTangent(), NoTangent(), _cotangent(x, ybar * dx), _cotangent(alpha, abar)
+        return NoTangent(), NoTangent(), proj(x, ybar * dx), proj(alpha, abar)
 
     return dist.logpdf(x, alpha), dirichlet_logpdf_pullback
 

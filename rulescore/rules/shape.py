@@ -1,12 +1,14 @@
 """Rules for NumPy's shape and structure functions: reshaping, joining, splitting, padding,
-selecting, contractions (``dot``, ``tensordot``, ``einsum``...), ``np.array`` of nested lists,
+selecting, products (``einsum``, ``vdot``, ``kron``, ``cross``; ``dot``, ``tensordot`` and the other
+contractions are in :mod:`.contractions`), ``np.array`` of nested lists,
 ``astype`` and the matching ``ndarray`` methods, plus a table of non-differentiable helpers.
 
 Every entry has an rrule and an frule. Nearly every function here is linear (or multilinear) in
-its array arguments, so the frule applies the function itself to the tangents and the pullback
-is the transposed map, written with differentiable NumPy calls: the pullback of ``reshape`` is a
-``reshape``, of ``transpose`` the inverse ``transpose``, of ``concatenate`` an ``np.split``, of
-``pad`` a slice, of a contraction another contraction. Scatters are either mask products
+its array arguments, so most are declared with :func:`rulescore.linear_rules`: the frule applies
+the function itself to the tangent and the pullback is the transposed map, written with
+differentiable NumPy calls: the pullback of ``reshape`` is a ``reshape``, of ``transpose`` the
+inverse ``transpose``, of ``concatenate`` an ``np.split``, of ``pad`` a slice, of a product
+another product. Scatters are either mask products
 (``triu``, ``diagonal``, ``trace``, ``where``, ``clip``) or :func:`take_adjoint`, a primitive of
 this module whose own pullback is ``np.take``, so every pullback differentiates again.
 
@@ -32,18 +34,17 @@ from __future__ import annotations
 import itertools
 import math
 import string
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from rulescore._arithmetic import is_zero
-from rulescore._helpers import non_differentiable, scalar_rule
+from rulescore._contract import plain_cotangent
+from rulescore._helpers import non_differentiable_rules, partials_rules
+from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
+from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
-from rulescore._thunks import unthunk
-from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 
@@ -61,8 +62,7 @@ def _nots(n: int) -> tuple[Any, ...]:
 def _project(x: Any, dx: Any) -> Any:
     """``rc.project``, also for (nested) lists and tuples given one array for all their entries:
     the array is cut into entries with ``np.unstack`` (a differentiable rule of this module)."""
-    if type(x) in (list, tuple) and not is_zero(unthunk(dx)) and not isinstance(dx, Tangent):
-        dx = unthunk(dx)
+    if type(x) in (list, tuple) and not isinstance(dx, (Tangent, AbstractZero)):
         entries = list(dx) if isinstance(dx, (list, tuple)) else (list(np.unstack(dx)) if x else [])
         return project(x, [_project(v, e) for v, e in zip(x, entries, strict=True)])
     return project(x, dx)
@@ -113,37 +113,6 @@ def _zeros_like_tangent(x: Any) -> Any:
     return np.zeros(np.shape(x), dtype=_tangent_dtype(x))
 
 
-def _entries(t: Any, n: int) -> list[Any]:
-    """The ``n`` per-entry tangents of a tangent for a list or tuple (zeros stay zeros)."""
-    t = unthunk(t)
-    if is_zero(t):
-        return [ZeroTangent()] * n
-    entries = list(t.backing) if isinstance(t, Tangent) else list(t)
-    if len(entries) != n:
-        raise ValueError(f"tangent with {len(entries)} entries for a sequence of length {n}")
-    return [unthunk(e) for e in entries]
-
-
-def _dense(x: Any, t: Any) -> Any:
-    """The tangent ``t`` of ``x`` with every zero replaced by dense zeros (for frules)."""
-    t = unthunk(t)
-    if is_zero(t):
-        return _zeros_like_tangent(x)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_dense(v, e) for v, e in zip(x, _entries(t, len(x)), strict=True))
-    if isinstance(x, np.ndarray) and isinstance(t, (np.generic, int, float, complex)):
-        return np.asarray(t, dtype=_tangent_dtype(x))
-    return t
-
-
-def _dense_cotangents(ybar: Any, ys: Any) -> list[Any]:
-    """Per-entry cotangents of a list/tuple output ``ys``, zeros made dense."""
-    return [
-        _zeros_like_tangent(y) if is_zero(e) else e
-        for y, e in zip(ys, _entries(ybar, len(ys)), strict=True)
-    ]
-
-
 def _pack(xs: Any, pieces: list[Any]) -> Any:
     """The cotangent of a sequence argument from one cotangent per entry."""
     if isinstance(xs, np.ndarray):
@@ -157,133 +126,22 @@ def _order(order: Any, x: Any) -> Any:
     return "F" if isinstance(x, np.ndarray) and np.isfortran(x) else "C"
 
 
-def _tangent_of_output(y: Any, ydot: Any) -> Any:
-    return ydot if is_zero(ydot) else _project(y, ydot)
-
-
 # ----------------------------------------------------------------------------------------------
-# rule builders
+# transposes of functions linear in one array (``transpose(ybar, x, *args, **kwargs)``)
 # ----------------------------------------------------------------------------------------------
-Backward = Callable[..., Any]
-
-
-def _first_arg(backward: Backward) -> Any:
-    """Rule maker for ``f(x, *static)`` where only ``x`` is differentiable.
-
-    ``backward(ybar, x, y, *args, **kwargs)`` returns the (unprojected) cotangent of ``x``; every
-    other positional argument gets ``NoTangent()``.
-    """
-
-    def make(f: Any, name: str) -> Callable[..., Any]:
-        def first_arg_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-            y = f(x, *args, **kwargs)
-
-            def pullback(ybar: Any) -> Any:
-                ybar = unthunk(ybar)
-                if is_zero(ybar):
-                    return (_NO, ZeroTangent(), *_nots(len(args)))
-                return (_NO, _project(x, backward(ybar, x, y, *args, **kwargs)), *_nots(len(args)))
-
-            pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
-            return y, pullback
-
-        return first_arg_rrule
-
-    return make
-
-
-def _linear_frule(*positions: int) -> Any:
-    """Frule maker for ``f`` jointly linear in the arguments at ``positions``: ``f(tangents)``."""
-
-    def make(f: Any, name: str) -> Callable[..., Any]:
-        def linear_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-            y = f(*args, **kwargs)
-            present = [p for p in positions if p < len(args)]
-            if all(is_zero(unthunk(tangents[1 + p])) for p in present):
-                return y, ZeroTangent()
-            targs = list(args)
-            for p in present:
-                targs[p] = _dense(args[p], tangents[1 + p])
-            return y, _tangent_of_output(y, f(*targs, **kwargs))
-
-        return linear_frule
-
-    return make
-
-
-def _multilinear_frule(positions: Callable[[tuple[Any, ...]], list[int]]) -> Any:
-    """Frule maker for ``f`` linear in each argument at ``positions(args)`` separately (a product):
-    ``ydot = sum_i f(..., xdot_i, ...)``."""
-
-    def make(f: Any, name: str) -> Callable[..., Any]:
-        def multilinear_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-            y = f(*args, **kwargs)
-            ydot: Any = ZeroTangent()
-            for p in positions(args):
-                t = unthunk(tangents[1 + p])
-                if is_zero(t):
-                    continue
-                targs = list(args)
-                targs[p] = _dense(args[p], t)
-                term = f(*targs, **kwargs)
-                ydot = term if is_zero(ydot) else ydot + term
-            return y, _tangent_of_output(y, ydot)
-
-        return multilinear_frule
-
-    return make
-
-
-def _custom(impl: Callable[..., Any]) -> Any:
-    """Frule maker for an implementation written as ``impl(f, tangents, *args, **kwargs)``."""
-
-    def make(f: Any, name: str) -> Callable[..., Any]:
-        def custom_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-            return impl(f, tangents, *args, **kwargs)
-
-        return custom_frule
-
-    return make
-
-
-def _custom_rrule(impl: Callable[..., Any]) -> Any:
-    """Rrule maker for ``impl(f, *args, **kwargs) -> (y, pullback)``; names the pullback."""
-
-    def make(f: Any, name: str) -> Callable[..., Any]:
-        def custom_rrule(*args: Any, **kwargs: Any) -> Any:
-            y, pullback = impl(f, *args, **kwargs)
-            return y, _named(pullback, name)
-
-        return custom_rrule
-
-    return make
-
-
-def _named(pullback: Callable[..., Any], name: str) -> Callable[..., Any]:
-    pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
-    return pullback
-
-
-def _first_two(args: tuple[Any, ...]) -> list[int]:
-    return [p for p in (0, 1) if p < len(args)]
-
-
-# ----------------------------------------------------------------------------------------------
-# backward maps of functions of one array (``backward(ybar, x, y, *args, **kwargs)``)
-# ----------------------------------------------------------------------------------------------
-def _reshape_back(ybar: Any, x: Any, y: Any, shape: Any = None, order: Any = "C", **kw: Any) -> Any:
+def reshape_transpose(ybar: Any, x: Any, shape: Any = None, order: Any = "C", **kw: Any) -> Any:
     return np.reshape(ybar, _shape(x), order=_order(order, x))
 
 
-def _method_reshape_back(ybar: Any, x: Any, y: Any, *shape: Any, order: Any = "C", **kw: Any) -> Any:
+def method_reshape_transpose(ybar: Any, x: Any, *shape: Any, order: Any = "C", **kw: Any) -> Any:
     return np.reshape(ybar, _shape(x), order=_order(order, x))
 
 
-def _ravel_back(ybar: Any, x: Any, y: Any, order: Any = "C") -> Any:
+def ravel_transpose(ybar: Any, x: Any, order: Any = "C") -> Any:
     return np.reshape(ybar, _shape(x), order=_order(order, x))
 
 
-def _same_shape_back(ybar: Any, x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
+def same_shape_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """For maps that only add or drop unit axes, or copy: reshape back."""
     return np.reshape(ybar, _shape(x))
 
@@ -295,11 +153,11 @@ def _inverse_transpose(ybar: Any, x: Any, axes: Any) -> Any:
     return np.transpose(ybar, tuple(int(i) for i in np.argsort(perm)))
 
 
-def _transpose_back(ybar: Any, x: Any, y: Any, axes: Any = None) -> Any:
+def transpose_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
     return _inverse_transpose(ybar, x, axes)
 
 
-def _method_transpose_back(ybar: Any, x: Any, y: Any, *axes: Any) -> Any:
+def method_transpose_transpose(ybar: Any, x: Any, *axes: Any) -> Any:
     if not axes or axes == (None,):
         return _inverse_transpose(ybar, x, None)
     if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
@@ -307,40 +165,40 @@ def _method_transpose_back(ybar: Any, x: Any, y: Any, *axes: Any) -> Any:
     return _inverse_transpose(ybar, x, axes)
 
 
-def _swapaxes_back(ybar: Any, x: Any, y: Any, axis1: int, axis2: int) -> Any:
+def swapaxes_transpose(ybar: Any, x: Any, axis1: int, axis2: int) -> Any:
     return np.swapaxes(ybar, axis1, axis2)
 
 
-def _moveaxis_back(ybar: Any, x: Any, y: Any, source: Any, destination: Any) -> Any:
+def moveaxis_transpose(ybar: Any, x: Any, source: Any, destination: Any) -> Any:
     return np.moveaxis(ybar, destination, source)
 
 
-def _broadcast_to_back(ybar: Any, x: Any, y: Any, shape: Any, subok: bool = False) -> Any:
+def broadcast_to_transpose(ybar: Any, x: Any, shape: Any, subok: bool = False) -> Any:
     return _sum_to(ybar, _shape(x))
 
 
-def _flip_back(ybar: Any, x: Any, y: Any, axis: Any = None) -> Any:
+def flip_transpose(ybar: Any, x: Any, axis: Any = None) -> Any:
     return np.flip(ybar, axis)
 
 
-def _fliplr_back(ybar: Any, x: Any, y: Any) -> Any:
+def fliplr_transpose(ybar: Any, x: Any) -> Any:
     return np.fliplr(ybar)
 
 
-def _flipud_back(ybar: Any, x: Any, y: Any) -> Any:
+def flipud_transpose(ybar: Any, x: Any) -> Any:
     return np.flipud(ybar)
 
 
-def _rot90_back(ybar: Any, x: Any, y: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
+def rot90_transpose(ybar: Any, x: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
     return np.rot90(ybar, -k, axes)
 
 
-def _roll_back(ybar: Any, x: Any, y: Any, shift: Any, axis: Any = None) -> Any:
+def roll_transpose(ybar: Any, x: Any, shift: Any, axis: Any = None) -> Any:
     back = -shift if isinstance(shift, (int, np.integer)) else -np.asarray(shift)
     return np.roll(ybar, back, axis)
 
 
-def _tile_back(ybar: Any, x: Any, y: Any, reps: Any) -> Any:
+def tile_transpose(ybar: Any, x: Any, reps: Any) -> Any:
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
     shape = _shape(x)
     d = max(len(shape), len(reps))
@@ -351,7 +209,7 @@ def _tile_back(ybar: Any, x: Any, y: Any, reps: Any) -> Any:
     return np.reshape(summed, _shape(x))
 
 
-def _repeat_back(ybar: Any, x: Any, y: Any, repeats: Any, axis: Any = None) -> Any:
+def repeat_transpose(ybar: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
     shape = _shape(x)
     target: tuple[int, ...]
     if axis is None:
@@ -379,7 +237,7 @@ def _pad_widths(pad_width: Any, ndim: int) -> np.ndarray[Any, Any]:
 _GATHER_PAD_MODES = ("edge", "wrap", "reflect", "symmetric")
 
 
-def _pad_back(ybar: Any, x: Any, y: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+def pad_transpose(ybar: Any, x: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
     shape = _shape(x)
     if mode in ("constant", "empty"):
         widths = _pad_widths(pad_width, len(shape))
@@ -402,7 +260,7 @@ def _effective_indices(indices: Any, n: int, mode: str) -> np.ndarray[Any, Any]:
     return index % n
 
 
-def _take_back(ybar: Any, x: Any, y: Any, indices: Any, axis: Any = None, out: Any = None,
+def take_transpose(ybar: Any, x: Any, indices: Any, axis: Any = None, out: Any = None,
                mode: str = "raise") -> Any:
     shape = _shape(x)
     n = math.prod(shape) if axis is None else shape[_axis(axis, len(shape))]
@@ -429,34 +287,34 @@ def _diagonal_embed(ybar: Any, shape: tuple[int, ...], offset: int, axis1: int, 
     return np.moveaxis(mask * spread, (-2, -1), (a1, a2))
 
 
-def _diagonal_back(ybar: Any, x: Any, y: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+def diagonal_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     return _diagonal_embed(ybar, _shape(x), offset, axis1, axis2, full=False)
 
 
-def _trace_back(ybar: Any, x: Any, y: Any, offset: int = 0, axis1: int = 0, axis2: int = 1,
+def trace_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1,
                 dtype: Any = None, out: Any = None) -> Any:
     return _diagonal_embed(ybar, _shape(x), offset, axis1, axis2, full=True)
 
 
-def _diag_back(ybar: Any, x: Any, y: Any, k: int = 0) -> Any:
+def diag_transpose(ybar: Any, x: Any, k: int = 0) -> Any:
     if np.ndim(x) == 1:
         return np.diagonal(ybar, k)
     return _diagonal_embed(ybar, _shape(x), k, 0, 1, full=False)
 
 
-def _diagflat_back(ybar: Any, x: Any, y: Any, k: int = 0) -> Any:
+def diagflat_transpose(ybar: Any, x: Any, k: int = 0) -> Any:
     return np.reshape(np.diagonal(ybar, k), _shape(x))
 
 
-def _triu_back(ybar: Any, x: Any, y: Any, k: int = 0) -> Any:
+def triu_transpose(ybar: Any, x: Any, k: int = 0) -> Any:
     return _sum_to(np.triu(ybar, k), _shape(x))
 
 
-def _tril_back(ybar: Any, x: Any, y: Any, k: int = 0) -> Any:
+def tril_transpose(ybar: Any, x: Any, k: int = 0) -> Any:
     return _sum_to(np.tril(ybar, k), _shape(x))
 
 
-def _conj_back(ybar: Any, x: Any, y: Any) -> Any:
+def conj_transpose(ybar: Any, x: Any) -> Any:
     return _conj(ybar)
 
 
@@ -475,29 +333,37 @@ def _sort_permutation(x: Any, axis: Any, kind: Any, stable: Any) -> np.ndarray[A
     return np.argsort(x, axis=axis, kind=kind, stable=stable)
 
 
-def _sort_back(ybar: Any, x: Any, y: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
-               stable: Any = None) -> Any:
-    perm = _sort_permutation(x, axis, kind, stable)
-    inverse = np.argsort(perm, axis=-1 if axis is None else axis)
-    if axis is None:
-        return np.reshape(np.take(ybar, inverse), _shape(x))
-    return _gather_along(ybar, inverse, _axis(axis, np.ndim(x)))
+def _sort_params(axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
+    return axis, kind, stable
 
 
-def _sort_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(x, *args, **kwargs)
-    xdot = unthunk(tangents[1])
-    if is_zero(xdot):
+def sort_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The pullback scatters ``ybar`` back through the inverse of the sorting permutation."""
+    y = np.sort(x, *args, **kwargs)
+    axis, kind, stable = _sort_params(*args, **kwargs)
+
+    def sort_pullback(ybar: Any) -> Any:
+        perm = _sort_permutation(x, axis, kind, stable)
+        inverse = np.argsort(perm, axis=-1 if axis is None else axis)
+        if axis is None:
+            xbar = np.reshape(np.take(ybar, inverse), _shape(x))
+        else:
+            xbar = _gather_along(ybar, inverse, _axis(axis, np.ndim(x)))
+        return (_NO, project(x, xbar), *_nots(len(args)))
+
+    return y, sort_pullback
+
+
+def sort_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.sort(x, *args, **kwargs)
+    xdot = tangents[1]
+    if isinstance(xdot, AbstractZero):  # only a static argument's tangent was given
         return y, ZeroTangent()
-
-    def params(axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
-        return axis, kind, stable
-
-    axis, kind, stable = params(*args, **kwargs)
+    axis, kind, stable = _sort_params(*args, **kwargs)
     perm = _sort_permutation(x, axis, kind, stable)
     if axis is None:
-        return y, _tangent_of_output(y, np.take(xdot, perm))
-    return y, _tangent_of_output(y, _gather_along(xdot, perm, _axis(axis, np.ndim(x))))
+        return y, project(y, np.take(xdot, perm))
+    return y, project(y, _gather_along(xdot, perm, _axis(axis, np.ndim(x))))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -536,18 +402,9 @@ def take_adjoint(ybar: Any, indices: Any, shape: Any, axis: Any = None) -> np.nd
     return np.moveaxis(out, 0, ax)
 
 
-def _take_adjoint_rrule(f: Any, ybar: Any, indices: Any, shape: Any, *rest: Any, **kwargs: Any) -> Any:
-    y = f(ybar, indices, shape, *rest, **kwargs)
-    axis = rest[0] if rest else kwargs.get("axis")
-    index = np.asarray(indices, dtype=np.intp)
-
-    def take_adjoint_pullback(zbar: Any) -> Any:
-        zbar = unthunk(zbar)
-        if is_zero(zbar):
-            return (_NO, ZeroTangent(), _NO, _NO, *_nots(len(rest)))
-        return (_NO, _project(ybar, np.take(zbar, index, axis=axis)), _NO, _NO, *_nots(len(rest)))
-
-    return y, take_adjoint_pullback
+def take_adjoint_transpose(zbar: Any, ybar: Any, indices: Any, shape: Any, axis: Any = None) -> Any:
+    """``take_adjoint`` is linear in ``ybar``; its transpose is ``np.take``."""
+    return np.take(zbar, np.asarray(indices, dtype=np.intp), axis=axis)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -604,43 +461,57 @@ def _column_stack_layout(xs: list[Any], *rest: Any, **kwargs: Any) -> Any:
     return [s if len(s) >= 2 else (math.prod(s), 1) for s in shapes], 1
 
 
-def _join(layout: Callable[..., Any]) -> Any:
-    """Rule maker for ``f(seq, *static)`` that joins the entries of ``seq`` along one axis."""
-
-    def impl(f: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-        y = f(seq, *args, **kwargs)
-        xs = list(seq)
-        promoted, axis = layout(xs, *args, **kwargs)
-
-        def join_pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if is_zero(ybar):
-                return (_NO, ZeroTangent(), *_nots(len(args)))
-            return (_NO, _pack(seq, _split_to(ybar, xs, promoted, axis)), *_nots(len(args)))
-
-        return y, join_pullback
-
-    return _custom_rrule(impl)
+def _join_cotangent(ybar: Any, seq: Any, promoted: list[tuple[int, ...]], axis: int) -> Any:
+    """The cotangent of the sequence ``seq`` joined along ``axis``: ``ybar`` cut into pieces."""
+    return _pack(seq, _split_to(ybar, list(seq), promoted, axis))
 
 
-def _append_rrule(f: Any, arr: Any, values: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(arr, values, *args, **kwargs)
+def concatenate_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_concatenate_layout(list(seq), *args, **kwargs))
 
-    def params(axis: Any = None) -> Any:
-        return axis
 
-    axis = params(*args, **kwargs)
+def stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_stack_layout(list(seq), *args, **kwargs))
+
+
+def hstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_hstack_layout(list(seq), *args, **kwargs))
+
+
+def vstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_vstack_layout(list(seq), *args, **kwargs))
+
+
+def dstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_dstack_layout(list(seq), *args, **kwargs))
+
+
+def column_stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+    return _join_cotangent(ybar, seq, *_column_stack_layout(list(seq), *args, **kwargs))
+
+
+def _append_axis(axis: Any = None) -> Any:
+    return axis
+
+
+def append_rrule(arr: Any, values: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.append(arr, values, *args, **kwargs)
+    axis = _append_axis(*args, **kwargs)
     xs = [arr, values]
     promoted = [(math.prod(np.shape(x)),) for x in xs] if axis is None else [np.shape(x) for x in xs]
 
     def append_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return (_NO, ZeroTangent(), ZeroTangent(), *_nots(len(args)))
         a, v = _split_to(ybar, xs, promoted, 0 if axis is None else int(axis))
         return (_NO, _project(arr, a), _project(values, v), *_nots(len(args)))
 
     return y, append_pullback
+
+
+def append_frule(tangents: Any, arr: Any, values: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.append`` is linear in both arrays jointly."""
+    y = np.append(arr, values, *args, **kwargs)
+    ydot = np.append(dense_tangent(arr, tangents[1]), dense_tangent(values, tangents[2]), *args, **kwargs)
+    return y, project(y, ydot)
 
 
 def _split_axis(fname: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
@@ -654,69 +525,108 @@ def _split_axis(fname: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     return {"vsplit": 0, "dsplit": 2}[fname]
 
 
-def _splitter(fname: str) -> Any:
-    """Rule maker for the ``np.split`` family: the pullback concatenates the (dense) pieces."""
-
-    def impl(f: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        ys = f(x, *args, **kwargs)
-        axis = _split_axis(fname, x, args, kwargs)
-
-        def split_pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if is_zero(ybar):
-                return (_NO, ZeroTangent(), *_nots(len(args)))
-            pieces = _dense_cotangents(ybar, ys)
-            return (_NO, _project(x, np.concatenate(pieces, axis=axis)), *_nots(len(args)))
-
-        return ys, split_pullback
-
-    return _custom_rrule(impl)
+def _dense_pieces(ybar: Any, zeros: Any) -> list[Any]:
+    """The entries of the cotangent of a list output, each zero entry the matching dense zero."""
+    entries = list(ybar.backing) if isinstance(ybar, Tangent) else list(ybar)
+    if len(entries) != len(zeros):
+        raise ValueError(f"cotangent with {len(entries)} entries for an output of {len(zeros)} arrays")
+    plain = [plain_cotangent(e) for e in entries]  # entries may be None, zeros or thunks
+    return [z if e is None else e for z, e in zip(zeros, plain, strict=True)]
 
 
-def _unstack_rrule(f: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    ys = f(x, *args, **kwargs)
-    axis = kwargs.get("axis", 0)
-
-    def unstack_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return (_NO, ZeroTangent(), *_nots(len(args)))
-        pieces = _dense_cotangents(ybar, ys)
-        if not pieces:
-            return (_NO, _project(x, np.zeros(np.shape(x), _tangent_dtype(x))), *_nots(len(args)))
-        return (_NO, _project(x, np.stack(pieces, axis=axis)), *_nots(len(args)))
-
-    return ys, unstack_pullback
+def split_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    pieces = _dense_pieces(ybar, np.split(_zeros_like_tangent(x), *args, **kwargs))
+    return np.concatenate(pieces, axis=_split_axis("split", x, args, kwargs))
 
 
-def _atleast_rrule(f: Any, *arys: Any) -> Any:
-    y = f(*arys)
+def array_split_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    pieces = _dense_pieces(ybar, np.array_split(_zeros_like_tangent(x), *args, **kwargs))
+    return np.concatenate(pieces, axis=_split_axis("array_split", x, args, kwargs))
 
-    def atleast_pullback(ybar: Any) -> Any:
-        if len(arys) == 1:
-            ybar = unthunk(ybar)
-            cts = [ybar]
-        else:
-            cts = _entries(ybar, len(arys))
-        return (_NO, *(ZeroTangent() if is_zero(c) else _project(x, np.reshape(c, np.shape(x)))
-                       for x, c in zip(arys, cts, strict=True)))
 
-    return y, atleast_pullback
+def hsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    pieces = _dense_pieces(ybar, np.hsplit(_zeros_like_tangent(x), *args, **kwargs))
+    return np.concatenate(pieces, axis=_split_axis("hsplit", x, args, kwargs))
+
+
+def vsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    pieces = _dense_pieces(ybar, np.vsplit(_zeros_like_tangent(x), *args, **kwargs))
+    return np.concatenate(pieces, axis=_split_axis("vsplit", x, args, kwargs))
+
+
+def dsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    pieces = _dense_pieces(ybar, np.dsplit(_zeros_like_tangent(x), *args, **kwargs))
+    return np.concatenate(pieces, axis=_split_axis("dsplit", x, args, kwargs))
+
+
+def unstack_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    zeros = _zeros_like_tangent(x)
+    pieces = _dense_pieces(ybar, np.unstack(zeros, *args, **kwargs))
+    return np.stack(pieces, axis=kwargs.get("axis", 0)) if pieces else zeros
+
+
+def _atleast_cotangents(arys: tuple[Any, ...], ybar: Any) -> tuple[Any, ...]:
+    """The cotangents of ``np.atleast_nd(*arys)``: each entry reshaped back to its input."""
+    if len(arys) == 1:
+        cts = [ybar]
+    else:  # entries may be None, zeros or thunks
+        cts = [plain_cotangent(c) for c in (ybar.backing if isinstance(ybar, Tangent) else ybar)]
+    return (_NO, *(ZeroTangent() if c is None else _project(x, np.reshape(c, np.shape(x)))
+                   for x, c in zip(arys, cts, strict=True)))
+
+
+def atleast_1d_rrule(*arys: Any) -> Any:
+    def atleast_1d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_1d(*arys), atleast_1d_pullback
+
+
+def atleast_1d_frule(tangents: Any, *arys: Any) -> Any:
+    y = np.atleast_1d(*arys)
+    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
+    return y, _project(y, np.atleast_1d(*dense))
+
+
+def atleast_2d_rrule(*arys: Any) -> Any:
+    def atleast_2d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_2d(*arys), atleast_2d_pullback
+
+
+def atleast_2d_frule(tangents: Any, *arys: Any) -> Any:
+    y = np.atleast_2d(*arys)
+    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
+    return y, _project(y, np.atleast_2d(*dense))
+
+
+def atleast_3d_rrule(*arys: Any) -> Any:
+    def atleast_3d_pullback(ybar: Any) -> Any:
+        return _atleast_cotangents(arys, ybar)
+
+    return np.atleast_3d(*arys), atleast_3d_pullback
+
+
+def atleast_3d_frule(tangents: Any, *arys: Any) -> Any:
+    y = np.atleast_3d(*arys)
+    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
+    return y, _project(y, np.atleast_3d(*dense))
 
 
 # ----------------------------------------------------------------------------------------------
 # element selection: where, clip
 # ----------------------------------------------------------------------------------------------
-def _where_rrule(f: Any, condition: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(condition, *args, **kwargs)
+def where_rrule(condition: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.where(condition, *args, **kwargs)
     if len(args) != 2:  # np.where(condition) is np.nonzero
-        return y, _named(lambda ybar: _nots(1 + 1 + len(args)), "where")
+        def nonzero_pullback(ybar: Any) -> Any:
+            return _nots(1 + 1 + len(args))
+
+        return y, nonzero_pullback
     x, z = args
 
     def where_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return (_NO, _NO, ZeroTangent(), ZeroTangent())
         xbar = _sum_to(np.where(condition, ybar, 0), np.shape(x))
         zbar = _sum_to(np.where(condition, 0, ybar), np.shape(z))
         return (_NO, _NO, _project(x, xbar), _project(z, zbar))
@@ -724,14 +634,12 @@ def _where_rrule(f: Any, condition: Any, *args: Any, **kwargs: Any) -> Any:
     return y, where_pullback
 
 
-def _where_frule(f: Any, tangents: Any, condition: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(condition, *args, **kwargs)
+def where_frule(tangents: Any, condition: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.where(condition, *args, **kwargs)
     if len(args) != 2:
         return y, NoTangent()
-    xdot, zdot = unthunk(tangents[2]), unthunk(tangents[3])
-    if is_zero(xdot) and is_zero(zdot):
-        return y, ZeroTangent()
-    ydot = np.where(condition, 0 if is_zero(xdot) else xdot, 0 if is_zero(zdot) else zdot)
+    x, z = args
+    ydot = np.where(condition, dense_tangent(x, tangents[2]), dense_tangent(z, tangents[3]))
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
 
@@ -761,15 +669,12 @@ def _clip_masks(a: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
             np.logical_not(below_hi))
 
 
-def _clip_rrule(f: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(a, *args, **kwargs)
+def clip_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.clip(a, *args, **kwargs)
     lo, hi = _clip_bounds(args, kwargs)
     on_a, on_lo, on_hi = _clip_masks(a, lo, hi)
 
     def clip_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return (_NO, ZeroTangent(), *(_NO if v is None else ZeroTangent() for v in args))
         abar = _project(a, _sum_to(np.where(on_a, ybar, 0), np.shape(a)))
         bounds = []
         for v, mask in zip(args, (on_lo, on_hi, None), strict=False):
@@ -782,18 +687,17 @@ def _clip_rrule(f: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     return y, clip_pullback
 
 
-def _clip_frule(f: Any, tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(a, *args, **kwargs)
+def clip_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.clip(a, *args, **kwargs)
     lo, hi = _clip_bounds(args, kwargs)
     masks = _clip_masks(a, lo, hi)
     ydot: Any = ZeroTangent()
     for t, mask in zip(tangents[1:4], masks, strict=False):
-        t = unthunk(t)
-        if is_zero(t):
+        if isinstance(t, AbstractZero):  # a's and the bounds' tangents: any may be zero
             continue
         term = np.where(mask, t, 0)
-        ydot = term if is_zero(ydot) else ydot + term
-    if is_zero(ydot):
+        ydot = term if isinstance(ydot, AbstractZero) else ydot + term
+    if isinstance(ydot, AbstractZero):
         return y, ydot
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
@@ -801,93 +705,30 @@ def _clip_frule(f: Any, tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any
 # ----------------------------------------------------------------------------------------------
 # contractions: dot, inner, outer, vdot, tensordot, kron, cross, einsum
 # ----------------------------------------------------------------------------------------------
-def _tensordot_axes(axes: Any, nda: int, ndb: int) -> tuple[list[int], list[int]]:
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        return list(range(nda - n, nda)), list(range(n))
-    ax_a, ax_b = axes
-    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
-    return [_axis(i, nda) for i in ax_a], [_axis(i, ndb) for i in ax_b]
+def _multilinear_tangent(f: Any, tangents: Any, args: tuple[Any, ...], positions: list[int],
+                         kwargs: dict[str, Any]) -> Any:
+    """The frule's output tangent of ``f`` linear in each argument at ``positions`` separately
+    (a product): ``sum_i f(..., xdot_i, ...)`` over the arguments whose tangent is not zero."""
+    ydot: Any = ZeroTangent()
+    for p in positions:
+        t = tangents[1 + p]
+        if isinstance(t, AbstractZero):  # only some factors' tangents are given
+            continue
+        targs = list(args)
+        targs[p] = dense_tangent(args[p], t)
+        term = f(*targs, **kwargs)
+        ydot = term if isinstance(ydot, AbstractZero) else ydot + term
+    return ydot
 
 
-def _contract_back(ybar: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int]) -> tuple[Any, Any]:
-    """Cotangents of ``a`` and ``b`` for ``y = np.tensordot(a, b, (ax_a, ax_b))`` (holomorphic)."""
-    nda, ndb = np.ndim(a), np.ndim(b)
-    free_a = [i for i in range(nda) if i not in ax_a]
-    free_b = [i for i in range(ndb) if i not in ax_b]
-    nfa = len(free_a)
-    # abar: contract ybar's b-part with conj(b)'s free axes -> axes free_a + (b's contracted, sorted)
-    ga = np.tensordot(ybar, _conj(b), axes=(list(range(nfa, nfa + len(free_b))), free_b))
-    sorted_b = sorted(ax_b)
-    pos_a = [free_a.index(p) if p in free_a else nfa + sorted_b.index(ax_b[ax_a.index(p)])
-             for p in range(nda)]
-    abar = np.transpose(ga, pos_a) if pos_a != list(range(nda)) else ga
-    # bbar: contract conj(a)'s free axes with ybar's a-part -> axes (a's contracted, sorted) + free_b
-    gb = np.tensordot(_conj(a), ybar, axes=(free_a, list(range(nfa))))
-    sorted_a = sorted(ax_a)
-    ncb = len(ax_b)
-    pos_b = [ncb + free_b.index(q) if q in free_b else sorted_a.index(ax_a[ax_b.index(q)])
-             for q in range(ndb)]
-    bbar = np.transpose(gb, pos_b) if pos_b != list(range(ndb)) else gb
-    return abar, bbar
-
-
-def _bilinear(backward: Callable[[Any, Any, Any], tuple[Any, Any]]) -> Any:
-    """Rule maker for ``f(a, b, *static)`` bilinear in ``a`` and ``b``."""
-
-    def impl(f: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
-        y = f(a, b, *args, **kwargs)
-
-        def bilinear_pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if is_zero(ybar):
-                return (_NO, ZeroTangent(), ZeroTangent(), *_nots(len(args)))
-            abar, bbar = backward(ybar, a, b, *args, **kwargs)
-            return (_NO, _project(a, abar), _project(b, bbar), *_nots(len(args)))
-
-        return y, bilinear_pullback
-
-    return _custom_rrule(impl)
-
-
-def _scalar_product_back(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
-    return _sum_to(ybar * _conj(b), np.shape(a)), _sum_to(ybar * _conj(a), np.shape(b))
-
-
-def _dot_back(ybar: Any, a: Any, b: Any, out: Any = None) -> tuple[Any, Any]:
-    nda, ndb = np.ndim(a), np.ndim(b)
-    if nda == 0 or ndb == 0:
-        return _scalar_product_back(ybar, a, b)
-    return _contract_back(ybar, a, b, [nda - 1], [0 if ndb == 1 else ndb - 2])
-
-
-def _inner_back(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
-    nda, ndb = np.ndim(a), np.ndim(b)
-    if nda == 0 or ndb == 0:
-        return _scalar_product_back(ybar, a, b)
-    return _contract_back(ybar, a, b, [nda - 1], [ndb - 1])
-
-
-def _tensordot_back(ybar: Any, a: Any, b: Any, axes: Any = 2) -> tuple[Any, Any]:
-    ax_a, ax_b = _tensordot_axes(axes, np.ndim(a), np.ndim(b))
-    return _contract_back(ybar, a, b, ax_a, ax_b)
-
-
-def _outer_back(ybar: Any, a: Any, b: Any, out: Any = None) -> tuple[Any, Any]:
-    abar = np.tensordot(ybar, _conj(np.ravel(b)), axes=([1], [0]))
-    bbar = np.tensordot(_conj(np.ravel(a)), ybar, axes=([0], [0]))
-    return np.reshape(abar, np.shape(a)), np.reshape(bbar, np.shape(b))
-
-
-def _vdot_back(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
+def _vdot_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
     # y = sum(conj(a) * b): a enters anti-holomorphically, so abar = conj(ybar) * b.
     abar = np.reshape(_conj(ybar) * np.ravel(b), np.shape(a))
     bbar = np.reshape(ybar * np.ravel(a), np.shape(b))
     return abar, bbar
 
 
-def _kron_back(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
+def _kron_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
     sa, sb = np.shape(a), np.shape(b)
     d = max(len(sa), len(sb))
     pa, pb = (1,) * (d - len(sa)) + sa, (1,) * (d - len(sb)) + sb
@@ -899,7 +740,7 @@ def _kron_back(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
     return np.reshape(abar, sa), np.reshape(bbar, sb)
 
 
-def _cross_back(ybar: Any, a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+def _cross_cotangents(ybar: Any, a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
                 axis: Any = None) -> tuple[Any, Any]:
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -922,6 +763,51 @@ def _cross_back(ybar: Any, a: Any, b: Any, axisa: int = -1, axisb: int = -1, axi
     abar = np.moveaxis(_sum_to(abar, _shape(am)), -1, axisa)
     bbar = np.moveaxis(_sum_to(bbar, _shape(bm)), -1, axisb)
     return abar, bbar
+
+
+def vdot_rrule(a: Any, b: Any) -> Any:
+    y = np.vdot(a, b)
+
+    def vdot_pullback(ybar: Any) -> Any:
+        abar, bbar = _vdot_cotangents(ybar, a, b)
+        return (_NO, _project(a, abar), _project(b, bbar))
+
+    return y, vdot_pullback
+
+
+def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
+    y = np.vdot(a, b)
+    return y, _project(y, _multilinear_tangent(np.vdot, tangents, (a, b), [0, 1], {}))
+
+
+def kron_rrule(a: Any, b: Any) -> Any:
+    y = np.kron(a, b)
+
+    def kron_pullback(ybar: Any) -> Any:
+        abar, bbar = _kron_cotangents(ybar, a, b)
+        return (_NO, _project(a, abar), _project(b, bbar))
+
+    return y, kron_pullback
+
+
+def kron_frule(tangents: Any, a: Any, b: Any) -> Any:
+    y = np.kron(a, b)
+    return y, _project(y, _multilinear_tangent(np.kron, tangents, (a, b), [0, 1], {}))
+
+
+def cross_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cross(a, b, *args, **kwargs)
+
+    def cross_pullback(ybar: Any) -> Any:
+        abar, bbar = _cross_cotangents(ybar, a, b, *args, **kwargs)
+        return (_NO, _project(a, abar), _project(b, bbar), *_nots(len(args)))
+
+    return y, cross_pullback
+
+
+def cross_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.cross(a, b, *args, **kwargs)
+    return y, _project(y, _multilinear_tangent(np.cross, tangents, (a, b, *args), [0, 1], kwargs))
 
 
 _LABELS = string.ascii_uppercase + string.ascii_lowercase  # sorted like numpy's integer labels
@@ -998,49 +884,65 @@ def _einsum_operand_back(ybar: Any, i: int, inputs: list[str], out: str, ops: li
     return g
 
 
-def _einsum_rrule(f: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(*args, **kwargs)
-    inputs, out, positions = _einsum_spec(args)
-    ops = [args[p] for p in positions]
-    optimize = kwargs.get("optimize", False)
-
-    def einsum_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        cts: list[Any] = [_NO] * len(args)
-        for i, p in enumerate(positions):
-            if is_zero(ybar):
-                cts[p] = ZeroTangent()
-            else:
-                cts[p] = _project(ops[i], _einsum_operand_back(ybar, i, inputs, out, ops, optimize))
-        return (_NO, *cts)
-
-    return y, einsum_pullback
-
-
 def _einsum_positions(args: tuple[Any, ...]) -> list[int]:
     if isinstance(args[0], str):
         return list(range(1, len(args)))
     return [2 * i for i in range(len(args) // 2)]
 
 
+def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
+    y = np.einsum(*args, **kwargs)
+    inputs, out, positions = _einsum_spec(args)
+    ops = [args[p] for p in positions]
+    optimize = kwargs.get("optimize", False)
+
+    def einsum_pullback(ybar: Any) -> Any:
+        cts: list[Any] = [_NO] * len(args)
+        for i, p in enumerate(positions):
+            cts[p] = _project(ops[i], _einsum_operand_back(ybar, i, inputs, out, ops, optimize))
+        return (_NO, *cts)
+
+    return y, einsum_pullback
+
+
+def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    y = np.einsum(*args, **kwargs)
+    ydot = _multilinear_tangent(np.einsum, tangents, args, _einsum_positions(args), kwargs)
+    return y, ydot if isinstance(ydot, AbstractZero) else _project(y, ydot)
+
+
 # ----------------------------------------------------------------------------------------------
 # conversions: np.array / np.asarray of nested lists, astype
 # ----------------------------------------------------------------------------------------------
-def _array_back(ybar: Any, x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
-    return np.reshape(ybar, np.shape(x))
+def array_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Reshaped back, and cut into entries for a (nested) list or tuple ``x``."""
+    return _project(x, np.reshape(ybar, np.shape(x)))
 
 
 def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """The frule of ``np.array``-like ``f``: the tangent converted like the primal."""
     y = f(x, *args, **kwargs)
-    t = unthunk(tangents[1])
-    if is_zero(t) or not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
-        return y, ZeroTangent() if is_zero(t) else NoTangent()
+    t = tangents[1]
+    if isinstance(t, AbstractZero) or not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
+        return y, ZeroTangent() if isinstance(t, AbstractZero) else NoTangent()
     if isinstance(x, np.ndarray) and x.shape == y.shape:
         return y, _project(y, t)  # an array in, the same shape out: only the dtype may change
-    dense = _dense(x, t)
+    dense = dense_tangent(x, t)
     ndmin = kwargs.get("ndmin", 0)
     ydot = np.array(dense, dtype=_tangent_dtype(y), ndmin=ndmin)
     return y, _project(y, np.reshape(ydot, y.shape))
+
+
+def array_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    return _array_frule(np.array, tangents, x, *args, **kwargs)
+
+
+def asarray_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    return _array_frule(np.asarray, tangents, x, *args, **kwargs)
+
+
+def asanyarray_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    return _array_frule(np.asanyarray, tangents, x, *args, **kwargs)
 
 
 def _astype_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> np.dtype[Any]:
@@ -1048,37 +950,50 @@ def _astype_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> np.dtype[An
     return target
 
 
-def _astype_rrule(f: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(x, *args, **kwargs)
-    differentiable = _astype_target(args, kwargs).kind in "fc"
-
-    def astype_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if not differentiable:
-            return (_NO, _NO, *_nots(len(args)))
-        if is_zero(ybar):
-            return (_NO, ZeroTangent(), *_nots(len(args)))
-        return (_NO, _project(x, ybar), *_nots(len(args)))
-
-    return y, astype_pullback
+def _astype_cotangents(x: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ybar: Any) -> tuple[Any, ...]:
+    if _astype_target(args, kwargs).kind not in "fc":  # to ints or bools: no tangent
+        return (_NO, _NO, *_nots(len(args)))
+    return (_NO, _project(x, ybar), *_nots(len(args)))
 
 
-def _astype_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     y = f(x, *args, **kwargs)
     if _astype_target(args, kwargs).kind not in "fc":
         return y, NoTangent()
-    t = unthunk(tangents[1])
-    if is_zero(t):
+    if isinstance(t, AbstractZero):  # only the dtype's tangent was given
         return y, ZeroTangent()
     if y.dtype.kind == "f" and np.iscomplexobj(t):
         t = np.real(t)
     return y, _project(y, t)
 
 
-def _pad_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = f(x, *args, **kwargs)
-    t = unthunk(tangents[1])
-    if is_zero(t):
+def astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def astype_pullback(ybar: Any) -> Any:
+        return _astype_cotangents(x, args, kwargs, ybar)
+
+    return np.astype(x, *args, **kwargs), astype_pullback
+
+
+def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    return _astype_frule(np.astype, tangents[1], x, args, kwargs)
+
+
+def ndarray_astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def astype_pullback(ybar: Any) -> Any:
+        return _astype_cotangents(x, args, kwargs, ybar)
+
+    return np.ndarray.astype(x, *args, **kwargs), astype_pullback
+
+
+def ndarray_astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    return _astype_frule(np.ndarray.astype, tangents[1], x, args, kwargs)
+
+
+def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather)."""
+    y = np.pad(x, *args, **kwargs)
+    t = tangents[1]
+    if isinstance(t, AbstractZero):  # only constant_values' tangent was given
         return y, ZeroTangent()
     mode = args[1] if len(args) > 1 else kwargs.get("mode", "constant")
     if mode not in ("constant", "empty", *_GATHER_PAD_MODES) or kwargs.get("reflect_type", "even") != "even":
@@ -1088,100 +1003,12 @@ def _pad_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         kw["constant_values"] = 0
     elif mode == "empty":
         args, kw["mode"], kw["constant_values"] = args[:1], "constant", 0
-    return y, _project(y, f(_dense(x, t), *args, **kw))
+    return y, _project(y, np.pad(dense_tangent(x, t), *args, **kw))
 
 
 # ----------------------------------------------------------------------------------------------
 # the tables
 # ----------------------------------------------------------------------------------------------
-_X = _linear_frule(0)
-_AB = _multilinear_frule(_first_two)
-
-#: ``callable: (name, rrule maker, frule maker)``; a maker takes ``(f, name)`` and returns the
-#: implementation to register (``_first_arg(backward)`` for functions of one array).
-RULES: dict[Any, tuple[str, Any, Any]] = {
-    # reshaping: the pullback is the inverse reshape / transpose
-    np.reshape: ("reshape", _first_arg(_reshape_back), _X),
-    np.ndarray.reshape: ("reshape", _first_arg(_method_reshape_back), _X),
-    np.ravel: ("ravel", _first_arg(_ravel_back), _X),
-    np.ndarray.ravel: ("ravel", _first_arg(_ravel_back), _X),
-    np.ndarray.flatten: ("flatten", _first_arg(_ravel_back), _X),
-    np.squeeze: ("squeeze", _first_arg(_same_shape_back), _X),
-    np.ndarray.squeeze: ("squeeze", _first_arg(_same_shape_back), _X),
-    np.expand_dims: ("expand_dims", _first_arg(_same_shape_back), _X),
-    np.transpose: ("transpose", _first_arg(_transpose_back), _X),
-    np.ndarray.transpose: ("transpose", _first_arg(_method_transpose_back), _X),
-    np.swapaxes: ("swapaxes", _first_arg(_swapaxes_back), _X),
-    np.ndarray.swapaxes: ("swapaxes", _first_arg(_swapaxes_back), _X),
-    np.moveaxis: ("moveaxis", _first_arg(_moveaxis_back), _X),
-    np.broadcast_to: ("broadcast_to", _first_arg(_broadcast_to_back), _X),
-    np.atleast_1d: ("atleast_1d", _custom_rrule(_atleast_rrule), _linear_frule(*range(64))),
-    np.atleast_2d: ("atleast_2d", _custom_rrule(_atleast_rrule), _linear_frule(*range(64))),
-    np.atleast_3d: ("atleast_3d", _custom_rrule(_atleast_rrule), _linear_frule(*range(64))),
-    np.copy: ("copy", _first_arg(_same_shape_back), _X),
-    np.ndarray.copy: ("copy", _first_arg(_same_shape_back), _X),
-    np.ascontiguousarray: ("ascontiguousarray", _first_arg(_same_shape_back), _X),
-    # reordering
-    np.flip: ("flip", _first_arg(_flip_back), _X),
-    np.fliplr: ("fliplr", _first_arg(_fliplr_back), _X),
-    np.flipud: ("flipud", _first_arg(_flipud_back), _X),
-    np.rot90: ("rot90", _first_arg(_rot90_back), _X),
-    np.roll: ("roll", _first_arg(_roll_back), _X),
-    np.sort: ("sort", _first_arg(_sort_back), _custom(_sort_frule)),
-    # joining and splitting
-    np.concatenate: ("concatenate", _join(_concatenate_layout), _X),
-    np.stack: ("stack", _join(_stack_layout), _X),
-    np.hstack: ("hstack", _join(_hstack_layout), _X),
-    np.vstack: ("vstack", _join(_vstack_layout), _X),
-    np.dstack: ("dstack", _join(_dstack_layout), _X),
-    np.column_stack: ("column_stack", _join(_column_stack_layout), _X),
-    np.append: ("append", _custom_rrule(_append_rrule), _linear_frule(0, 1)),
-    np.split: ("split", _splitter("split"), _X),
-    np.array_split: ("array_split", _splitter("array_split"), _X),
-    np.hsplit: ("hsplit", _splitter("hsplit"), _X),
-    np.vsplit: ("vsplit", _splitter("vsplit"), _X),
-    np.dsplit: ("dsplit", _splitter("dsplit"), _X),
-    np.unstack: ("unstack", _custom_rrule(_unstack_rrule), _X),
-    # repeating and padding
-    np.tile: ("tile", _first_arg(_tile_back), _X),
-    np.repeat: ("repeat", _first_arg(_repeat_back), _X),
-    np.ndarray.repeat: ("repeat", _first_arg(_repeat_back), _X),
-    np.pad: ("pad", _first_arg(_pad_back), _custom(_pad_frule)),
-    # selecting
-    np.where: ("where", _custom_rrule(_where_rrule), _custom(_where_frule)),
-    np.clip: ("clip", _custom_rrule(_clip_rrule), _custom(_clip_frule)),
-    np.ndarray.clip: ("clip", _custom_rrule(_clip_rrule), _custom(_clip_frule)),
-    np.take: ("take", _first_arg(_take_back), _X),
-    np.ndarray.take: ("take", _first_arg(_take_back), _X),
-    take_adjoint: ("take_adjoint", _custom_rrule(_take_adjoint_rrule), _X),
-    np.diag: ("diag", _first_arg(_diag_back), _X),
-    np.diagflat: ("diagflat", _first_arg(_diagflat_back), _X),
-    np.diagonal: ("diagonal", _first_arg(_diagonal_back), _X),
-    np.ndarray.diagonal: ("diagonal", _first_arg(_diagonal_back), _X),
-    np.trace: ("trace", _first_arg(_trace_back), _X),
-    np.ndarray.trace: ("trace", _first_arg(_trace_back), _X),
-    np.triu: ("triu", _first_arg(_triu_back), _X),
-    np.tril: ("tril", _first_arg(_tril_back), _X),
-    # products and contractions
-    np.dot: ("dot", _bilinear(_dot_back), _AB),
-    np.ndarray.dot: ("dot", _bilinear(_dot_back), _AB),
-    np.inner: ("inner", _bilinear(_inner_back), _AB),
-    np.outer: ("outer", _bilinear(_outer_back), _AB),
-    np.vdot: ("vdot", _bilinear(_vdot_back), _AB),
-    np.tensordot: ("tensordot", _bilinear(_tensordot_back), _AB),
-    np.kron: ("kron", _bilinear(_kron_back), _AB),
-    np.cross: ("cross", _bilinear(_cross_back), _AB),
-    np.einsum: ("einsum", _custom_rrule(_einsum_rrule), _multilinear_frule(_einsum_positions)),
-    # conjugation and conversions
-    np.ndarray.conj: ("conj", _first_arg(_conj_back), _X),
-    np.ndarray.conjugate: ("conjugate", _first_arg(_conj_back), _X),
-    np.array: ("array", _first_arg(_array_back), _custom(_array_frule)),
-    np.asarray: ("asarray", _first_arg(_array_back), _custom(_array_frule)),
-    np.asanyarray: ("asanyarray", _first_arg(_array_back), _custom(_array_frule)),
-    np.ndarray.astype: ("astype", _custom_rrule(_astype_rrule), _custom(_astype_frule)),
-    np.astype: ("astype", _custom_rrule(_astype_rrule), _custom(_astype_frule)),
-}
-
 _RANDOM_FUNCTIONS = (
     "beta", "binomial", "chisquare", "choice", "dirichlet", "exponential", "gamma", "geometric",
     "gumbel", "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal", "normal",
@@ -1212,33 +1039,46 @@ def _filled(args: tuple[Any, ...], kwargs: dict[str, Any], position: int) -> Any
     return args[position] if len(args) > position else kwargs["fill_value"]
 
 
-def _fill_rules(f: Any, position: int) -> tuple[Any, Any]:
+def _fill_cotangents(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ybar: Any) -> tuple[Any, ...]:
     """``np.full(shape, v)`` / ``np.full_like(a, v)``: every entry is ``v``, so ``vbar = sum(ybar)``."""
+    value = _filled(args, kwargs, 1)
+    vbar = np.sum(ybar) if np.ndim(value) == 0 else unbroadcast(ybar, np.shape(value))
+    # full's shape has no tangent space; full_like's array is differentiable, its values unused
+    first = ZeroTangent() if f is np.full_like else _NO
+    return (_NO, first, *((project(value, vbar) if i == 1 else _NO) for i in range(1, len(args))))
 
-    def fill_rrule(*args: Any, **kwargs: Any) -> Any:
-        y = f(*args, **kwargs)
-        value = _filled(args, kwargs, position)
 
-        def fill_pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            # full's shape has no tangent space; full_like's array is differentiable, values unused
-            first = ZeroTangent() if f is np.full_like else NoTangent()
-            if is_zero(ybar):
-                return (NoTangent(), first, *(ZeroTangent() for _ in args[1:]))
-            vbar = np.sum(ybar) if np.ndim(value) == 0 else unbroadcast(ybar, np.shape(value))
-            return (NoTangent(), first, *((project(value, vbar) if i == position else NoTangent())
-                                         for i in range(1, len(args))))
+def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``(y, ydot)``; ``vdot`` (the fill value's tangent) is passed on its own, not inside a
+    tuple, so that an outer level of an AD engine traces this helper."""
+    y = f(*args, **kwargs)
+    if isinstance(vdot, AbstractZero):  # only the shape's (or full_like's array's) tangent
+        return y, ZeroTangent()
+    return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
-        return y, fill_pullback
 
-    def fill_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-        y = f(*args, **kwargs)
-        vdot = unthunk(tangents[1 + position]) if len(args) > position else ZeroTangent()
-        if is_zero(vdot):
-            return y, ZeroTangent()
-        return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
+def full_rrule(*args: Any, **kwargs: Any) -> Any:
+    # the pullback is defined here, not by a helper: a pullback made by a helper called with
+    # traced arguments would be traced by an outer level (forward over reverse)
+    def full_pullback(ybar: Any) -> Any:
+        return _fill_cotangents(np.full, args, kwargs, ybar)
 
-    return fill_rrule, fill_frule
+    return np.full(*args, **kwargs), full_pullback
+
+
+def full_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    return _fill_frule(np.full, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
+
+
+def full_like_rrule(*args: Any, **kwargs: Any) -> Any:
+    def full_like_pullback(ybar: Any) -> Any:
+        return _fill_cotangents(np.full_like, args, kwargs, ybar)
+
+    return np.full_like(*args, **kwargs), full_like_pullback
+
+
+def full_like_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    return _fill_frule(np.full_like, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
 
 
 def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
@@ -1249,9 +1089,6 @@ def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
     t = np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True))
 
     def linspace_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
-        if is_zero(ybar):
-            return NoTangent(), ZeroTangent(), ZeroTangent(), NoTangent()
         tt = np.reshape(t, (-1,) + (1,) * (np.ndim(ybar) - 1))
         sbar, ebar = np.sum(ybar * (1 - tt), axis=0), np.sum(ybar * tt, axis=0)
         return (NoTangent(), project(start, sbar if np.ndim(start) else np.sum(sbar)),
@@ -1262,13 +1099,9 @@ def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
 
 def linspace_frule(tangents: Any, start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
     y = np.linspace(start, stop, num, **kwargs)
-    sdot, edot = unthunk(tangents[1]), unthunk(tangents[2])
-    if is_zero(sdot) and is_zero(edot):
-        return y, ZeroTangent()
     t = np.reshape(np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True)),
                    (-1,) + (1,) * (np.ndim(y) - 1))
-    s = 0.0 if is_zero(sdot) else sdot
-    e = 0.0 if is_zero(edot) else edot
+    s, e = dense_tangent(start, tangents[1]), dense_tangent(stop, tangents[2])
     return y, project(y, s * (1 - t) + e * t + np.zeros_like(y))
 
 
@@ -1284,9 +1117,8 @@ def arange_rrule(*args: Any, **kwargs: Any) -> Any:
     k = np.arange(len(y))
 
     def arange_pullback(ybar: Any) -> Any:
-        ybar = unthunk(ybar)
         out: list[Any] = [NoTangent()] * (1 + len(args))
-        if is_zero(ybar) or y.dtype.kind not in "fc":
+        if y.dtype.kind not in "fc":
             return tuple(out)
         if len(args) == 1:
             out[1] = ZeroTangent()  # stop alone only sets the length
@@ -1303,21 +1135,14 @@ def arange_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.arange(*args, **kwargs)
     if y.dtype.kind not in "fc" or len(args) == 1:
         return y, ZeroTangent() if y.dtype.kind in "fc" else NoTangent()
-    sdot = unthunk(tangents[1])
-    hdot = unthunk(tangents[3]) if len(args) > 2 else ZeroTangent()
-    if is_zero(sdot) and is_zero(hdot):
+    sdot = tangents[1]
+    hdot = tangents[3] if len(args) > 2 else ZeroTangent()
+    if isinstance(sdot, AbstractZero) and isinstance(hdot, AbstractZero):  # only stop's tangent
         return y, ZeroTangent()
     k = np.arange(len(y))
-    return y, project(y, (0.0 if is_zero(sdot) else sdot) + (0.0 if is_zero(hdot) else hdot) * k)
-
-
-#: ``{constructor: (rrule, frule)}`` for constructors whose values depend on an argument.
-CONSTRUCTORS: dict[Any, tuple[Any, Any]] = {
-    np.full: _fill_rules(np.full, 1),
-    np.full_like: _fill_rules(np.full_like, 1),
-    np.linspace: (linspace_rrule, linspace_frule),
-    np.arange: (arange_rrule, arange_frule),
-}
+    sdot = 0.0 if isinstance(sdot, AbstractZero) else sdot
+    hdot = 0.0 if isinstance(hdot, AbstractZero) else hdot
+    return y, project(y, sdot + hdot * k)
 
 
 #: NumPy scalar types called as constructors (``np.float64(x)``): the derivative is 1 (projected).
@@ -1327,21 +1152,91 @@ INTEGER_TYPES: tuple[Any, ...] = (np.int8, np.int16, np.int32, np.int64, np.uint
                                   np.uint64, np.bool_)
 
 
-def _register() -> None:
-    for f, (name, make_rrule, make_frule) in RULES.items():
-        r = make_rrule(f, name)
-        r.__name__ = r.__qualname__ = f"{name}_rrule"
-        fr = make_frule(f, name)
-        fr.__name__ = fr.__qualname__ = f"{name}_frule"
-        rrule.register(f)(r)
-        frule.register(f)(fr)
-    for f in NON_DIFFERENTIABLE + INTEGER_TYPES:
-        non_differentiable(f)
-    for t in SCALAR_TYPES:
-        scalar_rule(t, lambda x: 1.0)
-    for f, (r, fr) in CONSTRUCTORS.items():
-        rrule.register(f)(r)
-        frule.register(f)(fr)
+def _unit_partial(x: Any) -> float:
+    return 1.0
 
 
-_register()
+RULES: tuple[RulePair, ...] = (
+    # reshaping: the transpose is the inverse reshape / transpose
+    linear_rules(np.reshape, reshape_transpose),
+    linear_rules(np.ndarray.reshape, method_reshape_transpose),
+    linear_rules(np.ravel, ravel_transpose),
+    linear_rules(np.ndarray.ravel, ravel_transpose),
+    linear_rules(np.ndarray.flatten, ravel_transpose),
+    linear_rules(np.squeeze, same_shape_transpose),
+    linear_rules(np.ndarray.squeeze, same_shape_transpose),
+    linear_rules(np.expand_dims, same_shape_transpose),
+    linear_rules(np.transpose, transpose_transpose),
+    linear_rules(np.ndarray.transpose, method_transpose_transpose),
+    linear_rules(np.swapaxes, swapaxes_transpose),
+    linear_rules(np.ndarray.swapaxes, swapaxes_transpose),
+    linear_rules(np.moveaxis, moveaxis_transpose),
+    linear_rules(np.broadcast_to, broadcast_to_transpose),
+    RulePair(np.atleast_1d, atleast_1d_rrule, atleast_1d_frule),
+    RulePair(np.atleast_2d, atleast_2d_rrule, atleast_2d_frule),
+    RulePair(np.atleast_3d, atleast_3d_rrule, atleast_3d_frule),
+    linear_rules(np.copy, same_shape_transpose),
+    linear_rules(np.ndarray.copy, same_shape_transpose),
+    linear_rules(np.ascontiguousarray, same_shape_transpose),
+    # reordering
+    linear_rules(np.flip, flip_transpose),
+    linear_rules(np.fliplr, fliplr_transpose),
+    linear_rules(np.flipud, flipud_transpose),
+    linear_rules(np.rot90, rot90_transpose),
+    linear_rules(np.roll, roll_transpose),
+    RulePair(np.sort, sort_rrule, sort_frule),
+    # joining and splitting
+    linear_rules(np.concatenate, concatenate_transpose),
+    linear_rules(np.stack, stack_transpose),
+    linear_rules(np.hstack, hstack_transpose),
+    linear_rules(np.vstack, vstack_transpose),
+    linear_rules(np.dstack, dstack_transpose),
+    linear_rules(np.column_stack, column_stack_transpose),
+    RulePair(np.append, append_rrule, append_frule),
+    linear_rules(np.split, split_transpose),
+    linear_rules(np.array_split, array_split_transpose),
+    linear_rules(np.hsplit, hsplit_transpose),
+    linear_rules(np.vsplit, vsplit_transpose),
+    linear_rules(np.dsplit, dsplit_transpose),
+    linear_rules(np.unstack, unstack_transpose),
+    # repeating and padding (pad is affine: its frule pads the tangent with zeros)
+    linear_rules(np.tile, tile_transpose),
+    linear_rules(np.repeat, repeat_transpose),
+    linear_rules(np.ndarray.repeat, repeat_transpose),
+    RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule),
+    # selecting
+    RulePair(np.where, where_rrule, where_frule),
+    RulePair(np.clip, clip_rrule, clip_frule),
+    RulePair(np.ndarray.clip, clip_rrule, clip_frule),
+    linear_rules(np.take, take_transpose),
+    linear_rules(np.ndarray.take, take_transpose),
+    linear_rules(take_adjoint, take_adjoint_transpose),
+    linear_rules(np.diag, diag_transpose),
+    linear_rules(np.diagflat, diagflat_transpose),
+    linear_rules(np.diagonal, diagonal_transpose),
+    linear_rules(np.ndarray.diagonal, diagonal_transpose),
+    linear_rules(np.trace, trace_transpose),
+    linear_rules(np.ndarray.trace, trace_transpose),
+    linear_rules(np.triu, triu_transpose),
+    linear_rules(np.tril, tril_transpose),
+    # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
+    RulePair(np.vdot, vdot_rrule, vdot_frule),
+    RulePair(np.kron, kron_rrule, kron_frule),
+    RulePair(np.cross, cross_rrule, cross_frule),
+    RulePair(np.einsum, einsum_rrule, einsum_frule),
+    # conjugation and conversions
+    linear_rules(np.ndarray.conj, conj_transpose),
+    linear_rules(np.ndarray.conjugate, conj_transpose),
+    RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule),
+    RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule),
+    RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule),
+    RulePair(np.ndarray.astype, ndarray_astype_rrule, ndarray_astype_frule),
+    RulePair(np.astype, astype_rrule, astype_frule),
+    # constructors whose values depend on an argument, and scalar types
+    RulePair(np.full, full_rrule, full_frule),
+    RulePair(np.full_like, full_like_rrule, full_like_frule),
+    RulePair(np.linspace, linspace_rrule, linspace_frule),
+    RulePair(np.arange, arange_rrule, arange_frule),
+    *(partials_rules(t, _unit_partial) for t in SCALAR_TYPES),
+    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE + INTEGER_TYPES),
+)

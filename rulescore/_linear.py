@@ -1,0 +1,102 @@
+"""Rules of linear functions, declared once with their transpose (JAX's ``deflinear``).
+
+A function ``f(x, *args, **kwargs)`` linear in its first argument needs no derivative of its
+own: the frule applies ``f`` itself to the tangent of ``x`` and the pullback applies the
+transpose to the cotangent. The other arguments (shapes, axes, orders) get ``NoTangent()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rulescore._checks import callable_name
+from rulescore._projection import project
+from rulescore._registry import TypeSpec
+from rulescore._rule_pair import RulePair, register_rules
+from rulescore._tangent import Tangent
+from rulescore._thunks import unthunk
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+
+_NT = NoTangent()
+
+
+def dense_tangent(x: Any, t: Any) -> Any:
+    """The tangent ``t`` of ``x`` as a value a linear function accepts: zeros become dense
+    zeros of ``x``'s shape, and a list or tuple ``x`` gets a list or tuple entry by entry.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> dense_tangent([np.ones(2), 1.0], rc.Tangent[list](rc.ZeroTangent(), 3.0))
+        [array([0., 0.]), 3.0]
+    """
+    t = unthunk(t)
+    if isinstance(x, (list, tuple)):
+        if isinstance(t, AbstractZero):
+            entries: list[Any] = [ZeroTangent()] * len(x)
+        else:
+            entries = list(t.backing) if isinstance(t, Tangent) else list(t)
+        return type(x)(dense_tangent(v, e) for v, e in zip(x, entries, strict=True))
+    if isinstance(t, AbstractZero) or t is None:
+        dt = np.result_type(x)
+        return np.zeros(np.shape(x), dtype=dt if dt.kind in "fc" else np.float64)
+    return t
+
+
+def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> RulePair:
+    """The frule and rrule of ``f``, linear in its first argument, from its ``transpose`` (not
+    registered: put the pair in a ``RULES`` table, or call :func:`deflinear`).
+
+    ``transpose(ybar, x, *args, **kwargs)`` returns the cotangent of ``x`` for the output
+    cotangent ``ybar`` (the adjoint map, evaluated at the call's other arguments); it is
+    projected onto ``x``. The frule is ``f(xdot, *args, **kwargs)``. Every other argument gets
+    ``NoTangent()``: declare functions linear in several arguments with named rules instead.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> def flip_transpose(ybar, x, axis=None):
+        ...     return np.flip(ybar, axis)
+        >>> pair = rc.linear_rules(np.flip, flip_transpose)
+        >>> pair.rrule(np.arange(3.0))[1](np.array([1.0, 0.0, 0.0]))
+        (NoTangent(), array([0., 0., 1.]))
+        >>> pair.frule((None, np.array([1.0, 2.0])), np.zeros(2))
+        (array([0., 0.]), array([2., 1.]))
+    """
+    name = callable_name(f).rsplit(".", 1)[-1]
+
+    def linear_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = f(x, *args, **kwargs)
+
+        def linear_pullback(ybar: Any) -> Any:
+            return (_NT, project(x, transpose(ybar, x, *args, **kwargs)), *((_NT,) * len(args)))
+
+        linear_pullback.__name__ = linear_pullback.__qualname__ = f"{name}_pullback"
+        return y, linear_pullback
+
+    def linear_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = f(x, *args, **kwargs)
+        xdot = tangents[1]
+        if isinstance(xdot, AbstractZero):  # only a static argument's tangent was non-zero
+            return y, ZeroTangent()
+        kwargs.pop("out", None)
+        return y, project(y, f(dense_tangent(x, xdot), *args, **kwargs))
+
+    linear_rrule.__name__ = linear_rrule.__qualname__ = f"{name}_rrule"
+    linear_frule.__name__ = linear_frule.__qualname__ = f"{name}_frule"
+    return RulePair(f, linear_rrule, linear_frule, types)
+
+
+def deflinear(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> None:
+    """Register the rules of ``f``, linear in its first argument, from its transpose
+    (:func:`linear_rules`, registered).
+
+    Example:
+        >>> import rulescore as rc
+        >>> def triple(x): return 3 * x
+        >>> rc.deflinear(triple, lambda ybar, x: 3 * ybar)
+        >>> rc.rrule(triple, 1.0)[1](2.0), rc.frule((None, 1.0), triple, 5.0)
+        ((NoTangent(), 6.0), (15.0, 3.0))
+    """
+    register_rules(linear_rules(f, transpose, *types))
