@@ -164,3 +164,43 @@ def tree_leaves(tree: Any) -> list[Any]:
     if children is None:
         return [tree]
     return [leaf for _, c in children for leaf in tree_leaves(c)]
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """``(leaves, unflatten)``: ``tree``'s leaves in order (``None`` included) and the function
+    that puts a list of new leaves back into ``tree``'s structure.
+
+    Example:
+        >>> import rulescore as rc
+        >>> leaves, unflatten = rc.tree_flatten({"a": (1.0, None), "b": [2.0]})
+        >>> leaves, unflatten([10.0, 20.0, 30.0])
+        ([1.0, None, 2.0], {'a': (10.0, 20.0), 'b': [30.0]})
+    """
+    leaves: list[Any] = []
+    shape = _shape_of(tree, leaves)
+
+    def unflatten(new: list[Any]) -> Any:
+        if len(new) != len(leaves):
+            raise ValueError(f"tree_flatten's unflatten expected {len(leaves)} leaves, got {len(new)}")
+        return _fill(shape, iter(new))
+
+    return leaves, unflatten
+
+
+def _shape_of(tree: Any, leaves: list[Any]) -> Any:
+    """``tree`` with its leaves collected into ``leaves`` (the skeleton is the tree itself)."""
+    children = None if _is_none(tree) else _children(unthunk(tree))
+    if children is None:
+        leaves.append(tree)
+        return _LEAF
+    return (unthunk(tree), [(k, _shape_of(c, leaves)) for k, c in children])
+
+
+_LEAF = object()
+
+
+def _fill(shape: Any, new: Any) -> Any:
+    if shape is _LEAF:
+        return next(new)
+    node, children = shape
+    return _build(node, {k: _fill(c, new) for k, c in children})
