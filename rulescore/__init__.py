@@ -47,7 +47,7 @@ __all__ = [
     "add_to_primal", "checking", "checks_enabled", "conj", "fields_of", "frule", "frule_via_ad",
     "ignore_derivatives", "is_zero", "non_differentiable", "non_differentiable_rules", "partials_rules",
     "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
-    "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves", "tree_map", "tree_scale", "tree_sub",
-    "unbind", "unbroadcast", "unthunk", "zero_like",
+    "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves", "tree_map",
+    "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
 ]
 __version__ = "0.1.0"

@@ -66,7 +66,7 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
         flat_f()
     by_leaf = dict(zip(where, columns, strict=True))
     offsets = np.cumsum([0] + [0 if s is None else int(np.prod(s)) for s in found["shapes"]])
-    per_output = []
+    per_output: list[Any] = []
     for k, shape in enumerate(found["shapes"]):
         if shape is None:
             per_output.append(None)

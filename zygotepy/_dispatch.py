@@ -186,8 +186,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if ADJOINTS.active and top.records and ADJOINTS.has_rules(fn):
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
-            trace = innermost(levels, args, kwargs, deep=True) or top
-            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
+            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs,
+                              innermost(levels, args, kwargs, deep=True) or top)
     deep = top.may_have_rule(fn, args)
     trace = innermost(levels, args, kwargs, deep)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)

@@ -22,6 +22,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore._structure import fields_of
+from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
@@ -170,11 +171,11 @@ def _assemble(boxed: Any, cts: list[Any]) -> Any:
         return ZeroTangent() if ct is None else ct
     if t is tuple or t is list:
         parts = [_assemble(v, cts) for v in boxed]
-        return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
+        return tangent_type(t)(*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
     if t is dict:
         entries = {k: _assemble(v, cts) for k, v in boxed.items()}
         nonzero = any(not rc.is_zero(p) for p in entries.values())
-        return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
+        return tangent_type(dict)(entries) if nonzero else ZeroTangent()
     return NoTangent()
 
 
@@ -217,7 +218,8 @@ def _check_scalar(f: Any, y: Any) -> None:
             f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
             f"{what}; " + ("for a function returning (loss, extras), pass has_aux=True or use "
                            "zygotepy.withgradient" if isinstance(v, tuple) else
-                           "use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) instead")
+                           "use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) "
+                           "instead")
         )
 
 

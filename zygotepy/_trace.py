@@ -47,7 +47,7 @@ class Trace:
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
-        self.with_params = bool(params) or any(t.with_params for t in outer)
+        self.with_params: bool = bool(params) or any(t.with_params for t in outer)
         self.uniform = all(type(t) is type(self) for t in outer)  # every active trace of one kind
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
@@ -198,6 +198,7 @@ class Box:
     """
 
     __slots__ = ("_zp_value", "_zp_trace", "_zp_index", "_zp_tangents")
+    _zp_tangents: Any  # forward mode's tangents, set only on forward traces' boxes
 
     def __init__(self, value: Any, trace: Trace, index: int) -> None:
         self._zp_value = value

@@ -221,7 +221,8 @@ class _Rewriter(ast.NodeTransformer):
             read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
                                                    slice=_copy(target.slice), ctx=ast.Load()), node)
             store = ast.copy_location(ast.Assign(targets=[target], value=update(self.visit(read))), node)
-            return self.visit_Assign(store)
+            rewritten_store: ast.AST = self.visit_Assign(store)
+            return rewritten_store
         self.generic_visit(node)
         return node
 
@@ -290,8 +291,8 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
             return all(start <= s <= end for s in spots)
 
         fitting = [(n, c) for n, c in lambdas if covers(n)]
-        fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno,
-                                     nc[0].end_col_offset - nc[0].col_offset))
+        fitting.sort(key=lambda nc: ((nc[0].end_lineno or 0) - nc[0].lineno,
+                                     (nc[0].end_col_offset or 0) - nc[0].col_offset))
         return fitting[0] if fitting else None
     named = [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
     return named[0] if len(named) == 1 else None
@@ -333,12 +334,12 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     node = _Rewriter(params).visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
-        func: ast.AST = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
+        func: Any = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
                                         returns=None, type_comment=None)
     else:
         func = node
-        func.decorator_list = []  # type: ignore[attr-defined]
-        func.name = "_zp_fn"  # type: ignore[attr-defined]  # its own name must stay a global
+        func.decorator_list = []
+        func.name = "_zp_fn"  # its own name must stay a global
     ast.copy_location(func, node)
     placeholders = [*HELPER_NAMES, *code.co_freevars]
     factory = ast.FunctionDef(

@@ -198,7 +198,7 @@ def _same_structure(ours, theirs):
 
     assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)  # JAX computes in float32
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)  # JAX: float32
 
 
 def test_structures_match_jax():
