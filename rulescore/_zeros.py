@@ -7,9 +7,10 @@ arithmetic with numbers, arrays and structural tangents lives in :mod:`rulescore
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from typing_extensions import Self
+if TYPE_CHECKING:  # importing typing_extensions costs a few ms at import time
+    from typing_extensions import Self
 
 from rulescore._additive import Additive
 

@@ -2,18 +2,24 @@
 :class:`rulescore.RulePair`), registered by the one loop below.
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.reductions`,
-:mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.fft`.
+:mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.fft`; :mod:`.random` when
+``numpy.random`` is first imported.
 """
 
 import importlib
 
 from rulescore._rule_pair import register_rules
+from rulescore.rules._on_import import when_imported
+from rulescore.rules.random import register_random
 
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "reductions", "shape", "indexing",
-            "linalg", "fft")
+            "linalg", "fft", "random")
 
 for _family in FAMILIES:
     _module = importlib.import_module(f"rulescore.rules.{_family}")
     _table = getattr(_module, "RULES", ())
     if isinstance(_table, tuple):  # families not yet converted register themselves on import
         register_rules(*_table)
+
+# numpy.random is costly to import and NumPy imports it only on first use: so do its rules
+when_imported("numpy.random", register_random)

@@ -41,7 +41,7 @@ __all__ = ["COMMAND", "display_name", "family_of", "rules_table"]
 COMMAND = "python -m rulescore.rules._table > docs/rules.md"
 
 #: Optional modules whose import registers more rules (the table includes them if installed).
-OPTIONAL_MODULES = ("scipy.special",)
+OPTIONAL_MODULES = ("scipy.special", "numpy.random")
 
 CORE = "core"
 
@@ -60,6 +60,8 @@ _DESCRIPTIONS = {
     "indexing": "Indexing (`operator.getitem`, `getattr`) and its scatter primitives.",
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
+    "random": "`numpy.random`'s samplers, non-differentiable (registered when `numpy.random` is "
+              "first imported).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 
