@@ -32,7 +32,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -197,8 +197,12 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if recurse:
         target = top.python_target(fn, top.with_params)
         if target is not None:
+            if top.log is not None:
+                log_call(top, fn, args, "traced through")
             return target(*args, **kwargs)
     if trace is None or fn in STRUCTURAL or _user_class(fn) or tf in _STRUCTURAL_CALLABLES:
+        if top.log is not None:
+            log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
 
@@ -391,6 +395,8 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
                trace: Trace) -> Any:
     """Run ``rule`` (from ``table``) on the arguments unboxed for ``trace``, with only the outer
     levels active, and record its output on the tape."""
+    if trace.log is not None:
+        log_call(trace, fn, args, "adjoint" if table is ADJOINTS else rule.kind.replace("_", "-"), rule)
     primals: list[Any] = []
     routes: list[tuple[int, Any]] = []
     for i, a in enumerate(args):

@@ -27,7 +27,7 @@ from zygotepy import _dispatch
 from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
 
 
 class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
@@ -113,6 +113,8 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
 
     All directions go through one call with :class:`rulescore.Batched` tangents when the frule
     can take them; otherwise (or when it raises) the frule runs once per direction."""
+    if trace.log is not None:
+        log_call(trace, fn, args, rule.kind.replace("_", "-"), rule)
     primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
     _dispatch.refuse_traced_keywords(fn, kwargs, trace)
     directions = trace.directions

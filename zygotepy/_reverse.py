@@ -54,8 +54,8 @@ class ReverseTrace(Trace):
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
-        if not outer and not self.with_params:
-            self.fast_path = _apply_first_order  # the dispatcher's hot path
+        if not outer and not self.with_params and self.log is None:
+            self.fast_path = _apply_first_order  # the dispatcher's hot path (it logs nothing)
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``fn``'s rrule on this trace's tape, or ``NO_RULE``."""

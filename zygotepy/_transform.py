@@ -17,8 +17,9 @@ import inspect
 import linecache
 import operator
 import types
-import warnings
 from typing import Any
+
+from zygotepy._errors import warn_user
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -358,7 +359,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     try:
         compiled = compile(module, code.co_filename, "exec")
     except (SyntaxError, ValueError, TypeError) as err:
-        warnings.warn(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning, stacklevel=4)
+        warn_user(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning)
         return None
     new = _find_code(compiled, func.name)
     if new is None:
@@ -408,9 +409,9 @@ def _warn_no_source(fn: types.FunctionType, why: str = "no source") -> None:
     if code in _WARNED or (code.co_name.startswith("__") and code.co_name.endswith("__")):
         return  # generated dunders (dataclasses, namedtuples) only assign: nothing to see
     _WARNED.add(code)
-    warnings.warn(
+    warn_user(
         f"zygotepy: {why} for {code.co_qualname} ({code.co_filename}); it is differentiated by "
         "operator overloading only, so rules registered for functions it calls (and implicit "
-        "parameters it reads) are not seen", ZygoteWarning, stacklevel=5)
+        "parameters it reads) are not seen", ZygoteWarning)
 
 
