@@ -8,21 +8,10 @@ nothing when it is off. ``explain`` turns it on for one call and prints the reco
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from zygotepy._reverse import pullback
-
-
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.rows: list[tuple[int, str, str, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.rows.append((getattr(record, "zygotepy_level", 0), getattr(record, "zygotepy_call", ""),
-                          getattr(record, "zygotepy_how", ""), getattr(record, "zygotepy_rule", "")))
 
 
 def explain(f: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -42,8 +31,18 @@ def explain(f: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         numpy.tanh(ndarray)...rule...<rrule(numpy.tanh) at ...>
         numpy.sum(ndarray)...rule...<rrule(numpy.sum) at ...>
     """
+    import logging  # here, not at the top: ``import zygotepy`` does not pay for logging
+
+    rows: list[tuple[str, str, str]] = [("call", "how", "rule")]
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            depth = getattr(record, "zygotepy_level", 0)
+            rows.append(("  " * depth + getattr(record, "zygotepy_call", ""),
+                         getattr(record, "zygotepy_how", ""), getattr(record, "zygotepy_rule", "")))
+
     log = logging.getLogger("zygotepy")
-    handler = _Collect()
+    handler = Collect(logging.DEBUG)
     level, propagate = log.level, log.propagate
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
@@ -54,8 +53,6 @@ def explain(f: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         log.removeHandler(handler)
         log.setLevel(level)
         log.propagate = propagate
-    rows = [("call", "how", "rule")]
-    rows += [("  " * depth + call, how, rule) for depth, call, how, rule in handler.rows]
     widths = [max(len(r[i]) for r in rows) + 4 for i in range(2)]
     for call, how, rule in rows:
         print(f"{call:<{widths[0]}}{how:<{widths[1]}}{rule}".rstrip())
