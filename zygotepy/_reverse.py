@@ -10,7 +10,6 @@ stay in rulescore's representation until the very edge (:mod:`zygotepy._edge`).
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import operator
 import types
@@ -349,6 +348,8 @@ def check_keywords(entry: str, f: Any, kwargs: dict[str, Any]) -> None:
     for key in kwargs:
         if key in named:
             continue
+        import difflib  # only for a keyword f does not name: import zygotepy does not pay for it
+
         close = difflib.get_close_matches(key, own, n=1, cutoff=0.7)
         if close:
             raise TypeError(

@@ -2,8 +2,8 @@
 :class:`rulescore.RulePair`), registered by the one loop below.
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.reductions`,
-:mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.fft`; :mod:`.random` when
-``numpy.random`` is first imported.
+:mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`; :mod:`.fft` and :mod:`.random` when
+``numpy.fft`` and ``numpy.random`` are first imported.
 """
 
 import importlib
@@ -15,7 +15,13 @@ from rulescore.rules.random import register_random
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "reductions", "shape", "indexing",
             "linalg", "fft", "random")
 
+#: Families for modules NumPy imports only on first use, registered then (importing the module
+#: costs time ``import rulescore`` should not pay): family -> module.
+ON_IMPORT = {"fft": "numpy.fft"}
+
 for _family in FAMILIES:
+    if _family in ON_IMPORT or _family == "random":
+        continue
     _module = importlib.import_module(f"rulescore.rules.{_family}")
     _table = getattr(_module, "RULES", ())
     if isinstance(_table, tuple):  # families not yet converted register themselves on import
@@ -23,3 +29,5 @@ for _family in FAMILIES:
 
 # numpy.random is costly to import and NumPy imports it only on first use: so do its rules
 when_imported("numpy.random", register_random)
+for _family, _name in ON_IMPORT.items():  # a family registers itself when imported
+    when_imported(_name, lambda _, family=_family: importlib.import_module(f"rulescore.rules.{family}"))

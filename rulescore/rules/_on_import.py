@@ -36,6 +36,9 @@ class _AfterImport:
             original(module)
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
+            parent, _, child = fullname.rpartition(".")
+            if parent in sys.modules:  # as the import system does next: `numpy.fft` reads it
+                setattr(sys.modules[parent], child, module)
             self.callback(module)
 
         spec.loader.exec_module = exec_module

@@ -14,14 +14,18 @@ import zygotepy as zp
 CASES: list[object] = []
 
 
-def test_importing_the_packages_leaves_numpy_random_unimported_until_used():
+def test_importing_the_packages_leaves_numpy_random_and_fft_unimported_until_used():
     code = ("import sys, numpy, zygotepy, rulescore as rc\n"
             "assert 'numpy.random' not in sys.modules, 'numpy.random imported by zygotepy'\n"
+            "assert 'numpy.fft' not in sys.modules, 'numpy.fft imported by zygotepy'\n"
             "import numpy as np\n"
-            "print(rc.rrule(np.random.normal, 0.0, 1.0)[1](1.0))\n")
+            "print(rc.rrule(np.random.normal, 0.0, 1.0)[1](1.0))\n"
+            "y, back = rc.rrule(np.fft.rfft, np.ones(3))\n"
+            "print(back(np.array([1.0, 0.0])))\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "(NoTangent(), NoTangent(), NoTangent())"
+    assert run.stdout.splitlines() == ["(NoTangent(), NoTangent(), NoTangent())",
+                                       "(NoTangent(), array([1., 1., 1.]))"]
 
 
 def test_sampling_inside_a_loss_gives_no_gradient_through_the_sample():
