@@ -7,6 +7,8 @@ Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mo
 """
 
 import importlib
+from collections.abc import Callable
+from types import ModuleType
 
 from rulescore._rule_pair import register_rules
 from rulescore.rules._on_import import when_imported
@@ -29,5 +31,14 @@ for _family in FAMILIES:
 
 # numpy.random is costly to import and NumPy imports it only on first use: so do its rules
 when_imported("numpy.random", register_random)
-for _family, _name in ON_IMPORT.items():  # a family registers itself when imported
-    when_imported(_name, lambda _, family=_family: importlib.import_module(f"rulescore.rules.{family}"))
+
+
+def _importer(family: str) -> Callable[[ModuleType], None]:
+    """The callback importing ``family`` (which registers itself) once its module is imported."""
+    def import_family(module: ModuleType) -> None:
+        importlib.import_module(f"rulescore.rules.{family}")
+    return import_family
+
+
+for _family, _name in ON_IMPORT.items():
+    when_imported(_name, _importer(_family))
