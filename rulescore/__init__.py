@@ -38,6 +38,7 @@ from rulescore._rule_pair import RulePair, register_rules
 from rulescore._structure import fields_of, rebuild
 from rulescore._tangent import Tangent
 from rulescore._thunks import InplaceableThunk, Thunk, unthunk
+from rulescore._tree import tree_add, tree_flatten, tree_leaves, tree_map, tree_scale, tree_sub, zero_like
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "add_to_primal", "checking", "checks_enabled", "conj", "deflinear", "fields_of", "frule", "frule_via_ad",
     "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable", "non_differentiable_rules",
     "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
-    "rules", "scalar_rule", "scale", "sub", "unbind", "unbroadcast", "unthunk",
+    "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves", "tree_map",
+    "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
 ]
 __version__ = "0.1.0"

@@ -12,7 +12,9 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from typing_extensions import Self
+
+if TYPE_CHECKING:  # importing typing_extensions costs a few ms at import time
+    from typing_extensions import Self
 
 from rulescore._abstract_tangent import AbstractTangent
 

@@ -13,6 +13,7 @@ from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
 from zygotepy._api import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian
 from zygotepy._errors import NotScalarError, UntraceableError
+from zygotepy._explain import explain
 from zygotepy._forward import jvp, pushforward
 from zygotepy._lib import checkpointed, dropgrad, forward, hook, ignore, isderiving, refresh, showgrad
 from zygotepy._reverse import Grads, Params, WithGradient, gradient, params, pullback, withgradient
@@ -20,7 +21,7 @@ from zygotepy._transform import ZygoteWarning
 
 __all__ = [
     "Grads", "NotScalarError", "Params", "UntraceableError", "WithGradient", "ZygoteWarning", "adjoint",
-    "checkpointed", "diaghessian", "dropgrad", "forwarddiff", "hessian", "hessian_reverse", "jvp",
+    "checkpointed", "diaghessian", "dropgrad", "explain", "forwarddiff", "hessian", "hessian_reverse", "jvp",
     "pushforward", "forward", "gradient", "hook", "ignore", "isderiving", "jacobian", "params",
     "pullback", "refresh", "showgrad", "withgradient",
 ]

@@ -4,24 +4,98 @@ over reverse), ``hessian_reverse``, ``diaghessian`` and ``forwarddiff`` (forward
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+import rulescore as rc
+from rulescore._checks import callable_name
 from zygotepy import _dispatch
 from zygotepy._forward import basis, jacobian_forward, push
-from zygotepy._reverse import gradient, reverse_jacobian
+from zygotepy._reverse import check_keywords, gradient, reverse_jacobian
 from zygotepy._trace import LEVELS, unbox_all
 
 
-def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64,
-             **kwargs: Any) -> tuple[Any, ...]:
+def _differentiable(leaf: Any) -> bool:
+    v = unbox_all(leaf)
+    if isinstance(v, (bool, np.bool_)) or v is None:
+        return False
+    return isinstance(v, (int, float, complex, np.number)) or (
+        isinstance(v, np.ndarray) and v.dtype.kind in "iufc")
+
+
+def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, chunk: int,
+              selected: tuple[int, ...] | int, has_aux: bool = False) -> Any:
+    """The Jacobian of ``f`` in ``jax.jacrev``'s structure: the output's tree, each output leaf
+    holding (for a tuple ``selected``) a tuple over the selected arguments, each the argument's
+    tree of arrays of shape ``out_leaf.shape + in_leaf.shape``; ``None`` for leaves that are not
+    numbers. The work is done on one flat vector output and the numeric leaves as arguments."""
+    nums = (selected,) if isinstance(selected, int) else selected
+    flat = [rc.tree_flatten(a) for a in args]
+    where = [(i, j) for i in nums for j, leaf in enumerate(flat[i][0]) if _differentiable(leaf)]
+    found: dict[str, Any] = {}
+
+    def flat_f(*xs: Any) -> Any:
+        leaves = [list(ls) for ls, _ in flat]
+        for (i, j), x in zip(where, xs, strict=True):
+            leaves[i][j] = x
+        out = _dispatch.call(f, *(u(ls) for ls, (_, u) in zip(leaves, flat, strict=True)), **kwargs)
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TypeError(f"jacobian with has_aux=True needs {callable_name(f)} to return a pair "
+                                f"(out, aux), but it returned {type(unbox_all(out)).__name__}")
+            out, found["aux"] = out[0], unbox_all(out[1])
+        out_leaves, found["unflatten"] = rc.tree_flatten(out)
+        found["shapes"] = [None if o is None else np.shape(unbox_all(o)) for o in out_leaves]
+        parts = [_dispatch.call(np.ravel, o) for o in out_leaves if o is not None]
+        return _dispatch.call(np.concatenate, parts) if parts else np.zeros(0)
+
+    x0 = tuple(flat[i][0][j] for i, j in where)
+    if mode == "auto":
+        n_out = int(np.size(unbox_all(flat_f(*x0)))) if x0 else 0
+        mode = "forward" if sum(int(np.size(unbox_all(x))) for x in x0) < n_out else "reverse"
+    if mode == "forward":
+        columns = jacobian_forward(flat_f, x0, {}, chunk)
+    elif mode == "reverse":
+        columns = reverse_jacobian(flat_f, *x0)
+    else:
+        raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
+    if "shapes" not in found:  # no numeric input: run once for the output's structure
+        flat_f()
+    by_leaf = dict(zip(where, columns, strict=True))
+    offsets = np.cumsum([0] + [0 if s is None else int(np.prod(s)) for s in found["shapes"]])
+    per_output: list[Any] = []
+    for k, shape in enumerate(found["shapes"]):
+        if shape is None:
+            per_output.append(None)
+            continue
+
+        def block(i: int, j: int, k: int = k, shape: Any = shape) -> Any:
+            column = by_leaf.get((i, j))
+            if column is None:
+                return None
+            rows = _dispatch.call(operator.getitem, column, slice(offsets[k], offsets[k + 1]))
+            return _dispatch.call(np.reshape, rows, (*shape, *np.shape(unbox_all(flat[i][0][j]))))
+
+        trees = tuple(flat[i][1]([block(i, j) for j in range(len(flat[i][0]))]) for i in nums)
+        per_output.append(trees[0] if isinstance(selected, int) else trees)
+    result = found["unflatten"](per_output)
+    return (result, found["aux"]) if has_aux else result
+
+
+def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64, has_aux: bool = False,
+             **kwargs: Any) -> Any:
     """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
 
-    ``mode="forward"`` pushes ``chunk`` input directions per pass (frules); ``"reverse"`` pulls
-    back one output direction per pass (rrules); ``"auto"`` picks forward when there are fewer
-    inputs than outputs.
+    The result has ``jax.jacrev(f, argnums=(0, 1, ...))``'s structure: for an array output, a
+    tuple with one entry per argument; a dict/list/tuple/dataclass argument gets the same
+    container of arrays (``out.shape + leaf.shape``); a container output wraps that structure
+    (one per output leaf). ``mode="forward"`` pushes ``chunk`` input directions per pass
+    (frules); ``"reverse"`` pulls back one output direction per pass (rrules); ``"auto"`` picks
+    forward when there are fewer inputs than outputs. With ``has_aux=True``, ``f`` returns
+    ``(out, aux)`` and the result is ``(jacobian, aux)``. Other keyword arguments go to ``f``.
 
     Example:
         >>> import numpy as np, zygotepy as zp
@@ -30,39 +104,45 @@ def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int =
         >>> J_rev, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="reverse")
         >>> J_fwd.shape, bool(np.allclose(J_fwd, J_rev))
         ((4, 2), True)
+        >>> zp.jacobian(lambda p: p["a"] * p["b"], {"a": x, "b": 3.0})
+        ({'a': array([[3., 0.],
+               [0., 3.]]), 'b': array([1., 2.])},)
     """
-    if mode == "auto":
-        n_in = sum(int(np.size(a)) for a in args)
-        n_out = int(np.size(unbox_all(f(*args, **kwargs)))) if n_in else 0
-        mode = "forward" if n_in < n_out else "reverse"
-    if mode == "forward":
-        return jacobian_forward(f, args, kwargs, chunk)
-    if mode == "reverse":
-        return reverse_jacobian(f, *args, **kwargs)
-    raise ValueError(f"mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
+    check_keywords("jacobian", f, kwargs)
+    return _jacobian(f, args, kwargs, mode, chunk, tuple(range(len(args))), has_aux)
 
 
-def _gradient_of(f: Any) -> Any:
-    return lambda v: gradient(f, v)[0]
+def _gradient_of(f: Any, nargs: int, kwargs: dict[str, Any]) -> Any:
+    """``f``'s gradient as a function, with ``None`` (no gradient) as zeros, so it has a Jacobian."""
+    def grad_f(*xs: Any) -> Any:
+        grads = rc.tree_map(lambda x, g: g, xs, gradient(f, *xs, **kwargs))
+        return grads[0] if nargs == 1 else grads
+    return grad_f
 
 
-def hessian(f: Callable[..., Any], x: Any, chunk: int = 128) -> Any:
-    """The Hessian of a scalar ``f`` at ``x`` by forward-over-reverse; shape ``x.shape + x.shape``.
+def hessian(f: Callable[..., Any], *args: Any, chunk: int = 128, **kwargs: Any) -> Any:
+    """The Hessian of a scalar ``f`` by forward-over-reverse, in ``jax.hessian``'s structure.
 
-    ``chunk`` input directions are pushed per pass (one pass for up to 128 inputs): every
-    pass re-runs the gradient, so fewer, wider passes are cheaper.
+    One argument ``x``: shape ``x.shape + x.shape`` (for a container, a container of containers,
+    ``H[k1][k2]``). Several: ``((H_xx, H_xy), (H_yx, H_yy))``, as ``jax.hessian(f, argnums=(0, 1))``.
+    ``chunk`` input directions are pushed per pass (one pass for up to 128 inputs): every pass
+    re-runs the gradient, so fewer, wider passes are cheaper. Other keyword arguments go to ``f``.
 
     Example:
         >>> import numpy as np, zygotepy as zp
         >>> zp.hessian(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
         array([[4., 2.],
                [2., 0.]])
+        >>> zp.hessian(lambda x, y: x * y, 2.0, 3.0)
+        ((array(0.), array(1.)), (array(1.), array(0.)))
     """
-    return jacobian(_gradient_of(f), x, mode="forward", chunk=chunk)[0]
+    check_keywords("hessian", f, kwargs)
+    nums = 0 if len(args) == 1 else tuple(range(len(args)))
+    return _jacobian(_gradient_of(f, len(args), kwargs), args, {}, "forward", chunk, nums)
 
 
-def hessian_reverse(f: Callable[..., Any], x: Any) -> Any:
-    """The Hessian of a scalar ``f`` at ``x`` by reverse-over-reverse.
+def hessian_reverse(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The Hessian of a scalar ``f`` by reverse-over-reverse (structure as :func:`hessian`).
 
     Example:
         >>> import numpy as np, zygotepy as zp
@@ -70,7 +150,9 @@ def hessian_reverse(f: Callable[..., Any], x: Any) -> Any:
         array([[4., 2.],
                [2., 0.]])
     """
-    return jacobian(_gradient_of(f), x, mode="reverse")[0]
+    check_keywords("hessian", f, kwargs)
+    nums = 0 if len(args) == 1 else tuple(range(len(args)))
+    return _jacobian(_gradient_of(f, len(args), kwargs), args, {}, "reverse", 64, nums)
 
 
 def diaghessian(f: Callable[..., Any], x: Any) -> Any:

@@ -60,6 +60,7 @@ def _unary(op: Any) -> Any:
     return method
 
 
+_op: Any
 for _name, _op in BINARY.items():
     setattr(Box, f"__{_name}__", _binary(_op))
     setattr(Box, f"__r{_name}__", _reflected(_op))
@@ -220,4 +221,4 @@ _METHODS = {
 for _name, _fn in _METHODS.items():
     setattr(Box, _name, _fn)
 Box.__array_priority__ = 1000  # type: ignore[attr-defined]
-BoundBoxMethod.__call__ = _call_bound_method  # type: ignore[attr-defined]
+BoundBoxMethod.__call__ = _call_bound_method  # type: ignore[method-assign]

@@ -33,7 +33,7 @@ from rulescore._checks import callable_name
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -187,8 +187,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if ADJOINTS.active and top.records and ADJOINTS.has_rules(fn):
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
-            trace = innermost(levels, args, kwargs, deep=True) or top
-            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
+            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs,
+                              innermost(levels, args, kwargs, deep=True) or top)
     deep = top.may_have_rule(fn, args)
     trace = innermost(levels, args, kwargs, deep)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
@@ -198,8 +198,12 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if recurse:
         target = top.python_target(fn, top.with_params)
         if target is not None:
+            if top.log is not None:
+                log_call(top, fn, args, "traced through")
             return target(*args, **kwargs)
     if trace is None or fn in STRUCTURAL or _user_class(fn) or tf in _STRUCTURAL_CALLABLES:
+        if top.log is not None:
+            log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
 
@@ -392,6 +396,8 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
                trace: Trace) -> Any:
     """Run ``rule`` (from ``table``) on the arguments unboxed for ``trace``, with only the outer
     levels active, and record its output on the tape."""
+    if trace.log is not None:
+        log_call(trace, fn, args, "adjoint" if table is ADJOINTS else rule.kind.replace("_", "-"), rule)
     primals: list[Any] = []
     routes: list[tuple[int, Any]] = []
     for i, a in enumerate(args):

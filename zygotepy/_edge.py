@@ -14,6 +14,7 @@ from typing import Any
 
 import rulescore as rc
 from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, ZeroTangent
 from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
@@ -63,7 +64,7 @@ def to_internal(g: Any, primal: Any) -> Any:
     if g is None:
         return ZeroTangent()
     if isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields") and isinstance(g, (tuple, list)):
-        return rc.Tangent[type(primal)](*(to_internal(c, p) for c, p in zip(g, primal, strict=True)))
+        return tangent_type(type(primal))(*(to_internal(c, p) for c, p in zip(g, primal, strict=True)))
     if isinstance(primal, dict) and isinstance(g, dict):
-        return rc.Tangent[dict]({k: to_internal(v, primal[k]) for k, v in g.items()})
+        return tangent_type(dict)({k: to_internal(v, primal[k]) for k, v in g.items()})
     return g

@@ -1,4 +1,13 @@
-"""Errors the engine raises: each names the function, the argument and what to do."""
+"""Errors the engine raises: each names the function, the argument and what to do; and
+:func:`warn_user`, which attributes the engine's warnings to the user's line."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import rulescore
 
 
 class UntraceableError(TypeError):
@@ -8,3 +17,31 @@ class UntraceableError(TypeError):
 
 class NotScalarError(TypeError):
     """``gradient`` was given a function whose output is not a real scalar."""
+
+
+#: Where the engine's own frames live: a warning is attributed to the first frame outside them.
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (rulescore,)) + (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line: the innermost frame outside zygotepy and
+    rulescore (rewritten user functions keep their own file names, so they count as the user's).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_user("look here", UserWarning)
+        >>> caught[0].filename.endswith(".py") or caught[0].filename.startswith("<doctest")
+        True
+    """
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, category, skip_file_prefixes=_PACKAGE_DIRS)  # type: ignore[call-arg,unused-ignore]
+        return
+    frame = sys._getframe(1)
+    level = 2  # 1 is this function; 2 its caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

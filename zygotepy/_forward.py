@@ -21,12 +21,13 @@ import rulescore as rc
 from rulescore._checks import callable_name, check_frule_result, checks_enabled
 from rulescore._contract import plain_tangents, zero_of
 from rulescore._structure import fields_of
+from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
 from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
 
 
 class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
@@ -98,12 +99,12 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
         seen.discard(id(x))
         if all(rc.is_zero(p) for p in parts.values()):
             return ZeroTangent()
-        return rc.Tangent[dict](parts) if t is dict else rc.Tangent[t](*parts.values())
+        return tangent_type(dict)(parts) if t is dict else tangent_type(t)(*parts.values())
     fields = {name: _tangent_of(v, trace, k, seen) for name, v in fields_of(x).items()}
     seen.discard(id(x))
     if all(rc.is_zero(p) for p in fields.values()):
         return ZeroTangent()
-    return rc.Tangent[type(x)](**fields)
+    return tangent_type(type(x))(**fields)
 
 
 def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -112,6 +113,8 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
 
     All directions go through one call with :class:`rulescore.Batched` tangents when the frule
     can take them; otherwise (or when it raises) the frule runs once per direction."""
+    if trace.log is not None:
+        log_call(trace, fn, args, rule.kind.replace("_", "-"), rule)
     primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
     _dispatch.refuse_traced_keywords(fn, kwargs, trace)
     directions = trace.directions

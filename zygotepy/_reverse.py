@@ -19,7 +19,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import rulescore as rc
+from rulescore._checks import callable_name
 from rulescore._structure import fields_of
+from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
@@ -51,8 +53,8 @@ class ReverseTrace(Trace):
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
-        if not outer and not self.with_params:
-            self.fast_path = _apply_first_order  # the dispatcher's hot path
+        if not outer and not self.with_params and self.log is None:
+            self.fast_path = _apply_first_order  # the dispatcher's hot path (it logs nothing)
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``fn``'s rrule on this trace's tape, or ``NO_RULE``."""
@@ -165,11 +167,11 @@ def _assemble(boxed: Any, cts: list[Any]) -> Any:
         return ZeroTangent() if ct is None else ct
     if t is tuple or t is list:
         parts = [_assemble(v, cts) for v in boxed]
-        return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
+        return tangent_type(t)(*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
     if t is dict:
         entries = {k: _assemble(v, cts) for k, v in boxed.items()}
         nonzero = any(not rc.is_zero(p) for p in entries.values())
-        return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
+        return tangent_type(dict)(entries) if nonzero else ZeroTangent()
     return NoTangent()
 
 
@@ -210,7 +212,10 @@ def _check_scalar(f: Any, y: Any) -> None:
                 else f"a {type(v).__name__}")
         raise NotScalarError(
             f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
-            f"{what}; use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) instead"
+            f"{what}; " + ("for a function returning (loss, extras), pass has_aux=True or use "
+                           "zygotepy.withgradient" if isinstance(v, tuple) else
+                           "use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) "
+                           "instead")
         )
 
 
@@ -252,56 +257,133 @@ def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
     return y, boxed, sweep
 
 
-def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
+def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs: Any) -> Any:
     """``(y, back)``: ``y = f(*args)`` and ``back(ybar)``, the vector-Jacobian product.
 
     ``back`` returns one gradient per argument (``None`` where there is none) and may be called
-    any number of times.
+    any number of times. With ``has_aux=True``, ``f`` returns ``(y, aux)`` and the result is
+    ``(y, back, aux)`` (JAX's ``vjp``); ``aux`` is not differentiated.
 
     Example:
         >>> import math, zygotepy as zp
         >>> y, back = zp.pullback(math.sin, 0.5)
         >>> round(y, 6), back(1.0)
         (0.479426, (0.8775825618903728,))
+        >>> y, back, aux = zp.pullback(lambda x: (x * 3.0, "note"), 2.0, has_aux=True)
+        >>> y, back(1.0), aux
+        (6.0, (3.0,), 'note')
     """
-    y, boxed, sweep = _pullback(f, args, kwargs)
+    check_keywords("pullback", f, kwargs)
+    trace, boxed, out = _run(f, args, kwargs, None)
+    main = out
+    if has_aux:
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError(f"pullback with has_aux=True needs {callable_name(f)} to return a pair "
+                            f"(y, aux), but it returned {type(unbox_all(out)).__name__}")
+        main = out[0]
 
     def back(ybar: Any) -> tuple[Any, ...]:
-        cts = sweep(ybar)
+        cts = backward(trace, _seeds(main, trace, ybar))
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
-    return y, back
+    y = unbox(main, trace)[0]
+    return (y, back, unbox(out[1], trace)[0]) if has_aux else (y, back)
 
 
-def _selection(f: Any, nargs: int, argnums: Any, wrt: Any) -> tuple[int, ...] | None:
+def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradient") -> tuple[int, ...] | None:
+    """The selected argument positions (``None``: all), validated and with negative ``argnums``
+    counted from the end."""
     if argnums is None and wrt is None:
         return None
+    if argnums is not None and wrt is not None:
+        raise TypeError(f"{entry} takes argnums or wrt, not both")
+    name = callable_name(f)
     if wrt is not None:
         names = list(inspect.signature(f).parameters)
         wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
         missing = [w for w in wanted if w not in names[:nargs]]
         if missing:
-            raise ValueError(f"wrt names {missing} are not positional arguments of {f!r} ({names[:nargs]})")
-        return tuple(names.index(w) for w in wanted)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    return tuple(n % nargs for n in nums)
+            raise ValueError(f"wrt names {missing} are not positional arguments of {name} ({names[:nargs]})")
+        nums: tuple[Any, ...] = tuple(names.index(w) for w in wanted)
+    else:
+        nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else \
+            tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+    selected = []
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{entry}: argnums must be an int or a tuple of ints, got {argnums!r} "
+                            f"(differentiating {name})")
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{entry}: argnums={argnums!r} is out of range: {name} was given {nargs} "
+                             f"positional argument{'s' if nargs != 1 else ''}, so argnums must lie in "
+                             f"{-nargs}..{nargs - 1}")
+        selected.append(int(n) % nargs)
+    if len(set(selected)) != len(selected):
+        raise ValueError(f"{entry}: argnums={argnums!r} selects an argument of {name} more than once")
+    return tuple(selected)
 
 
-def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None, **kwargs: Any) -> Any:
+#: The keyword arguments of each entry point; others are passed to the user's function.
+RESERVED = {
+    "gradient": ("argnums", "wrt", "has_aux"), "withgradient": ("argnums", "wrt"),
+    "pullback": ("has_aux",), "jacobian": ("mode", "chunk", "has_aux"), "hessian": ("chunk",),
+}
+
+
+def check_keywords(entry: str, f: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse, before ``f`` runs, a keyword argument meant for ``entry`` but misspelt, or one ``f``
+    does not take. Keywords ``f`` names as parameters are passed through undifferentiated."""
+    if not kwargs:
+        return
+    try:
+        parameters = inspect.signature(f).parameters
+    except (TypeError, ValueError):  # no signature (some builtins): pass everything through
+        return
+    named = {k for k, p in parameters.items() if p.kind not in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    own = RESERVED[entry]
+    for key in kwargs:
+        if key in named:
+            continue
+        import difflib  # only for a keyword f does not name: import zygotepy does not pay for it
+
+        close = difflib.get_close_matches(key, own, n=1, cutoff=0.7)
+        if close:
+            raise TypeError(
+                f"{entry} got an unknown keyword argument {key!r}; did you mean {close[0]}=? ({entry}'s own "
+                f"keywords are {', '.join(own)}; other keywords are passed to {callable_name(f)}, "
+                f"which does not name {key!r} as a parameter)")
+        if not takes_any:
+            raise TypeError(
+                f"{entry} got the keyword argument {key!r}, which {callable_name(f)} does not take "
+                f"({entry}'s own keywords are {', '.join(own)}; other keywords are passed to the "
+                f"function undifferentiated)")
+
+
+def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None,
+             has_aux: bool = False, **kwargs: Any) -> Any:
     """The gradient of a real-scalar-valued ``f`` at ``args``: a tuple, one entry per argument.
 
-    ``argnums`` (an int or tuple of ints) or ``wrt`` (argument names) select the arguments to
-    differentiate; the tuple then has one entry per selected argument. With a single
+    ``argnums`` (an int or tuple of ints, negative counting from the end) or ``wrt`` (argument
+    names) select the arguments to differentiate; the tuple then has one entry per selected
+    argument. With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``(grads, aux)``, as in JAX. Other keyword arguments are passed to ``f`` and not
+    differentiated; a misspelt one of gradient's own (``argnum=``) is an error. With a single
     :class:`Params` argument, ``f`` takes no arguments and the result is a :class:`Grads`.
 
     Example:
         >>> import zygotepy as zp
         >>> zp.gradient(lambda x, y: x * y + y, 2.0, 3)
         (3.0, 3.0)
-        >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=1)
+        >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=-1)
         (2.0,)
+        >>> zp.gradient(lambda x: (x ** 2, "aux"), 3.0, has_aux=True)
+        ((6.0,), 'aux')
     """
-    return withgradient(f, *args, argnums=argnums, wrt=wrt, **kwargs).grad
+    check_keywords("gradient", f, kwargs)
+    with gc_paused():
+        result = _withgradient(f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
+    return (result.grad, result.val[1]) if has_aux else result.grad
 
 
 class WithGradient(NamedTuple):
@@ -315,27 +397,52 @@ def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: An
                  **kwargs: Any) -> WithGradient:
     """``(val, grad)``: the value of ``f`` and its gradient (as :func:`gradient`), in one pass.
 
+    If ``f`` returns a tuple, its first entry is differentiated and ``val`` is the whole tuple
+    (Zygote's ``withgradient``): extra outputs ride along undifferentiated.
+
     Example:
         >>> import zygotepy as zp
         >>> zp.withgradient(lambda x: x ** 2, 3.0)
         WithGradient(val=9.0, grad=(6.0,))
         >>> zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=0)
         WithGradient(val=10.0, grad=(5.0,))
+        >>> zp.withgradient(lambda x: (x ** 2, x + 1), 3.0)
+        WithGradient(val=(9.0, 4.0), grad=(6.0,))
     """
+    check_keywords("withgradient", f, kwargs)
     with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
-        return _withgradient(f, args, argnums, wrt, kwargs)
+        return _withgradient(f, args, argnums, wrt, kwargs, "withgradient")
+
+
+def _loss(f: Any, out: Any, tuples: str | None) -> Any:
+    """The differentiated part of ``f``'s output: all of it, or the first entry of a tuple when
+    ``tuples`` names the entry point that allows it (``gradient`` only with ``has_aux``)."""
+    if tuples is None or not isinstance(out, tuple):
+        if tuples == "gradient":
+            raise TypeError(f"gradient with has_aux=True needs {callable_name(f)} to return a pair "
+                            f"(value, aux), but it returned {type(unbox_all(out)).__name__}")
+        return out
+    if tuples == "gradient" and len(out) != 2:
+        raise TypeError(f"gradient with has_aux=True needs {callable_name(f)} to return a pair "
+                        f"(value, aux), but it returned a tuple of length {len(out)}")
+    if not out:
+        raise NotScalarError(f"{tuples} needs {callable_name(f)} to return a real scalar (or a tuple whose "
+                             "first entry is one), but it returned an empty tuple")
+    return out[0]
 
 
 def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
-                  kwargs: dict[str, Any]) -> WithGradient:
+                  kwargs: dict[str, Any], tuples: str | None) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
-        _check_scalar(f, out)
-        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0], once=True))
-    selected = _selection(f, len(args), argnums, wrt)
+        loss = _loss(f, out, tuples)
+        _check_scalar(f, loss)
+        return WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+    selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
     trace, boxed, out = _run(f, args, kwargs, selected)
-    _check_scalar(f, out)
-    cts = backward(trace, _seeds(out, trace, 1.0), once=True)
+    loss = _loss(f, out, tuples)
+    _check_scalar(f, loss)
+    cts = backward(trace, _seeds(loss, trace, 1.0), once=True)
     grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
     if selected is not None:
         grads = tuple(grads[i] for i in selected)

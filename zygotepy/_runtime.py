@@ -171,9 +171,9 @@ def python_target(fn: Any, params: bool = False) -> Any:
     return None
 
 
-def _constructor(cls: type) -> Any:
+def _constructor(cls: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)
     def construct(*args: Any, **kwargs: Any) -> Any:
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         _dispatch.call(cls.__init__, obj, *args, **kwargs)
         return obj
 

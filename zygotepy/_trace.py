@@ -13,16 +13,36 @@ from __future__ import annotations
 
 import contextvars
 import gc
+import sys
 import threading
 from typing import Any
 
-from rulescore._checks import checks_enabled
+from rulescore._checks import callable_name, checks_enabled
 
 #: Attributes read straight off the primal: they carry no derivative and are hot.
 PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
                               "flags", "__len__", "_fields", "__dataclass_fields__", "__dict__"})
 
 LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygotepy_levels", default=())
+
+
+def debug_logger() -> Any:
+    """The ``"zygotepy"`` logger if it emits DEBUG records, else ``None``. The logging module is
+    not imported for this: if nobody imported it, nobody asked for DEBUG."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return None
+    log = logging.getLogger("zygotepy")
+    return log if log.isEnabledFor(logging.DEBUG) else None
+
+
+def log_call(trace: Trace, fn: Any, args: tuple[Any, ...], how: str, rule: Any = None) -> None:
+    """One DEBUG record naming how a call is differentiated (``trace.log`` is set)."""
+    types = ", ".join(type(unbox_all(a)).__name__ for a in args)
+    call = f"{callable_name(fn)}({types})"
+    trace.log.debug("%s: %s%s", call, how, "" if rule is None else f" {rule!r}",
+                    extra={"zygotepy_call": call, "zygotepy_how": how, "zygotepy_level": trace.level,
+                           "zygotepy_rule": "" if rule is None else repr(rule)})
 
 
 class Trace:
@@ -35,7 +55,7 @@ class Trace:
     (``zygotepy._forward``). The dispatcher only asks the trace.
     """
 
-    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "tape", "params",
+    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
                  "param_boxes", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
@@ -47,11 +67,12 @@ class Trace:
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
-        self.with_params = bool(params) or any(t.with_params for t in outer)
+        self.with_params: bool = bool(params) or any(t.with_params for t in outer)
         self.uniform = all(type(t) is type(self) for t in outer)  # every active trace of one kind
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
+        self.log = debug_logger()  # read once per differentiation: calls check only this attribute
         self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
@@ -198,6 +219,7 @@ class Box:
     """
 
     __slots__ = ("_zp_value", "_zp_trace", "_zp_index", "_zp_tangents")
+    _zp_tangents: Any  # forward mode's tangents, set only on forward traces' boxes
 
     def __init__(self, value: Any, trace: Trace, index: int) -> None:
         self._zp_value = value

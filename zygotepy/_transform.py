@@ -17,8 +17,9 @@ import inspect
 import linecache
 import operator
 import types
-import warnings
 from typing import Any
+
+from zygotepy._errors import warn_user
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -221,7 +222,8 @@ class _Rewriter(ast.NodeTransformer):
             read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
                                                    slice=_copy(target.slice), ctx=ast.Load()), node)
             store = ast.copy_location(ast.Assign(targets=[target], value=update(self.visit(read))), node)
-            return self.visit_Assign(store)
+            rewritten_store: ast.AST = self.visit_Assign(store)
+            return rewritten_store
         self.generic_visit(node)
         return node
 
@@ -290,8 +292,8 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
             return all(start <= s <= end for s in spots)
 
         fitting = [(n, c) for n, c in lambdas if covers(n)]
-        fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno,
-                                     nc[0].end_col_offset - nc[0].col_offset))
+        fitting.sort(key=lambda nc: ((nc[0].end_lineno or 0) - nc[0].lineno,
+                                     (nc[0].end_col_offset or 0) - nc[0].col_offset))
         return fitting[0] if fitting else None
     named = [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
     return named[0] if len(named) == 1 else None
@@ -333,12 +335,12 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     node = _Rewriter(params).visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
-        func: ast.AST = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
+        func: Any = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
                                         returns=None, type_comment=None)
     else:
         func = node
-        func.decorator_list = []  # type: ignore[attr-defined]
-        func.name = "_zp_fn"  # type: ignore[attr-defined]  # its own name must stay a global
+        func.decorator_list = []
+        func.name = "_zp_fn"  # its own name must stay a global
     ast.copy_location(func, node)
     placeholders = [*HELPER_NAMES, *code.co_freevars]
     factory = ast.FunctionDef(
@@ -357,7 +359,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     try:
         compiled = compile(module, code.co_filename, "exec")
     except (SyntaxError, ValueError, TypeError) as err:
-        warnings.warn(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning, stacklevel=4)
+        warn_user(f"zygotepy could not rewrite {code.co_qualname}: {err}", ZygoteWarning)
         return None
     new = _find_code(compiled, func.name)
     if new is None:
@@ -407,9 +409,9 @@ def _warn_no_source(fn: types.FunctionType, why: str = "no source") -> None:
     if code in _WARNED or (code.co_name.startswith("__") and code.co_name.endswith("__")):
         return  # generated dunders (dataclasses, namedtuples) only assign: nothing to see
     _WARNED.add(code)
-    warnings.warn(
+    warn_user(
         f"zygotepy: {why} for {code.co_qualname} ({code.co_filename}); it is differentiated by "
         "operator overloading only, so rules registered for functions it calls (and implicit "
-        "parameters it reads) are not seen", ZygoteWarning, stacklevel=5)
+        "parameters it reads) are not seen", ZygoteWarning)
 
 

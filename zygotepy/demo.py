@@ -51,7 +51,7 @@ def softplus_rrule(x: float):  # type: ignore[no-untyped-def]
 
 
 def central_difference(f, x: float, h: float = 1e-6) -> float:  # type: ignore[no-untyped-def]
-    return (f(x + h) - f(x - h)) / (2 * h)
+    return float((f(x + h) - f(x - h)) / (2 * h))
 
 
 def main() -> None:

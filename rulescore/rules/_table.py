@@ -42,7 +42,7 @@ __all__ = ["COMMAND", "display_name", "family_of", "rules_table"]
 COMMAND = "python -m rulescore.rules._table > docs/rules.md"
 
 #: Optional modules whose import registers more rules (the table includes them if installed).
-OPTIONAL_MODULES = tuple(OPTIONAL_FAMILIES)
+OPTIONAL_MODULES = (*OPTIONAL_FAMILIES, "numpy.random")
 
 #: Every family: those registered at import, then those of optional dependencies.
 ALL_FAMILIES = (*FAMILIES, *OPTIONAL_FAMILIES.values())
@@ -73,6 +73,8 @@ _DESCRIPTIONS = {
     "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
     "scipy_integrate": "`scipy.integrate` (registered when SciPy imports it).",
+    "random": "`numpy.random`'s samplers, non-differentiable (registered when `numpy.random` is "
+              "first imported).",
     CORE: "Registered by the rulescore core rather than by a family module.",
 }
 

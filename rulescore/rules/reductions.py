@@ -43,6 +43,7 @@ from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex
+from rulescore.rules._on_import import when_imported
 
 _NOVALUE: Any = getattr(np, "_NoValue", object())
 _NT = NoTangent()
@@ -675,39 +676,9 @@ def _register_scipy_special(module: Any) -> None:
     register_rules(pair)
 
 
-class _AfterScipySpecialImport:
-    """A one-shot import hook that registers the ``scipy.special`` rules right after SciPy
-    executes that module: importing rulescore must not import SciPy (an optional dependency
-    that takes a few hundred milliseconds to import)."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "scipy.special":
-            return None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            spec = None if finder is self or find is None else find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        original = getattr(spec.loader, "exec_module", None)
-        if original is None:
-            return spec
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            _register_scipy_special(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if "scipy.special" in sys.modules:
-    _register_scipy_special(sys.modules["scipy.special"])
-else:
-    sys.meta_path.insert(0, _AfterScipySpecialImport())
+# importing rulescore must not import SciPy (an optional dependency that takes a few hundred
+# milliseconds to import): the rules register right after SciPy executes scipy.special
+when_imported("scipy.special", _register_scipy_special)
 
 
 __all__ = ["OPTIONAL", "RULES"]

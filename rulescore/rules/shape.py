@@ -1009,16 +1009,9 @@ def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # the tables
 # ----------------------------------------------------------------------------------------------
-_RANDOM_FUNCTIONS = (
-    "beta", "binomial", "chisquare", "choice", "dirichlet", "exponential", "gamma", "geometric",
-    "gumbel", "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal", "normal",
-    "permutation", "poisson", "rand", "randint", "randn", "random", "random_sample", "rayleigh",
-    "seed", "shuffle", "standard_cauchy", "standard_exponential", "standard_gamma",
-    "standard_normal", "standard_t", "triangular", "uniform", "vonmises", "wald", "weibull",
-    "default_rng",
-)
 
-#: Callables with no derivative: shapes, indices, comparisons, constructors, random numbers.
+#: Callables with no derivative: shapes, indices, comparisons, constructors (random numbers:
+#: :mod:`rulescore.rules.random`).
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.argwhere,
     np.flatnonzero, np.searchsorted, np.lexsort, np.unravel_index, np.ravel_multi_index,
@@ -1028,7 +1021,6 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
     np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
-    *(getattr(np.random, name) for name in _RANDOM_FUNCTIONS if hasattr(np.random, name)),
 )
 
 
