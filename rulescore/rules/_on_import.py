@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from importlib.abc import Loader
 from types import ModuleType
 from typing import Any
 
@@ -33,21 +34,38 @@ class _AfterImport:
                 return None
         finally:
             self.finding = False
-        original = getattr(spec.loader, "exec_module", None)
-        if original is None:
+        if getattr(spec.loader, "exec_module", None) is None:
             return spec
-
-        def exec_module(module: ModuleType) -> None:
-            original(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            parent, _, child = fullname.rpartition(".")
-            if parent in sys.modules:  # as the import system does next: `numpy.fft` reads it
-                setattr(sys.modules[parent], child, module)
-            self.callback(module)
-
-        spec.loader.exec_module = exec_module
+        # a loader of our own around the real one: a loader may serve many modules (pytest's
+        # assertion rewriter does), so it is never changed itself
+        spec.loader = _ThenCallback(spec.loader, self)
         return spec
+
+    def done(self, module: ModuleType) -> None:
+        """The module has executed: unhook, bind it in its parent package, run the callback."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        parent, _, child = self.name.rpartition(".")
+        if parent in sys.modules:  # as the import system does next: `numpy.fft` reads it
+            setattr(sys.modules[parent], child, module)
+        self.callback(module)
+
+
+class _ThenCallback(Loader):
+    """The real loader of one module, then the hook's callback (other attributes delegated)."""
+
+    def __init__(self, loader: Any, hook: _AfterImport) -> None:
+        self.loader, self.hook = loader, hook
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.hook.done(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
 
 
 def when_imported(name: str, callback: Callable[[ModuleType], None]) -> None:
