@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from zygotepy import _dispatch
+from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
@@ -150,7 +151,8 @@ def _hash(self: Box) -> int:
 
 
 _NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})
-_ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}
+#: (class, attribute name) -> how a box reads it; bounded: user classes may come and go.
+_ATTRIBUTE_KINDS = BoundedCache(1024)
 
 
 def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
@@ -175,7 +177,7 @@ def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
                 kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
             else:
                 kind = ("class", None)  # a plain class-level constant
-        _ATTRIBUTE_KINDS[key] = kind
+        _ATTRIBUTE_KINDS.put(key, kind)
     return kind
 
 

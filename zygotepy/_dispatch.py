@@ -31,6 +31,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 from zygotepy._adjoint_table import ADJOINTS
+from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
 
@@ -214,7 +215,8 @@ OPERATOR_DUNDERS: dict[Any, tuple[str, str | None]] = {
     abs: ("__abs__", None),
 }
 _NOT_USER: Any = object()
-_PYTHON_DUNDERS: dict[tuple[type, str], Any] = {}
+#: (class, operator name) -> its Python method or None; bounded: user classes may come and go.
+_PYTHON_DUNDERS = BoundedCache(1024)
 _NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
 
 
@@ -232,7 +234,7 @@ def _python_dunder(cls: type, name: str) -> Any:
                 candidate = klass.__dict__[name]
                 method = candidate if isinstance(candidate, types.FunctionType) else None
                 break
-    _PYTHON_DUNDERS[key] = method
+    _PYTHON_DUNDERS.put(key, method)
     return method
 
 

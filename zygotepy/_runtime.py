@@ -16,12 +16,12 @@ import operator
 import os
 import sys
 import types
-import weakref
 from typing import Any
 
 import numpy as np
 
 from zygotepy import _dispatch
+from zygotepy._caches import WeakBoundedCache
 from zygotepy._trace import LEVELS, Box
 from zygotepy._transform import OPERATOR_HELPERS, is_generated, rewritten
 
@@ -112,7 +112,9 @@ def getitem(x: Any, index: Any) -> Any:
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
                            "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
                            "_zp_getitem": getitem, **OPERATOR_HELPERS}
-_BY_FUNCTION = (weakref.WeakKeyDictionary[Any, Any](), weakref.WeakKeyDictionary[Any, Any]())
+#: Per function (weakly, and at most 1024), its rewritten version: one table without and one
+#: with implicit parameters.
+_BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
 
 
 def transformed(fn: types.FunctionType, params: bool = False) -> Any:
@@ -136,7 +138,7 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    cache[fn] = result
+    cache.put(fn, result)
     return result
 
 

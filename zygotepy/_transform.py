@@ -18,7 +18,10 @@ import linecache
 import operator
 import types
 import warnings
+import weakref
 from typing import Any
+
+from zygotepy._caches import BoundedCache
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -242,7 +245,9 @@ def _index_expr(index: ast.expr) -> ast.expr:
 
 
 # -- finding a function's node in its file -------------------------------------------------------
-_FILES: dict[str, tuple[tuple[int, int], dict[int, list[tuple[ast.AST, str | None]]]]] = {}
+#: filename -> (its text when parsed, its functions by first line); keyed on the whole text, so
+#: an edited file (``importlib.reload``) is parsed again.
+_FILES = BoundedCache(256)
 
 
 def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.AST, str | None]]] | None:
@@ -250,12 +255,12 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         return None
-    key = (len(lines), hash(lines[-1]))
+    text = "".join(lines)
     cached = _FILES.get(filename)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    if cached is not None and cached[0] == text:
+        return cached[1]  # type: ignore[no-any-return]
     try:
-        tree = ast.parse("".join(lines), filename)
+        tree = ast.parse(text, filename)
     except SyntaxError:
         return None
     index: dict[int, list[tuple[ast.AST, str | None]]] = {}
@@ -270,7 +275,7 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
             walk(child, child.name if isinstance(child, ast.ClassDef) else cls)
 
     walk(tree, None)
-    _FILES[filename] = (key, index)
+    _FILES.put(filename, (text, index))
     return index
 
 
@@ -298,20 +303,24 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
 
 
 # -- compiling the rewritten function -------------------------------------------------------------
-_BY_CODE: dict[tuple[types.CodeType, bool], types.CodeType | None] = {}
-_GENERATED: set[types.CodeType] = set()
-_WARNED: set[types.CodeType] = set()
+#: Per code object (held weakly: a reloaded module's old code is freed), its rewritten code, or
+#: None; one table without and one with implicit parameters.
+_BY_CODE = (weakref.WeakKeyDictionary[types.CodeType, Any](),
+            weakref.WeakKeyDictionary[types.CodeType, Any]())
+_GENERATED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+_WARNED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
 
 
 def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     """``fn``'s rewritten code (cached per code object), or ``None`` if it cannot be rewritten;
     with ``params``, the variant that also passes attribute loads, iterations and unpackings
     through ``_zp_param`` (implicit parameters reached without a call)."""
-    key = (fn.__code__, params)
+    cache = _BY_CODE[params]
+    code = fn.__code__
     try:
-        return _BY_CODE[key]
+        return cache[code]  # type: ignore[no-any-return]
     except KeyError:
-        new = _BY_CODE[key] = _rewrite(fn, params)
+        new = cache[code] = _rewrite(fn, params)
         return new
 
 
