@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import operator
-import sys
 import types
 from typing import Any
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from zygotepy import _dispatch
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import UntraceableError
+from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
 BINARY = {
@@ -82,10 +81,11 @@ def _getitem(self: Box, index: Any) -> Any:
 
 
 def _setitem(self: Box, index: Any, value: Any) -> None:
-    raise TypeError(
-        "in-place assignment into a traced value is not differentiable; write it functionally "
-        "(for a local name `x[i] = v` is rewritten to a functional update automatically; for "
-        "attributes or nested targets build a new array, e.g. with np.where or np.concatenate)"
+    raise UntraceableError(
+        f"in-place assignment into a traced value inside {user_code()} is not differentiable "
+        "here (the target is not a local name, so it cannot be rebound to the updated array); "
+        "assign to a local name first (`y = obj.buf; y[i] = v`) or build a new array, e.g. with "
+        "np.where or np.concatenate"
     )
 
 
@@ -112,20 +112,10 @@ def _int(self: Box) -> int:
     return int(unbox_all(self))
 
 
-def _caller() -> str:
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("zygotepy"):
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "unknown code"
-    code = frame.f_code
-    return f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
-
-
 def _refuse(kind: str) -> Any:
     def method(self: Box, *args: Any, **kwargs: Any) -> Any:
         raise UntraceableError(
-            f"a traced value was converted to a plain {kind} inside {_caller()}, so its gradient "
+            f"a traced value was converted to a plain {kind} inside {user_code()}, so its gradient "
             f"would be lost. That code could not be traced (it has no Python source, or it is a "
             f"compiled routine). Register an rrule for the function that does the conversion "
             f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated."

@@ -22,6 +22,7 @@ import numpy as np
 
 from zygotepy import _dispatch
 from zygotepy._caches import WeakBoundedCache
+from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
 from zygotepy._transform import OPERATOR_HELPERS, is_generated, rewritten
 
@@ -55,10 +56,11 @@ def store(container: Any, index: Any, value: Any) -> None:
     """``a.b[i] = v`` and other stores that cannot be rebound: refused if they would hide a gradient."""
     if LEVELS.get() and type(container) is not Box and type(value) is Box and not isinstance(
             container, (list, dict)):
-        raise TypeError(
-            f"in-place assignment of a traced value into a {type(container).__name__} is not "
-            "differentiable; write it functionally (build a new array with np.where/np.concatenate, "
-            "or assign to a local name: `y = obj.buf; y[i] = v` is rewritten to a functional update)"
+        raise UntraceableError(
+            f"in-place assignment of a traced value into a {type(container).__name__} inside "
+            f"{user_code()} is not differentiable: the target is not a local name, so it cannot be "
+            "rebound to the updated array. Assign to a local name first (`y = obj.buf; y[i] = v`) "
+            "or build a new array with np.where/np.concatenate"
         )
     container[index] = value
 
@@ -69,10 +71,11 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     array: the caller's argument, an alias, a container holding it)."""
     if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
         if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT:
-            raise TypeError(
-                "in-place assignment into an array that is also referenced elsewhere (an argument, "
-                "an alias or a container) cannot be differentiated: the other reference would not "
-                "see the update. Copy it first (`x = x.copy()`) or build a new array.")
+            raise UntraceableError(
+                f"in-place assignment inside {user_code()} into an array that is also referenced "
+                "elsewhere (an argument, an alias or a container) cannot be differentiated: the other "
+                "reference would not see the update. Copy it first (`x = x.copy()`) or build a new "
+                "array.")
         from rulescore.rules.indexing import setindex
 
         return _dispatch.call(setindex, x, index, value)

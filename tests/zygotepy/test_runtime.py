@@ -1,0 +1,76 @@
+"""The runtime of rewritten code: closures share cells, defaults carry over, in-place updates
+are functional for traced values or refused with the engine's error naming the construct."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import zygotepy as zp
+
+
+def test_closures_share_cells_with_the_original():
+    counter = 0
+
+    def f(x):
+        nonlocal counter
+        counter += 1
+        return x * 2
+
+    zp.gradient(f, 1.0)
+    assert counter == 1
+    scale = 5.0
+    assert zp.gradient(lambda x: x * scale, 1.0) == (5.0,)
+
+
+def test_defaults_kwdefaults_and_partial():
+    def f(x, a=2.0, *, b=3.0):
+        return x * a * b
+
+    assert zp.gradient(f, 1.0) == (6.0,)
+    assert zp.gradient(functools.partial(f, a=1.0), 1.0) == (3.0,)
+
+
+def test_in_place_add_on_local_copy_is_functional():
+    def f(w):
+        acc = np.zeros(3)
+        for i in range(3):
+            acc += w * i
+        return acc.sum()
+
+    np.testing.assert_allclose(zp.gradient(f, np.ones(3))[0], 3 * np.ones(3))
+
+
+def test_list_append_and_dict_building():
+    def f(x):
+        parts = []
+        for k in range(3):
+            parts.append(x * k)
+        d = {"a": parts[1], "b": parts[2]}
+        return d["a"] + d["b"]
+
+    assert zp.gradient(f, 1.0) == (3.0,)
+
+
+def test_setitem_of_a_traced_value_into_a_local_array_is_functional():
+    def f(x):
+        y = np.zeros(3)
+        y[1] = x * 2.0
+        return y.sum()
+
+    assert zp.gradient(f, 1.0) == (2.0,)
+
+
+def test_setitem_on_attribute_target_is_refused_clearly():
+    class Holder:
+        def __init__(self):
+            self.buf = np.zeros(2)
+
+    h = Holder()
+
+    def f(x):
+        h.buf[0] = x
+        return h.buf.sum()
+
+    with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*Assign to a local name first"):
+        zp.gradient(f, 1.0)
