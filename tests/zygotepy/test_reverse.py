@@ -243,3 +243,8 @@ def test_highly_nested_parameter_list():
     np.testing.assert_allclose(gs[theta[0]], [6.0])
     np.testing.assert_allclose(gs[theta[1][0]], [3.0])
     np.testing.assert_allclose(gs[theta[1][1]["c"]], [2.0])
+
+
+def test_withgradient_selects_arguments_like_gradient():
+    res = zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=1)
+    assert res == (10.0, (2.0,))
