@@ -289,6 +289,11 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any) -> tuple[int, ...] | 
             raise ValueError(f"wrt names {missing} are not positional arguments of {f!r} ({names[:nargs]})")
         return tuple(names.index(w) for w in wanted)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    wrong = [n for n in nums if not -nargs <= n < nargs]
+    if wrong:
+        raise ValueError(
+            f"argnums {wrong} out of range for {getattr(f, '__qualname__', f)!s} called with {nargs} "
+            f"positional argument(s): use 0..{nargs - 1}, or negative numbers counting from the end")
     return tuple(n % nargs for n in nums)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import rulescore as rc
 import zygotepy as zp
+from tests.zygotepy.finite_differences import fd
 
 
 @dataclass
@@ -248,3 +249,15 @@ def test_highly_nested_parameter_list():
 def test_withgradient_selects_arguments_like_gradient():
     res = zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=1)
     assert res == (10.0, (2.0,))
+
+
+def test_argnums_out_of_range_is_refused_and_negative_counts_from_the_end():
+    def f(x, y):
+        return x * y ** 2
+
+    with pytest.raises(ValueError, match=r"argnums \[5\] out of range for .*f called with 2"):
+        zp.gradient(f, 2.0, 3.0, argnums=5)
+    with pytest.raises(ValueError, match=r"argnums \[-3\] out of range"):
+        zp.gradient(f, 2.0, 3.0, argnums=(0, -3))
+    assert zp.gradient(f, 2.0, 3.0, argnums=-1) == (pytest.approx(fd(lambda y: f(2.0, y), 3.0)),)
+    assert zp.gradient(f, 2.0, 3.0, argnums=(-2, 1)) == (9.0, 12.0)
