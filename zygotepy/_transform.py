@@ -220,11 +220,16 @@ class _Rewriter(ast.NodeTransformer):
             return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
                                                 value=update(_name(target.id, node))), node)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and self._local(target.value.id):  # x[i] += v -> x[i] = inplace(x[i], v)
+                and self._local(target.value.id):  # x[i] += v -> t = i; x[t] = inplace(x[t], v)
+            index = self._temporary()  # the index is evaluated once, as Python does
+            bind = ast.copy_location(ast.Assign(targets=[ast.Name(id=index, ctx=ast.Store())],
+                                                value=_index_expr(self.visit(target.slice))), node)
             read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
-                                                   slice=_copy(target.slice), ctx=ast.Load()), node)
-            store = ast.copy_location(ast.Assign(targets=[target], value=update(self.visit(read))), node)
-            return self.visit_Assign(store)
+                                                   slice=_name(index, node), ctx=ast.Load()), node)
+            write = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+                                                    slice=_name(index, node), ctx=ast.Store()), node)
+            store = ast.copy_location(ast.Assign(targets=[write], value=update(self.visit(read))), node)
+            return [bind, self.visit_Assign(store)]  # type: ignore[return-value]
         self.generic_visit(node)
         return node
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import zygotepy as zp
-from tests.zygotepy.finite_differences import check
+from tests.zygotepy.finite_differences import check, fd
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -128,3 +128,16 @@ def test_augmented_subscript_store_into_a_traced_local_copy():
         return np.sum(y)  # x0 + 2 x1
 
     assert zp.gradient(f, np.array([1.0, 2.0]))[0].tolist() == [1.0, 2.0]
+
+
+def test_augmented_subscript_assignment_evaluates_its_index_once():
+    def f(x):
+        y = np.ones(4)
+        todo = [3, 1]
+        y[todo.pop()] *= x  # one pop: reads and writes slot 1
+        y[1:3] += x * 2
+        return y @ np.arange(1.0, 5.0)
+
+    val, (g,) = zp.withgradient(f, 2.0)
+    assert val == f(2.0) == 32.0
+    assert g == pytest.approx(fd(f, 2.0))
