@@ -137,7 +137,13 @@ def _format(self: Box, spec: str) -> str:
 
 
 def _hash(self: Box) -> int:
-    return hash(self._zp_value)
+    """By identity, as PyTorch hashes tensors: a memo filled with plain numbers must not answer
+    for a traced value (its answer would be a constant, and the gradient through it lost).
+    Integers, strings and bytes keep their value's hash, so traced ones still index tables."""
+    value = unbox_all(self)
+    if isinstance(value, (int, np.integer, str, bytes)):
+        return hash(value)
+    return object.__hash__(self)
 
 
 _NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})

@@ -71,3 +71,22 @@ def test_conversion_to_an_array_outside_the_rewritten_code_is_refused():
 
 def test_math_functions_and_float_in_rewritten_code_keep_the_gradient():
     assert zp.gradient(lambda x: math.sin(float(x)), 0.3) == (pytest.approx(math.cos(0.3)),)
+
+
+def test_traced_floats_hash_by_identity_so_a_stale_memo_does_not_answer():
+    memo = {}
+
+    def expensive(x):
+        if x not in memo:
+            memo[x] = math.sin(x) * x
+        return memo[x]
+
+    expensive(0.5)  # filled before differentiation with the plain float
+    (g,) = zp.gradient(lambda x: expensive(x) * 2.0, 0.5)
+    assert g == pytest.approx(fd(lambda x: math.sin(x) * x * 2.0, 0.5))
+
+
+def test_traced_ints_still_index_tables_and_a_box_finds_itself():
+    table = {3: 2.0}
+    assert zp.gradient(lambda x, n: x * table[n], 2.0, 3) == (2.0, None)
+    assert zp.gradient(lambda x: {x: 1.0}[x] * x, 2.0) == (1.0,)
