@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._checks import callable_name
 from zygotepy import _dispatch
+from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import WeakBoundedCache
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
-from zygotepy._transform import OPERATOR_HELPERS, is_generated, rewritten
+from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("numpy", "scipy", "zygotepy")
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -134,6 +136,7 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     else:
         new = rewritten(fn, params)
         if new is None:
+            _refuse_hidden_rules(fn)
             result = fn
         else:
             cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
@@ -143,6 +146,36 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
             result.__qualname__ = fn.__qualname__
     cache.put(fn, result)
     return result
+
+
+def _refuse_hidden_rules(fn: types.FunctionType) -> None:
+    """A function that cannot be rewritten runs as it is: its arithmetic is still seen, but the
+    functions it calls are not. Refuse when one of them (or one they call in turn) has a rule or
+    an adjoint, which would be silently skipped."""
+    culprit = _hidden_rule(fn, {id(fn)})
+    if culprit is not None:
+        code = fn.__code__
+        raise UntraceableError(
+            f"{code.co_qualname} ({code.co_filename}) cannot be rewritten (no source: the REPL, "
+            f"`python -c` or exec), and it calls {culprit}, whose rule or adjoint would be skipped. "
+            "Define the function in a file (a module or a script), or call it outside "
+            "differentiated code.")
+
+
+def _hidden_rule(fn: types.FunctionType, seen: set[int]) -> str | None:
+    for obj in callees(fn):
+        target = obj.__func__ if type(obj) is types.MethodType else obj
+        if type(target) is not types.FunctionType:
+            continue
+        if (_dispatch.RRULES.has_rules(target) or _dispatch.FRULES.has_rules(target)
+                or ADJOINTS.has_rules(target) or ADJOINTS.has_rules(obj)):
+            return callable_name(obj)
+        if id(target) not in seen and not _skipped(target):
+            seen.add(id(target))
+            inner = _hidden_rule(target, seen)
+            if inner is not None:
+                return f"{callable_name(obj)}, which calls {inner}"
+    return None
 
 
 def _skipped(fn: Any) -> bool:

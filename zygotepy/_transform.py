@@ -13,6 +13,7 @@ without source give ``None`` (with one warning).
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import linecache
 import operator
@@ -327,6 +328,53 @@ def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     except KeyError:
         new = cache[code] = _rewrite(fn, params)
         return new
+
+
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
+_ATTRIBUTES = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+
+
+def callees(fn: types.FunctionType) -> list[Any]:
+    """What ``fn``'s bytecode (nested code included) loads by name, and the attributes it reads
+    off those (``np.linalg.norm``): the callables it may call without the dispatcher seeing them
+    when it cannot be rewritten. Names that do not resolve are left out.
+
+    Example:
+        >>> import math
+        >>> def f(x):
+        ...     return math.sin(x) + abs(x)
+        >>> callees(f) == [math, math.sin, abs]
+        True
+    """
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+    builtins = fn.__globals__.get("__builtins__", {})
+    builtins = vars(builtins) if isinstance(builtins, types.ModuleType) else builtins
+    found: list[Any] = []
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        current: Any = _MISSING
+        for instruction in dis.get_instructions(code):
+            name = instruction.argval
+            if instruction.opname in _LOADS:
+                cell = cells.get(name)
+                try:
+                    current = cell.cell_contents if cell is not None else fn.__globals__.get(
+                        name, builtins.get(name, _MISSING))
+                except ValueError:  # an empty cell
+                    current = _MISSING
+            elif instruction.opname in _ATTRIBUTES and current is not _MISSING:
+                current = getattr(current, name, _MISSING)
+            else:
+                current = _MISSING
+                continue
+            if current is not _MISSING and all(current is not f for f in found):
+                found.append(current)
+    return found
+
+
+_MISSING: Any = object()
 
 
 def is_generated(code: types.CodeType) -> bool:

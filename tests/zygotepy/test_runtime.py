@@ -74,3 +74,44 @@ def test_setitem_on_attribute_target_is_refused_clearly():
 
     with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*Assign to a local name first"):
         zp.gradient(f, 1.0)
+
+
+def test_a_function_without_source_that_calls_a_rule_is_refused_not_silently_wrong():
+    namespace = {"zp": zp, "operator": __import__("operator")}
+    exec("def f(a, b):\n    return zp.hook(operator.neg, a) * b\n", namespace)
+    refused = pytest.raises(zp.UntraceableError, match=r"f \(<string>\).*zygotepy\._lib\.hook")
+    with pytest.warns(zp.ZygoteWarning), refused:
+        zp.gradient(namespace["f"], 2.0, 3.0)
+
+
+def test_a_function_without_source_calling_a_helper_that_calls_a_rule_is_refused():
+    def helper(a):
+        return zp.hook(lambda g: 2.0 * g, a)
+
+    namespace = {"helper": helper}
+    exec("g = lambda a: helper(a) * a", namespace)
+    refused = pytest.raises(zp.UntraceableError, match=r"helper, which calls .*hook")
+    with pytest.warns(zp.ZygoteWarning), refused:
+        zp.gradient(namespace["g"], 2.0)
+
+
+def test_a_function_without_source_using_only_operators_and_numpy_is_exact():
+    namespace = {"np": np}
+    exec("h = lambda a, b: np.sin(a) * b + a ** 2", namespace)
+    with pytest.warns(zp.ZygoteWarning):
+        g = zp.gradient(namespace["h"], 0.5, 3.0)
+    assert g == (pytest.approx(3.0 * np.cos(0.5) + 1.0), pytest.approx(np.sin(0.5)))
+
+
+def test_python_dash_c_with_a_hook_is_refused_and_right_from_a_file(tmp_path):
+    import subprocess
+    import sys
+
+    program = ("import zygotepy as zp, operator; "
+               "print(zp.gradient(lambda a, b: zp.hook(operator.neg, a) * b, 2.0, 3.0))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "UntraceableError" in done.stderr and "zygotepy._lib.hook" in done.stderr
+    script = tmp_path / "hooked.py"
+    script.write_text(program + "\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "(-3.0, 2.0)"
