@@ -45,13 +45,33 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 
 
-def inplace(op: Any, iop: Any, x: Any, v: Any) -> Any:
-    """``x op= v``: in place for plain values and containers, functional when traced."""
+def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
+    """``x op= v``: in place for plain values and containers, functional when traced. For a local
+    name (``name``) holding a plain array, refused when another reference (an alias, a container,
+    the array it is a view of) would see NumPy's in-place write but not the functional update."""
     if LEVELS.get() and type(x) not in (list, dict, set) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
     ):
+        if name and type(x) is np.ndarray and (
+                sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or _view_of_a_shared_array(x)):
+            raise UntraceableError(
+                f"the augmented assignment `{_SYMBOLS.get(op, '')}=` of a traced value inside {user_code()} "
+                "writes into an array "
+                "that is also referenced elsewhere (an alias, a container, or the array it is a view "
+                "of), which would not see the update. Write the update where that array is used "
+                "(`out[0] += v` rather than `row = out[0]; row += v`), or copy first (`x = x.copy()`)")
         return _dispatch.call(op, x, v)
     return iop(x, v)
+
+
+_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
+
+
+def _view_of_a_shared_array(x: np.ndarray) -> bool:
+    """Whether ``x`` is a view of an array something else still refers to (its ``base`` has
+    references besides ``x``'s own)."""
+    return x.base is not None and sys.getrefcount(x.base) > _BASE_ONLY_REFCOUNT
 
 
 def store(container: Any, index: Any, value: Any) -> None:
@@ -72,12 +92,13 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     functional update the name is rebound to (refused if another reference could see the old
     array: the caller's argument, an alias, a container holding it)."""
     if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
-        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT:
+        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or (
+                type(x) is np.ndarray and _view_of_a_shared_array(x)):
             raise UntraceableError(
                 f"in-place assignment inside {user_code()} into an array that is also referenced "
-                "elsewhere (an argument, an alias or a container) cannot be differentiated: the other "
-                "reference would not see the update. Copy it first (`x = x.copy()`) or build a new "
-                "array.")
+                "elsewhere (an argument, an alias, a container, or the array it is a view of) cannot "
+                "be differentiated: the other reference would not see the update. Assign through the "
+                "original array, copy first (`x = x.copy()`) or build a new array.")
         from rulescore.rules.indexing import setindex
 
         return _dispatch.call(setindex, x, index, value)
@@ -88,6 +109,9 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 #: References to an array held only by one local name, seen from inside ``setitem``: the
 #: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
 _LOCAL_ONLY_REFCOUNT = 3
+#: References to a view's base held by nothing but the view: its ``base`` and ``getrefcount``'s
+#: argument.
+_BASE_ONLY_REFCOUNT = 2
 
 
 def param(x: Any) -> Any:

@@ -211,15 +211,15 @@ class _Rewriter(ast.NodeTransformer):
             return node
         op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
 
-        def update(current: ast.expr) -> ast.Call:
+        def update(current: ast.expr, name: bool = False) -> ast.Call:
             return ast.copy_location(ast.Call(
                 func=_name("_zp_inplace", node),
                 args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
-                      current, self.visit(node.value)], keywords=[]), node)
+                      current, self.visit(node.value), ast.Constant(name)], keywords=[]), node)
 
         if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
             return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
-                                                value=update(_name(target.id, node))), node)
+                                                value=update(_name(target.id, node), True)), node)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and self._local(target.value.id):  # x[i] += v -> t = i; x[t] = inplace(x[t], v)
             index = self._temporary()  # the index is evaluated once, as Python does

@@ -141,3 +141,51 @@ def test_augmented_subscript_assignment_evaluates_its_index_once():
     val, (g,) = zp.withgradient(f, 2.0)
     assert val == f(2.0) == 32.0
     assert g == pytest.approx(fd(f, 2.0))
+
+
+def test_augmented_assignment_through_a_view_is_refused_not_lost():
+    def f(x):
+        out = np.zeros((2, 3))
+        row = out[0]
+        row += x * 2  # NumPy writes into out
+        return np.sum(out)
+
+    with pytest.raises(zp.UntraceableError, match=r"`\+=` of a traced value inside .*\.f \(.*view of"):
+        zp.withgradient(f, np.array([1.0, 2.0, 3.0]))
+
+
+def test_subscript_store_through_a_view_is_refused_not_lost():
+    def f(x):
+        y = np.zeros(4)
+        w = y[1:3]
+        w[0] = x * 3  # NumPy writes into y
+        return y.sum()
+
+    with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*the array it is a view of"):
+        zp.gradient(f, 1.0)
+
+
+def test_augmented_assignment_into_an_array_held_by_a_dict_is_refused():
+    def f(x):
+        state = {"g": np.zeros(3)}
+        g = state["g"]
+        g += x  # NumPy writes into state["g"]
+        return state["g"].sum()
+
+    with pytest.raises(zp.UntraceableError, match=r"`\+=` of a traced value inside .*\.f \("):
+        zp.gradient(f, np.ones(3))
+
+
+def test_local_accumulators_views_of_temporaries_and_copies_stay_exact():
+    def f(x):
+        total = np.zeros(3)
+        for i in range(3):
+            total += x * i
+        y = np.zeros(6).reshape(2, 3)  # a view of a temporary nothing else holds
+        y[0] = x
+        row = y[1].copy()
+        row += x
+        return total.sum() + y.sum() + np.sum(row * x)
+
+    x = np.array([1.0, -0.5, 2.0])
+    np.testing.assert_allclose(zp.gradient(f, x)[0], fd(f, x), rtol=1e-6)
