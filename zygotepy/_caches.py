@@ -8,7 +8,25 @@ import weakref
 from typing import Any
 
 
-class BoundedCache(dict[Any, Any]):
+class _Bounded:
+    """What the bounded caches share: a ``limit``, and ``put``, which forgets everything first
+    once the cache holds ``limit`` entries."""
+
+    __slots__ = ()
+    limit: int
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> None:
+        """Store ``value`` under ``key`` (after forgetting everything if full)."""
+        if len(self) >= self.limit:  # type: ignore[arg-type]
+            self.clear()  # type: ignore[attr-defined]
+        self[key] = value  # type: ignore[index]
+
+
+class BoundedCache(_Bounded, dict[Any, Any]):
     """A dict that forgets everything once it holds ``limit`` entries: a miss only costs the
     lookup again, and reads stay a plain dict's (the engine's hot paths read these).
 
@@ -21,18 +39,8 @@ class BoundedCache(dict[Any, Any]):
 
     __slots__ = ("limit",)
 
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
 
-    def put(self, key: Any, value: Any) -> None:
-        """Store ``value`` under ``key`` (after forgetting everything if full)."""
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value
-
-
-class WeakBoundedCache(weakref.WeakKeyDictionary[Any, Any]):
+class WeakBoundedCache(_Bounded, weakref.WeakKeyDictionary[Any, Any]):
     """A ``WeakKeyDictionary`` that also forgets everything once it holds ``limit`` entries: an
     entry whose value refers back to its key (a rewritten method whose closure holds its own
     class) is never freed by weakness alone, so the bound caps how many such stay alive.
@@ -45,13 +53,3 @@ class WeakBoundedCache(weakref.WeakKeyDictionary[Any, Any]):
         >>> del k; len(cache)
         0
     """
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def put(self, key: Any, value: Any) -> None:
-        """Store ``value`` under ``key`` (after forgetting everything if full)."""
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value

@@ -193,22 +193,6 @@ def test_globals_and_module_level_functions_of_another_module(tmp_path, monkeypa
     check(lambda x: other.helper(x), 0.7, 5.0 * math.cos(0.7))
 
 
-def test_independent_gradients_in_threads():
-    res = {}
-    x = np.array([0.3, -0.7])
-
-    def work(i):
-        res[i] = zp.gradient(lambda v: np.sum(np.sin(v * i)), x)[0]
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(1, 4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for i in range(1, 4):
-        np.testing.assert_allclose(res[i], i * np.cos(x * i))
-
-
 class _WithClassmethod:
     @classmethod
     def c(cls, x):
