@@ -47,6 +47,15 @@ CONTAINERS = (tuple, list, dict)
 #: Callable objects that only fetch references (``itemgetter(0)(pair)``).
 _STRUCTURAL_CALLABLES = frozenset({operator.itemgetter, operator.attrgetter})
 MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
+_BUILTIN_GETITEMS = frozenset({tuple.__getitem__, list.__getitem__, dict.__getitem__})
+
+
+def plain_container(x: Any) -> bool:
+    """A tuple, list or dict, or a subclass indexing as they do (``defaultdict``, namedtuples):
+    reading or writing an entry only moves a reference."""
+    t = type(x)
+    return t in CONTAINERS or (
+        t is not Box and isinstance(x, CONTAINERS) and t.__getitem__ in _BUILTIN_GETITEMS)
 
 
 def _type_of(x: Any, *rest: Any) -> Any:
@@ -173,7 +182,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             return special(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
-    if fn is operator.getitem and (type(args[0]) in CONTAINERS or isinstance(args[0], rc.Tangent)):
+    if fn is operator.getitem and (plain_container(args[0]) or isinstance(args[0], rc.Tangent)):
         return args[0][args[1]]  # reading a plain container only moves a reference
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot

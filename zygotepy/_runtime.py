@@ -49,7 +49,7 @@ def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
     """``x op= v``: in place for plain values and containers, functional when traced. For a local
     name (``name``) holding a plain array, refused when another reference (an alias, a container,
     the array it is a view of) would see NumPy's in-place write but not the functional update."""
-    if LEVELS.get() and type(x) not in (list, dict, set) and (
+    if LEVELS.get() and type(x) is not set and not _dispatch.plain_container(x) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
     ):
         if name and type(x) is np.ndarray and (
@@ -91,7 +91,7 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     """``x[index] = value`` for a local name: in place unless a traced array is involved, then a
     functional update the name is rebound to (refused if another reference could see the old
     array: the caller's argument, an alias, a container holding it)."""
-    if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
+    if LEVELS.get() and not _dispatch.plain_container(x) and (type(x) is Box or type(value) is Box):
         if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or (
                 type(x) is np.ndarray and _view_of_a_shared_array(x)):
             raise UntraceableError(
@@ -130,7 +130,7 @@ def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
     implicit parameters may be inside); anything else goes through the dispatcher."""
     tx = type(x)
-    if tx is list or tx is tuple or tx is dict:
+    if tx is list or tx is tuple or tx is dict or (tx is not Box and _dispatch.plain_container(x)):
         levels = LEVELS.get()
         if not levels or not levels[-1].with_params:
             return x[index]

@@ -300,7 +300,14 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
             start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
             return all(start <= s <= end for s in spots)
 
-        fitting = [(n, c) for n, c in lambdas if covers(n)]
+        nests = any(isinstance(c, types.CodeType) and c.co_name == "<lambda>" for c in code.co_consts)
+
+        def same_signature(node: Any) -> bool:  # curried lambdas share a line: tell them apart
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            inner = any(isinstance(n, ast.Lambda) for n in ast.walk(node.body))
+            return params == list(code.co_varnames[:code.co_argcount]) and inner == nests
+
+        fitting = [(n, c) for n, c in lambdas if covers(n) and same_signature(n)]
         fitting.sort(key=lambda nc: (nc[0].end_lineno - nc[0].lineno,
                                      nc[0].end_col_offset - nc[0].col_offset))
         return fitting[0] if fitting else None

@@ -115,3 +115,15 @@ def test_python_dash_c_with_a_hook_is_refused_and_right_from_a_file(tmp_path):
     script.write_text(program + "\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "(-3.0, 2.0)"
+
+
+def test_defaultdict_accumulation_moves_references():
+    from collections import defaultdict
+
+    def f(x):
+        d = defaultdict(float)
+        d["k"] += x
+        d["k"] += x * x
+        return d["k"] * 2.0
+
+    assert zp.gradient(f, 1.5) == (pytest.approx(2.0 * (1.0 + 2 * 1.5)),)

@@ -122,3 +122,10 @@ def test_tracebacks_point_at_user_code():
 
 
 
+
+
+def test_curried_lambdas_on_one_line_are_told_apart():
+    make = lambda m: lambda a, b: m * a * b  # noqa: E731
+    assert zp.gradient(lambda x: make(2.0)(x, 3.0), 1.0) == (6.0,)
+    same_names = lambda x: lambda x: x * 5.0  # noqa: E731
+    assert zp.gradient(lambda v: same_names(1.0)(v) * v, 2.0) == (20.0,)
