@@ -30,6 +30,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name
+from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError
@@ -89,7 +90,7 @@ SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sor
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
-PLAIN_OUTPUTS = frozenset({bool, np.bool_, str, bytes, type(None), type})
+PLAIN_OUTPUTS = frozenset(NO_TANGENT_DATA)
 _NO_LEVELS: tuple[Trace, ...] = ()
 
 
@@ -280,6 +281,9 @@ def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: 
     where = [f"argument {i + 1}" for i, a in enumerate(args) if _contains(a, trace)]
     where += [f"keyword {k!r}" for k, v in kwargs.items() if _contains(v, trace)]
     name = callable_name(fn)
+    reason = trace.missing_rule(fn)
+    if reason is not None:
+        raise UntraceableError(reason)
     raise UntraceableError(
         f"{name} has no rrule and cannot be differentiated through (it is not a Python function "
         f"with source), but it received a traced value as {', '.join(where)}. Register a rule: "

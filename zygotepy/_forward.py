@@ -19,6 +19,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name, check_frule_result, checks_enabled
+from rulescore._contract import plain_tangents, zero_of
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
@@ -58,10 +59,15 @@ class ForwardTrace(Trace):
         if frule is not None:
             return apply_frule(frule, fn, args, kwargs, self)
         if _dispatch.RRULES.has_rules(fn) and python_target(fn) is None:
-            raise UntraceableError(
-                f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
-                f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
+            raise UntraceableError(self.missing_rule(fn))
         return NO_RULE
+
+    def missing_rule(self, fn: Any) -> str | None:
+        """Forward mode needs an frule: say so when ``fn`` has only an rrule."""
+        if not _dispatch.RRULES.has_rules(fn):
+            return None
+        return (f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
+                f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
 
     def python_target(self, fn: Any, params: bool) -> Any:
         """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
@@ -244,6 +250,10 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
                kwargs: dict[str, Any]) -> Any:
     """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
+    plain = plain_tangents(dots)
+    if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
+        return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
+    dots = plain
     if rule.config:
         out = _dispatch.call(rule.impl, FORWARD_CONFIG, dots, *primals, **kwargs)
     else:

@@ -21,7 +21,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._structure import fields_of
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
@@ -146,9 +146,6 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     return Box(y, trace, len(tape) - 1)
 
 
-_NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
-
-
 def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
     if t is np.ndarray or t is float:
@@ -157,7 +154,7 @@ def _box_args(trace: Trace, x: Any) -> Any:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
-    if isinstance(x, _NOT_DIFFERENTIABLE) or inspect.isroutine(x) or inspect.ismodule(x):
+    if isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x) or inspect.ismodule(x):
         return x
     return trace.box(x)
 

@@ -71,6 +71,10 @@ class Trace:
         """``fn(*args, **kwargs)`` by this trace's rule, or ``NO_RULE`` (defined by each kind)."""
         raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
 
+    def missing_rule(self, fn: Any) -> str | None:
+        """Why this kind cannot differentiate ``fn`` when another kind could, or ``None``."""
+        return None
+
     def python_target(self, fn: Any, params: bool) -> Any:
         """What runs a Python function without a rule so that its calls come back to the
         dispatcher, or ``None`` (defined by each kind)."""

@@ -169,10 +169,12 @@ def test_array_cotangent_for_a_scalar_input():
     assert "shape (3,) for a scalar float" in message
 
 
-def test_cotangent_for_an_input_without_tangent_space():
-    message = rule_error(bad_string, "w", 2.0)
-    names_rule_and_call(message, "bad_string", "bad_string(str, float)")
-    assert "argument 1" in message and "a float for a str" in message
+@pytest.mark.parametrize("name", ["w", None, float, range(2), slice(1), np.dtype(np.float32), True])
+def test_cotangent_for_an_input_without_tangent_space(name):
+    message = rule_error(bad_string, name, 2.0)
+    kind = type(name).__name__
+    names_rule_and_call(message, "bad_string", f"bad_string({kind}, float)")
+    assert "argument 1" in message and f"a float for a {kind}" in message
 
 
 def test_rrule_not_returning_a_pair():
@@ -223,8 +225,10 @@ def test_errors_through_bound_methods_name_the_function():
 def test_checking_can_be_turned_off():
     with rc.checking(False):
         assert not rc.checks_enabled()
-        y, back = rc.rrule(bad_count, 2.0, 3.0)
-        assert back(1.0) == (rc.NoTangent(), 3.0)  # the broken result goes through unchecked
+        y, back = rc.rrule(bad_dtype, np.ones(2, np.float32))
+        assert back(np.ones(2, np.float32))[1].dtype == np.float64  # goes through unchecked
+        with pytest.raises(rc.RuleError, match="returned 2 cotangents; expected 3"):
+            rc.rrule(bad_count, 2.0, 3.0)[1](1.0)  # the count is the rule contract: always checked
     assert rc.checks_enabled()
 
 
