@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import inspect
 import operator
-import sys
 import types
 from typing import Any
 
 import numpy as np
 
 from zygotepy import _dispatch
-from zygotepy._errors import UntraceableError
+from zygotepy._caches import BoundedCache
+from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
 BINARY = {
@@ -82,10 +82,11 @@ def _getitem(self: Box, index: Any) -> Any:
 
 
 def _setitem(self: Box, index: Any, value: Any) -> None:
-    raise TypeError(
-        "in-place assignment into a traced value is not differentiable; write it functionally "
-        "(for a local name `x[i] = v` is rewritten to a functional update automatically; for "
-        "attributes or nested targets build a new array, e.g. with np.where or np.concatenate)"
+    raise UntraceableError(
+        f"in-place assignment into a traced value inside {user_code()} is not differentiable "
+        "here (the target is not a local name, so it cannot be rebound to the updated array); "
+        "assign to a local name first (`y = obj.buf; y[i] = v`) or build a new array, e.g. with "
+        "np.where or np.concatenate"
     )
 
 
@@ -112,20 +113,10 @@ def _int(self: Box) -> int:
     return int(unbox_all(self))
 
 
-def _caller() -> str:
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("zygotepy"):
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "unknown code"
-    code = frame.f_code
-    return f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
-
-
 def _refuse(kind: str) -> Any:
     def method(self: Box, *args: Any, **kwargs: Any) -> Any:
         raise UntraceableError(
-            f"a traced value was converted to a plain {kind} inside {_caller()}, so its gradient "
+            f"a traced value was converted to a plain {kind} inside {user_code()}, so its gradient "
             f"would be lost. That code could not be traced (it has no Python source, or it is a "
             f"compiled routine). Register an rrule for the function that does the conversion "
             f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated."
@@ -147,11 +138,18 @@ def _format(self: Box, spec: str) -> str:
 
 
 def _hash(self: Box) -> int:
-    return hash(self._zp_value)
+    """By identity, as PyTorch hashes tensors: a memo filled with plain numbers must not answer
+    for a traced value (its answer would be a constant, and the gradient through it lost).
+    Integers, strings and bytes keep their value's hash, so traced ones still index tables."""
+    value = unbox_all(self)
+    if isinstance(value, (int, np.integer, str, bytes)):
+        return hash(value)
+    return object.__hash__(self)
 
 
 _NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})
-_ATTRIBUTE_KINDS: dict[tuple[type, str], tuple[str, Any]] = {}
+#: (class, attribute name) -> how a box reads it; bounded: user classes may come and go.
+_ATTRIBUTE_KINDS = BoundedCache(1024)
 
 
 def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
@@ -176,7 +174,7 @@ def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
                 kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
             else:
                 kind = ("class", None)  # a plain class-level constant
-        _ATTRIBUTE_KINDS[key] = kind
+        _ATTRIBUTE_KINDS.put(key, kind)
     return kind
 
 

@@ -32,6 +32,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
+from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 
@@ -47,6 +48,15 @@ CONTAINERS = (tuple, list, dict)
 #: Callable objects that only fetch references (``itemgetter(0)(pair)``).
 _STRUCTURAL_CALLABLES = frozenset({operator.itemgetter, operator.attrgetter})
 MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
+_BUILTIN_GETITEMS = frozenset({tuple.__getitem__, list.__getitem__, dict.__getitem__})
+
+
+def plain_container(x: Any) -> bool:
+    """A tuple, list or dict, or a subclass indexing as they do (``defaultdict``, namedtuples):
+    reading or writing an entry only moves a reference."""
+    t = type(x)
+    return t in CONTAINERS or (
+        t is not Box and isinstance(x, CONTAINERS) and t.__getitem__ in _BUILTIN_GETITEMS)
 
 
 def _type_of(x: Any, *rest: Any) -> Any:
@@ -173,7 +183,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             return special(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
-    if fn is operator.getitem and (type(args[0]) in CONTAINERS or isinstance(args[0], rc.Tangent)):
+    if fn is operator.getitem and (plain_container(args[0]) or isinstance(args[0], rc.Tangent)):
         return args[0][args[1]]  # reading a plain container only moves a reference
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
@@ -219,7 +229,8 @@ OPERATOR_DUNDERS: dict[Any, tuple[str, str | None]] = {
     abs: ("__abs__", None),
 }
 _NOT_USER: Any = object()
-_PYTHON_DUNDERS: dict[tuple[type, str], Any] = {}
+#: (class, operator name) -> its Python method or None; bounded: user classes may come and go.
+_PYTHON_DUNDERS = BoundedCache(1024)
 _NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
 
 
@@ -237,7 +248,7 @@ def _python_dunder(cls: type, name: str) -> Any:
                 candidate = klass.__dict__[name]
                 method = candidate if isinstance(candidate, types.FunctionType) else None
                 break
-    _PYTHON_DUNDERS[key] = method
+    _PYTHON_DUNDERS.put(key, method)
     return method
 
 

@@ -26,6 +26,7 @@ from rulescore._thunks import Thunk
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
+from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
 from zygotepy._edge import to_user
 from zygotepy._errors import NotScalarError
@@ -66,7 +67,8 @@ class ReverseTrace(Trace):
         return python_target(fn, params)
 
 
-_PLAIN_CALLABLES: dict[Any, int] = {}  # callable -> ADJOINTS.version when found plain (-1: not plain)
+#: callable -> ADJOINTS.version when found plain (-1: not plain); bounded: callables may come and go.
+_PLAIN_CALLABLES = BoundedCache(1024)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 
@@ -92,12 +94,12 @@ def _is_plain_callable(fn: Any) -> bool:
     plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn not in SPECIAL_FORMS \
         and fn is not operator.getitem and fn is not getattr
     if not plain:
-        _PLAIN_CALLABLES[fn] = -1
+        _PLAIN_CALLABLES.put(fn, -1)
         return False
     if ADJOINTS.has_rules(fn):
         _PLAIN_CALLABLES.pop(fn, None)
         return False
-    _PLAIN_CALLABLES[fn] = ADJOINTS.version
+    _PLAIN_CALLABLES.put(fn, ADJOINTS.version)
     return True
 
 

@@ -16,14 +16,17 @@ import operator
 import os
 import sys
 import types
-import weakref
 from typing import Any
 
 import numpy as np
 
+from rulescore._checks import callable_name
 from zygotepy import _dispatch
+from zygotepy._adjoint_table import ADJOINTS
+from zygotepy._caches import WeakBoundedCache
+from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
-from zygotepy._transform import OPERATOR_HELPERS, is_generated, rewritten
+from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("numpy", "scipy", "zygotepy")
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -42,23 +45,44 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 
 
-def inplace(op: Any, iop: Any, x: Any, v: Any) -> Any:
-    """``x op= v``: in place for plain values and containers, functional when traced."""
-    if LEVELS.get() and type(x) not in (list, dict, set) and (
+def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
+    """``x op= v``: in place for plain values and containers, functional when traced. For a local
+    name (``name``) holding a plain array, refused when another reference (an alias, a container,
+    the array it is a view of) would see NumPy's in-place write but not the functional update."""
+    if LEVELS.get() and type(x) is not set and not _dispatch.plain_container(x) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
     ):
+        if name and type(x) is np.ndarray and (
+                sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or _view_of_a_shared_array(x)):
+            raise UntraceableError(
+                f"the augmented assignment `{_SYMBOLS.get(op, '')}=` of a traced value inside {user_code()} "
+                "writes into an array "
+                "that is also referenced elsewhere (an alias, a container, or the array it is a view "
+                "of), which would not see the update. Write the update where that array is used "
+                "(`out[0] += v` rather than `row = out[0]; row += v`), or copy first (`x = x.copy()`)")
         return _dispatch.call(op, x, v)
     return iop(x, v)
+
+
+_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
+
+
+def _view_of_a_shared_array(x: np.ndarray) -> bool:
+    """Whether ``x`` is a view of an array something else still refers to (its ``base`` has
+    references besides ``x``'s own)."""
+    return x.base is not None and sys.getrefcount(x.base) > _BASE_ONLY_REFCOUNT
 
 
 def store(container: Any, index: Any, value: Any) -> None:
     """``a.b[i] = v`` and other stores that cannot be rebound: refused if they would hide a gradient."""
     if LEVELS.get() and type(container) is not Box and type(value) is Box and not isinstance(
             container, (list, dict)):
-        raise TypeError(
-            f"in-place assignment of a traced value into a {type(container).__name__} is not "
-            "differentiable; write it functionally (build a new array with np.where/np.concatenate, "
-            "or assign to a local name: `y = obj.buf; y[i] = v` is rewritten to a functional update)"
+        raise UntraceableError(
+            f"in-place assignment of a traced value into a {type(container).__name__} inside "
+            f"{user_code()} is not differentiable: the target is not a local name, so it cannot be "
+            "rebound to the updated array. Assign to a local name first (`y = obj.buf; y[i] = v`) "
+            "or build a new array with np.where/np.concatenate"
         )
     container[index] = value
 
@@ -67,12 +91,14 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     """``x[index] = value`` for a local name: in place unless a traced array is involved, then a
     functional update the name is rebound to (refused if another reference could see the old
     array: the caller's argument, an alias, a container holding it)."""
-    if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
-        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT:
-            raise TypeError(
-                "in-place assignment into an array that is also referenced elsewhere (an argument, "
-                "an alias or a container) cannot be differentiated: the other reference would not "
-                "see the update. Copy it first (`x = x.copy()`) or build a new array.")
+    if LEVELS.get() and not _dispatch.plain_container(x) and (type(x) is Box or type(value) is Box):
+        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or (
+                type(x) is np.ndarray and _view_of_a_shared_array(x)):
+            raise UntraceableError(
+                f"in-place assignment inside {user_code()} into an array that is also referenced "
+                "elsewhere (an argument, an alias, a container, or the array it is a view of) cannot "
+                "be differentiated: the other reference would not see the update. Assign through the "
+                "original array, copy first (`x = x.copy()`) or build a new array.")
         from rulescore.rules.indexing import setindex
 
         return _dispatch.call(setindex, x, index, value)
@@ -83,6 +109,9 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 #: References to an array held only by one local name, seen from inside ``setitem``: the
 #: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
 _LOCAL_ONLY_REFCOUNT = 3
+#: References to a view's base held by nothing but the view: its ``base`` and ``getrefcount``'s
+#: argument.
+_BASE_ONLY_REFCOUNT = 2
 
 
 def param(x: Any) -> Any:
@@ -101,7 +130,7 @@ def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
     implicit parameters may be inside); anything else goes through the dispatcher."""
     tx = type(x)
-    if tx is list or tx is tuple or tx is dict:
+    if tx is list or tx is tuple or tx is dict or (tx is not Box and _dispatch.plain_container(x)):
         levels = LEVELS.get()
         if not levels or not levels[-1].with_params:
             return x[index]
@@ -112,7 +141,9 @@ def getitem(x: Any, index: Any) -> Any:
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
                            "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
                            "_zp_getitem": getitem, **OPERATOR_HELPERS}
-_BY_FUNCTION = (weakref.WeakKeyDictionary[Any, Any](), weakref.WeakKeyDictionary[Any, Any]())
+#: Per function (weakly, and at most 1024), its rewritten version: one table without and one
+#: with implicit parameters.
+_BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
 
 
 def transformed(fn: types.FunctionType, params: bool = False) -> Any:
@@ -129,6 +160,7 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     else:
         new = rewritten(fn, params)
         if new is None:
+            _refuse_hidden_rules(fn)
             result = fn
         else:
             cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
@@ -136,8 +168,38 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    cache[fn] = result
+    cache.put(fn, result)
     return result
+
+
+def _refuse_hidden_rules(fn: types.FunctionType) -> None:
+    """A function that cannot be rewritten runs as it is: its arithmetic is still seen, but the
+    functions it calls are not. Refuse when one of them (or one they call in turn) has a rule or
+    an adjoint, which would be silently skipped."""
+    culprit = _hidden_rule(fn, {id(fn)})
+    if culprit is not None:
+        code = fn.__code__
+        raise UntraceableError(
+            f"{code.co_qualname} ({code.co_filename}) cannot be rewritten (no source: the REPL, "
+            f"`python -c` or exec), and it calls {culprit}, whose rule or adjoint would be skipped. "
+            "Define the function in a file (a module or a script), or call it outside "
+            "differentiated code.")
+
+
+def _hidden_rule(fn: types.FunctionType, seen: set[int]) -> str | None:
+    for obj in callees(fn):
+        target = obj.__func__ if type(obj) is types.MethodType else obj
+        if type(target) is not types.FunctionType:
+            continue
+        if (_dispatch.RRULES.has_rules(target) or _dispatch.FRULES.has_rules(target)
+                or ADJOINTS.has_rules(target) or ADJOINTS.has_rules(obj)):
+            return callable_name(obj)
+        if id(target) not in seen and not _skipped(target):
+            seen.add(id(target))
+            inner = _hidden_rule(target, seen)
+            if inner is not None:
+                return f"{callable_name(obj)}, which calls {inner}"
+    return None
 
 
 def _skipped(fn: Any) -> bool:

@@ -2,7 +2,7 @@
 
 Every ``gradient``/``pullback``/``jvp`` call pushes a trace of some kind (a subclass of
 :class:`Trace`; its ``level`` is its depth in the stack), and the values it traces are
-:class:`Box` es on it. A reverse trace's box is a node of its tape, remembering the rule
+:class:`Box` objects on it. A reverse trace's box is a node of its tape, remembering the rule
 pullback that made it and where its inputs came from (``routes``); a forward trace's box
 carries tangents. A value traced by an outer level may sit
 inside the box of an inner level: nesting is by wrapping, so perturbations never mix.

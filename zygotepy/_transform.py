@@ -13,12 +13,15 @@ without source give ``None`` (with one warning).
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import linecache
 import operator
 import types
+import weakref
 from typing import Any
 
+from zygotepy._caches import BoundedCache
 from zygotepy._errors import warn_user
 
 _OPERATORS = {
@@ -208,22 +211,26 @@ class _Rewriter(ast.NodeTransformer):
             return node
         op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
 
-        def update(current: ast.expr) -> ast.Call:
+        def update(current: ast.expr, name: bool = False) -> ast.Call:
             return ast.copy_location(ast.Call(
                 func=_name("_zp_inplace", node),
                 args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
-                      current, self.visit(node.value)], keywords=[]), node)
+                      current, self.visit(node.value), ast.Constant(name)], keywords=[]), node)
 
         if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
             return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
-                                                value=update(_name(target.id, node))), node)
+                                                value=update(_name(target.id, node), True)), node)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and self._local(target.value.id):  # x[i] += v -> x[i] = inplace(x[i], v)
+                and self._local(target.value.id):  # x[i] += v -> t = i; x[t] = inplace(x[t], v)
+            index = self._temporary()  # the index is evaluated once, as Python does
+            bind = ast.copy_location(ast.Assign(targets=[ast.Name(id=index, ctx=ast.Store())],
+                                                value=_index_expr(self.visit(target.slice))), node)
             read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
-                                                   slice=_copy(target.slice), ctx=ast.Load()), node)
-            store = ast.copy_location(ast.Assign(targets=[target], value=update(self.visit(read))), node)
-            rewritten_store: ast.AST = self.visit_Assign(store)
-            return rewritten_store
+                                                   slice=_name(index, node), ctx=ast.Load()), node)
+            write = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+                                                    slice=_name(index, node), ctx=ast.Store()), node)
+            store = ast.copy_location(ast.Assign(targets=[write], value=update(self.visit(read))), node)
+            return [bind, self.visit_Assign(store)]  # type: ignore[return-value]
         self.generic_visit(node)
         return node
 
@@ -244,7 +251,9 @@ def _index_expr(index: ast.expr) -> ast.expr:
 
 
 # -- finding a function's node in its file -------------------------------------------------------
-_FILES: dict[str, tuple[tuple[int, int], dict[int, list[tuple[ast.AST, str | None]]]]] = {}
+#: filename -> (its text when parsed, its functions by first line); keyed on the whole text, so
+#: an edited file (``importlib.reload``) is parsed again.
+_FILES = BoundedCache(256)
 
 
 def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.AST, str | None]]] | None:
@@ -252,12 +261,12 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         return None
-    key = (len(lines), hash(lines[-1]))
+    text = "".join(lines)
     cached = _FILES.get(filename)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    if cached is not None and cached[0] == text:
+        return cached[1]  # type: ignore[no-any-return]
     try:
-        tree = ast.parse("".join(lines), filename)
+        tree = ast.parse(text, filename)
     except SyntaxError:
         return None
     index: dict[int, list[tuple[ast.AST, str | None]]] = {}
@@ -272,7 +281,7 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
             walk(child, child.name if isinstance(child, ast.ClassDef) else cls)
 
     walk(tree, None)
-    _FILES[filename] = (key, index)
+    _FILES.put(filename, (text, index))
     return index
 
 
@@ -291,7 +300,14 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
             start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
             return all(start <= s <= end for s in spots)
 
-        fitting = [(n, c) for n, c in lambdas if covers(n)]
+        nests = any(isinstance(c, types.CodeType) and c.co_name == "<lambda>" for c in code.co_consts)
+
+        def same_signature(node: Any) -> bool:  # curried lambdas share a line: tell them apart
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            inner = any(isinstance(n, ast.Lambda) for n in ast.walk(node.body))
+            return params == list(code.co_varnames[:code.co_argcount]) and inner == nests
+
+        fitting = [(n, c) for n, c in lambdas if covers(n) and same_signature(n)]
         fitting.sort(key=lambda nc: ((nc[0].end_lineno or 0) - nc[0].lineno,
                                      (nc[0].end_col_offset or 0) - nc[0].col_offset))
         return fitting[0] if fitting else None
@@ -300,21 +316,72 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
 
 
 # -- compiling the rewritten function -------------------------------------------------------------
-_BY_CODE: dict[tuple[types.CodeType, bool], types.CodeType | None] = {}
-_GENERATED: set[types.CodeType] = set()
-_WARNED: set[types.CodeType] = set()
+#: Per code object (held weakly: a reloaded module's old code is freed), its rewritten code, or
+#: None; one table without and one with implicit parameters.
+_BY_CODE = (weakref.WeakKeyDictionary[types.CodeType, Any](),
+            weakref.WeakKeyDictionary[types.CodeType, Any]())
+_GENERATED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+_WARNED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
 
 
 def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     """``fn``'s rewritten code (cached per code object), or ``None`` if it cannot be rewritten;
     with ``params``, the variant that also passes attribute loads, iterations and unpackings
     through ``_zp_param`` (implicit parameters reached without a call)."""
-    key = (fn.__code__, params)
+    cache = _BY_CODE[params]
+    code = fn.__code__
     try:
-        return _BY_CODE[key]
+        return cache[code]  # type: ignore[no-any-return]
     except KeyError:
-        new = _BY_CODE[key] = _rewrite(fn, params)
+        new = cache[code] = _rewrite(fn, params)
         return new
+
+
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
+_ATTRIBUTES = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+
+
+def callees(fn: types.FunctionType) -> list[Any]:
+    """What ``fn``'s bytecode (nested code included) loads by name, and the attributes it reads
+    off those (``np.linalg.norm``): the callables it may call without the dispatcher seeing them
+    when it cannot be rewritten. Names that do not resolve are left out.
+
+    Example:
+        >>> import math
+        >>> def f(x):
+        ...     return math.sin(x) + abs(x)
+        >>> callees(f) == [math, math.sin, abs]
+        True
+    """
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+    builtins = fn.__globals__.get("__builtins__", {})
+    builtins = vars(builtins) if isinstance(builtins, types.ModuleType) else builtins
+    found: list[Any] = []
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        current: Any = _MISSING
+        for instruction in dis.get_instructions(code):
+            name = instruction.argval
+            if instruction.opname in _LOADS:
+                cell = cells.get(name)
+                try:
+                    current = cell.cell_contents if cell is not None else fn.__globals__.get(
+                        name, builtins.get(name, _MISSING))
+                except ValueError:  # an empty cell
+                    current = _MISSING
+            elif instruction.opname in _ATTRIBUTES and current is not _MISSING:
+                current = getattr(current, name, _MISSING)
+            else:
+                current = _MISSING
+                continue
+            if current is not _MISSING and all(current is not f for f in found):
+                found.append(current)
+    return found
+
+
+_MISSING: Any = object()
 
 
 def is_generated(code: types.CodeType) -> bool:

@@ -1,94 +1,9 @@
-"""The user-facing conventions of gradient, withgradient, pullback and jacobian (shared/API.md)."""
-
-import math
-from dataclasses import dataclass
-from typing import NamedTuple
+"""The entry points combining modes: jacobian, hessian, hessian_reverse, diaghessian, forwarddiff."""
 
 import numpy as np
 import pytest
 
-import rulescore as rc
 import zygotepy as zp
-
-
-@dataclass
-class Point:
-    x: float
-    y: float
-
-
-class Pair(NamedTuple):
-    a: float
-    b: float
-
-
-def test_gradient_of_plain_python():
-    grads = zp.gradient(lambda x, y: x * y + math.sin(x), 2.0, 3.0)
-    assert grads == pytest.approx((3.0 + math.cos(2.0), 2.0))
-
-
-def test_unused_argument_and_string_get_none():
-    assert zp.gradient(lambda x, s, y: x * 2.0, 1.0, "label", 5.0) == (2.0, None, None)
-
-
-def test_int_argument_gets_float_gradient():
-    (g,) = zp.gradient(lambda n: n * n, 3)
-    assert g == 6.0 and type(g) is float
-
-
-def test_float32_array_keeps_dtype_and_shape():
-    x = np.ones((2, 3), dtype=np.float32)
-    (g,) = zp.gradient(lambda a: (a * a).sum(), x)
-    assert g.dtype == np.float32 and g.shape == (2, 3)
-    np.testing.assert_allclose(g, 2 * x)
-
-
-def test_containers_are_mirrored():
-    grads = zp.gradient(lambda t, l, d: t[0] * l[1] + d["w"], (2.0, 5.0), [1.0, 3.0], {"w": 4.0, "s": 1.0})
-    assert grads == ((3.0, None), [None, 2.0], {"w": 1.0, "s": None})
-
-
-def test_objects_get_structural_tangents():
-    (g,) = zp.gradient(lambda p: math.sqrt(p.x ** 2 + p.y ** 2), Point(1.0, 2.0))
-    assert isinstance(g, rc.Tangent[Point])
-    assert (g.x, g.y) == pytest.approx((1 / math.sqrt(5), 2 / math.sqrt(5)))
-    (h,) = zp.gradient(lambda p: p.x, Point(1.0, 2.0))
-    assert h.x == 1.0 and h.y is None
-
-
-def test_namedtuple_argument():
-    (g,) = zp.gradient(lambda p: p.a * p.b, Pair(2.0, 3.0))
-    assert (g.a, g.b) == (3.0, 2.0)
-
-
-def test_real_input_through_complex_gets_real_gradient():
-    (g,) = zp.gradient(lambda x: abs(x * (1 + 1j)), 2.0)
-    assert isinstance(g, float) and g == pytest.approx(math.sqrt(2))
-
-
-def test_complex_input_gets_chainrules_convention():
-    # f(z) = |z|^2 = x^2 + y^2: df/dx + i df/dy = 2z
-    (g,) = zp.gradient(lambda z: (z * z.conjugate()).real, 1.0 + 2.0j)
-    assert g == pytest.approx(2.0 + 4.0j)
-
-
-def test_withgradient():
-    res = zp.withgradient(lambda x: x ** 3, 2.0)
-    assert res.val == 8.0 and res.grad == (12.0,)
-
-
-def test_pullback_can_be_called_twice():
-    y, back = zp.pullback(lambda x: np.sin(x), np.array([0.0, 1.0]))
-    first, second = back(np.ones(2)), back(2 * np.ones(2))
-    np.testing.assert_allclose(first[0], np.cos([0.0, 1.0]))
-    np.testing.assert_allclose(second[0], 2 * np.cos([0.0, 1.0]))
-
-
-def test_pullback_of_tuple_output():
-    y, back = zp.pullback(lambda x: (x * 2.0, x * 3.0), 1.0)
-    assert y == (2.0, 3.0)
-    assert back((1.0, None)) == (2.0,)
-    assert back((1.0, 1.0)) == (5.0,)
 
 
 def test_jacobian_shape():
@@ -99,89 +14,151 @@ def test_jacobian_shape():
     assert J2.shape == (3, 2, 3)
 
 
-def test_argnums_and_wrt():
-    def f(x, y, z):
-        return x * y * z
-
-    assert zp.gradient(f, 1.0, 2.0, 3.0, argnums=(0, 2)) == (6.0, 2.0)
-    assert zp.gradient(f, 1.0, 2.0, 3.0, wrt="y") == (3.0,)
+RNG = np.random.default_rng(7)
 
 
-def test_keyword_arguments_pass_through():
-    assert zp.gradient(lambda x, scale=1.0: x * scale, 2.0, scale=4.0) == (4.0,)
-    (g,) = zp.gradient(lambda x: np.sum(x ** 2, axis=0).sum(), np.ones((2, 2)))
-    np.testing.assert_allclose(g, 2 * np.ones((2, 2)))
+A = RNG.normal(size=(3, 3))
 
 
-def test_non_scalar_output_is_refused_with_advice():
-    with pytest.raises(zp.NotScalarError, match="jacobian"):
-        zp.gradient(lambda x: x * 2, np.ones(3))
-    with pytest.raises(zp.NotScalarError, match="complex"):
-        zp.gradient(lambda x: x * 1j, 1.0)
+SPD = A @ A.T + 3 * np.eye(3)
 
 
-def test_constant_output_gives_none():
-    assert zp.gradient(lambda x: 3.0, 1.0) == (None,)
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
 
 
-def test_user_arrays_are_not_mutated():
+def rosenbrock_hessian(x):
+    n = len(x)
+    H = np.zeros((n, n))
+    for i in range(n - 1):
+        H[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        H[i, i + 1] += -400 * x[i]
+        H[i + 1, i] += -400 * x[i]
+        H[i + 1, i + 1] += 200
+    return H
+
+
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def test_hessian_of_rosenbrock():
+    x = RNG.normal(size=5)
+    np.testing.assert_allclose(zp.hessian(rosenbrock, x), rosenbrock_hessian(x), rtol=1e-10)
+    np.testing.assert_allclose(zp.hessian_reverse(rosenbrock, x), rosenbrock_hessian(x), rtol=1e-10)
+    np.testing.assert_allclose(zp.diaghessian(rosenbrock, x), np.diag(rosenbrock_hessian(x)), rtol=1e-10)
+
+
+def test_hessian_of_logsumexp():
+    x = RNG.normal(size=4)
+    p = np.exp(x - logsumexp(x))
+    np.testing.assert_allclose(zp.hessian(logsumexp, x), np.diag(p) - np.outer(p, p), atol=1e-12)
+
+
+def test_hessian_of_gaussian_log_density():
+    mu = RNG.normal(size=3)
+
+    def log_density(x):
+        d = x - mu
+        return -0.5 * d @ np.linalg.solve(SPD, d) - 0.5 * np.linalg.slogdet(SPD)[1]
+
+    np.testing.assert_allclose(zp.hessian(log_density, RNG.normal(size=3)), -np.linalg.inv(SPD), rtol=1e-9)
+
+
+def test_hessian_of_neural_network_loss_in_its_weights():
+    X = RNG.normal(size=(5, 2))
+    y = RNG.normal(size=5)
+
+    def loss(w):
+        return np.mean((np.tanh(X @ w) - y) ** 2)
+
+    w = RNG.normal(size=2)
+    t = np.tanh(X @ w)
+    r, s = t - y, 1 - t ** 2
+    # d2/dw2 mean(r^2) = 2/n sum (s^2 + r * (-2 t s)) x x^T
+    weights = 2 / len(y) * (s ** 2 - 2 * r * t * s)
+    expected = (X * weights[:, None]).T @ X
+    np.testing.assert_allclose(zp.hessian(loss, w), expected, rtol=1e-9)
+
+
+def test_forwarddiff_inside_gradient_with_params_and_closures():
+    W = RNG.normal(size=(3, 3))
+    b = RNG.normal(size=3)
+
+    def loss_forwarddiff():
+        return np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v + b), b))
+
+    def loss_plain():
+        return np.sum(np.tanh(W @ b + b))
+
+    ps = zp.params(W, b)
+    g1, g2 = zp.gradient(loss_forwarddiff, ps), zp.gradient(loss_plain, ps)
+    np.testing.assert_allclose(g1[W], g2[W], rtol=1e-12)
+    np.testing.assert_allclose(g1[b], g2[b], rtol=1e-12)
+    (gx,) = zp.gradient(lambda x: np.sum(zp.forwarddiff(lambda v: np.sin(W @ v) * x, x)), b)
+    (gx_plain,) = zp.gradient(lambda x: np.sum(np.sin(W @ x) * x), b)
+    np.testing.assert_allclose(gx, gx_plain, rtol=1e-12)
+
+
+def test_mixed_nesting_orders():
+    f = lambda v: np.sum(v ** 3)  # noqa: E731
     x = np.array([1.0, 2.0])
-    before = x.copy()
-    zp.gradient(lambda a: (a * a).sum(), x)
-    np.testing.assert_array_equal(x, before)
+    # reverse over forward
+    (g,) = zp.gradient(lambda u: zp.jvp(f, (u,), (np.ones(2),))[1], x)
+    np.testing.assert_allclose(g, 6 * x)
+    # forward over reverse
+    _, hv = zp.jvp(lambda u: zp.gradient(f, u)[0], (x,), (np.ones(2),))
+    np.testing.assert_allclose(hv, 6 * x)
+    # forward over forward, with perturbations kept apart
+    assert zp.jvp(lambda a: zp.jvp(lambda t: t ** 3, (a,), (1.0,))[1], (2.0,), (1.0,)) == (12.0, 12.0)
+    assert zp.jvp(lambda a: a * zp.jvp(lambda t: a + t, (1.0,), (1.0,))[1], (3.0,), (1.0,)) == (3.0, 1.0)
 
 
-def test_nested_containers_of_arrays_are_projected_and_mirrored():
-    W = np.ones((2, 3), dtype=np.float32)
-    b = np.zeros(3, dtype=np.float32)
-    params = [(W, b), (W.copy(), b.copy()), 4]
-
-    def f(ps):
-        (W0, b0), _, n = ps
-        return np.sum(np.asarray(W0, np.float64) * 2.0) + np.sum(b0 * 3.0) + n * n
-
-    (g,) = zp.gradient(f, params)
-    assert g[1] is None  # an untouched pair is None, not a tuple of Nones
-    (gW, gb), n_bar = g[0], g[2]
-    assert gW.dtype == np.float32 and gb.dtype == np.float32  # float64 cotangents projected
-    np.testing.assert_allclose(gW, 2.0)
-    np.testing.assert_allclose(gb, 3.0)
-    assert n_bar == 8.0 and type(n_bar) is float
+def test_hessians_of_a_wide_tanh_layer_agree_with_the_closed_form():
+    W = RNG.normal(size=(100, 100)) / 10
+    x = RNG.normal(size=100)
+    t = np.tanh(W @ x)
+    expected = W.T @ ((-2.0 * t * (1.0 - t * t))[:, None] * W)
+    h = lambda v: np.sum(np.tanh(W @ v))  # noqa: E731
+    np.testing.assert_allclose(zp.hessian(h, x), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(zp.hessian_reverse(h, x), expected, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_mean_squared_error_gradient(dtype):
-    rng = np.random.default_rng(0)
-    x, y = rng.standard_normal((4, 5)).astype(dtype), rng.standard_normal((4, 5)).astype(dtype)
-    x_before = x.copy()
-    gx, gy = zp.gradient(lambda a, c: np.sum((a - c) ** 2) / 20, x, y)
-    np.testing.assert_allclose(gx, (x - y) / 10, rtol=1e-6)
-    np.testing.assert_allclose(gy, (y - x) / 10, rtol=1e-6)
-    assert gx.dtype == dtype and gy.dtype == dtype
-    np.testing.assert_array_equal(x, x_before)
+@pytest.mark.parametrize("name, f, x", [
+    ("a rule's tuple output, indexed", lambda v: np.linalg.eigh(v + v.T)[0], RNG.normal(size=(3, 3))),
+    ("qr", lambda v: np.linalg.qr(v)[1], RNG.normal(size=(4, 3))),
+    ("an output with a zero tangent", lambda v: np.full_like(v, 2.0) * v + np.imag(v), RNG.normal(size=3)),
+    ("a constant output", lambda v: np.full_like(v, 2.0), RNG.normal(size=3)),
+    ("a list of arrays", lambda v: v[0] * v[1], [RNG.normal(size=3), RNG.normal(size=3)]),
+    ("a tuple of matrices", lambda v: v[0] @ v[1], (RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))),
+])
+@pytest.mark.parametrize("chunk", [1, 4])
+def test_forward_jacobians_of_structured_values_match_reverse(name, f, x, chunk):
+    (J_forward,) = zp.jacobian(f, x, mode="forward", chunk=chunk)
+    (J_reverse,) = zp.jacobian(f, x, mode="reverse")
+    np.testing.assert_allclose(np.asarray(J_forward), np.asarray(J_reverse), rtol=1e-10, atol=1e-12)
 
 
-def test_dividing_by_an_int_constant_or_a_traced_int():
-    x = np.arange(1.0, 4.0)
-    (gx,) = zp.gradient(lambda a: np.sum(a) / 4, x)
-    np.testing.assert_allclose(gx, 0.25)
-    gx, gn = zp.gradient(lambda a, n: np.sum(a) / n, x, 4)
-    np.testing.assert_allclose(gx, 0.25)
-    assert gn == pytest.approx(-6.0 / 16) and type(gn) is float
+def test_hessians_through_tuple_outputs_and_zero_tangents():
+    x = np.array([1.0, 2.0, 3.0])
+    H = zp.hessian(lambda v: np.sum(np.full_like(v, 2.0) * v ** 3), x)
+    np.testing.assert_allclose(H, np.diag(12.0 * x))
+    f = lambda v: np.sum(np.linalg.eigh(np.outer(v, v) + np.eye(3))[0] ** 2)  # noqa: E731
+    np.testing.assert_allclose(zp.hessian(f, x), zp.hessian_reverse(f, x), rtol=1e-8, atol=1e-10)
 
 
-def test_unprojected_rule_cotangents_are_projected_at_the_edge():
-    def scaled_total(a):
-        return float(np.sum(a)) * 2.0
+def test_hessian_of_a_function_using_forwarddiff():
+    W = np.array([[1.0, 2.0], [3.0, 4.0]])
 
-    @rc.rrule.register(scaled_total)
-    def _(a):  # a careless rule: float64 cotangent of the output's (broadcast) shape
-        return scaled_total(a), lambda ybar: (rc.NoTangent(), np.full((2, 3), 2.0 * ybar))
+    def f(x):
+        return np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v), x) ** 2)
 
-    x32 = np.ones(3, dtype=np.float32)
-    with rc.checking(False):  # checking mode would reject the rule itself
-        (g,) = zp.gradient(scaled_total, x32)
-        (gs,) = zp.gradient(lambda ps: scaled_total(ps[0]), [x32])
-    assert g.dtype == np.float32 and g.shape == (3,)
-    np.testing.assert_allclose(g, 4.0)
-    assert gs[0].dtype == np.float32 and gs[0].shape == (3,)
+    def grad(x):  # analytic: 2 W^T (t (1 - t^2))
+        t = np.tanh(W @ x)
+        return 2 * W.T @ (t * (1 - t * t))
+
+    x, h = np.array([0.1, -0.2]), 1e-6
+    H_fd = np.stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(2)], axis=-1)
+    np.testing.assert_allclose(zp.hessian(f, x), H_fd, rtol=1e-6)
+    np.testing.assert_allclose(zp.hessian_reverse(f, x), H_fd, rtol=1e-6)

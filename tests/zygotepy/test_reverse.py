@@ -1,0 +1,263 @@
+"""The user-facing conventions of gradient, withgradient, pullback and jacobian (shared/API.md)."""
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import rulescore as rc
+import zygotepy as zp
+from tests.zygotepy.finite_differences import fd
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Pair(NamedTuple):
+    a: float
+    b: float
+
+
+def test_gradient_of_plain_python():
+    grads = zp.gradient(lambda x, y: x * y + math.sin(x), 2.0, 3.0)
+    assert grads == pytest.approx((3.0 + math.cos(2.0), 2.0))
+
+
+def test_unused_argument_and_string_get_none():
+    assert zp.gradient(lambda x, s, y: x * 2.0, 1.0, "label", 5.0) == (2.0, None, None)
+
+
+def test_int_argument_gets_float_gradient():
+    (g,) = zp.gradient(lambda n: n * n, 3)
+    assert g == 6.0 and type(g) is float
+
+
+def test_float32_array_keeps_dtype_and_shape():
+    x = np.ones((2, 3), dtype=np.float32)
+    (g,) = zp.gradient(lambda a: (a * a).sum(), x)
+    assert g.dtype == np.float32 and g.shape == (2, 3)
+    np.testing.assert_allclose(g, 2 * x)
+
+
+def test_containers_are_mirrored():
+    grads = zp.gradient(lambda t, l, d: t[0] * l[1] + d["w"], (2.0, 5.0), [1.0, 3.0], {"w": 4.0, "s": 1.0})
+    assert grads == ((3.0, None), [None, 2.0], {"w": 1.0, "s": None})
+
+
+def test_objects_get_structural_tangents():
+    (g,) = zp.gradient(lambda p: math.sqrt(p.x ** 2 + p.y ** 2), Point(1.0, 2.0))
+    assert isinstance(g, rc.Tangent[Point])
+    assert (g.x, g.y) == pytest.approx((1 / math.sqrt(5), 2 / math.sqrt(5)))
+    (h,) = zp.gradient(lambda p: p.x, Point(1.0, 2.0))
+    assert h.x == 1.0 and h.y is None
+
+
+def test_namedtuple_argument():
+    (g,) = zp.gradient(lambda p: p.a * p.b, Pair(2.0, 3.0))
+    assert (g.a, g.b) == (3.0, 2.0)
+
+
+def test_real_input_through_complex_gets_real_gradient():
+    (g,) = zp.gradient(lambda x: abs(x * (1 + 1j)), 2.0)
+    assert isinstance(g, float) and g == pytest.approx(math.sqrt(2))
+
+
+def test_complex_input_gets_chainrules_convention():
+    # f(z) = |z|^2 = x^2 + y^2: df/dx + i df/dy = 2z
+    (g,) = zp.gradient(lambda z: (z * z.conjugate()).real, 1.0 + 2.0j)
+    assert g == pytest.approx(2.0 + 4.0j)
+
+
+def test_withgradient():
+    res = zp.withgradient(lambda x: x ** 3, 2.0)
+    assert res.val == 8.0 and res.grad == (12.0,)
+
+
+def test_pullback_can_be_called_twice():
+    y, back = zp.pullback(lambda x: np.sin(x), np.array([0.0, 1.0]))
+    first, second = back(np.ones(2)), back(2 * np.ones(2))
+    np.testing.assert_allclose(first[0], np.cos([0.0, 1.0]))
+    np.testing.assert_allclose(second[0], 2 * np.cos([0.0, 1.0]))
+
+
+def test_pullback_of_tuple_output():
+    y, back = zp.pullback(lambda x: (x * 2.0, x * 3.0), 1.0)
+    assert y == (2.0, 3.0)
+    assert back((1.0, None)) == (2.0,)
+    assert back((1.0, 1.0)) == (5.0,)
+
+
+
+
+def test_argnums_and_wrt():
+    def f(x, y, z):
+        return x * y * z
+
+    assert zp.gradient(f, 1.0, 2.0, 3.0, argnums=(0, 2)) == (6.0, 2.0)
+    assert zp.gradient(f, 1.0, 2.0, 3.0, wrt="y") == (3.0,)
+
+
+def test_keyword_arguments_pass_through():
+    assert zp.gradient(lambda x, scale=1.0: x * scale, 2.0, scale=4.0) == (4.0,)
+    (g,) = zp.gradient(lambda x: np.sum(x ** 2, axis=0).sum(), np.ones((2, 2)))
+    np.testing.assert_allclose(g, 2 * np.ones((2, 2)))
+
+
+def test_non_scalar_output_is_refused_with_advice():
+    with pytest.raises(zp.NotScalarError, match="jacobian"):
+        zp.gradient(lambda x: x * 2, np.ones(3))
+    with pytest.raises(zp.NotScalarError, match="complex"):
+        zp.gradient(lambda x: x * 1j, 1.0)
+
+
+def test_constant_output_gives_none():
+    assert zp.gradient(lambda x: 3.0, 1.0) == (None,)
+
+
+def test_user_arrays_are_not_mutated():
+    x = np.array([1.0, 2.0])
+    before = x.copy()
+    zp.gradient(lambda a: (a * a).sum(), x)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_nested_containers_of_arrays_are_projected_and_mirrored():
+    W = np.ones((2, 3), dtype=np.float32)
+    b = np.zeros(3, dtype=np.float32)
+    params = [(W, b), (W.copy(), b.copy()), 4]
+
+    def f(ps):
+        (W0, b0), _, n = ps
+        return np.sum(np.asarray(W0, np.float64) * 2.0) + np.sum(b0 * 3.0) + n * n
+
+    (g,) = zp.gradient(f, params)
+    assert g[1] is None  # an untouched pair is None, not a tuple of Nones
+    (gW, gb), n_bar = g[0], g[2]
+    assert gW.dtype == np.float32 and gb.dtype == np.float32  # float64 cotangents projected
+    np.testing.assert_allclose(gW, 2.0)
+    np.testing.assert_allclose(gb, 3.0)
+    assert n_bar == 8.0 and type(n_bar) is float
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_squared_error_gradient(dtype):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 5)).astype(dtype), rng.standard_normal((4, 5)).astype(dtype)
+    x_before = x.copy()
+    gx, gy = zp.gradient(lambda a, c: np.sum((a - c) ** 2) / 20, x, y)
+    np.testing.assert_allclose(gx, (x - y) / 10, rtol=1e-6)
+    np.testing.assert_allclose(gy, (y - x) / 10, rtol=1e-6)
+    assert gx.dtype == dtype and gy.dtype == dtype
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_dividing_by_an_int_constant_or_a_traced_int():
+    x = np.arange(1.0, 4.0)
+    (gx,) = zp.gradient(lambda a: np.sum(a) / 4, x)
+    np.testing.assert_allclose(gx, 0.25)
+    gx, gn = zp.gradient(lambda a, n: np.sum(a) / n, x, 4)
+    np.testing.assert_allclose(gx, 0.25)
+    assert gn == pytest.approx(-6.0 / 16) and type(gn) is float
+
+
+def test_unprojected_rule_cotangents_are_projected_at_the_edge():
+    def scaled_total(a):
+        return float(np.sum(a)) * 2.0
+
+    @rc.rrule.register(scaled_total)
+    def _(a):  # a careless rule: float64 cotangent of the output's (broadcast) shape
+        return scaled_total(a), lambda ybar: (rc.NoTangent(), np.full((2, 3), 2.0 * ybar))
+
+    x32 = np.ones(3, dtype=np.float32)
+    with rc.checking(False):  # checking mode would reject the rule itself
+        (g,) = zp.gradient(scaled_total, x32)
+        (gs,) = zp.gradient(lambda ps: scaled_total(ps[0]), [x32])
+    assert g.dtype == np.float32 and g.shape == (3,)
+    np.testing.assert_allclose(g, 4.0)
+    assert gs[0].dtype == np.float32 and gs[0].shape == (3,)
+
+
+W_GLOBAL = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+class Layer:
+    def __init__(self, W, b):
+        self.W, self.b = W, b
+
+    def __call__(self, x):
+        return np.tanh(self.W @ x + self.b)
+
+
+def test_closure_global_and_attribute_parameters():
+    b = np.array([0.5, -0.5])
+    layer = Layer(np.eye(2), np.zeros(2))
+    x = np.array([1.0, 2.0])
+
+    def loss():
+        return np.sum(layer(W_GLOBAL @ x + b))
+
+    ps = zp.params(W_GLOBAL, b, layer)
+    gs = zp.gradient(loss, ps)
+    assert set(map(id, gs.keys())) == {id(W_GLOBAL), id(b), id(layer.W), id(layer.b)}
+    # check against the explicit gradient
+    def explicit(W, bb, LW, Lb):
+        return np.sum(np.tanh(LW @ (W @ x + bb) + Lb))
+
+    gW, gb, gLW, gLb = zp.gradient(explicit, W_GLOBAL, b, layer.W, layer.b)
+    for p, expected in [(W_GLOBAL, gW), (b, gb), (layer.W, gLW), (layer.b, gLb)]:
+        np.testing.assert_allclose(gs[p], expected)
+
+
+def test_grads_arithmetic_and_optimiser_step():
+    W = np.array([1.0, -2.0])
+    ps = zp.params(W)
+    gs = zp.gradient(lambda: np.sum(W ** 2), ps)
+    np.testing.assert_allclose((gs + gs)[W], 4 * W)
+    np.testing.assert_allclose((0.5 * gs)[W], W)
+    for p in ps:
+        p -= 0.25 * gs[p]
+    np.testing.assert_allclose(W, [0.5, -1.0])
+    assert list(gs.items())[0][0] is W
+
+
+def test_unused_parameter_is_none_and_unknown_key_errors():
+    W, V = np.ones(2), np.ones(3)
+    gs = zp.gradient(lambda: W.sum(), zp.params(W, V))
+    assert gs[V] is None
+    with pytest.raises(KeyError):
+        gs[np.ones(2)]
+
+
+def test_highly_nested_parameter_list():
+    theta = [np.array([1.0]), [np.array([2.0]), {"c": np.array([3.0])}]]
+
+    def K():
+        a, (b, d) = theta[0], theta[1]
+        return np.sum(a * b * d["c"])
+
+    gs = zp.gradient(K, zp.params(theta))
+    np.testing.assert_allclose(gs[theta[0]], [6.0])
+    np.testing.assert_allclose(gs[theta[1][0]], [3.0])
+    np.testing.assert_allclose(gs[theta[1][1]["c"]], [2.0])
+
+
+def test_withgradient_selects_arguments_like_gradient():
+    res = zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=1)
+    assert res == (10.0, (2.0,))
+
+
+def test_argnums_out_of_range_is_refused_and_negative_counts_from_the_end():
+    def f(x, y):
+        return x * y ** 2
+
+    with pytest.raises(ValueError, match=r"argnums \[5\] out of range for .*f called with 2"):
+        zp.gradient(f, 2.0, 3.0, argnums=5)
+    with pytest.raises(ValueError, match=r"argnums \[-3\] out of range"):
+        zp.gradient(f, 2.0, 3.0, argnums=(0, -3))
+    assert zp.gradient(f, 2.0, 3.0, argnums=-1) == (pytest.approx(fd(lambda y: f(2.0, y), 3.0)),)
+    assert zp.gradient(f, 2.0, 3.0, argnums=(-2, 1)) == (9.0, 12.0)

@@ -1,0 +1,129 @@
+"""The runtime of rewritten code: closures share cells, defaults carry over, in-place updates
+are functional for traced values or refused with the engine's error naming the construct."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import zygotepy as zp
+
+
+def test_closures_share_cells_with_the_original():
+    counter = 0
+
+    def f(x):
+        nonlocal counter
+        counter += 1
+        return x * 2
+
+    zp.gradient(f, 1.0)
+    assert counter == 1
+    scale = 5.0
+    assert zp.gradient(lambda x: x * scale, 1.0) == (5.0,)
+
+
+def test_defaults_kwdefaults_and_partial():
+    def f(x, a=2.0, *, b=3.0):
+        return x * a * b
+
+    assert zp.gradient(f, 1.0) == (6.0,)
+    assert zp.gradient(functools.partial(f, a=1.0), 1.0) == (3.0,)
+
+
+def test_in_place_add_on_local_copy_is_functional():
+    def f(w):
+        acc = np.zeros(3)
+        for i in range(3):
+            acc += w * i
+        return acc.sum()
+
+    np.testing.assert_allclose(zp.gradient(f, np.ones(3))[0], 3 * np.ones(3))
+
+
+def test_list_append_and_dict_building():
+    def f(x):
+        parts = []
+        for k in range(3):
+            parts.append(x * k)
+        d = {"a": parts[1], "b": parts[2]}
+        return d["a"] + d["b"]
+
+    assert zp.gradient(f, 1.0) == (3.0,)
+
+
+def test_setitem_of_a_traced_value_into_a_local_array_is_functional():
+    def f(x):
+        y = np.zeros(3)
+        y[1] = x * 2.0
+        return y.sum()
+
+    assert zp.gradient(f, 1.0) == (2.0,)
+
+
+def test_setitem_on_attribute_target_is_refused_clearly():
+    class Holder:
+        def __init__(self):
+            self.buf = np.zeros(2)
+
+    h = Holder()
+
+    def f(x):
+        h.buf[0] = x
+        return h.buf.sum()
+
+    with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*Assign to a local name first"):
+        zp.gradient(f, 1.0)
+
+
+def test_a_function_without_source_that_calls_a_rule_is_refused_not_silently_wrong():
+    namespace = {"zp": zp, "operator": __import__("operator")}
+    exec("def f(a, b):\n    return zp.hook(operator.neg, a) * b\n", namespace)
+    refused = pytest.raises(zp.UntraceableError, match=r"f \(<string>\).*zygotepy\._lib\.hook")
+    with pytest.warns(zp.ZygoteWarning), refused:
+        zp.gradient(namespace["f"], 2.0, 3.0)
+
+
+def test_a_function_without_source_calling_a_helper_that_calls_a_rule_is_refused():
+    def helper(a):
+        return zp.hook(lambda g: 2.0 * g, a)
+
+    namespace = {"helper": helper}
+    exec("g = lambda a: helper(a) * a", namespace)
+    refused = pytest.raises(zp.UntraceableError, match=r"helper, which calls .*hook")
+    with pytest.warns(zp.ZygoteWarning), refused:
+        zp.gradient(namespace["g"], 2.0)
+
+
+def test_a_function_without_source_using_only_operators_and_numpy_is_exact():
+    namespace = {"np": np}
+    exec("h = lambda a, b: np.sin(a) * b + a ** 2", namespace)
+    with pytest.warns(zp.ZygoteWarning):
+        g = zp.gradient(namespace["h"], 0.5, 3.0)
+    assert g == (pytest.approx(3.0 * np.cos(0.5) + 1.0), pytest.approx(np.sin(0.5)))
+
+
+def test_python_dash_c_with_a_hook_is_refused_and_right_from_a_file(tmp_path):
+    import subprocess
+    import sys
+
+    program = ("import zygotepy as zp, operator; "
+               "print(zp.gradient(lambda a, b: zp.hook(operator.neg, a) * b, 2.0, 3.0))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "UntraceableError" in done.stderr and "zygotepy._lib.hook" in done.stderr
+    script = tmp_path / "hooked.py"
+    script.write_text(program + "\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "(-3.0, 2.0)"
+
+
+def test_defaultdict_accumulation_moves_references():
+    from collections import defaultdict
+
+    def f(x):
+        d = defaultdict(float)
+        d["k"] += x
+        d["k"] += x * x
+        return d["k"] * 2.0
+
+    assert zp.gradient(f, 1.5) == (pytest.approx(2.0 * (1.0 + 2 * 1.5)),)
