@@ -12,11 +12,15 @@ branches and helper functions calling each other. The same generator runs from a
 two step sizes; a program whose two estimates disagree (a kink or branch within a step) is
 rejected, not judged.
 
->>> program = program_from_seed(3)
->>> "def f(" in program.source
-True
->>> check(program).kind in {"right", "refused", "rejected"}
-True
+>>> program = program_from_seed(3, features=frozenset({"numpy", "loop"}))
+>>> print(program.source.split("def f")[1])
+(x):
+    acc0 = ((x) / (1.0 + (x) ** 2))
+    for i in range(1):
+        acc0 = 0.7 * acc0 + np.tanh((((np.sum(x) * np.linspace(-1.2, 0.9, 5))) / (1.0 + (x) ** 2))) * (i + 1)
+    return np.sum(x) + np.sum(acc0)
+>>> check(program).kind
+'right'
 """
 
 from __future__ import annotations
@@ -52,6 +56,13 @@ KNOWN_OPEN = {
     "inplace_view": "issue 14 case 1: in-place update through a view or alias is lost",
 }
 
+# Crashes the engine is known to have today, by a fragment of their message, each kept as a strict
+# xfail in tests/zygotepy/scenarios/ (named here); the suite's fuzz test tolerates only these.
+KNOWN_CRASHES = {
+    "in-place assignment into an array that is also referenced elsewhere":
+        "test_inplace_scenarios.py: false refusals of `y[i] op= v` (plain TypeError, not a zp error)",
+}
+
 REFUSALS = (zp.UntraceableError, zp.NotScalarError, rc.AmbiguousRuleError, rc.ProjectionError)
 
 
@@ -77,7 +88,7 @@ class _DrawChoices:
         return int(self._draw(self._st.integers(lo, hi)))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Program:
     """A generated program: module source, the arguments of ``f``, the features it uses."""
 
@@ -231,6 +242,8 @@ class _Builder:
             mats = [k for k in self.vars.values() if k != "s" and k[0] == "m" and n in k[1:]]
             if mats:
                 opts.append(lambda: self._row_or_column(self.pick(mats), n))
+        if self.allowed("numpy"):
+            opts.append(lambda: self._axis_reduce(n, depth))
         if self.allowed("matmul"):
             opts.append(lambda: self._matvec(n, depth))
         if self.allowed("reshape") and n >= 2:
@@ -241,6 +254,13 @@ class _Builder:
             opts.append(lambda: (self.use("numpy"),
                                  "np.array([" + ", ".join(self.scalar(depth - 1) for _ in range(n)) + "])")[1])
         return self.pick(opts)()
+
+    def _axis_reduce(self, n: int, depth: int) -> str:
+        self.use("numpy")
+        other = self.ch.integer(1, 3)
+        if self.ch.integer(0, 1):
+            return f"{self.pick(('np.sum', 'np.mean', 'np.max'))}({self.matrix(other, n, depth - 1)}, axis=0)"
+        return f"({self.matrix(n, other, depth - 1)}).sum(axis=1)"
 
     def _vec_binary(self, n: int, depth: int) -> str:
         a = self.vector(n, depth - 1)
@@ -476,10 +496,15 @@ class _Builder:
         if self.ch.integer(0, 1):
             row = self.fresh(("v", n), "row")
             self.emit(f"{row} = {out}[{self.ch.integer(0, 1)}]\n{row} += {self.vector(n, 1)}")
+        elif self.ch.integer(0, 1):
+            value = self.scalar(1)
+            w = self.fresh(("v", 2), "w")
+            self.emit(f"{w} = {out}[:, {self.ch.integer(0, n - 1)}]\n{w}[0] = {value}")
         else:
-            w = self.fresh(("v", n), "w")
-            self.emit(f"{w} = {out}[:, {self.ch.integer(0, n - 1)}]\n{w}[0] = {self.scalar(1)}")
-            self.vars[w] = ("v", 2)
+            value = self.vector(n, 1)
+            state, g = self.fresh(("dict",), "state"), self.fresh(("v", n), "g")
+            self.emit(f"{state} = {{'g': {out}[0].copy()}}\n{g} = {state}['g']\n{g} += {value}")
+            self.bind(("v", n), f"{state}['g'] * 1.0")
 
     def final(self) -> str:
         """The returned real scalar: a weighted sum over a few variables in scope."""
@@ -575,7 +600,7 @@ def build(ch: Any, features: frozenset[str] = frozenset(FEATURES), seed: int | N
 def program_from_seed(seed: int, features: frozenset[str] = frozenset(FEATURES)) -> Program:
     """The program of ``seed``: the same seed always gives the same program.
 
-    >>> program_from_seed(7) == program_from_seed(7)
+    >>> program_from_seed(7).report() == program_from_seed(7).report()
     True
     """
     return build(_RandomChoices(seed), features, seed)
@@ -615,6 +640,12 @@ class Outcome:
 
     def report(self) -> str:
         return f"{self.kind.upper()}: {self.reason}\n{self.program.report()}\n{self.detail}"
+
+    def known(self) -> str | None:
+        """The scenario test that keeps this crash, if it is one of :data:`KNOWN_CRASHES`."""
+        if self.kind != "crashed":
+            return None
+        return next((test for fragment, test in KNOWN_CRASHES.items() if fragment in self.detail), None)
 
 
 _DIR = tempfile.TemporaryDirectory(prefix="zpfuzz-")
