@@ -26,7 +26,8 @@ from tests.zygotepy.program_fuzzer import FEATURES, check, program_from_seed  # 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=1000, help="number of programs")
     parser.add_argument("--seed-start", type=int, default=0, help="first seed")
     parser.add_argument("--exclude", default="", help="comma-separated feature families to leave out")

@@ -141,6 +141,11 @@ class _Builder:
     def use(self, feature: str) -> None:
         self.module.used.add(feature)
 
+    def tag(self, feature: str, code: str) -> str:
+        """``code``, recorded as using ``feature``."""
+        self.use(feature)
+        return code
+
     def fresh(self, kind: Kind, prefix: str = "t") -> str:
         name = f"{prefix}{next(self.module.counter)}"
         self.vars[name] = kind
@@ -183,12 +188,13 @@ class _Builder:
     def scalar(self, depth: int) -> str:
         if depth <= 0:
             return self.leaf("s")
+        S, d = self.scalar, depth - 1
         vecs = sorted({k[1] for k in self.vars.values() if k != "s" and k[0] == "v"})
         options: list[Callable[[], str]] = [lambda: self.leaf("s"), self._scalar_binary]
         if self.allowed("math"):
-            options.append(lambda: (self.use("math"), self.pick(UNARY_MATH).format(self.scalar(depth - 1)))[1])
+            options.append(lambda: self.tag("math", self.pick(UNARY_MATH).format(S(d))))
         if self.allowed("numpy"):
-            options.append(lambda: (self.use("numpy"), self.pick(UNARY_VEC).format(self.scalar(depth - 1)))[1])
+            options.append(lambda: self.tag("numpy", self.pick(UNARY_VEC).format(S(d))))
         if self.allowed("builtins"):
             options.append(self._scalar_builtin)
         if vecs:
@@ -225,11 +231,12 @@ class _Builder:
     def vector(self, n: int, depth: int) -> str:
         if depth <= 0:
             return self.leaf(("v", n))
+        V, M, S, d = self.vector, self.matrix, self.scalar, depth - 1
         opts: list[Callable[[], str]] = [lambda: self.leaf(("v", n))]
         opts.append(lambda: self._vec_binary(n, depth))
         if self.allowed("numpy"):
-            opts.append(lambda: (self.use("numpy"), self.pick(UNARY_VEC).format(self.vector(n, depth - 1)))[1])
-            opts.append(lambda: (self.use("numpy"), f"np.cumsum({self.vector(n, depth - 1)})")[1])
+            opts.append(lambda: self.tag("numpy", self.pick(UNARY_VEC).format(V(n, d))))
+            opts.append(lambda: self.tag("numpy", f"np.cumsum({V(n, d)})"))
         if self.allowed("where"):
             opts.append(lambda: self._where(n, depth))
         if self.allowed("indexing"):
@@ -238,7 +245,7 @@ class _Builder:
                 opts.append(lambda: self._slice(self.pick(longer), n, depth))
             opts.append(lambda: self._fancy(n, depth))
             if n > 1:
-                opts.append(lambda: (self.use("indexing"), f"({self.vector(n, depth - 1)})[::-1]")[1])
+                opts.append(lambda: self.tag("indexing", f"({V(n, d)})[::-1]"))
             mats = [k for k in self.vars.values() if k != "s" and k[0] == "m" and n in k[1:]]
             if mats:
                 opts.append(lambda: self._row_or_column(self.pick(mats), n))
@@ -249,10 +256,9 @@ class _Builder:
         if self.allowed("reshape") and n >= 2:
             opts.append(lambda: self._concat(n, depth))
             if n in (4, 6):
-                opts.append(lambda: (self.use("reshape"), f"({self.matrix(2, n // 2, depth - 1)}).reshape({n})")[1])
+                opts.append(lambda: self.tag("reshape", f"({M(2, n // 2, d)}).reshape({n})"))
         if self.allowed("numpy") and n <= 3:
-            opts.append(lambda: (self.use("numpy"),
-                                 "np.array([" + ", ".join(self.scalar(depth - 1) for _ in range(n)) + "])")[1])
+            opts.append(lambda: self.tag("numpy", f"np.array([{', '.join(S(d) for _ in range(n))}])"))
         return self.pick(opts)()
 
     def _axis_reduce(self, n: int, depth: int) -> str:
@@ -286,7 +292,9 @@ class _Builder:
         self.use("indexing")
         m = self.ch.integer(1, 4)
         idx = [self.ch.integer(0, m - 1) for _ in range(n)]
-        return f"({self.vector(m, depth - 1)})[np.array({idx})]" if m != n else f"({self.vector(n, depth - 1)})[{idx}]"
+        if m == n:
+            return f"({self.vector(n, depth - 1)})[{idx}]"
+        return f"({self.vector(m, depth - 1)})[np.array({idx})]"
 
     def _row_or_column(self, mat: Kind, n: int) -> str:
         self.use("indexing")
@@ -311,20 +319,20 @@ class _Builder:
     def matrix(self, r: int, c: int, depth: int) -> str:
         if depth <= 0:
             return self.leaf(("m", r, c))
+        V, M, S, d = self.vector, self.matrix, self.scalar, depth - 1
         opts: list[Callable[[], str]] = [lambda: self.leaf(("m", r, c))]
         if self.allowed("numpy"):
-            opts.append(lambda: (self.use("numpy"), f"np.outer({self.vector(r, depth - 1)}, {self.vector(c, depth - 1)})")[1])
-            opts.append(lambda: (self.use("numpy"), self.pick(UNARY_VEC).format(self.matrix(r, c, depth - 1)))[1])
-            opts.append(lambda: f"({self.matrix(r, c, depth - 1)} * {self.scalar(0)})")
+            opts.append(lambda: self.tag("numpy", f"np.outer({V(r, d)}, {V(c, d)})"))
+            opts.append(lambda: self.tag("numpy", self.pick(UNARY_VEC).format(M(r, c, d))))
+            opts.append(lambda: f"({M(r, c, d)} * {S(0)})")
         if self.allowed("reshape"):
-            opts.append(lambda: (self.use("reshape"), f"({self.vector(r * c, depth - 1)}).reshape({r}, {c})")[1])
-            opts.append(lambda: (self.use("reshape"), f"({self.matrix(c, r, depth - 1)}).T")[1])
+            opts.append(lambda: self.tag("reshape", f"({V(r * c, d)}).reshape({r}, {c})"))
+            opts.append(lambda: self.tag("reshape", f"({M(c, r, d)}).T"))
             if r == 2:
-                opts.append(lambda: (self.use("reshape"),
-                                     f"np.stack([{self.vector(c, depth - 1)}, {self.vector(c, depth - 1)}])")[1])
+                opts.append(lambda: self.tag("reshape", f"np.stack([{V(c, d)}, {V(c, d)}])"))
         if self.allowed("matmul"):
             k = self.ch.integer(1, 3)
-            opts.append(lambda: (self.use("matmul"), f"({self.matrix(r, k, depth - 1)} @ {self.matrix(k, c, depth - 1)})")[1])
+            opts.append(lambda: self.tag("matmul", f"({M(r, k, d)} @ {M(k, c, d)})"))
         return self.pick(opts)()
 
     # -- statements ----------------------------------------------------------------------------
@@ -509,7 +517,8 @@ class _Builder:
     def final(self) -> str:
         """The returned real scalar: a weighted sum over a few variables in scope."""
         names = [n for n, k in self.vars.items() if k == "s" or k[0] in ("v", "m")]
-        chosen = sorted({names[-1]} | {self.pick(names) for _ in range(self.ch.integer(0, 2))}, key=names.index)
+        extra = {self.pick(names) for _ in range(self.ch.integer(0, 2))}
+        chosen = sorted({names[-1]} | extra, key=names.index)
         terms = [n if self.vars[n] == "s" else f"np.sum({n})" for n in chosen]
         return " + ".join(terms)
 
@@ -534,15 +543,16 @@ class _Module:
         name = f"Layer{next(self.counter)}"
         body = b.pick(UNARY_VEC).format("t")
         self.defs.append(
-            f"class {name}:\n    def __init__(self, w):\n        self.w = w\n        self.shift = {b.const()}\n\n"
+            f"class {name}:\n    def __init__(self, w):\n        self.w = w\n"
+            f"        self.shift = {b.const()}\n\n"
             f"    @property\n    def w2(self):\n        return self.w * self.w\n\n"
             f"    def apply(self, t):\n        return {body} * self.w + self.shift\n")
         return name
 
     def factory_def(self, b: _Builder) -> str:
         name = f"make{next(self.counter)}"
-        self.defs.append(f"def {name}(c):\n    def g(t):\n        return {b.pick(UNARY_VEC).format('t')} * c\n"
-                         f"    return g\n")
+        body = b.pick(UNARY_VEC).format("t")
+        self.defs.append(f"def {name}(c):\n    def g(t):\n        return {body} * c\n    return g\n")
         return name
 
     def helper_def(self, k1: Kind, k2: Kind, depth: int) -> tuple[str, Kind]:
@@ -593,7 +603,8 @@ def build(ch: Any, features: frozenset[str] = frozenset(FEATURES), seed: int | N
     for _ in range(ch.integer(1, 8)):
         body.statement()
     lines = "\n".join(body.lines + [f"return {body.final()}"])
-    source = HEADER + "\n\n" + "\n\n".join(module.defs) + f"\n\ndef f({', '.join(params)}):\n" + _indent(lines) + "\n"
+    main = f"def f({', '.join(params)}):\n" + _indent(lines) + "\n"
+    source = HEADER + "\n\n" + "\n\n".join(module.defs) + "\n\n" + main
     return Program(source, tuple(args), frozenset(module.used), seed)
 
 
