@@ -47,7 +47,8 @@ import zygotepy as zp
 FEATURES = (
     "numpy", "math", "indexing", "matmul", "reshape", "branch", "loop", "while", "list", "tuple",
     "dict", "dataclass", "class", "property", "closure", "factory", "lambda", "helper",
-    "inplace_copy", "inplace_fresh", "inplace_view", "where", "builtins",
+    "inplace_copy", "inplace_fresh", "inplace_view", "where", "builtins", "comprehension",
+    "inheritance", "nonlocal", "linalg", "recursion", "stdlib", "dunder",
 )
 
 # Constructs the engine is known to get wrong today, each with the issue that tracks it; the
@@ -351,6 +352,9 @@ class _Builder:
             ("closure", self.closure_stmt), ("factory", self.factory_stmt), ("lambda", self.lambda_stmt),
             ("helper", self.helper_stmt), ("inplace_copy", self.inplace_copy),
             ("inplace_fresh", self.inplace_fresh), ("inplace_view", self.inplace_view),
+            ("comprehension", self.comprehension), ("inheritance", self.inheritance_stmt),
+            ("nonlocal", self.nonlocal_stmt), ("linalg", self.linalg_stmt),
+            ("recursion", self.recursion_stmt), ("stdlib", self.stdlib_stmt), ("dunder", self.dunder_stmt),
         ]
         usable = [fn for feature, fn in table if feature == "numpy" or self.allowed(feature)]
         self.pick(usable)()
@@ -514,6 +518,88 @@ class _Builder:
             self.emit(f"{state} = {{'g': {out}[0].copy()}}\n{g} = {state}['g']\n{g} += {value}")
             self.bind(("v", n), f"{state}['g'] * 1.0")
 
+    def comprehension(self) -> None:
+        self.use("comprehension")
+        kind = self.some_kind()
+        items = [self.expr(kind, 1) for _ in range(self.ch.integer(2, 3))]
+        body = self.pick(UNARY_VEC).format("v")
+        if self.ch.integer(0, 1):
+            self.bind(kind, f"sum([{body} * (k + 1) for k, v in enumerate([{', '.join(items)}])])")
+        else:
+            weights = [self.const() for _ in items]
+            pairs = f"zip([{', '.join(items)}], [{', '.join(weights)}], strict=True)"
+            self.bind(kind, f"sum({body} * w for v, w in {pairs})")
+
+    def inheritance_stmt(self) -> None:
+        self.use("inheritance")
+        kind = self.some_kind()
+        cls = self.module.subclass_def(self)
+        scale = self.scalar(1)
+        obj = self.fresh(("obj",), "model")
+        self.emit(f"{obj} = {cls}({scale}, {self.const()})")
+        self.bind(kind, f"{obj}({self.expr(kind)}) + {obj}.bias")
+
+    def nonlocal_stmt(self) -> None:
+        self.use("nonlocal")
+        kind = self.some_kind()
+        total, add = self.fresh(("acc",), "total"), self.fresh(("fn",), "add")
+        self.emit(f"{total} = 0.0\ndef {add}(t):\n    nonlocal {total}\n    {total} = {total} + np.tanh(t)")
+        for _ in range(self.ch.integer(1, 3)):
+            self.emit(f"{add}({self.expr(kind)})")
+        self.vars[total] = kind
+
+    def linalg_stmt(self) -> None:
+        self.use("linalg")
+        k = self.ch.integer(1, 3)
+        a = f"({self.matrix(k, k, 1)} * 0.1 + 2.0 * np.eye({k}))"
+        choice = self.ch.integer(0, 4)
+        if choice == 0:
+            self.bind("s", f"np.linalg.det({a})")
+        elif choice == 1:
+            self.bind(("v", k), f"np.linalg.solve({a}, {self.vector(k, 1)})")
+        elif choice == 2:
+            self.bind(("v", k), f"np.einsum('ij,j->i', {a}, {self.vector(k, 1)})")
+        elif choice == 3:
+            self.bind(("v", k), f"np.sort({self.vector(k, 1)})")
+        else:
+            v = self.vector(k, 1)
+            self.bind("s", f"np.trace(np.linalg.inv({a})) + ({v})[np.argmax({v})]")
+
+    def recursion_stmt(self) -> None:
+        self.use("recursion")
+        kind = self.some_kind()
+        fn = self.module.recursive_def(self)
+        self.bind(kind, f"{fn}({self.expr(kind)}, {self.ch.integer(0, 4)})")
+
+    def stdlib_stmt(self) -> None:
+        self.use("stdlib")
+        kind = self.some_kind()
+        items = ", ".join(self.expr(kind, 1) for _ in range(self.ch.integer(2, 3)))
+        choice = self.ch.integer(0, 3)
+        if choice == 0:
+            self.bind(kind, f"functools.reduce(operator.add, [{items}])")
+        elif choice == 1:
+            self.bind(kind, f"functools.reduce(lambda p, q: p * 0.5 + q, [{items}], 1.0)")
+        elif choice == 2:
+            d = self.fresh(("dict",), "dd")
+            self.emit(f"{d} = defaultdict(float)\nfor k, v in enumerate([{items}]):\n    {d}[k % 2] += v")
+            self.bind(kind, f"{d}[0] + {d}[1] * 0.5")
+        else:
+            c = self.fresh(("list",), "copied")
+            self.emit(f"{c} = copy.copy([{items}])")
+            self.bind(kind, f"{c}[0] + {c}[-1]")
+
+    def dunder_stmt(self) -> None:
+        """A user container class with ``__getitem__``/``__len__`` and arithmetic dunders."""
+        self.use("dunder")
+        kind = self.some_kind()
+        cls = self.module.container_def()
+        items = ", ".join(self.expr(kind, 1) for _ in range(self.ch.integer(2, 3)))
+        obj = self.fresh(("obj",), "bag")
+        self.emit(f"{obj} = {cls}([{items}])")
+        self.bind(kind, self.pick((f"{obj}[0] * {obj}[len({obj}) - 1]", f"({obj} * 2.0)[1]",
+                                   f"sum({obj}[i] for i in range(len({obj})))")))
+
     def final(self) -> str:
         """The returned real scalar: a weighted sum over a few variables in scope."""
         names = [n for n, k in self.vars.items() if k == "s" or k[0] in ("v", "m")]
@@ -555,6 +641,34 @@ class _Module:
         self.defs.append(f"def {name}(c):\n    def g(t):\n        return {body} * c\n    return g\n")
         return name
 
+    def subclass_def(self, b: _Builder) -> str:
+        """A base class and a subclass calling ``super().__init__``, used through ``__call__``."""
+        base, name = f"Base{next(self.counter)}", f"Model{next(self.counter)}"
+        self.defs.append(
+            f"class {base}:\n    def __init__(self, scale):\n        self.scale = scale\n\n"
+            f"    def transform(self, t):\n        return {b.pick(UNARY_VEC).format('t')} * self.scale\n")
+        self.defs.append(
+            f"class {name}({base}):\n    def __init__(self, scale, bias):\n"
+            f"        super().__init__(scale)\n        self.bias = bias\n\n"
+            f"    def __call__(self, t):\n        return self.transform(t) + self.bias * t\n")
+        return name
+
+    def container_def(self) -> str:
+        name = f"Bag{next(self.counter)}"
+        self.defs.append(
+            f"class {name}:\n    def __init__(self, items):\n        self.items = list(items)\n\n"
+            f"    def __len__(self):\n        return len(self.items)\n\n"
+            f"    def __getitem__(self, i):\n        return self.items[i]\n\n"
+            f"    def __mul__(self, c):\n        return {name}([v * c for v in self.items])\n")
+        return name
+
+    def recursive_def(self, b: _Builder) -> str:
+        name = f"rec{next(self.counter)}"
+        step = b.pick(UNARY_VEC).format("t")
+        self.defs.append(f"def {name}(t, k):\n    if k == 0:\n        return t\n"
+                         f"    return {name}(0.5 * {step} + 0.5 * t, k - 1)\n")
+        return name
+
     def helper_def(self, k1: Kind, k2: Kind, depth: int) -> tuple[str, Kind]:
         """A helper ``h(a, b)``; it may call an earlier helper whose argument kinds fit."""
         for name, a, b, out in self.helpers:
@@ -581,7 +695,17 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
-HEADER = "import math\nfrom dataclasses import dataclass\nfrom typing import Any\n\nimport numpy as np\n"
+HEADER = """\
+import copy
+import functools
+import math
+import operator
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+"""
 
 
 def build(ch: Any, features: frozenset[str] = frozenset(FEATURES), seed: int | None = None) -> Program:
