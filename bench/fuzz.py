@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.zygotepy.program_fuzzer import FEATURES, check, program_from_seed  # noqa: E402
+from tests.zygotepy.program_fuzzer import FEATURES, KNOWN_OPEN, check, program_from_seed  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind:>9}: {counts[kind]}")
     for reason, count in reasons.most_common():
         print(f"    {count:6d}  {reason}")
+    open_features = ", ".join(sorted(KNOWN_OPEN))
+    outside = [o for o in failures if not o.program.features & set(KNOWN_OPEN) and not o.known()]
+    print(f"wrong or crashed, leaving out programs using known-open features ({open_features}) and "
+          f"known crashes (KNOWN_CRASHES): {len(outside)}")
     if by_feature:
         print("features in failing programs: " + ", ".join(f"{f} {c}" for f, c in by_feature.most_common()))
     for outcome in failures[: opts.shown]:

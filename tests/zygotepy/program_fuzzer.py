@@ -48,7 +48,7 @@ FEATURES = (
     "numpy", "math", "indexing", "matmul", "reshape", "branch", "loop", "while", "list", "tuple",
     "dict", "dataclass", "class", "property", "closure", "factory", "lambda", "helper",
     "inplace_copy", "inplace_fresh", "inplace_view", "where", "builtins", "comprehension",
-    "inheritance", "nonlocal", "linalg", "recursion", "stdlib", "dunder",
+    "inheritance", "nonlocal", "linalg", "recursion", "stdlib", "dunder", "nested",
 )
 
 # Constructs the engine is known to get wrong today, each with the issue that tracks it; the
@@ -357,6 +357,7 @@ class _Builder:
             ("comprehension", self.comprehension), ("inheritance", self.inheritance_stmt),
             ("nonlocal", self.nonlocal_stmt), ("linalg", self.linalg_stmt),
             ("recursion", self.recursion_stmt), ("stdlib", self.stdlib_stmt), ("dunder", self.dunder_stmt),
+            ("nested", self.nested_stmt),
         ]
         usable = [fn for feature, fn in table if feature == "numpy" or self.allowed(feature)]
         self.pick(usable)()
@@ -602,6 +603,15 @@ class _Builder:
         self.bind(kind, self.pick((f"{obj}[0] * {obj}[len({obj}) - 1]", f"({obj} * 2.0)[1]",
                                    f"sum({obj}[i] for i in range(len({obj})))")))
 
+    def nested_stmt(self) -> None:
+        """A gradient taken inside the differentiated program (nested AD), its inner function
+        closing over an outer variable (perturbation confusion shows here)."""
+        self.use("nested")
+        kind = self.some_kind()
+        captured = self.pick(self.of_kind("s") or [self.const()])
+        inner = f"np.sum({self.pick(UNARY_VEC).format('u')} * {captured} + u * u)"
+        self.bind(kind, f"zp.gradient(lambda u: {inner}, {self.expr(kind)})[0]")
+
     def final(self) -> str:
         """The returned real scalar: a weighted sum over a few variables in scope."""
         names = [n for n, k in self.vars.items() if k == "s" or k[0] in ("v", "m")]
@@ -707,6 +717,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+import zygotepy as zp
 """
 
 
