@@ -433,7 +433,7 @@ class _Builder:
     def dataclass_stmt(self) -> None:
         self.use("dataclass")
         k1, k2 = self.some_kind(), "s"
-        cls = self.module.dataclass_def(k1)
+        cls = self.module.dataclass_def()
         e1, e2 = self.expr(k1), self.expr(k2)
         obj = self.fresh(("obj",), "p")
         self.emit(f"{obj} = {cls}({e1}, {e2})")
@@ -631,7 +631,7 @@ class _Module:
         self.defs: list[str] = []
         self.helpers: list[tuple[str, Kind, Kind, Kind]] = []
 
-    def dataclass_def(self, kind: Kind) -> str:
+    def dataclass_def(self) -> str:
         name = f"Pair{next(self.counter)}"
         self.defs.append(f"@dataclass\nclass {name}:\n    a: Any\n    b: Any\n\n"
                          f"    def combine(self):\n        return self.a * self.b + np.tanh(self.a)\n")
