@@ -722,6 +722,11 @@ import zygotepy as zp
 """
 
 
+def _input(ch: Any) -> float:
+    """An input value off the grid of the programs' constants, so no kink sits exactly on it."""
+    return ch.integer(-150, 150) / 100 + 0.00317
+
+
 def build(ch: Any, features: frozenset[str] = frozenset(FEATURES), seed: int | None = None) -> Program:
     """Generate one program from ``ch`` (anything with ``integer(lo, hi)``)."""
     module = _Module(ch, features)
@@ -731,11 +736,11 @@ def build(ch: Any, features: frozenset[str] = frozenset(FEATURES), seed: int | N
     for _ in range(n_args):
         if ch.integer(0, 2) == 0:
             kinds.append("s")
-            args.append(ch.integer(-150, 150) / 100)
+            args.append(_input(ch))
         else:
             n = ch.integer(1, 5)
             kinds.append(("v", n))
-            args.append(np.array([ch.integer(-150, 150) / 100 for _ in range(n)]))
+            args.append(np.array([_input(ch) for _ in range(n)]))
     params = ("x", "y")[:n_args]
     body = _Builder(ch, module, dict(zip(params, kinds, strict=True)), 0)
     for _ in range(ch.integer(1, 8)):
@@ -817,20 +822,27 @@ def load(program: Program) -> Callable[..., Any]:
     return module.f  # type: ignore[no-any-return]
 
 
-def _fd(f: Callable[..., Any], args: tuple[Any, ...], h: float) -> list[Any]:
-    """Central differences of ``f`` in each argument with step ``h``."""
+def _fd(f: Callable[..., Any], args: tuple[Any, ...], h: float, jump: bool = False) -> list[Any]:
+    """Central differences of ``f`` in each argument with step ``h``; with ``jump``, the forward
+    minus the backward difference instead (about ``h * f''`` where ``f`` is smooth, the change of
+    slope at a kink)."""
+    base = float(f(*args)) if jump else 0.0
+
+    def diff(up: float, down: float) -> float:
+        return (up - 2 * base + down) / h if jump else (up - down) / (2 * h)
+
     grads: list[Any] = []
     for k, a in enumerate(args):
         def at(v: Any, k: int = k) -> float:
             return float(f(*args[:k], v, *args[k + 1:]))
         if np.ndim(a) == 0:
-            grads.append((at(a + h) - at(a - h)) / (2 * h))
+            grads.append(diff(at(a + h), at(a - h)))
             continue
         g = np.zeros_like(a)
         for i in np.ndindex(*a.shape):
             e = np.zeros_like(a)
             e[i] = h
-            g[i] = (at(a + e) - at(a - e)) / (2 * h)
+            g[i] = diff(at(a + e), at(a - e))
         grads.append(g)
     return grads
 
@@ -851,14 +863,17 @@ def check(program: Program, withgradient: Callable[..., Any] = zp.withgradient) 
             warnings.simplefilter("error", RuntimeWarning)
             value = float(f(*args))
             coarse, fine = _fd(f, args, 1e-4), _fd(f, args, 1e-5)
+            one_sided = _fd(f, args, 1e-6, jump=True)
     except Exception as exc:  # the program fails without zygotepy: a generator bug or overflow
         return Outcome("rejected", f"fails in NumPy: {type(exc).__name__}", program, traceback.format_exc())
     if not np.isfinite(value) or abs(value) > 1e8:
         return Outcome("rejected", "numpy: value not finite or huge", program)
-    for c, g in zip(coarse, fine, strict=True):
+    for c, g, jump in zip(coarse, fine, one_sided, strict=True):
         scale = 1.0 + np.max(np.abs(g), initial=0.0)
         if not np.all(np.isfinite(g)) or np.max(np.abs(np.asarray(c) - g), initial=0.0) > 1e-6 * scale:
             return Outcome("rejected", "finite differences unstable (kink or branch near x)", program)
+        if np.max(np.abs(jump), initial=0.0) > 1e-4 * scale:
+            return Outcome("rejected", "one-sided differences disagree (kink at x)", program)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
