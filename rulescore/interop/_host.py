@@ -1,0 +1,307 @@
+"""The part every exporter shares: a function on flat NumPy leaves with derivatives from rules.
+
+An exporter (JAX, PyTorch, autograd) flattens the user's arguments into leaves, hands NumPy
+arrays to a :class:`HostOp`, and turns the op's ``fun`` / ``jvp`` / ``vjp`` into its own
+system's primitive. ``vjp`` comes from the registered rrule and ``jvp`` from the frule; the
+op's ``vjp_op`` is the pullback itself as another :class:`HostOp` (for derivatives of any
+order), whose own derivatives come from an installed AD engine (entry-point group
+``rulescore.engines``) differentiating the pullback.
+
+Tangent conventions at the boundary: ``None`` / ``ZeroTangent()`` / ``NoTangent()`` become
+arrays of zeros (or are skipped for non-differentiable leaves), thunks are evaluated,
+``Tangent[tuple]`` / ``Tangent[dict]`` / tuples / dicts are read leaf by leaf.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rulescore._arithmetic import is_zero
+from rulescore._registry import frule, rrule
+from rulescore._thunks import unthunk
+from rulescore._zeros import NoTangent
+
+__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents"]
+
+
+Spec = tuple[tuple[int, ...], Any]
+
+
+class EngineMissingError(RuntimeError):
+    """Higher derivatives of a host (NumPy) rule need an AD engine, and none is installed."""
+
+
+# -- structures --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Structure:
+    """How a (nested) tuple / list / dict of leaves was built; ``None`` kind means one leaf."""
+
+    kind: type | None
+    keys: tuple[Any, ...] = ()
+    children: tuple[Structure, ...] = ()
+
+    @property
+    def n_leaves(self) -> int:
+        return 1 if self.kind is None else sum(c.n_leaves for c in self.children)
+
+    def rebuild(self, leaves: Sequence[Any]) -> Any:
+        """The container with ``leaves`` put back in order."""
+        it = iter(leaves)
+        out = self._build(it)
+        return out
+
+    def _build(self, it: Any) -> Any:
+        if self.kind is None:
+            return next(it)
+        items = [c._build(it) for c in self.children]
+        if self.kind is dict:
+            return dict(zip(self.keys, items, strict=True))
+        if hasattr(self.kind, "_fields"):
+            return self.kind(*items)
+        return self.kind(items)
+
+
+def flatten(x: Any) -> tuple[list[Any], Structure]:
+    """Leaves of ``x`` (tuples, lists and dicts are containers; anything else is a leaf).
+
+    Example:
+        >>> leaves, s = flatten((1.0, {"a": 2.0}))
+        >>> leaves, s.rebuild([3.0, 4.0])
+        ([1.0, 2.0], (3.0, {'a': 4.0}))
+    """
+    leaves: list[Any] = []
+    return leaves, _flatten_into(x, leaves)
+
+
+def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
+    if isinstance(x, dict):
+        keys = tuple(x)
+        return Structure(dict, keys, tuple(_flatten_into(x[k], leaves) for k in keys))
+    if isinstance(x, (tuple, list)):
+        return Structure(type(x), (), tuple(_flatten_into(v, leaves) for v in x))
+    leaves.append(x)
+    return Structure(None)
+
+
+def is_dynamic(x: Any) -> bool:
+    """Leaves that cross into another AD system as arrays: arrays and Python floats/complexes.
+
+    Python ints, bools, strings and other objects stay static (closed over, no tangent).
+    """
+    return isinstance(x, (float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__") \
+        or type(x).__module__.split(".")[0] in ("jax", "jaxlib", "torch")
+
+
+def leaf_tangents(t: Any, s: Structure) -> list[Any]:
+    """The tangent ``t`` of a primal with structure ``s``, leaf by leaf (``None`` for zeros).
+
+    Example:
+        >>> import rulescore as rc
+        >>> _, s = flatten((1.0, {"a": 2.0}))
+        >>> leaf_tangents(rc.Tangent[tuple](rc.ZeroTangent(), {"a": 5.0}), s)
+        [None, 5.0]
+    """
+    t = unthunk(t)
+    if is_zero(t):
+        return [None] * s.n_leaves
+    if s.kind is None:
+        return [t]
+    out: list[Any] = []
+    for i, child in enumerate(s.children):
+        key = s.keys[i] if s.kind is dict else i
+        part = t.get(key) if isinstance(t, dict) else t[key]
+        out.extend(leaf_tangents(part, child))
+    return out
+
+
+# -- engines -------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def engine() -> Any:
+    """The installed AD engine (``rulescore.engines`` entry point) that differentiates pullbacks.
+
+    It needs ``pullback(f, *args) -> (y, back)`` with ``back(ybar)`` giving one gradient per
+    argument (``None`` for none), as ``zygotepy.pullback``.
+    """
+    for ep in sorted(importlib.metadata.entry_points(group="rulescore.engines"), key=lambda e: e.name):
+        return ep.load()
+    raise EngineMissingError(
+        "higher derivatives of a host (NumPy) rule differentiate its pullback with an AD engine, and "
+        "none is installed: `pip install zygotepy` (or any package with a 'rulescore.engines' entry "
+        "point), or write the function and its rule with rc.array_namespace so they run natively")
+
+
+# -- the op ------------------------------------------------------------------------------------------
+
+
+class HostOp:
+    """A NumPy function of flat leaves ``fun(*xs) -> tuple of outputs`` with ``jvp`` and ``vjp``.
+
+    ``diff_in`` / ``diff_out`` mark the leaves that have tangents (inexact dtypes); ``jvp`` takes
+    and returns tangents of those only, ``vjp`` takes cotangents of the differentiable outputs
+    and returns cotangents of the differentiable inputs. Cotangents are in rulescore's convention
+    (exporters conjugate complex ones for JAX and autograd).
+    """
+
+    def __init__(self, name: str, fun: Callable[..., tuple[Any, ...]], vjp: Callable[..., list[Any]],
+                 jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
+                 in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
+                 out_structure: Structure | None = None) -> None:
+        self.name = name
+        self.fun = fun
+        self.vjp = vjp
+        self.jvp = jvp
+        self.engine_fun = engine_fun
+        self.in_specs = in_specs  # (shape, dtype) per input
+        self.out_specs = out_specs  # (shape, dtype) per output
+        self.diff_in = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in in_specs)
+        self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
+        self.order = order
+        self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
+        self._vjp_op: HostOp | None = None
+
+    def __repr__(self) -> str:
+        return f"HostOp({self.name}, order={self.order})"
+
+    @property
+    def vjp_op(self) -> HostOp:
+        """The pullback ``(xs, output cotangents) -> input cotangents`` as an op of its own."""
+        if self._vjp_op is None:
+            self._vjp_op = _derived(self)
+        return self._vjp_op
+
+
+def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """Cotangents of the differentiable ``xs``, ``None`` replaced by zeros of the leaf's shape."""
+    out = []
+    for ct, x, d in zip(cts, xs, mask, strict=True):
+        if d:
+            out.append(np.zeros_like(x) if ct is None else np.asarray(ct).astype(np.result_type(x), copy=False))
+    return out
+
+
+def _spread(values: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """Values for the ``True`` positions of ``mask``, ``None`` elsewhere."""
+    it = iter(values)
+    return [next(it) if d else None for d in mask]
+
+
+def _fill(grads: Any, xs: Sequence[Any], mask: Sequence[bool]) -> tuple[Any, ...]:
+    """An engine's gradients (``None`` for none) as arrays for the differentiable ``xs``."""
+    grads = (None,) * len(xs) if grads is None else grads
+    return tuple(np.zeros_like(x) if g is None else g
+                 for g, x, d in zip(grads, xs, mask, strict=True) if d)
+
+
+def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
+            kwargs: dict[str, Any], xs_example: Sequence[Any],
+            out: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
+    """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
+    op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule."""
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    n_args = len(args_structure.children)
+    arg_structures = args_structure.children
+    in_specs = tuple((np.shape(x), np.result_type(x)) for x in xs_example)
+    diff_in = tuple(np.issubdtype(d, np.inexact) for _, d in in_specs)
+
+    def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
+        dyn, st = iter(xs), iter(static)
+        leaves = [next(dyn) if d else next(st) for d in dynamic_mask]
+        return tuple(args_structure.rebuild(leaves))
+
+    def fun(*xs: Any) -> tuple[Any, ...]:
+        return tuple(np.asarray(v) for v in flatten(f(*merge(xs), **kwargs))[0])
+
+    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        args = merge(xs)
+        found = rrule(f, *args, **kwargs)
+        if found is None:
+            raise TypeError(f"no rrule for {name} at these arguments: register one with "
+                            f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
+        y, pullback = found
+        _, s = flatten(y)
+        ybar = s.rebuild(_spread(cts, op.diff_out))
+        grads = pullback(ybar)
+        if len(grads) != n_args + 1:
+            raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
+                             f"{n_args} arguments (the first entry is for {name} itself)")
+        leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
+                  for leaf in leaf_tangents(g, s_i)]
+        return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+
+    def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+        args = merge(xs)
+        dyn_t = iter(_spread(tangents, diff_in))
+        leaf_t = [next(dyn_t) if d else None for d in dynamic_mask]
+        arg_t = []
+        i = 0
+        for s_i in arg_structures:
+            part = leaf_t[i:i + s_i.n_leaves]
+            i += s_i.n_leaves
+            arg_t.append(s_i.rebuild([NoTangent() if t is None else t for t in part]))
+        found = frule((NoTangent(), *arg_t), f, *args, **kwargs)
+        if found is None:
+            raise TypeError(f"no frule for {name}: forward mode (jvp, jacfwd, hessian) needs one; register "
+                            f"it with @rc.frule.register({name}) (rc.scalar_rule gives both rules)")
+        y, ydot = found
+        ys, s = flatten(y)
+        return _zeros_for(leaf_tangents(ydot, s), ys, op.diff_out)
+
+    def engine_fun(*xs: Any) -> tuple[Any, ...]:
+        leaves, _ = flatten(f(*merge(xs), **kwargs))
+        return tuple(leaves)
+
+    if out is None:  # the output's structure and shapes, from one call on the example inputs
+        with np.errstate(all="ignore"):
+            leaves, structure = flatten(f(*merge(xs_example), **kwargs))
+        out = structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
+    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0])
+    return op
+
+
+def _derived(g: HostOp) -> HostOp:
+    """``g``'s pullback as an op: inputs ``(xs, cts)``, outputs the differentiable xs' cotangents.
+
+    Its vjp differentiates the pullback with the installed engine; its jvp uses that the
+    pullback is linear in ``cts`` and that ``d/dxs <cts, g(xs)>`` has a symmetric Jacobian in
+    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs).
+    """
+    n = len(g.diff_in)
+    in_specs = g.in_specs + tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
+    diff_in = g.diff_in + (True,) * sum(g.diff_out)
+    out_specs = tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
+
+    def fun(*a: Any) -> tuple[Any, ...]:
+        return tuple(g.vjp(a[:n], a[n:]))
+
+    def engine_fun(*a: Any) -> tuple[Any, ...]:
+        xs, cts = a[:n], a[n:]
+        _, back = engine().pullback(g.engine_fun, *xs)
+        ybar = tuple(_spread(cts, g.diff_out))
+        ybar = tuple(np.zeros(sh, dt) if c is None else c
+                     for c, (sh, dt) in zip(ybar, g.out_specs, strict=True))
+        return _fill(back(ybar), xs, g.diff_in)
+
+    def vjp(a: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        _, back = engine().pullback(engine_fun, *a)
+        return list(_fill(back(tuple(cts)), a, diff_in))
+
+    def jvp(a: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+        xs, cts = a[:n], a[n:]
+        x_t = _spread(tangents[: sum(g.diff_in)], g.diff_in)
+        ct_t = list(tangents[sum(g.diff_in):])
+        linear = g.vjp(xs, ct_t)
+        hessian_part = vjp(a, [np.zeros_like(t) if t is None else t
+                               for t, d in zip(x_t, g.diff_in, strict=True) if d])[: sum(g.diff_in)]
+        return [p + h for p, h in zip(linear, hessian_part, strict=True)]
+
+    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1)
