@@ -23,11 +23,13 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import is_zero
+from rulescore._namespace import array_namespace
 from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents"]
+__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents", "op_name",
+           "rule_op"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -155,7 +157,7 @@ class HostOp:
     def __init__(self, name: str, fun: Callable[..., tuple[Any, ...]], vjp: Callable[..., list[Any]],
                  jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
                  in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
-                 out_structure: Structure | None = None) -> None:
+                 out_structure: Structure | None = None, native: bool = False) -> None:
         self.name = name
         self.fun = fun
         self.vjp = vjp
@@ -166,6 +168,7 @@ class HostOp:
         self.diff_in = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in in_specs)
         self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
         self.order = order
+        self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
 
@@ -181,12 +184,11 @@ class HostOp:
 
 
 def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
-    """Cotangents of the differentiable ``xs``, ``None`` replaced by zeros of the leaf's shape."""
-    out = []
-    for ct, x, d in zip(cts, xs, mask, strict=True):
-        if d:
-            out.append(np.zeros_like(x) if ct is None else np.asarray(ct).astype(np.result_type(x), copy=False))
-    return out
+    """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
+    the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
+    xp = array_namespace(*xs)
+    return [xp.zeros_like(x) if ct is None else xp.asarray(ct, dtype=x.dtype)
+            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
 
 
 def _spread(values: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
@@ -202,12 +204,17 @@ def _fill(grads: Any, xs: Sequence[Any], mask: Sequence[bool]) -> tuple[Any, ...
                  for g, x, d in zip(grads, xs, mask, strict=True) if d)
 
 
+def op_name(f: Any) -> str:
+    """The name errors use for the user's function."""
+    return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
+
+
 def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
             kwargs: dict[str, Any], xs_example: Sequence[Any],
-            out: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
+            out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule."""
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
     in_specs = tuple((np.shape(x), np.result_type(x)) for x in xs_example)
@@ -219,7 +226,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         return tuple(args_structure.rebuild(leaves))
 
     def fun(*xs: Any) -> tuple[Any, ...]:
-        return tuple(np.asarray(v) for v in flatten(f(*merge(xs), **kwargs))[0])
+        xp = array_namespace(*xs)
+        return tuple(xp.asarray(v) for v in flatten(f(*merge(xs), **kwargs))[0])
 
     def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
         args = merge(xs)
@@ -264,7 +272,7 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         with np.errstate(all="ignore"):
             leaves, structure = flatten(f(*merge(xs_example), **kwargs))
         out = structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
-    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0])
+    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
     return op
 
 
@@ -296,7 +304,7 @@ def _derived(g: HostOp) -> HostOp:
         return list(_fill(back(tuple(cts)), a, diff_in))
 
     def jvp(a: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
-        xs, cts = a[:n], a[n:]
+        xs = a[:n]
         x_t = _spread(tangents[: sum(g.diff_in)], g.diff_in)
         ct_t = list(tangents[sum(g.diff_in):])
         linear = g.vjp(xs, ct_t)

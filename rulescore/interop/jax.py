@@ -34,7 +34,7 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from rulescore.interop._host import HostOp, Spec, Structure, flatten, is_dynamic, rule_op
+from rulescore.interop._host import HostOp, Spec, Structure, flatten, is_dynamic, op_name, rule_op
 
 __all__ = ["wrap"]
 
@@ -79,10 +79,14 @@ def _jvp_fn(op: HostOp) -> Callable[..., list[Any]]:
 
 
 def _call_impl(*args: Any, op: HostOp) -> list[Any]:
+    if op.native:
+        return list(op.fun(*args))
     return _run_host(op.fun, op.out_specs, *args)
 
 
 def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
+    if op.native:
+        return list(_jvp_fn(op)(*args))
     return _run_host(_jvp_fn(op), _diff_specs(op, op.out_specs, op.diff_out), *args)
 
 
@@ -118,11 +122,16 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
         raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
     cts = [jnp.conj(_instantiate(c, jnp.zeros(sh, dt)))
            for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
-    xbars = [jnp.conj(v) for v in call_p.bind(*primals, *cts, op=op.vjp_op)]
-    return [None] * n + xbars
+    # native: the pullback's JAX operations, which JAX differentiates further on its own
+    xbars = op.vjp(primals, cts) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op)
+    return [None] * n + [jnp.conj(v) for v in xbars]
 
 
 def _jvp_jvp(primals: Any, tangents: Any, *, op: HostOp) -> Any:
+    if op.native:
+        tangents = [_instantiate(t, x) for t, x in zip(tangents, primals, strict=True)]
+        outs, touts = jax.jvp(lambda *a: tuple(_jvp_fn(op)(*a)), tuple(primals), tuple(tangents))
+        return list(outs), list(touts)
     raise NotImplementedError(
         f"rulescore: forward-over-forward (jacfwd of jacfwd, jvp of jvp) of the host rule {op.name} is not "
         "supported; use reverse mode for the outer derivative (jax.hessian, jacfwd(jacrev), grad of grad)")
@@ -133,16 +142,41 @@ ad.primitive_jvps[jvp_p] = _jvp_jvp
 ad.primitive_transposes[jvp_p] = _jvp_transpose
 
 
-# -- batching: one call per batch element (the callback runs NumPy on the host) ----------------------
+# -- batching: native ops are vmapped; host ops make one call per batch element ------------------------
 
 
-def _batch(prim: Primitive, args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+def _batch(prim: Primitive, args: Any, dims: Any, *, op: HostOp) -> tuple[Any, Any]:
     size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
     moved = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims, strict=True)]
-    rows = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims, strict=True)),
-                      **params) for i in range(size)]
+    if op.native:
+        full = [jnp.broadcast_to(a, (size, *jnp.shape(a))) if d is None else a
+                for a, d in zip(moved, dims, strict=True)]
+        outs = prim.bind(*full, op=_vmapped(op, size))
+        return outs, [0] * len(outs)
+    rows = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims, strict=True)), op=op)
+            for i in range(size)]
     outs = [jnp.stack(col) for col in zip(*rows, strict=True)]
     return outs, [0] * len(outs)
+
+
+def _vmapped(op: HostOp, size: int) -> HostOp:
+    """A native op on a leading batch axis of ``size`` for every input, by ``jax.vmap``."""
+    n = len(op.in_specs)
+
+    def batched(specs: tuple[Spec, ...]) -> tuple[Spec, ...]:
+        return tuple(((size, *sh), dt) for sh, dt in specs)
+
+    def fun(*xs: Any) -> tuple[Any, ...]:
+        return tuple(jax.vmap(lambda *a: tuple(op.fun(*a)))(*xs))
+
+    def jvp(xs: Any, ts: Any) -> list[Any]:
+        return list(jax.vmap(lambda *a: tuple(op.jvp(a[:n], a[n:])))(*xs, *ts))
+
+    def vjp(xs: Any, cts: Any) -> list[Any]:
+        return list(jax.vmap(lambda *a: tuple(op.vjp(a[:n], a[n:])))(*xs, *cts))
+
+    return HostOp(f"vmap of {op.name}", fun, vjp, jvp, fun, batched(op.in_specs), batched(op.out_specs),
+                  op.order, native=True)
 
 
 batching.primitive_batchers[call_p] = functools.partial(_batch, call_p)
@@ -163,7 +197,23 @@ def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Sp
     return structure, tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
 
 
-def wrap(f: Callable[..., Any], out_shape: Any = None) -> Callable[..., Any]:
+def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
+               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | None:
+    """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
+    here, nothing computed), else ``None``."""
+    try:
+        out = jax.eval_shape(lambda *d: f(*structure.rebuild(_merge(list(d), static, mask)), **kwargs), *sds)
+        leaves, out_structure = flatten(out)
+        specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
+        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
+        cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
+        jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
+    except Exception:  # f or its rule needs NumPy arrays: the host tier
+        return None
+    return op
+
+
+def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = None) -> Callable[..., Any]:
     """``f`` as a JAX function whose derivatives come from ``f``'s registered rules.
 
     Arguments may be arrays, Python floats, and tuples / lists / dicts of them; other leaves
@@ -172,6 +222,10 @@ def wrap(f: Callable[..., Any], out_shape: Any = None) -> Callable[..., Any]:
     ``jax.pure_callback``; its output shapes are found by calling it once on arrays of ones of
     the input shapes (cached per input shapes), or given by ``out_shape``: a callable from the
     arguments as ``jax.ShapeDtypeStruct`` to the output's, or a fixed output spec.
+
+    The native tier: when ``f`` and its rrule run on JAX arrays (written with
+    ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
+    (``native=None`` finds out by tracing them abstractly; ``True`` requires it, ``False`` never).
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
@@ -196,8 +250,12 @@ def wrap(f: Callable[..., Any], out_shape: Any = None) -> Callable[..., Any]:
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
             sds = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs]
-            op = rule_op(f, structure, static, mask, kwargs, examples,
-                         _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))))
+            found = _native_op(f, structure, static, mask, kwargs, examples, sds) if native is not False else None
+            if native and found is None:
+                raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
+                                "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            op = found or rule_op(f, structure, static, mask, kwargs, examples,
+                                  _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))))
             if len(cache) >= 64:
                 cache.pop(next(iter(cache)))
             cache[key] = op
