@@ -171,6 +171,7 @@ class HostOp:
         self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
+        self._jvp_op: HostOp | None = None
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"
@@ -182,13 +183,33 @@ class HostOp:
             self._vjp_op = _derived(self)
         return self._vjp_op
 
+    @property
+    def jvp_op(self) -> HostOp:
+        """The tangent map ``(xs, input tangents) -> output tangents`` as an op of its own, for
+        systems that run forward mode through an op (PyTorch's ``torch.func``); differentiating it
+        again (forward over forward, reverse over forward) is not supported."""
+        if self._jvp_op is None:
+            self._jvp_op = _tangent_map(self)
+        return self._jvp_op
+
 
 def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
     xp = array_namespace(*xs)
-    return [xp.zeros_like(x) if ct is None else xp.asarray(ct, dtype=x.dtype)
-            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+
+
+def _as_dtype(v: Any, like: Any, xp: Any) -> Any:
+    if not (hasattr(v, "shape") and hasattr(v, "dtype")):
+        return xp.asarray(v, dtype=like.dtype)
+    if v.dtype == like.dtype:
+        return v
+    return xp.astype(v, like.dtype) if hasattr(xp, "astype") else np.asarray(v).astype(like.dtype)
+
+
+def _as_array(v: Any, xp: Any) -> Any:
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") else xp.asarray(v)
 
 
 def _spread(values: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
@@ -227,7 +248,7 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
 
     def fun(*xs: Any) -> tuple[Any, ...]:
         xp = array_namespace(*xs)
-        return tuple(xp.asarray(v) for v in flatten(f(*merge(xs), **kwargs))[0])
+        return tuple(_as_array(v, xp) for v in flatten(f(*merge(xs), **kwargs))[0])
 
     def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
         args = merge(xs)
@@ -313,3 +334,21 @@ def _derived(g: HostOp) -> HostOp:
         return [p + h for p, h in zip(linear, hessian_part, strict=True)]
 
     return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1)
+
+
+def _tangent_map(g: HostOp) -> HostOp:
+    n = len(g.diff_in)
+    in_specs = g.in_specs + tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
+    out_specs = tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
+
+    def fun(*a: Any) -> tuple[Any, ...]:
+        return tuple(g.jvp(a[:n], a[n:]))
+
+    def unsupported(*_: Any) -> Any:
+        raise NotImplementedError(
+            f"rulescore: differentiating the frule of the host rule {g.name} (forward over forward, or reverse "
+            "over forward) is not supported; use reverse mode inside (jacfwd(jacrev), hessian, grad of grad), "
+            "or write the function and its rules with rc.array_namespace (the native tier)")
+
+    return HostOp(f"tangent map of {g.name}", fun, unsupported, unsupported, unsupported, in_specs, out_specs,
+                  g.order + 1)
