@@ -90,10 +90,9 @@ class _Call(torch.autograd.Function):
         xs = ctx.saved_tensors
         ts = [t if t is not None else torch.zeros_like(x)
               for t, x, d in zip(tangents[1:], xs, op.diff_in, strict=True) if d]
-        if op.native:
-            ydots = op.jvp(xs, ts)
-        else:  # tensors here may be torch.func-wrapped: NumPy runs inside another Function's forward
-            ydots = _Call.apply(op.jvp_op, *xs, *ts)
+        # tensors here may be torch.func-wrapped, and PyTorch does not differentiate a jvp further:
+        # the frule runs inside another Function's forward, whose own derivatives raise
+        ydots = _Call.apply(op.jvp_op, *xs, *ts)
         return tuple(_spread(ydots, op.diff_out))
 
     @staticmethod
