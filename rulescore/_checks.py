@@ -119,15 +119,13 @@ def _kind_problem(primal: Any, ct: Any) -> str | None:
     return None
 
 
-def check_cotangents(rule: Any, f: Any, args: tuple[Any, ...], cts: Any) -> Any:
+def check_cotangents(rule: Any, f: Any, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple[Any, ...]:
     """Raise :class:`RuleError` unless ``cts`` has one fitting cotangent per argument plus f."""
     where = f"the rrule for {describe_call(f, args)} ({rule})"
-    if not isinstance(cts, tuple):
-        raise RuleError(f"{where}: its pullback returned a {type(cts).__name__}, "
-                        f"expected a tuple of {1 + len(args)} cotangents (one for f, one per argument)")
-    if len(cts) != 1 + len(args):
-        raise RuleError(f"{where}: its pullback returned {len(cts)} cotangents, expected "
-                        f"{1 + len(args)} (one for f, then one per positional argument)")
+    if not isinstance(cts, tuple) or len(cts) != 1 + len(args):
+        got = f"{len(cts)} cotangents" if isinstance(cts, tuple) else f"a {type(cts).__name__}"
+        raise RuleError(f"{where}: its pullback returned {got}, expected {1 + len(args)} "
+                        "(a tuple: one for f, then one per positional argument)")
     for i, (primal, ct) in enumerate(zip(args, cts[1:], strict=True)):
         problem = _kind_problem(primal, ct)
         if problem:
@@ -135,23 +133,20 @@ def check_cotangents(rule: Any, f: Any, args: tuple[Any, ...], cts: Any) -> Any:
     return cts
 
 
-def checked_pullback(rule: Any, f: Any, args: tuple[Any, ...], pullback: Callable[..., Any]) -> Any:
-    """Wrap a pullback so its result is checked on every call."""
+def check_rrule_result(rule: Any, f: Any, args: tuple[Any, ...],
+                       result: tuple[Any, Callable[..., Any]]) -> tuple[Any, Callable[..., Any]]:
+    """Wrap the (contract-keeping) pullback of an rrule's result so every call is checked."""
+    if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
+        raise RuleError(f"the rrule for {describe_call(f, args)} ({rule}) returned "
+                        f"{type(result).__name__}; expected a (y, pullback) pair")
+    y, pullback = result
 
     def checking_pullback(ybar: Any) -> Any:
         return check_cotangents(rule, f, args, pullback(ybar))
 
     checking_pullback.__name__ = getattr(pullback, "__name__", "pullback")
     checking_pullback.__qualname__ = checking_pullback.__name__
-    return checking_pullback
-
-
-def check_rrule_result(rule: Any, f: Any, args: tuple[Any, ...], result: Any) -> Any:
-    """Check the shape of an rrule's return value and wrap its pullback in checks."""
-    if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
-        raise RuleError(f"the rrule for {describe_call(f, args)} ({rule}) returned "
-                        f"{type(result).__name__}; expected a (y, pullback) pair")
-    return result[0], checked_pullback(rule, f, args, result[1])
+    return y, checking_pullback
 
 
 def check_frule_result(rule: Any, f: Any, args: tuple[Any, ...], result: Any) -> Any:

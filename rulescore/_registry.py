@@ -24,6 +24,7 @@ from rulescore._checks import (
     describe_call,
 )
 from rulescore._config import RuleConfig
+from rulescore._contract import keep_rrule_contract, plain_tangents, zero_of
 
 TypeSpec = type | tuple[type, ...]
 
@@ -379,11 +380,14 @@ class RuleTable:
                 return (selfbar, *rest)  # the tangent of a bound method is that of its self
 
             return y, bound_method_pullback
-        return self.run(rule, config, f, args, kwargs)
+        return keep_rrule_contract(rule, f, len(args), self.run(rule, config, f, args, kwargs))
 
     def run(self, rule: Rule, config: RuleConfig | None, f: Any, args: tuple[Any, ...],
             kwargs: dict[str, Any]) -> Any:
-        """Apply an rrule already looked up (checking it in checking mode)."""
+        """Apply an rrule already looked up (checking it in checking mode): the author's
+        ``(y, pullback)``. ``rrule(...)`` wraps that pullback to keep the rule contract; an
+        engine calling ``run`` keeps it itself, with :func:`rulescore._contract.plain_cotangent`
+        and :func:`~rulescore._contract.check_count` around each call of the pullback."""
         assert rule.impl is not None
         out = rule.impl(config, *args, **kwargs) if rule.config else rule.impl(*args, **kwargs)
         if checks_enabled():
@@ -405,6 +409,10 @@ class RuleTable:
             raise ValueError(f"frule for {describe_call(f, args)}: got {len(tangents)} tangents, "
                              f"expected {1 + len(args)} (one for f, then one per argument)")
         assert rule.impl is not None
+        plain = plain_tangents(tangents)
+        if plain is None:  # every tangent is zero: so is the output's, without the author's frule
+            return f(*args, **kwargs), zero_of(rule)
+        tangents = plain
         if rule.config:
             out = rule.impl(config, tangents, *args, **kwargs)
         else:

@@ -14,6 +14,7 @@ from typing import Any
 
 import rulescore as rc
 from rulescore._arithmetic import add
+from rulescore._contract import check_count, plain_cotangent
 from rulescore._zeros import AbstractZero
 from zygotepy._dispatch import call
 from zygotepy._trace import LEVELS, Trace, gc_paused
@@ -61,17 +62,12 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
         cts[i] = None
         if once:
             tape[i] = None
-        if isinstance(ct, AbstractZero):
+        ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
+        if ct is None:
             continue
         pullback, routes, nargs = node
         del node
-        in_cts = call(pullback, ct) if nested else pullback(ct)
-        if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
-            got = f"{len(in_cts)} cotangents" if type(in_cts) is tuple else f"a {type(in_cts).__name__}"
-            raise rc.RuleError(
-                f"pullback {getattr(pullback, '__qualname__', pullback)!s} returned {got}; expected a "
-                f"tuple of {nargs + 1} (one for the function, then one per positional argument)"
-            )
+        in_cts = check_count(call(pullback, ct) if nested else pullback(ct), nargs, pullback)
         del pullback, ct  # with ``once``, what the pullback kept is freed now
         for argpos, target in routes:
             c = in_cts[argpos + 1]

@@ -19,6 +19,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import check_frule_result, checks_enabled
+from rulescore._contract import plain_tangents, zero_of
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
@@ -194,6 +195,10 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
                kwargs: dict[str, Any]) -> Any:
     """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
+    plain = plain_tangents(dots)
+    if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
+        return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
+    dots = plain
     if rule.config:
         out = _dispatch.call(rule.impl, _dispatch.FORWARD_CONFIG, dots, *primals, **kwargs)
     else:

@@ -628,6 +628,12 @@ def _run_rrule(report: _Report, s: _Setup, output_tangent: Any, rrule_f: Callabl
     except TangentMismatch as err:
         raise report.fatal(f"the output cotangent does not fit the output: {err}") from None
 
+    if rc.is_zero(rc.unthunk(ybar)):  # the output has no tangent space: the rule contract
+        for i, ct in enumerate(cts):    # answers zeros without calling the author's pullback
+            if not rc.is_zero(rc.unthunk(ct)):
+                report.fail(f"{_arg_label(i, s.inputs[i])}: the output cotangent is {ybar!r}, but the "
+                            f"pullback gives {_show(ct, 200)}; expected a zero")
+        return
     nondiff_rule = rrule_f is None and _nondiff_rule(rc.rrule, s.f, s.primals)
     targets: list[tuple[int, Node, np.ndarray[Any, Any]]] = []
     nodes: list[Node] = []

@@ -223,8 +223,10 @@ def test_errors_through_bound_methods_name_the_function():
 def test_checking_can_be_turned_off():
     with rc.checking(False):
         assert not rc.checks_enabled()
-        y, back = rc.rrule(bad_count, 2.0, 3.0)
-        assert back(1.0) == (rc.NoTangent(), 3.0)  # the broken result goes through unchecked
+        y, back = rc.rrule(bad_dtype, np.ones(2, np.float32))
+        assert back(np.ones(2, np.float32))[1].dtype == np.float64  # goes through unchecked
+        with pytest.raises(rc.RuleError, match="returned 2 cotangents; expected 3"):
+            rc.rrule(bad_count, 2.0, 3.0)[1](1.0)  # the count is the rule contract: always checked
     assert rc.checks_enabled()
 
 

@@ -90,13 +90,6 @@ def sin_rules(mutant: str = "") -> tuple[Callable[..., Any], Callable[..., Any]]
         y = np.sin(x)
 
         def sin_pullback(ybar: Any) -> Any:
-            if mutant == "no_thunk" and not isinstance(ybar, (np.ndarray, float)):
-                return rc.NoTangent(), rc.ZeroTangent()
-            ybar = rc.unthunk(ybar)
-            if rc.is_zero(ybar):
-                if mutant == "zero_gives_ones":
-                    return rc.NoTangent(), rc.project(x, np.ones_like(x))
-                return rc.NoTangent(), rc.ZeroTangent()
             if mutant == "mutate_input":
                 x[...] = np.cos(x)
                 return rc.NoTangent(), rc.project(x, ybar * x)
@@ -407,8 +400,6 @@ MUTANTS: list[tuple[Registered, str, Callable[..., None], Any, tuple[Any, ...], 
     (SIN, "fbar_zero", run_rrule, sin_, (X3,), {}, r"f itself has no tangent space"),
     (SIN, "mutate_input", run_rrule, sin_, (X3,), {}, r"the pullback mutated argument 1"),
     (SIN, "mutate_ybar", run_rrule, sin_, (X3,), {}, r"mutated the output cotangent ybar"),
-    (SIN, "no_thunk", run_rrule, sin_, (X3,), {}, r"a thunked ybar \(rc.Thunk\) gives"),
-    (SIN, "zero_gives_ones", run_rrule, sin_, (X3,), {}, r"expected a zero"),
     (SIN, "primal", run_rrule, sin_, (X3,), {}, r"primal output differs"),
     (SIN, "frule_sign", run_frule, sin_, (X3,), {}, r"ydot disagrees with finite differences"),
     (SIN, "frule_sign", run_consistency, sin_, (X3,), {}, r"the frule and the rrule disagree"),
