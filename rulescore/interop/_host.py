@@ -232,7 +232,8 @@ def op_name(f: Any) -> str:
 
 def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
             kwargs: dict[str, Any], xs_example: Sequence[Any],
-            out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False) -> HostOp:
+            out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
+            concrete: Sequence[Any] | None = None) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule."""
     name = op_name(f)
@@ -289,12 +290,30 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         leaves, _ = flatten(f(*merge(xs), **kwargs))
         return tuple(leaves)
 
-    if out is None:  # the output's structure and shapes, from one call on the example inputs
-        with np.errstate(all="ignore"):
-            leaves, structure = flatten(f(*merge(xs_example), **kwargs))
-        out = structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
+    if out is None:
+        out = _output_of(name, lambda xs: f(*merge(xs), **kwargs), in_specs, concrete)
     op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
     return op
+
+
+def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[Spec, ...],
+               concrete: Sequence[Any] | None) -> tuple[Structure, tuple[Spec, ...]]:
+    """The output's structure and shapes, from one call: on the actual inputs when they are known
+    (``concrete``), else on ones, else on random values (shapes that follow from input shapes)."""
+    rng = np.random.default_rng(0)
+    candidates = [] if concrete is None else [list(concrete)]
+    candidates.append([np.ones(sh, dt) for sh, dt in in_specs])
+    candidates.append([np.asarray(rng.standard_normal(sh)).astype(dt) for sh, dt in in_specs])
+    errors = []
+    for xs in candidates:
+        try:
+            with np.errstate(all="ignore"):
+                leaves, structure = flatten(call(xs))
+            return structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
+        except Exception as err:  # the next candidate may work
+            errors.append(f"{type(err).__name__}: {err}")
+    raise TypeError(f"cannot find the output shapes of {name} from its input shapes (calling it failed: "
+                    f"{errors[-1]}); pass them: wrap({name}, out_shape=...)")
 
 
 def _derived(g: HostOp) -> HostOp:

@@ -90,7 +90,8 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs)
         op = cache.get(key)
         if op is None:
-            op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs])
+            op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
+                         concrete=[np.asarray(_value(x)) for x in dyn])
             if len(cache) >= 64:
                 cache.pop(next(iter(cache)))
             cache[key] = op

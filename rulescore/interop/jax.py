@@ -254,8 +254,11 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             if native and found is None:
                 raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
                                 "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+            concrete = None if any(isinstance(x, jax.core.Tracer) for x in dyn) else [np.asarray(x) for x in dyn]
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
-                                  _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))))
+                                  _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))),
+                                  concrete=concrete)
             if len(cache) >= 64:
                 cache.pop(next(iter(cache)))
             cache[key] = op

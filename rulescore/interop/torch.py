@@ -161,7 +161,9 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
             if native and found is None:
                 raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
                                 "its rrule does not run on tensors; write both with rc.array_namespace")
-            op = found or rule_op(f, structure, static, mask, kwargs, examples)
+            concrete = None if any(torch._C._functorch.is_functorch_wrapped_tensor(x) for x in dyn) \
+                else [_numpy(x) for x in dyn]
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete)
             if len(cache) >= 64:
                 cache.pop(next(iter(cache)))
             cache[key] = op

@@ -19,10 +19,16 @@ from rulescore.testing._checks import (
     tangent_space_problem,
     test_frule,
     test_frule_rrule,
-    test_rrule,
     test_scalar,
 )
-from rulescore.testing._engines import frule_from_jvp, rrule_from_pullback
+from rulescore.testing._engines import (
+    SYSTEMS,
+    check_systems,
+    frule_from_jvp,
+    installed_systems,
+    rrule_from_pullback,
+    test_rrule,
+)
 from rulescore.testing._finite_differences import (
     FiniteDifferenceError,
     FiniteDifferences,
@@ -33,6 +39,7 @@ from rulescore.testing._given import RuleTester, check_rule
 from rulescore.testing._vec import NoTangentArg, no_tangent
 
 __all__ = [
+    "SYSTEMS", "check_systems", "installed_systems",
     "FiniteDifferenceError", "FiniteDifferences", "NoTangentArg", "RuleTester", "Tolerance", "check_rule",
     "default_tolerance", "frule_from_jvp", "rrule_from_pullback",
     "fd_jvp", "fd_vjp", "no_tangent", "strategies", "tangent_space_problem", "test_frule",
