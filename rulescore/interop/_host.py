@@ -172,6 +172,7 @@ class HostOp:
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
         self._jvp_op: HostOp | None = None
+        self.cache: dict[str, Any] = {}  # for exporters: objects made once per op
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"

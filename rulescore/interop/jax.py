@@ -59,12 +59,31 @@ def _conj(x: Any) -> Any:
 # -- host evaluation ---------------------------------------------------------------------------------
 
 
-def _run_host(fn: Callable[..., Any], specs: tuple[Spec, ...], *args: Any) -> list[Any]:
-    def callback(*xs: Any) -> tuple[Any, ...]:
-        outs = fn(*(np.asarray(x) for x in xs))
-        return tuple(np.asarray(o, dtype=dt).reshape(sh) for o, (sh, dt) in zip(outs, specs, strict=True))
+class _Host:
+    """A host computation with fixed output specs; one instance per op and kind, so that
+    ``pure_callback`` (which keys its compilation cache on the callback) compiles it once."""
 
-    out = jax.pure_callback(callback, tuple(jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs), *args,
+    def __init__(self, fn: Callable[..., Any], specs: tuple[Spec, ...]) -> None:
+        self.fn, self.specs = fn, specs
+
+    def __call__(self, *xs: Any) -> tuple[Any, ...]:
+        outs = self.fn(*(np.asarray(x) for x in xs))
+        return tuple(np.asarray(o, dtype=dt).reshape(sh) for o, (sh, dt) in zip(outs, self.specs, strict=True))
+
+
+def _host(op: HostOp, kind: str) -> _Host:
+    found = op.cache.get(kind)
+    if found is None:
+        fn = op.fun if kind == "call" else _jvp_fn(op)
+        specs = op.out_specs if kind == "call" else _diff_specs(op, op.out_specs, op.diff_out)
+        found = op.cache[kind] = _Host(fn, specs)
+    return found
+
+
+def _run_host(host: _Host, *args: Any) -> list[Any]:
+    if not any(isinstance(a, jax.core.Tracer) for a in args):  # eager: call NumPy directly
+        return [jnp.asarray(v) for v in host(*args)]
+    out = jax.pure_callback(host, tuple(jax.ShapeDtypeStruct(sh, dt) for sh, dt in host.specs), *args,
                             vmap_method="sequential")
     return list(out)
 
@@ -81,13 +100,13 @@ def _jvp_fn(op: HostOp) -> Callable[..., list[Any]]:
 def _call_impl(*args: Any, op: HostOp) -> list[Any]:
     if op.native:
         return list(op.fun(*args))
-    return _run_host(op.fun, op.out_specs, *args)
+    return _run_host(_host(op, "call"), *args)
 
 
 def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
     if op.native:
         return list(_jvp_fn(op)(*args))
-    return _run_host(_jvp_fn(op), _diff_specs(op, op.out_specs, op.diff_out), *args)
+    return _run_host(_host(op, "jvp"), *args)
 
 
 call_p.def_impl(_call_impl)

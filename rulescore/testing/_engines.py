@@ -116,7 +116,7 @@ class _System:
                 grads = back(self.to_sys(_tree_map(self._conj, ybar)))
             out: list[Any] = [None] * len(args)
             for i, g in zip(dyn, grads, strict=True):
-                out[i] = _tree_map(self._conj, self.to_np(g))
+                out[i] = _like(_tree_map(self._conj, self.to_np(g)), args[i])
             return tuple(out)
 
         return y_np, back_np
@@ -132,6 +132,19 @@ def _plain(t: Any, like: Any) -> Any:
         parts = {k: _plain(t[k] if not isinstance(t, dict) else t.get(k), like[k]) for k in keys}
         return parts if isinstance(like, dict) else type(like)(parts[k] for k in keys)
     return t
+
+
+def _like(g: Any, primal: Any) -> Any:
+    """``g`` (arrays from an AD system) in the form of ``primal``: scalars for scalars."""
+    if g is None:
+        return None
+    if isinstance(primal, dict):
+        return {k: _like(g[k], v) for k, v in primal.items()}
+    if isinstance(primal, (tuple, list)):
+        return type(primal)(_like(a, b) for a, b in zip(g, primal, strict=True))
+    if isinstance(primal, np.ndarray):
+        return np.asarray(g)
+    return type(primal)(np.asarray(g)[()])
 
 
 def _tree_map(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -225,8 +238,8 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
         if system is None:
             raise ValueError(f"test_rrule(..., engines={systems!r}): {name} is not installed")
 
-        def lifted(*a: Any, _s: _System = system) -> Any:
-            return _s.lift(f)(*a, **kwargs)
+        def lifted(*a: Any, _g: Any = system.lift(f)) -> Any:
+            return _g(*a, **kwargs)
 
         def system_rrule(fn: Any, *a: Any, _s: _System = system, _fn: Any = lifted, **_kw: Any) -> Any:
             y, back = _s.pullback(_fn, a)
@@ -248,8 +261,7 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
     if not _is_float_tree(y):
         return
     rng = np.random.default_rng(1)
-    ybar = _tree_map(lambda v: np.asarray(rng.standard_normal(np.shape(v))).astype(np.result_type(v)), y)
-    ybar = _tree_map(lambda v: v if np.ndim(v) else v[()], ybar)
+    ybar = _like(_tree_map(lambda v: np.asarray(rng.standard_normal(np.shape(v))).astype(np.result_type(v)), y), y)
 
     def gradient_sys(*a: Any) -> Any:
         _, back = system.vjp(lifted, *a[:-1])
