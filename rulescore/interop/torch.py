@@ -173,7 +173,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         leaves, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in leaves)
-        leaves = [torch.as_tensor(x) if d and not isinstance(x, torch.Tensor) else x
+        # Python floats become float64 tensors (NumPy's reading, which the rules assume)
+        leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
                   for x, d in zip(leaves, mask, strict=True)]
         op = op_for(leaves, structure, mask, kwargs)
         outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))

@@ -188,7 +188,7 @@ def _system(name: str) -> _System | None:
         def torch_vjp(fn: Any, *xs: Any) -> Any:
             return torch.func.vjp(fn, *xs)
 
-        return _System(name, interop.wrap, torch_vjp, lambda x: _tree_map(torch.as_tensor, x),
+        return _System(name, interop.wrap, torch_vjp, lambda x: _tree_map(lambda v: torch.as_tensor(np.asarray(v)), x),
                        lambda x: _tree_map(lambda t: t.detach().cpu().resolve_conj().numpy(), x),
                        conjugate=False)
     import autograd
