@@ -11,7 +11,7 @@ Example:
     ...     return x ** 3
     >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
     >>> g = rag.wrap(cube)
-    >>> autograd.grad(g)(2.0), autograd.grad(autograd.grad(g))(2.0)
+    >>> float(autograd.grad(g)(2.0)), float(autograd.grad(autograd.grad(g))(2.0))
     (12.0, 12.0)
 """
 
