@@ -28,8 +28,8 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents", "op_name",
-           "rule_op"]
+__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents",
+           "op_name", "rule_op"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -198,7 +198,8 @@ def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> l
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
     xp = array_namespace(*xs)
-    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp)
+            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
 
 
 def _as_dtype(v: Any, like: Any, xp: Any) -> Any:
@@ -366,8 +367,9 @@ def _tangent_map(g: HostOp) -> HostOp:
 
     def unsupported(*_: Any) -> Any:
         raise NotImplementedError(
-            f"rulescore: differentiating the frule of the host rule {g.name} (forward over forward, or reverse "
-            "over forward) is not supported; use reverse mode inside (jacfwd(jacrev), hessian, grad of grad), "
+            f"rulescore: differentiating the frule of the host rule {g.name} (forward over forward, or "
+            "reverse over forward) is not supported; use reverse mode inside (jacfwd(jacrev), hessian, "
+            "grad of grad), "
             "or write the function and its rules with rc.array_namespace (the native tier)")
 
     return HostOp(f"tangent map of {g.name}", fun, unsupported, unsupported, unsupported, in_specs, out_specs,

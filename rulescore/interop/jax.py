@@ -68,7 +68,8 @@ class _Host:
 
     def __call__(self, *xs: Any) -> tuple[Any, ...]:
         outs = self.fn(*(np.asarray(x) for x in xs))
-        return tuple(np.asarray(o, dtype=dt).reshape(sh) for o, (sh, dt) in zip(outs, self.specs, strict=True))
+        return tuple(np.asarray(o, dtype=dt).reshape(sh)
+                     for o, (sh, dt) in zip(outs, self.specs, strict=True))
 
 
 def _host(op: HostOp, kind: str) -> _Host:
@@ -124,13 +125,18 @@ def _instantiate(t: Any, x: Any) -> Any:
     return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if type(t) is ad.Zero else t
 
 
+def _zero(x: Any) -> Any:
+    """JAX's symbolic zero tangent for the primal value ``x``."""
+    return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
+
+
 def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
     outs = call_p.bind(*primals, op=op)
     diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
     if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
-        return outs, [ad.Zero.from_primal_value(o) for o in outs]
+        return outs, [_zero(o) for o in outs]
     ydots = iter(jvp_p.bind(*primals, *diff, op=op))
-    return outs, [next(ydots) if d else ad.Zero.from_primal_value(o)
+    return outs, [next(ydots) if d else _zero(o)
                   for o, d in zip(outs, op.diff_out, strict=True)]
 
 
@@ -270,12 +276,13 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
             sds = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs]
-            found = _native_op(f, structure, static, mask, kwargs, examples, sds) if native is not False else None
+            found = None if native is False else _native_op(f, structure, static, mask, kwargs, examples, sds)
             if native and found is None:
                 raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
                                 "rrule does not run on JAX arrays; write both with rc.array_namespace")
             dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
-            concrete = None if any(isinstance(x, jax.core.Tracer) for x in dyn) else [np.asarray(x) for x in dyn]
+            traced = any(isinstance(x, jax.core.Tracer) for x in dyn)
+            concrete = None if traced else [np.asarray(x) for x in dyn]
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))),
                                   concrete=concrete)

@@ -62,7 +62,7 @@ class _Call(torch.autograd.Function):
     """``op.fun`` as a PyTorch operation; derivatives from ``op.vjp`` / ``op.jvp``."""
 
     @staticmethod
-    def forward(op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+    def forward(op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return _run(op.fun, op, xs)
 
     @staticmethod
@@ -148,7 +148,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
     """
     cache: dict[Any, HostOp] = {}
 
-    def op_for(leaves: list[Any], structure: Structure, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
+    def op_for(leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
+               kwargs: dict[str, Any]) -> HostOp:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
@@ -157,7 +158,9 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
         if op is None:
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
             metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
-            found = _native_op(f, structure, static, mask, kwargs, examples, metas) if native is not False else None
+            found = None
+            if native is not False:
+                found = _native_op(f, structure, static, mask, kwargs, examples, metas)
             if native and found is None:
                 raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
                                 "its rrule does not run on tensors; write both with rc.array_namespace")

@@ -188,7 +188,8 @@ def _system(name: str) -> _System | None:
         def torch_vjp(fn: Any, *xs: Any) -> Any:
             return torch.func.vjp(fn, *xs)
 
-        return _System(name, interop.wrap, torch_vjp, lambda x: _tree_map(lambda v: torch.as_tensor(np.asarray(v)), x),
+        return _System(name, interop.wrap, torch_vjp,
+                       lambda x: _tree_map(lambda v: torch.as_tensor(np.asarray(v)), x),
                        lambda x: _tree_map(lambda t: t.detach().cpu().resolve_conj().numpy(), x),
                        conjugate=False)
     import autograd
@@ -232,14 +233,16 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
     """
     from rulescore.testing._checks import test_rrule as check_rrule
 
-    names = installed_systems() if systems == "all" else tuple([systems] if isinstance(systems, str) else systems)
+    if systems == "all":
+        names = installed_systems()
+    else:
+        names = (systems,) if isinstance(systems, str) else tuple(systems)
     for name in names:
         system = _system(name)
         if system is None:
             raise ValueError(f"test_rrule(..., engines={systems!r}): {name} is not installed")
 
-        def lifted(*a: Any, _g: Any = system.lift(f)) -> Any:
-            return _g(*a, **kwargs)
+        lifted = functools.partial(system.lift(f), **kwargs)
 
         def system_rrule(fn: Any, *a: Any, _s: _System = system, _fn: Any = lifted, **_kw: Any) -> Any:
             y, back = _s.pullback(_fn, a)
@@ -261,7 +264,7 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
     if not _is_float_tree(y):
         return
     rng = np.random.default_rng(1)
-    ybar = _like(_tree_map(lambda v: np.asarray(rng.standard_normal(np.shape(v))).astype(np.result_type(v)), y), y)
+    ybar = _like(_tree_map(lambda v: rng.standard_normal(np.shape(v)).astype(np.result_type(v)), y), y)
 
     def gradient_sys(*a: Any) -> Any:
         _, back = system.vjp(lifted, *a[:-1])
@@ -282,7 +285,8 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
                 **{k: v for k, v in options.items() if k in ("rtol", "atol", "rng", "fd")})
 
 
-_TEST_RRULE_OPTIONS = ("output_tangent", "rtol", "atol", "fd", "rrule_f", "fkwargs", "check_thunks", "strict", "rng")
+_TEST_RRULE_OPTIONS = ("output_tangent", "rtol", "atol", "fd", "rrule_f", "fkwargs", "check_thunks", "strict",
+                       "rng")
 
 
 def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:
@@ -300,7 +304,8 @@ def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:
     _checks.test_rrule(f, *args, **kwargs)
     if engines:
         options = {k: kwargs[k] for k in ("rtol", "atol", "fd", "rng") if k in kwargs}
-        fkwargs = {**kwargs.get("fkwargs", {}), **{k: v for k, v in kwargs.items() if k not in _TEST_RRULE_OPTIONS}}
+        fkwargs = {**kwargs.get("fkwargs", {}),
+                   **{k: v for k, v in kwargs.items() if k not in _TEST_RRULE_OPTIONS}}
         check_systems(f, args, fkwargs, engines, **options)
 
 

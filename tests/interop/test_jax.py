@@ -130,7 +130,7 @@ def no_engine_installed(monkeypatch):
     _host.engine.cache_clear()
 
 
-def test_without_an_engine_first_order_works_and_higher_order_says_what_to_install(no_engine_installed) -> None:
+def test_without_an_engine_higher_order_says_what_to_install(no_engine_installed) -> None:
     g = rjax.wrap(np.tanh)
     np.testing.assert_allclose(jax.grad(g)(0.5), 1 - np.tanh(0.5) ** 2)
     np.testing.assert_allclose(jax.jvp(g, (0.5,), (1.0,))[1], 1 - np.tanh(0.5) ** 2)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from softclip import softclip
 
 import rulescore.testing as rct
-from softclip import softclip
 
 X = np.array([-2.0, -0.3, 0.4, 3.0])
 C = 1.5
