@@ -40,7 +40,7 @@ def _numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def _tensor(value: Any, device: Any) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(value), device=device)
+    return torch.as_tensor(np.asarray(value).copy(order="C"), device=device)  # 0-d stays 0-d
 
 
 def _device(xs: Any) -> Any:

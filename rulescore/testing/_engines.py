@@ -164,6 +164,21 @@ def _is_float_tree(x: Any) -> bool:
         isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.inexact))
 
 
+def _is_double(x: Any) -> bool:
+    if isinstance(x, dict):
+        return all(_is_double(v) for v in x.values())
+    if isinstance(x, (tuple, list)):
+        return all(_is_double(v) for v in x)
+    return np.result_type(x) in (np.float64, np.complex128)
+
+
+def _unmarked(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with ``rct.no_tangent`` markers replaced by their values."""
+    from rulescore.testing._vec import NoTangentArg
+
+    return tuple(a.value if isinstance(a, NoTangentArg) else a for a in args)
+
+
 def _system(name: str) -> _System | None:
     """The adapter for ``name``, or ``None`` when that system is not installed."""
     if name == "zygotepy":
@@ -237,6 +252,8 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
         names = installed_systems()
     else:
         names = (systems,) if isinstance(systems, str) else tuple(systems)
+    if not _is_float_tree(f(*_unmarked(args), **kwargs)):
+        return  # an integer (or other non-differentiable) output: nothing for the systems to check
     for name in names:
         system = _system(name)
         if system is None:
@@ -246,7 +263,7 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
 
         def system_rrule(fn: Any, *a: Any, _s: _System = system, _fn: Any = lifted, **_kw: Any) -> Any:
             y, back = _s.pullback(_fn, a)
-            return y, lambda ybar: (rc.NoTangent(), *back(ybar))
+            return _like(y, f(*a, **kwargs)), lambda ybar: (rc.NoTangent(), *back(ybar))
 
         system_rrule.__name__ = system_rrule.__qualname__ = f"{name}.vjp(wrap({_name(f)}))"
         check_rrule(f, *args, rrule_f=system_rrule, strict=False, check_thunks=False, fkwargs=kwargs,
@@ -261,8 +278,8 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
     from rulescore.testing._checks import test_rrule as check_rrule
 
     y = f(*args, **kwargs)
-    if not _is_float_tree(y):
-        return
+    if not _is_float_tree(y) or not all(_is_double(a) for a in (*args, y)):
+        return  # second differences need double precision
     rng = np.random.default_rng(1)
     ybar = _like(_tree_map(lambda v: rng.standard_normal(np.shape(v)).astype(np.result_type(v)), y), y)
 
