@@ -24,10 +24,17 @@ from rulescore._config import (
     frule_via_ad,
     rrule_via_ad,
 )
-from rulescore._helpers import ignore_derivatives, non_differentiable, scalar_rule
+from rulescore._helpers import (
+    ignore_derivatives,
+    non_differentiable,
+    non_differentiable_rules,
+    partials_rules,
+    scalar_rule,
+)
 from rulescore._namespace import array_namespace
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
+from rulescore._rule_pair import RulePair, register_rules
 from rulescore._structure import fields_of, rebuild
 from rulescore._tangent import Tangent
 from rulescore._thunks import InplaceableThunk, Thunk, unthunk
@@ -37,9 +44,9 @@ __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
-    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "fields_of", "frule",
-    "frule_via_ad",
-    "ignore_derivatives", "is_zero", "non_differentiable", "project", "rebuild", "rrule", "rrule_via_ad",
+    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "fields_of", "frule", "frule_via_ad",
+    "ignore_derivatives", "is_zero", "non_differentiable", "non_differentiable_rules", "partials_rules",
+    "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
     "rules", "scalar_rule", "scale", "sub", "unbind", "unbroadcast", "unthunk",
 ]
 __version__ = "0.1.0"

@@ -1,15 +1,20 @@
-"""All mixed-type tangent arithmetic, in one place.
+"""All tangent arithmetic, in one place: ``add``, ``sub``, ``scale``, ``conj``, ``is_zero``,
+``add_to_primal``, and the operators of the tangent types, which this module installs.
 
 Tangents are: ``None`` (means zero), the two zeros, numbers, NumPy arrays, thunks, structural
 ``Tangent`` objects, and (from legacy custom adjoints) instances of the primal's own type.
 ``add`` is what every accumulator uses: zeros are its identity, and a primal-typed cotangent
-uses that type's own ``+``.
+uses that type's own ``+``. The tangent types' modules never import this one (ChainRulesCore's
+``tangent_arithmetic.jl`` layering); ``import rulescore`` imports it, so the operators are
+always there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._structure import fields_of, is_namedtuple_type, rebuild
 from rulescore._tangent import Tangent, _map_backing
 from rulescore._thunks import Thunk, unthunk
@@ -68,7 +73,7 @@ def _add_structural(a: Any, b: Any) -> Any:
         return add_to_primal(a, b)
     if not isinstance(b, Tangent):
         return add_to_primal(b, a)
-    if a.primal_type is not b.primal_type:
+    if type(a) is not type(b):  # one Tangent class per primal type
         raise TypeError(f"cannot add {type(a).__name__} and {type(b).__name__}")
     x, y = a.backing, b.backing
     if isinstance(x, tuple):
@@ -150,3 +155,71 @@ def conj(t: Any) -> Any:
     if isinstance(t, (int, float)):
         return t
     return t.conjugate()
+
+
+# -- the operators of the tangent types ------------------------------------------------------
+
+
+def _reflected_add(b: Any, a: Any) -> Any:
+    return add(a, b)
+
+
+def _reflected_sub(b: Any, a: Any) -> Any:
+    return sub(a, b)
+
+
+def _scale_on_left(t: Any, s: Any) -> Any:
+    return scale(t, s, left=True)
+
+
+def _zero_absorbs(z: AbstractZero, other: Any = None) -> AbstractZero:
+    """A zero times, over or matrix-times anything, negated or conjugated: the zero itself."""
+    return z
+
+
+def _thunk_truediv(t: Thunk, other: Any) -> Any:
+    return t.unthunk() / unthunk(other)
+
+
+def _thunk_rtruediv(t: Thunk, other: Any) -> Any:
+    return unthunk(other) / t.unthunk()
+
+
+def _thunk_matmul(t: Thunk, other: Any) -> Any:
+    return t.unthunk() @ unthunk(other)
+
+
+def _thunk_rmatmul(t: Thunk, other: Any) -> Any:
+    return unthunk(other) @ t.unthunk()
+
+
+def _thunk_neg(t: Thunk) -> Any:
+    return -t.unthunk()
+
+
+def _divide_fields(t: Tangent[Any], s: Any) -> Any:
+    return scale(t, 1 / s)
+
+
+def _negate_fields(t: Tangent[Any]) -> Any:
+    return scale(t, -1)
+
+
+def _conjugate_fields(t: Tangent[Any]) -> Any:
+    return type(t)._from_backing(_map_backing(conj, t.backing))
+
+
+_OPERATORS: dict[type, dict[str, Callable[..., Any]]] = {
+    AbstractTangent: {"__add__": add, "__radd__": _reflected_add, "__sub__": sub, "__rsub__": _reflected_sub},
+    AbstractZero: {name: _zero_absorbs for name in ("__mul__", "__rmul__", "__truediv__", "__matmul__",
+                                                    "__rmatmul__", "__neg__", "__pos__", "conjugate")},
+    # times a zero is zero, without evaluating the thunk
+    Thunk: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _thunk_truediv,
+            "__rtruediv__": _thunk_rtruediv, "__matmul__": _thunk_matmul, "__rmatmul__": _thunk_rmatmul,
+            "__neg__": _thunk_neg, "conjugate": conj},
+    Tangent: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _divide_fields,
+              "__neg__": _negate_fields, "conjugate": _conjugate_fields},
+}
+for _cls, _methods in _OPERATORS.items():
+    for _name, _fn in _methods.items():
+        setattr(_cls, _name, _fn)

@@ -146,29 +146,6 @@ class Batched(NDArrayOperatorsMixin):
             return Batched(self.data.reshape((self.directions, *(n for n in self.shape if n != 1))))
         return Batched(self.data.squeeze(self._axes(axis)))
 
-    def projected(self, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Batched:
-        """Every direction projected onto an array of ``dtype`` and ``shape`` (see ``ProjectTo``).
-
-        Example:
-            >>> import numpy as np
-            >>> Batched(np.ones((2, 3, 4)) + 1j).projected(np.dtype(np.float32), (4,)).data
-            array([[3., 3., 3., 3.],
-                   [3., 3., 3., 3.]], dtype=float32)
-        """
-        d = self.data
-        if dtype.kind == "f" and d.dtype.kind == "c":
-            d = d.real
-        if d.dtype != dtype:
-            d = d.astype(dtype)
-        extra = d.ndim - 1 - len(shape)
-        if extra > 0:
-            d = d.sum(axis=tuple(range(1, 1 + extra)))
-        if d.shape[1:] != shape:
-            from rulescore._projection import unbroadcast
-
-            d = unbroadcast(d, (d.shape[0], *shape))
-        return Batched(d)
-
     def __getitem__(self, index: Any) -> Batched:
         index = index if isinstance(index, tuple) else (index,)
         advanced = [i for i in index if not isinstance(i, (slice, type(None), type(Ellipsis)))]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._thunks import unthunk
-from rulescore._zeros import AbstractZero
+from rulescore._zeros import NO_TANGENT_DATA, AbstractZero
 
 # None: not set in this context, use the environment's default (read once, when first needed)
 _CHECKING: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
@@ -96,7 +96,7 @@ def _kind_problem(primal: Any, ct: Any) -> str | None:
     ct = unthunk(ct)
     if ct is None or isinstance(ct, AbstractZero):
         return None
-    if isinstance(primal, (bool, np.bool_, str, bytes)):
+    if isinstance(primal, NO_TANGENT_DATA):
         return f"a {type(ct).__name__} for a {type(primal).__name__} (which has no tangent space)"
     if isinstance(primal, np.ndarray) and primal.dtype.kind in "fciu":
         if not isinstance(ct, np.ndarray):

@@ -15,8 +15,8 @@ import numpy as np
 
 from rulescore._checks import callable_name
 from rulescore._projection import project
-from rulescore._registry import TypeSpec, frule, rrule
-from rulescore._thunks import unthunk
+from rulescore._registry import TypeSpec
+from rulescore._rule_pair import RulePair, register_rules
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 
@@ -42,8 +42,9 @@ def _wants_result(partials: Callable[..., Any]) -> bool:
         return False
 
 
-def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
-    """Register an frule and an rrule for ``f`` from its partial derivatives.
+def partials_rules(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> RulePair:
+    """The frule and rrule of ``f`` derived from its partial derivatives (not registered: put
+    the pair in a family's ``RULES`` table, or call :func:`scalar_rule`).
 
     ``partials(*args)`` returns one partial derivative per argument (a bare value for a single
     argument); if it takes a ``result`` keyword it also receives ``f(*args)``. Element-wise
@@ -53,10 +54,9 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
     Example:
         >>> import rulescore as rc
         >>> def cube(x): return x ** 3
-        >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
-        >>> y, back = rc.rrule(cube, 2.0)
-        >>> y, back(1.0), rc.frule((None, 1.0), cube, 2.0)
-        (8.0, (NoTangent(), 12.0), (8.0, 12.0))
+        >>> pair = rc.partials_rules(cube, lambda x: 3 * x ** 2)
+        >>> pair.rrule(2.0)[1](1.0), pair.frule((None, 1.0), 2.0)
+        ((NoTangent(), 12.0), (8.0, 12.0))
     """
     name = callable_name(f).rsplit(".", 1)[-1]
     with_result = _wants_result(partials)
@@ -69,9 +69,6 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
         y = f(*args)
 
         def pullback(ybar: Any) -> Any:
-            ybar = unthunk(ybar)
-            if ybar is None or isinstance(ybar, AbstractZero):
-                return (NoTangent(), *(ZeroTangent() for _ in args))
             ds = partials_at(args, y)
             return (NoTangent(), *(_cotangent(a, ybar * conj(d)) for a, d in zip(args, ds, strict=True)))
 
@@ -83,8 +80,7 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
         ydot: Any = ZeroTangent()
         ds = partials_at(args, y)
         for d, xdot in zip(ds, tangents[1:], strict=True):
-            xdot = unthunk(xdot)
-            if xdot is not None and not isinstance(xdot, AbstractZero):
+            if not isinstance(xdot, AbstractZero):
                 ydot = d * xdot if isinstance(ydot, AbstractZero) else ydot + d * xdot
         if not isinstance(ydot, AbstractZero):
             ydot = project(y, ydot)
@@ -92,22 +88,33 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
 
     scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
     scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
-    rrule.register(f, *types)(scalar_rrule)
-    frule.register(f, *types)(scalar_frule)
+    return RulePair(f, scalar_rrule, scalar_frule, types)
 
 
-def non_differentiable(f: Any, *types: TypeSpec) -> None:
-    """Declare ``f`` non-differentiable: its rules give ``NoTangent`` for every input.
+def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec) -> None:
+    """Register an frule and an rrule for ``f`` from its partial derivatives
+    (:func:`partials_rules`, registered).
 
-    Engines see the ``non_differentiable`` kind and skip recording the call altogether.
+    Example:
+        >>> import rulescore as rc
+        >>> def cube(x): return x ** 3
+        >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
+        >>> y, back = rc.rrule(cube, 2.0)
+        >>> y, back(1.0), rc.frule((None, 1.0), cube, 2.0)
+        (8.0, (NoTangent(), 12.0), (8.0, 12.0))
+    """
+    register_rules(partials_rules(f, partials, *types))
+
+
+def non_differentiable_rules(f: Any, *types: TypeSpec) -> RulePair:
+    """Rules for ``f`` giving ``NoTangent`` for every input (not registered: see
+    :func:`non_differentiable`). Engines see the ``non_differentiable`` kind and skip recording.
 
     Example:
         >>> import rulescore as rc
         >>> def sign_of(x): return 1 if x > 0 else -1
-        >>> rc.non_differentiable(sign_of)
-        >>> y, back = rc.rrule(sign_of, 2.0)
-        >>> y, back(1.0)
-        (1, (NoTangent(), NoTangent()))
+        >>> rc.non_differentiable_rules(sign_of).kind
+        'non_differentiable'
     """
 
     def no_derivative_rrule(*args: Any, **kwargs: Any) -> Any:
@@ -121,8 +128,21 @@ def non_differentiable(f: Any, *types: TypeSpec) -> None:
     def no_derivative_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
         return f(*args, **kwargs), NoTangent()
 
-    rrule._register_kind(f, types, no_derivative_rrule, "non_differentiable")
-    frule._register_kind(f, types, no_derivative_frule, "non_differentiable")
+    return RulePair(f, no_derivative_rrule, no_derivative_frule, types, kind="non_differentiable")
+
+
+def non_differentiable(f: Any, *types: TypeSpec) -> None:
+    """Declare ``f`` non-differentiable: its rules give ``NoTangent`` for every input.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def sign_of(x): return 1 if x > 0 else -1
+        >>> rc.non_differentiable(sign_of)
+        >>> y, back = rc.rrule(sign_of, 2.0)
+        >>> y, back(1.0)
+        (1, (NoTangent(), NoTangent()))
+    """
+    register_rules(non_differentiable_rules(f, *types))
 
 
 def ignore_derivatives(x: Any) -> Any:

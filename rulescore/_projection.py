@@ -5,7 +5,7 @@
 | ``float`` / ``int``                      | ``float`` (imaginary part dropped)                  |
 | ``complex``                              | ``complex``                                         |
 | ``bool``, ``str``, ``bytes``, ``None``,  | ``NoTangent()``                                     |
-| types, functions, modules                |                                                     |
+| types, functions, modules, ranges, ...   | (the list is ``rulescore._zeros.NO_TANGENT_TYPES``) |
 | NumPy float / complex scalar             | same dtype (a real one drops the imaginary part)    |
 | NumPy integer scalar                     | ``numpy.float64``                                   |
 | ``ndarray`` of floats / complexes        | same dtype and shape; a cotangent of a broadcast    |
@@ -25,7 +25,6 @@ pushing several directions) is projected direction by direction, in one vectoris
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -35,12 +34,7 @@ from rulescore._batched import Batched
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-
-_NO_TANGENT_TYPES = (
-    bool, np.bool_, str, bytes, type(None), type, types.FunctionType, types.BuiltinFunctionType,
-    types.MethodType, types.ModuleType, range, slice, type(Ellipsis), np.dtype, np.ufunc,
-)
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 
 
 class ProjectionError(ValueError):
@@ -59,14 +53,14 @@ def _scalar(dx: Any) -> Any:
 
 def _real_float(dx: Any) -> Any:
     if type(dx) is Batched:
-        return dx.projected(np.dtype(np.float64), ())
+        return _project_batched(dx, np.dtype(np.float64), ())
     dx = _scalar(dx)
     return float(dx.real) if isinstance(dx, (complex, np.complexfloating)) else float(dx)
 
 
 def _complex(dx: Any) -> Any:
     if type(dx) is Batched:
-        return dx.projected(np.dtype(np.complex128), ())
+        return _project_batched(dx, np.dtype(np.complex128), ())
     return complex(_scalar(dx))
 
 
@@ -110,6 +104,21 @@ def _summed_axes(dx_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int
     )
 
 
+def _project_batched(dx: Batched, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Batched:
+    """Every direction of ``dx`` projected onto an array of ``dtype`` and ``shape``, in one step."""
+    d = dx.data
+    if dtype.kind == "f" and d.dtype.kind == "c":
+        d = d.real
+    if d.dtype != dtype:
+        d = d.astype(dtype)
+    extra = d.ndim - 1 - len(shape)
+    if extra > 0:
+        d = d.sum(axis=tuple(range(1, 1 + extra)))
+    if d.shape[1:] != shape:
+        d = unbroadcast(d, (d.shape[0], *shape))
+    return Batched(d)
+
+
 def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
     kind = x.dtype.kind
     if kind in "bSUVOMm":
@@ -121,7 +130,7 @@ def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
 
         def project_scalar(dx: Any) -> Any:
             if type(dx) is Batched:
-                return dx.projected(dtype, ())
+                return _project_batched(dx, dtype, ())
             dx = np.asarray(dx)
             if dx.ndim != 0:
                 raise ProjectionError(f"cotangent of shape {dx.shape} for a {dtype} scalar")
@@ -132,7 +141,7 @@ def _array_projector(x: np.ndarray | np.generic) -> Callable[[Any], Any] | None:
 
     def project_array(dx: Any) -> Any:
         if type(dx) is Batched:
-            return dx.projected(dtype, shape)
+            return _project_batched(dx, dtype, shape)
         dx = np.asarray(dx)
         if real and dx.dtype.kind == "c":
             dx = dx.real
@@ -208,7 +217,7 @@ def _no_tangent(dx: Any) -> Any:
 
 
 def _projector_for(x: Any) -> Callable[[Any], Any]:
-    if isinstance(x, _NO_TANGENT_TYPES) or isinstance(x, AbstractZero):
+    if isinstance(x, NO_TANGENT_TYPES) or isinstance(x, AbstractZero):
         return _no_tangent
     if isinstance(x, (np.ndarray, np.generic)):
         return _array_projector(x) or _no_tangent
@@ -276,7 +285,7 @@ def _struct_projector(x: Any) -> Callable[[Any], Any]:
                                       f"{primal_type.__name__} of {len(parts)} fields")
             entries = dict(zip(parts, by_position, strict=True))
         elif isinstance(dx, Tangent):
-            if dx.primal_type is not primal_type:
+            if type(dx) is not make:
                 raise ProjectionError(f"{type(dx).__name__} for a {primal_type.__name__}")
             entries = dict(dx.items())
         elif isinstance(dx, dict):

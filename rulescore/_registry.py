@@ -233,7 +233,7 @@ class RuleTable:
         types = _clean_types(types)
 
         def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
-            self._add(Rule(self.name, f, types, impl, config, "rule", _origin(impl)))
+            self.register_kind(f, types, impl, "rule", config)
             return impl
 
         return decorate
@@ -252,9 +252,10 @@ class RuleTable:
         """
         self._add(Rule(self.name, f, _clean_types(types), None, None, "opt_out", "opt_out"))
 
-    def _register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
-                       kind: str) -> None:
-        self._add(Rule(self.name, f, _clean_types(types), impl, None, kind, _origin(impl)))
+    def register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
+                      kind: str = "rule", config: type | None = None) -> None:
+        """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``)."""
+        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl)))
 
     def _add(self, rule: Rule) -> None:
         try:

@@ -3,26 +3,59 @@
 Backed by fields for dataclasses, NamedTuples and plain objects (``Tangent[Point](x=1.0)``),
 by positions for tuples and lists (``Tangent[tuple](1.0, 2.0)``) and by keys for dicts
 (``Tangent[dict]({"a": 1.0})``). Fields that are absent read as ``ZeroTangent()``.
+
+``Tangent[P]`` classes are made on first use and cached for as long as ``P`` lives (weakly:
+a class defined inside a function is not kept alive by its tangents' cache). Their arithmetic
+(``+``, ``-``, ``*``, ``/``, negation, ``conjugate``) is installed by :mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._structure import is_namedtuple_type
+from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, ZeroTangent
 
 P = TypeVar("P")
 
 
-def _is_positional(primal_type: type) -> bool:
-    return issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type)
+#: How a ``Tangent[P]`` holds its entries, fixed when the class is made: by position (tuples,
+#: lists), by key (dicts) or by field name (everything else).
+_POSITIONAL, _KEYED, _NAMED = "positional", "keyed", "named"
 
 
-class Tangent(Additive, Generic[P]):
+def _layout_of(primal_type: type) -> str:
+    if issubclass(primal_type, (tuple, list)) and not is_namedtuple_type(primal_type):
+        return _POSITIONAL
+    return _KEYED if issubclass(primal_type, dict) else _NAMED
+
+
+#: ``weakref(P) -> Tangent[P]``: an entry goes when ``P`` is collected (a WeakKeyDictionary
+#: without its Python-level lookup, as ``tangent_type`` is on projection's fast path)
+_SPECIALISED: dict[weakref.ref[type], type] = {}
+_ref = weakref.ref
+
+
+def _forget(primal_ref: weakref.ref[type]) -> None:
+    _SPECIALISED.pop(primal_ref, None)
+
+
+class _TangentType(type):
+    """Metaclass of :class:`Tangent`: ``Tangent[P].primal_type`` reads a weak reference to ``P``,
+    so the cache of ``Tangent[P]`` classes (keyed weakly on ``P``) does not keep ``P`` alive."""
+
+    @property
+    def primal_type(cls) -> Any:
+        """``P`` (``None`` once ``P`` has been garbage-collected)."""
+        return cls._primal_ref()  # type: ignore[attr-defined]
+
+
+class Tangent(AbstractTangent, Generic[P], metaclass=_TangentType):
     """Structural tangent of a primal of type ``P``: ``Tangent[P](field=tangent, ...)``.
 
     Supports field-wise ``+``, scalar ``*``, equality (absent fields equal zero), indexing by
@@ -42,41 +75,47 @@ class Tangent(Additive, Generic[P]):
 
     __slots__ = ("_backing",)
     __array_ufunc__ = None  # `array * tangent` must defer to Tangent.__rmul__
-    primal_type: ClassVar[type] = object
-    _specialised: ClassVar[dict[type, type]] = {}
+    _primal_ref: ClassVar[weakref.ref[type]] = weakref.ref(object)
+    _layout: ClassVar[str | None] = None  # None: the unspecialised base, which has no instances
+    _field_names: ClassVar[tuple[str, ...] | None] = None  # a NamedTuple's, in order
 
     def __class_getitem__(cls, primal_type: Any) -> Any:
         if not isinstance(primal_type, type):
             return super().__class_getitem__(primal_type)  # type: ignore[misc]
-        spec = Tangent._specialised.get(primal_type)
+        spec = _SPECIALISED.get(_ref(primal_type))
         if spec is None:
             # a class defined inside a function shows as `Point`, not `make.<locals>.Point`
             name = primal_type.__qualname__.rsplit("<locals>.", 1)[-1]
-            spec = type(
-                f"Tangent[{name}]",
-                (Tangent,),
-                {"__slots__": (), "primal_type": primal_type, "__module__": "rulescore"},
-            )
-            Tangent._specialised[primal_type] = spec
+            spec = _TangentType(f"Tangent[{name}]", (Tangent,), {
+                "__slots__": (), "__module__": "rulescore", "_primal_ref": weakref.ref(primal_type),
+                "_layout": _layout_of(primal_type), "_field_names": getattr(primal_type, "_fields", None),
+            })
+            _SPECIALISED[_ref(primal_type, _forget)] = spec
         return spec
 
+    @property
+    def primal_type(self) -> Any:
+        """The primal's type ``P`` (``None`` once ``P`` has been garbage-collected)."""
+        return type(self)._primal_ref()
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        ptype = type(self).primal_type
-        if ptype is object:
-            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
-        if _is_positional(ptype):
+        cls = type(self)
+        layout = cls._layout
+        if layout is _POSITIONAL:
             if kwargs:
-                raise TypeError(f"Tangent[{ptype.__name__}] takes positional entries only")
+                raise TypeError(f"{cls.__name__} takes positional entries only")
             self._backing: Any = tuple(args)
-        elif issubclass(ptype, dict):
+        elif layout is _KEYED:
             if len(args) > 1 or (args and not isinstance(args[0], dict)):
                 raise TypeError("Tangent[dict] takes one dict (or keyword entries)")
             self._backing = {**(args[0] if args else {}), **kwargs}
+        elif layout is None:
+            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[tuple](1.0, 2.0)")
         else:
             if args:
-                names = getattr(ptype, "_fields", None)
+                names = cls._field_names
                 if names is None or len(args) > len(names):
-                    raise TypeError(f"Tangent[{ptype.__name__}] takes keyword fields")
+                    raise TypeError(f"{cls.__name__} takes keyword fields")
                 kwargs = {**dict(zip(names[: len(args)], args, strict=True)), **kwargs}
             self._backing = kwargs
 
@@ -111,7 +150,7 @@ class Tangent(Additive, Generic[P]):
             if isinstance(key, slice):
                 return type(self)._from_backing(backing[key])
             return backing[key] if -len(backing) <= key < len(backing) else ZeroTangent()
-        names = getattr(type(self).primal_type, "_fields", None)
+        names = self._field_names
         if names is not None and isinstance(key, int):
             key = names[key]
         return backing.get(key, ZeroTangent())
@@ -122,7 +161,7 @@ class Tangent(Additive, Generic[P]):
     def __iter__(self) -> Any:
         if isinstance(self._backing, tuple):
             return iter(self._backing)
-        names = getattr(type(self).primal_type, "_fields", None)
+        names = self._field_names
         if names is not None:
             return iter([self[n] for n in names])
         raise TypeError(f"{type(self).__name__} is not iterable; use .items()")
@@ -130,7 +169,7 @@ class Tangent(Additive, Generic[P]):
     def __repr__(self) -> str:
         if isinstance(self._backing, tuple):
             inner = ", ".join(repr(v) for v in self._backing)
-        elif issubclass(type(self).primal_type, dict):
+        elif self._layout is _KEYED:
             inner = repr(self._backing)
         else:
             inner = ", ".join(f"{k}={v!r}" for k, v in self._backing.items())
@@ -139,7 +178,7 @@ class Tangent(Additive, Generic[P]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, AbstractZero) or other is None:
             return all(_equal(v, ZeroTangent()) for _, v in self.items())
-        if not isinstance(other, Tangent) or other.primal_type is not self.primal_type:
+        if not isinstance(other, Tangent) or type(other) is not type(self):  # one class per primal type
             return NotImplemented
         mine, theirs = dict(self.items()), dict(other.items())
         return all(
@@ -151,33 +190,8 @@ class Tangent(Additive, Generic[P]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # `Tangent[P]` classes are made on demand, so pickle by primal type, not by class name
-        return (_tangent_from_backing, (type(self).primal_type, self._backing))
+        return (_tangent_from_backing, (self.primal_type, self._backing))
 
-    def __mul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, other, left=True)
-
-    def __truediv__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, 1 / other)
-
-    def __neg__(self) -> Any:
-        from rulescore._arithmetic import scale
-
-        return scale(self, -1)
-
-    def conjugate(self) -> Any:
-        """Field-wise complex conjugate."""
-        from rulescore._arithmetic import conj
-
-        return type(self)._from_backing(_map_backing(conj, self._backing))
 
 
 def tangent_type(primal_type: type) -> type[Tangent[Any]]:
@@ -197,8 +211,6 @@ def _map_backing(fn: Any, backing: Any) -> Any:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    from rulescore._thunks import unthunk
-
     a, b = unthunk(a), unthunk(b)
     a_zero = a is None or isinstance(a, AbstractZero)
     b_zero = b is None or isinstance(b, AbstractZero)

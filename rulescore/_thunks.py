@@ -1,20 +1,21 @@
 """Lazy tangents: ``Thunk`` (computed once, on first use) and ``InplaceableThunk``.
 
 Unlike Julia's ChainRulesCore, a ``Thunk`` here memoises its value, so unthunking it twice
-costs once. Arithmetic on a thunk unthunks it first.
+costs once. Arithmetic on a thunk unthunks it first (times a zero is zero, unevaluated); its
+operators are installed by :mod:`rulescore._arithmetic`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
 
 _UNSET: Any = object()
 
 
-class Thunk(Additive):
+class Thunk(AbstractTangent):
     """A tangent computed only when needed: ``Thunk(lambda: expensive())``.
 
     Example:
@@ -42,36 +43,13 @@ class Thunk(Additive):
         state = "unevaluated" if self._value is _UNSET else repr(self._value)
         return f"{type(self).__name__}({state})"
 
-    def __mul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic
 
-        return scale(self, other)  # times a zero is zero, without evaluating the thunk
+        def __rtruediv__(self, other: Any) -> Any: ...
 
-    def __rmul__(self, other: Any) -> Any:
-        from rulescore._arithmetic import scale
+        def __matmul__(self, other: Any) -> Any: ...
 
-        return scale(self, other, left=True)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self.unthunk() / unthunk(other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return unthunk(other) / self.unthunk()
-
-    def __matmul__(self, other: Any) -> Any:
-        return self.unthunk() @ unthunk(other)
-
-    def __rmatmul__(self, other: Any) -> Any:
-        return unthunk(other) @ self.unthunk()
-
-    def __neg__(self) -> Any:
-        return -self.unthunk()
-
-    def conjugate(self) -> Any:
-        """The complex conjugate of the value."""
-        from rulescore._arithmetic import conj
-
-        return conj(self.unthunk())
+        def __rmatmul__(self, other: Any) -> Any: ...
 
 
 class InplaceableThunk(Thunk):

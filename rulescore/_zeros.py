@@ -1,20 +1,35 @@
 """The two zero tangents: ``ZeroTangent`` (the derivative is zero) and ``NoTangent``
-(the primal has no tangent space: ints used as indices, strings, bools).
+(the primal has no tangent space: ints used as indices, strings, bools), and the one list of
+the types with no tangent space.
 
-Both are falsy singletons, the identity of ``+`` and absorbing under ``*``. Their mixed-type
-arithmetic with numbers, arrays and structural tangents lives in :mod:`rulescore._arithmetic`.
+Both zeros are falsy singletons, the identity of ``+`` and absorbing under ``*``; their
+operators are installed by :mod:`rulescore._arithmetic`, with the rest of tangent arithmetic.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import types
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from typing_extensions import Self
 
-from rulescore._additive import Additive
+from rulescore._abstract_tangent import AbstractTangent
+
+#: Data with no tangent space: flags, text, ``None``, classes, index ranges, dtypes. A value of
+#: these types is a constant to every rule and engine; a non-zero cotangent for one is a bug.
+NO_TANGENT_DATA: tuple[type, ...] = (
+    bool, np.bool_, str, bytes, type(None), type, range, slice, type(Ellipsis), np.dtype,
+)
+#: Every type with no tangent space: the data above, functions and modules. ``ProjectTo``
+#: gives ``NoTangent()`` for them and engines do not trace them as inputs. (An engine that
+#: differentiates closures may still see a rule's bound-method *output* as its ``__self__``.)
+NO_TANGENT_TYPES: tuple[type, ...] = NO_TANGENT_DATA + (
+    types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, np.ufunc,
+)
 
 
-class AbstractZero(Additive):
+class AbstractZero(AbstractTangent):
     """Base of :class:`ZeroTangent` and :class:`NoTangent`: a tangent that is known to be zero.
 
     Example:
@@ -65,15 +80,6 @@ class AbstractZero(Additive):
             return False
         return NotImplemented  # let `zero == Tangent(...)` ask the Tangent, as the reverse does
 
-    def __neg__(self) -> Any:
-        return self
-
-    def __pos__(self) -> Any:
-        return self
-
-    def conjugate(self) -> Any:
-        return self
-
     @property
     def real(self) -> Any:
         return self
@@ -82,13 +88,13 @@ class AbstractZero(Additive):
     def imag(self) -> Any:
         return self
 
-    def __mul__(self, other: Any) -> Any:
-        return self
+    if TYPE_CHECKING:  # installed by rulescore._arithmetic: `*`, `/`, `@`, `-`, `+` give the zero
 
-    __rmul__ = __mul__
-    __truediv__ = __mul__
-    __matmul__ = __mul__
-    __rmatmul__ = __mul__
+        def __pos__(self) -> Any: ...
+
+        def __matmul__(self, other: Any) -> Any: ...
+
+        def __rmatmul__(self, other: Any) -> Any: ...
 
 
 class ZeroTangent(AbstractZero):

@@ -11,10 +11,11 @@ Example:
 
 from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
-from zygotepy._api import Grads, Params, WithGradient, gradient, params, pullback, withgradient
+from zygotepy._api import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian
 from zygotepy._errors import NotScalarError, UntraceableError
-from zygotepy._forward import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian, jvp, pushforward
+from zygotepy._forward import jvp, pushforward
 from zygotepy._lib import checkpointed, dropgrad, forward, hook, ignore, isderiving, refresh, showgrad
+from zygotepy._reverse import Grads, Params, WithGradient, gradient, params, pullback, withgradient
 from zygotepy._transform import ZygoteWarning
 
 __all__ = [

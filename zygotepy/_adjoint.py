@@ -16,33 +16,10 @@ from typing import Any
 
 import rulescore as rc
 from rulescore._checks import callable_name
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from zygotepy import _dispatch
 from zygotepy._adjoint_table import ADJOINTS
-
-
-def user_cotangent(ct: Any) -> Any:
-    """Internal cotangent -> what an adjoint's ``back`` receives (zeros become ``None``)."""
-    ct = rc.unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
-    if isinstance(ct, rc.Tangent) and issubclass(ct.primal_type, (tuple, list)) \
-            and not hasattr(ct.primal_type, "_fields"):
-        return ct.primal_type(user_cotangent(c) for c in ct.backing)
-    if isinstance(ct, rc.Tangent) and issubclass(ct.primal_type, dict):
-        return {k: user_cotangent(v) for k, v in ct.items()}
-    return ct
-
-
-def internal_cotangent(g: Any, primal: Any) -> Any:
-    """What an adjoint's ``back`` returned -> rulescore's representation for ``primal``."""
-    if g is None:
-        return ZeroTangent()
-    if isinstance(primal, (tuple, list)) and not hasattr(primal, "_fields") and isinstance(g, (tuple, list)):
-        return rc.Tangent[type(primal)](*(internal_cotangent(c, p) for c, p in zip(g, primal, strict=True)))
-    if isinstance(primal, dict) and isinstance(g, dict):
-        return rc.Tangent[dict]({k: internal_cotangent(v, primal[k]) for k, v in g.items()})
-    return g
+from zygotepy._edge import to_internal, to_user
 
 
 def adjoint(f: Any, *types: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -71,7 +48,7 @@ def adjoint(f: Any, *types: Any) -> Callable[[Callable[..., Any]], Callable[...,
             y, back = result
 
             def adjoint_pullback(ybar: Any) -> tuple[Any, ...]:
-                grads = _dispatch.call(back, user_cotangent(ybar))
+                grads = _dispatch.call(back, to_user(ybar, y))
                 if grads is None:
                     return (NoTangent(), *(ZeroTangent() for _ in args))
                 if not isinstance(grads, tuple):
@@ -82,7 +59,7 @@ def adjoint(f: Any, *types: Any) -> Callable[[Callable[..., Any]], Callable[...,
                         f"the adjoint of {callable_name(f)} returned {got} gradients from its pullback; "
                         f"expected a tuple of {len(args)} (one per argument, no entry for the function)"
                     )
-                return (NoTangent(), *(internal_cotangent(g, a) for g, a in zip(grads, args, strict=True)))
+                return (NoTangent(), *(to_internal(g, a) for g, a in zip(grads, args, strict=True)))
 
             adjoint_pullback.__name__ = adjoint_pullback.__qualname__ = f"{name}_adjoint_pullback"
             return y, adjoint_pullback

@@ -1,411 +1,115 @@
-"""The user-facing reverse mode: ``gradient``, ``withgradient``, ``pullback``, ``jacobian`` and
-implicit parameters (``params``/``Grads``).
-
-Arguments are boxed on a new trace (tuples, lists and dicts leaf by leaf, everything else as
-one value), the function runs through the dispatcher, and one backward sweep gives every
-argument's cotangent. Cotangents stay in rulescore's representation until the very edge, where
-:func:`to_user` turns zeros into ``None``, structural tangents of containers into containers,
-ints' gradients into floats, and keeps objects' ``Tangent``.
+"""The entry points that combine modes: ``jacobian`` (forward or reverse), ``hessian`` (forward
+over reverse), ``hessian_reverse``, ``diaghessian`` and ``forwarddiff`` (forward inside reverse).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-import rulescore as rc
-from rulescore._structure import fields_of, is_namedtuple_type
-from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from zygotepy._backward import backward, extract
-from zygotepy._dispatch import call, unbox
-from zygotepy._errors import NotScalarError
-from zygotepy._trace import Box, Trace, gc_paused, new_trace, unbox_all
-
-_NOT_DIFFERENTIABLE = (bool, np.bool_, str, bytes, type(None), type, range, slice)
+from zygotepy import _dispatch
+from zygotepy._forward import basis, jacobian_forward, push
+from zygotepy._reverse import gradient, reverse_jacobian
+from zygotepy._trace import LEVELS, unbox_all
 
 
-def _box_args(trace: Trace, x: Any) -> Any:
-    t = type(x)
-    if t is np.ndarray or t is float:
-        return trace.box(x)
-    if t is tuple or t is list:
-        return t(_box_args(trace, v) for v in x)
-    if t is dict:
-        return {k: _box_args(trace, v) for k, v in x.items()}
-    if isinstance(x, _NOT_DIFFERENTIABLE) or inspect.isroutine(x) or inspect.ismodule(x):
-        return x
-    return trace.box(x)
+def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64,
+             **kwargs: Any) -> tuple[Any, ...]:
+    """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
 
-
-def _assemble(boxed: Any, cts: list[Any]) -> Any:
-    """The internal cotangent of one argument, from the cotangents of its boxes."""
-    t = type(boxed)
-    if t is Box:
-        ct = cts[boxed._zp_index]
-        return ZeroTangent() if ct is None else ct
-    if t is tuple or t is list:
-        parts = [_assemble(v, cts) for v in boxed]
-        return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
-    if t is dict:
-        entries = {k: _assemble(v, cts) for k, v in boxed.items()}
-        nonzero = any(not rc.is_zero(p) for p in entries.values())
-        return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
-    return NoTangent()
-
-
-def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
-    """``to_user(_assemble(boxed, cts), primal)`` without building structural tangents: an
-    argument's boxes read straight into the user's containers. A leaf whose cotangent is already
-    an array of the primal's shape and float dtype (or a float for a float) is final as it is;
-    any other leaf goes through :func:`to_user`."""
-    t = type(boxed)
-    if t is Box:
-        ct = cts[boxed._zp_index]
-        if type(ct) is Thunk:
-            ct = ct.unthunk()
-        tp = type(primal)
-        if tp is np.ndarray:
-            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
-                    and primal.dtype.kind in "fc"):
-                return ct
-        elif tp is float and type(ct) is float:
-            return ct
-        return to_user(ZeroTangent() if ct is None else ct, primal)
-    if t is tuple or t is list:
-        parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
-        return None if all(p is None for p in parts) else t(parts)
-    if t is dict:
-        entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
-        return None if all(v is None for v in entries.values()) else entries
-    return None
-
-
-def to_user(ct: Any, primal: Any) -> Any:
-    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats.
-
-    Example:
-        >>> import rulescore as rc
-        >>> to_user(rc.Tangent[tuple](1.0, rc.ZeroTangent()), (1, "a")), to_user(rc.ZeroTangent(), 1.0)
-        ((1.0, None), None)
-    """
-    ct = rc.unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
-    if type(primal) is Box:
-        primal = unbox_all(primal)
-    return _user_form(call(rc.project, primal, ct), primal)  # projected once, the whole structure
-
-
-def _user_form(ct: Any, primal: Any) -> Any:
-    """A projected cotangent with zeros as ``None`` and structural tangents as the primal's containers."""
-    ct = rc.unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
-    if not isinstance(ct, rc.Tangent):
-        return ct
-    if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
-        out = [_user_form(c, p) for c, p in zip(ct.backing, primal, strict=True)]
-        return None if all(o is None for o in out) else type(primal)(out)
-    entries = dict(ct.items())
-    if isinstance(primal, dict):
-        d = {k: _user_form(entries.get(k), v) for k, v in primal.items()}
-        return None if all(v is None for v in d.values()) else d
-    return type(ct)(**{k: _user_form(entries.get(k), v) for k, v in fields_of(primal).items()})
-
-
-def _check_scalar(f: Any, y: Any) -> None:
-    v = unbox_all(y)
-    if isinstance(v, np.ndarray) and v.ndim == 0:
-        v = v[()]
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        what = (f"an array of shape {v.shape}" if isinstance(v, np.ndarray)
-                else "a complex number" if isinstance(v, (complex, np.complexfloating))
-                else f"a {type(v).__name__}")
-        raise NotScalarError(
-            f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
-            f"{what}; use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) instead"
-        )
-
-
-def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
-    _, route = unbox(out, trace)
-    if route is None:
-        return []
-    if type(route) is Box:
-        return [(route._zp_index, _seed_for(route, ybar))]
-    return [(box._zp_index, _seed_for(box, extract(ybar, path))) for path, box in route]
-
-
-def _seed_for(box: Box, ybar: Any) -> Any:
-    if ybar is None or isinstance(ybar, AbstractZero):
-        return ZeroTangent()
-    value = box._zp_value
-    if type(ybar) is float and (type(value) is float or type(value) is np.float64):
-        return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
-    return call(rc.ProjectTo(value), ybar)
-
-
-def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
-         params: dict[int, Any] | None = None) -> tuple[Trace, tuple[Any, ...], Any]:
-    with new_trace(params) as trace:
-        boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
-                      for i, a in enumerate(args))
-        out = call(f, *boxed, **kwargs)
-    return trace, boxed, out
-
-
-def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[Any, ...], Any]:
-    """``(y, boxed arguments, sweep)``: ``sweep(ybar)`` gives the cotangent of every tape node."""
-    trace, boxed, out = _run(f, args, kwargs, None)
-    y = unbox(out, trace)[0]
-
-    def sweep(ybar: Any) -> list[Any]:
-        return backward(trace, _seeds(out, trace, ybar))
-
-    return y, boxed, sweep
-
-
-def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """``(y, back)``: ``y = f(*args)`` and ``back(ybar)``, the vector-Jacobian product.
-
-    ``back`` returns one gradient per argument (``None`` where there is none) and may be called
-    any number of times.
-
-    Example:
-        >>> import math, zygotepy as zp
-        >>> y, back = zp.pullback(math.sin, 0.5)
-        >>> round(y, 6), back(1.0)
-        (0.479426, (0.8775825618903728,))
-    """
-    y, boxed, sweep = _pullback(f, args, kwargs)
-
-    def back(ybar: Any) -> tuple[Any, ...]:
-        cts = sweep(ybar)
-        return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
-
-    return y, back
-
-
-def _selection(f: Any, nargs: int, argnums: Any, wrt: Any) -> tuple[int, ...] | None:
-    if argnums is None and wrt is None:
-        return None
-    if wrt is not None:
-        names = list(inspect.signature(f).parameters)
-        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-        missing = [w for w in wanted if w not in names[:nargs]]
-        if missing:
-            raise ValueError(f"wrt names {missing} are not positional arguments of {f!r} ({names[:nargs]})")
-        return tuple(names.index(w) for w in wanted)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    return tuple(n % nargs for n in nums)
-
-
-def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None, **kwargs: Any) -> Any:
-    """The gradient of a real-scalar-valued ``f`` at ``args``: a tuple, one entry per argument.
-
-    ``argnums`` (an int or tuple of ints) or ``wrt`` (argument names) select the arguments to
-    differentiate; the tuple then has one entry per selected argument. With a single
-    :class:`Params` argument, ``f`` takes no arguments and the result is a :class:`Grads`.
-
-    Example:
-        >>> import zygotepy as zp
-        >>> zp.gradient(lambda x, y: x * y + y, 2.0, 3)
-        (3.0, 3.0)
-        >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=1)
-        (2.0,)
-    """
-    return withgradient(f, *args, argnums=argnums, wrt=wrt, **kwargs).grad
-
-
-class WithGradient(NamedTuple):
-    """``withgradient``'s result: the value and the gradient tuple."""
-
-    val: Any
-    grad: Any
-
-
-def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None,
-                 **kwargs: Any) -> WithGradient:
-    """``(val, grad)``: the value of ``f`` and its gradient (as :func:`gradient`), in one pass.
-
-    Example:
-        >>> import zygotepy as zp
-        >>> zp.withgradient(lambda x: x ** 2, 3.0)
-        WithGradient(val=9.0, grad=(6.0,))
-        >>> zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=0)
-        WithGradient(val=10.0, grad=(5.0,))
-    """
-    with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
-        return _withgradient(f, args, argnums, wrt, kwargs)
-
-
-def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
-                  kwargs: dict[str, Any]) -> WithGradient:
-    if len(args) == 1 and isinstance(args[0], Params):
-        trace, _, out = _run(f, (), {}, None, args[0].by_id())
-        _check_scalar(f, out)
-        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0], once=True))
-    selected = _selection(f, len(args), argnums, wrt)
-    trace, boxed, out = _run(f, args, kwargs, selected)
-    _check_scalar(f, out)
-    cts = backward(trace, _seeds(out, trace, 1.0), once=True)
-    grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
-    if selected is not None:
-        grads = tuple(grads[i] for i in selected)
-    return WithGradient(unbox(out, trace)[0], grads)
-
-
-def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-    """The Jacobian by reverse mode: one pullback per output element (see ``zygotepy.jacobian``).
-
-    Example:
-        >>> import numpy as np
-        >>> reverse_jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
-        (array([[2., 0.],
-               [0., 4.]]),)
-    """
-    y, back = pullback(f, *args, **kwargs)
-    y_arr = np.asarray(unbox_all(y))  # only its shape and dtype: seeds are constants
-    rows: list[tuple[Any, ...]] = []
-    for index in np.ndindex(*y_arr.shape):
-        seed = np.zeros_like(y_arr, dtype=np.result_type(y_arr.dtype, np.float64))
-        seed[index] = 1.0
-        rows.append(back(seed if y_arr.ndim else seed[()]))
-    out = []
-    for i, a in enumerate(args):
-        shape = np.shape(unbox_all(a))
-        # entries may be traced by an outer differentiation: assemble them through the dispatcher
-        block = [np.zeros(shape) if r[i] is None else r[i] for r in rows]
-        stacked = call(np.stack, block) if block else np.zeros((0, *shape))
-        out.append(call(np.reshape, stacked, y_arr.shape + shape))
-    return tuple(out)
-
-
-def rrule_via_engine(f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    """``(y, pullback)`` in rulescore's protocol, computed by differentiating ``f``."""
-    y, boxed, sweep = _pullback(f, args, kwargs)
-
-    def via_ad_pullback(ybar: Any) -> tuple[Any, ...]:
-        cts = sweep(ybar)
-        return (NoTangent(), *(_assemble(b, cts) for b in boxed))
-
-    return y, via_ad_pullback
-
-
-# -- implicit parameters -----------------------------------------------------------------------------
-def _arrays_in(x: Any, out: list[np.ndarray], seen: set[int]) -> None:
-    if id(x) in seen:
-        return
-    seen.add(id(x))
-    if isinstance(x, np.ndarray):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _arrays_in(v, out, seen)
-    elif isinstance(x, dict):
-        for v in x.values():
-            _arrays_in(v, out, seen)
-    elif not isinstance(x, (int, float, complex, str, bytes, type(None))):
-        for v in fields_of(x).values():
-            _arrays_in(v, out, seen)
-
-
-class Params:
-    """Implicit parameters: arrays tracked by identity wherever the code reaches them (closures,
-    globals, attributes). Objects, lists, tuples and dicts are searched for arrays.
+    ``mode="forward"`` pushes ``chunk`` input directions per pass (frules); ``"reverse"`` pulls
+    back one output direction per pass (rrules); ``"auto"`` picks forward when there are fewer
+    inputs than outputs.
 
     Example:
         >>> import numpy as np, zygotepy as zp
-        >>> W = np.array([1.0, 2.0])
-        >>> gs = zp.gradient(lambda: (W * W).sum(), zp.params(W))
-        >>> gs[W]
-        array([2., 4.])
+        >>> x = np.array([1.0, 2.0])
+        >>> J_fwd, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="forward")
+        >>> J_rev, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="reverse")
+        >>> J_fwd.shape, bool(np.allclose(J_fwd, J_rev))
+        ((4, 2), True)
     """
-
-    def __init__(self, *xs: Any) -> None:
-        arrays: list[np.ndarray] = []
-        _arrays_in(xs, arrays, set())
-        self._arrays = arrays
-
-    def by_id(self) -> dict[int, np.ndarray]:
-        return {id(a): a for a in self._arrays}
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        return iter(self._arrays)
-
-    def __len__(self) -> int:
-        return len(self._arrays)
-
-    def __contains__(self, x: object) -> bool:
-        return any(a is x for a in self._arrays)
-
-    def __repr__(self) -> str:
-        return f"Params([{', '.join(f'{a.dtype}{list(a.shape)}' for a in self._arrays)}])"
+    if mode == "auto":
+        n_in = sum(int(np.size(a)) for a in args)
+        n_out = int(np.size(unbox_all(f(*args, **kwargs)))) if n_in else 0
+        mode = "forward" if n_in < n_out else "reverse"
+    if mode == "forward":
+        return jacobian_forward(f, args, kwargs, chunk)
+    if mode == "reverse":
+        return reverse_jacobian(f, *args, **kwargs)
+    raise ValueError(f"mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
 
 
-def params(*xs: Any) -> Params:
-    """Collect implicit parameters (arrays, or objects/containers holding arrays).
+def _gradient_of(f: Any) -> Any:
+    return lambda v: gradient(f, v)[0]
+
+
+def hessian(f: Callable[..., Any], x: Any, chunk: int = 128) -> Any:
+    """The Hessian of a scalar ``f`` at ``x`` by forward-over-reverse; shape ``x.shape + x.shape``.
+
+    ``chunk`` input directions are pushed per pass (one pass for up to 128 inputs): every
+    pass re-runs the gradient, so fewer, wider passes are cheaper.
 
     Example:
         >>> import numpy as np, zygotepy as zp
-        >>> len(zp.params(np.ones(2), [np.zeros(3), {"b": np.ones(1)}]))
-        3
+        >>> zp.hessian(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
+        array([[4., 2.],
+               [2., 0.]])
     """
-    return Params(*xs)
+    return jacobian(_gradient_of(f), x, mode="forward", chunk=chunk)[0]
 
 
-class Grads(Mapping[Any, Any]):
-    """Gradients of implicit parameters, indexed by the parameter arrays themselves.
-
-    Supports ``gs[W]``, ``keys()``, ``items()``, ``gs1 + gs2`` and ``2 * gs``.
+def hessian_reverse(f: Callable[..., Any], x: Any) -> Any:
+    """The Hessian of a scalar ``f`` at ``x`` by reverse-over-reverse.
 
     Example:
         >>> import numpy as np, zygotepy as zp
-        >>> W = np.array([3.0])
-        >>> gs = zp.gradient(lambda: (W ** 2).sum(), zp.params(W))
-        >>> (2 * gs)[W], (gs + gs)[W]
-        (array([12.]), array([12.]))
+        >>> zp.hessian_reverse(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
+        array([[4., 2.],
+               [2., 0.]])
     """
-
-    def __init__(self, params: Params, grads: dict[int, Any]) -> None:
-        self.params = params
-        self._grads = grads
-
-    def __getitem__(self, p: Any) -> Any:
-        if p not in self.params:
-            raise KeyError("not one of the parameters (parameters are matched by identity)")
-        return self._grads.get(id(p))
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.params)
-
-    def __len__(self) -> int:
-        return len(self.params)
-
-    def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> Grads:
-        return Grads(self.params, {id(p): op(self[p], other[p] if isinstance(other, Grads) else other)
-                                   for p in self.params})
-
-    def __add__(self, other: Grads) -> Grads:
-        return self._combine(other, lambda a, b: b if a is None else a if b is None else a + b)
-
-    def __mul__(self, s: Any) -> Grads:
-        return self._combine(s, lambda a, b: None if a is None else a * b)
-
-    __rmul__ = __mul__
-
-    def __repr__(self) -> str:
-        return f"Grads({len(self)} parameters)"
+    return jacobian(_gradient_of(f), x, mode="reverse")[0]
 
 
-def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False) -> Grads:
-    cts = backward(trace, _seeds(out, trace, 1.0), once)
-    grads = {}
-    for p in ps:
-        box = trace.param_boxes.get(id(p))
-        grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
-    return Grads(ps, grads)
+def diaghessian(f: Callable[..., Any], x: Any) -> Any:
+    """The diagonal of the Hessian of a scalar ``f`` at ``x`` (shape of ``x``).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> zp.diaghessian(lambda v: np.sum(v ** 3), np.array([1.0, 2.0]))
+        array([ 6., 12.])
+    """
+    H = np.asarray(hessian(f, x))
+    n = int(np.size(x))
+    return np.diagonal(H.reshape(n, n)).reshape(np.shape(x)) if np.ndim(x) else float(H)
+
+
+def forwarddiff(f: Callable[[Any], Any], x: Any) -> Any:
+    """``f(x)``, with the derivative with respect to ``x`` computed by forward mode.
+
+    Inside reverse mode this is Zygote's escape hatch: the Jacobian of ``f`` is built with
+    frules (cheap when ``x`` is small) and pulled back through. Unlike Zygote's, gradients with
+    respect to values ``f`` closes over and to implicit ``params`` are kept: they flow through
+    reverse mode as usual.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> zp.gradient(lambda x: np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v), x)), np.zeros(2))
+        (array([4., 6.]),)
+    """
+    levels = LEVELS.get()
+    trace = _dispatch.innermost(levels, (x,), {}, False) if levels else None
+    x0 = _dispatch.unbox(x, trace)[0] if trace is not None else x
+    if trace is None or not trace.records:
+        return _dispatch.call(f, x)
+    n = int(np.size(x0))
+    sets = [(basis(x0, j),) for j in range(n)]
+    y, dots = push(f, (x0,), sets)
+    J = _dispatch.call(np.stack, list(dots), -1) if dots else np.zeros((*np.shape(y), 0))
+    J = _dispatch.call(np.reshape, J, (*np.shape(unbox_all(y)), *np.shape(x0)))
+    # zero, with derivative one for this trace only: outer traces already see x through y and J
+    dx = _dispatch.call(np.subtract, x, x0)
+    return _dispatch.call(np.add, y, _dispatch.call(np.tensordot, J, dx, np.ndim(x0)))

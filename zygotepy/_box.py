@@ -1,10 +1,11 @@
 """The behaviour of :class:`~zygotepy._trace.Box`: every operation routes to the dispatcher.
 
-Installed as a table onto the class: binary operators (and their reflections), unary
-operators, NumPy's ``__array_ufunc__``/``__array_function__`` protocols, indexing, iteration and
-attribute access (methods of the primal's class are bound to the box, data attributes go
-through the ``getattr`` rule). Conversions that would silently drop the gradient outside
-rewritten code (``__float__``, ``__complex__``, ``__array__``) raise instead.
+Installed as a table onto the class (and ``__call__`` onto the box's bound C methods): binary
+operators (and their reflections), unary operators, NumPy's ``__array_ufunc__`` and
+``__array_function__`` protocols, indexing, iteration and attribute access (methods of the
+primal's class are bound to the box, data attributes go through the ``getattr`` rule).
+Conversions that would silently drop the gradient outside rewritten code (``__float__``,
+``__complex__``, ``__array__``) raise instead.
 """
 
 from __future__ import annotations
@@ -203,6 +204,10 @@ def _call_box(self: Box, *args: Any, **kwargs: Any) -> Any:
     return _dispatch.call_from_box(self, *args, **kwargs)
 
 
+def _call_bound_method(self: BoundBoxMethod, *args: Any, **kwargs: Any) -> Any:
+    return _dispatch.call_from_box(self.__func__, self.__self__, *args, **kwargs)
+
+
 _METHODS = {
     "__call__": _call_box,
     "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
@@ -215,3 +220,4 @@ _METHODS = {
 for _name, _fn in _METHODS.items():
     setattr(Box, _name, _fn)
 Box.__array_priority__ = 1000  # type: ignore[attr-defined]
+BoundBoxMethod.__call__ = _call_bound_method  # type: ignore[attr-defined]

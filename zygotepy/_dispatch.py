@@ -5,11 +5,14 @@
 1. no trace active: just call it;
 2. a legacy ``@adjoint`` for ``fn`` (zygotepy's own table) runs at the innermost active level,
    even when no argument is traced (``nestlevel()`` relies on this);
-3. a ``rulescore`` rule applies to the arguments at the innermost level that traces them:
-   the rule runs with the arguments unboxed for that level and only the outer levels active, so
-   the outer levels see inside it (nested AD), and its output becomes a new node;
-4. otherwise a Python function is differentiated through: its rewritten code runs, so calls
-   inside it come back here (Zygote's "rrule first, else recurse");
+3. a ``rulescore`` rule applies to the arguments at the innermost level that traces them, and
+   that level's trace decides how (:meth:`~zygotepy._trace.Trace.differentiate`: a reverse trace
+   records the rrule's pullback, a forward trace pushes tangents through the frule). The rule
+   runs with the arguments unboxed for that level and only the outer levels active, so the
+   outer levels see inside it (nested AD), and its output becomes a new node;
+4. otherwise a Python function is differentiated through: its rewritten code (the trace's
+   ``python_target``) runs, so calls inside it come back here (Zygote's "rrule first, else
+   recurse");
 5. a compiled function with no rule that receives a traced value raises ``UntraceableError``.
 """
 
@@ -27,9 +30,10 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name
+from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._errors import UntraceableError
-from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -76,33 +80,11 @@ SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sor
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
-PLAIN_OUTPUTS = frozenset({bool, np.bool_, str, bytes, type(None), type})
+PLAIN_OUTPUTS = frozenset(NO_TANGENT_DATA)
 _NO_LEVELS: tuple[Trace, ...] = ()
 
 
-class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
-    """The ``RuleConfig`` zygotepy hands to config-aware rules: reverse mode via ``pullback``."""
-
-    def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
-        from zygotepy._api import rrule_via_engine
-
-        return rrule_via_engine(f, *args, **kwargs)
-
-
-CONFIG = Config()
 RRULES, FRULES = rc.rrule, rc.frule
-
-
-class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
-    """The ``RuleConfig`` handed to config-aware frules during forward mode."""
-
-    def frule_via_ad(self, tangents: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
-        from zygotepy._forward import jvp
-
-        return jvp(f, args, tangents[1:])
-
-
-FORWARD_CONFIG = ForwardConfig()
 
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -110,10 +92,12 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     levels = LEVELS.get()
     if not levels:
         return fn(*args, **kwargs)
-    if not kwargs and len(levels) == 1 and levels[0].first_order:  # traced_call's first step, inlined
-        y = _apply_first_order(fn, args, levels[0])
-        if y is not _NOT_FIRST_ORDER:
-            return y
+    if not kwargs and len(levels) == 1:  # traced_call's first step, inlined
+        fast = levels[0].fast_path
+        if fast is not None:
+            y = fast(fn, args, levels[0])
+            if y is not NOT_FAST:
+                return y
     return _resolve(levels, fn, args, kwargs, True)
 
 
@@ -149,10 +133,12 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
                 recurse: bool) -> Any:
     """Differentiate ``fn(*args, **kwargs)`` under the active ``levels`` (``recurse``: a Python
     function without a rule may be differentiated through)."""
-    if not kwargs and len(levels) == 1 and levels[0].first_order:
-        y = _apply_first_order(fn, args, levels[0])
-        if y is not _NOT_FIRST_ORDER:
-            return y
+    if not kwargs and len(levels) == 1:
+        fast = levels[0].fast_path
+        if fast is not None:
+            y = fast(fn, args, levels[0])
+            if y is not NOT_FAST:
+                return y
     return _resolve(levels, fn, args, kwargs, recurse)
 
 
@@ -197,34 +183,20 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         result = _user_operator(dunders, args)
         if result is not _NOT_USER:
             return result
-    if ADJOINTS.active and not levels[-1].forward and ADJOINTS.has_rules(fn):
+    top = levels[-1]
+    if ADJOINTS.active and top.records and ADJOINTS.has_rules(fn):
         adjoint = ADJOINTS.lookup(fn, args)
         if adjoint is not None:
-            trace = innermost(levels, args, kwargs, deep=True) or levels[-1]
+            trace = innermost(levels, args, kwargs, deep=True) or top
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs, trace)
-    if not levels[-1].any_forward:  # reverse mode only: the hot path
-        rule = RRULES.lookup(fn, args, CONFIG)
-        trace = innermost(levels, args, kwargs, rule is not None)
-        if rule is not None and trace is not None:
-            return apply_rule(RRULES, rule, fn, args, kwargs, trace)
-    else:
-        deep = RRULES.has_rules(fn) or FRULES.has_rules(fn)
-        trace = innermost(levels, args, kwargs, deep)
-        if trace is not None and deep:
-            if trace.forward:
-                frule = FRULES.lookup(fn, args, FORWARD_CONFIG)
-                if frule is not None:
-                    return _forward.apply_frule(frule, fn, args, kwargs, trace)
-                if RRULES.lookup(fn, args, CONFIG) is not None and _transform.python_target(fn) is None:
-                    raise UntraceableError(
-                        f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
-                        f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
-            else:
-                rule = RRULES.lookup(fn, args, CONFIG)
-                if rule is not None:
-                    return apply_rule(RRULES, rule, fn, args, kwargs, trace)
+    deep = top.may_have_rule(fn, args)
+    trace = innermost(levels, args, kwargs, deep)
+    if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
+        y = trace.differentiate(fn, args, kwargs)
+        if y is not NO_RULE:
+            return y
     if recurse:
-        target = _transform.python_target(fn, levels[-1].with_params)
+        target = top.python_target(fn, top.with_params)
         if target is not None:
             return target(*args, **kwargs)
     if trace is None or fn in STRUCTURAL or _user_class(fn) or tf in _STRUCTURAL_CALLABLES:
@@ -298,6 +270,9 @@ def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: 
     where = [f"argument {i + 1}" for i, a in enumerate(args) if _contains(a, trace)]
     where += [f"keyword {k!r}" for k, v in kwargs.items() if _contains(v, trace)]
     name = callable_name(fn)
+    reason = trace.missing_rule(fn)
+    if reason is not None:
+        raise UntraceableError(reason)
     raise UntraceableError(
         f"{name} has no rrule and cannot be differentiated through (it is not a Python function "
         f"with source), but it received a traced value as {', '.join(where)}. Register a rule: "
@@ -432,99 +407,23 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     outer = trace.outer
     if not outer and table is RRULES and rule.kind == "rule":
         # the first-order hot path: a rulescore rule on plain values needs no level switch
-        y, pullback = table.run(rule, CONFIG, fn, tuple(primals), kwargs)
+        y, pullback = table.run(rule, trace.config, fn, tuple(primals), kwargs)
     else:
         token = LEVELS.set(outer)
         try:
             if rule.kind == "non_differentiable":
                 return call(fn, *primals, **kwargs)
-            y, pullback = call(table.run, rule, CONFIG, fn, tuple(primals), kwargs)
+            y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
         finally:
             LEVELS.reset(token)
     ty = type(y)
-    if not routes or (ty is not float and ty is not np.ndarray and _plain_output(y)):
+    if not routes or (ty is not float and ty is not np.ndarray and plain_output(y)):
         return y
     return trace.record(y, pullback, tuple(routes), len(args))
 
 
-_PLAIN_CALLABLES: dict[Any, int] = {}  # callable -> ADJOINTS.version when found plain (-1: not plain)
-_NOT_FIRST_ORDER: Any = object()
-#: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
-_PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
-
-
-def _is_plain_callable(fn: Any) -> bool:
-    """Whether a callable with rules needs none of :func:`traced_call`'s handling before its rule:
-    a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with no
-    legacy adjoint (cached until the next adjoint is defined)."""
-    try:
-        version = _PLAIN_CALLABLES[fn]
-        if version == ADJOINTS.version:
-            return True
-        if version < 0:
-            return False
-    except KeyError:
-        if not RRULES.has_rules(fn):
-            return False  # not cached: a rule may be registered later
-    except TypeError:  # an unhashable callable object
-        return False
-    tf = type(fn)
-    owner = getattr(fn, "__self__", None)
-    module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
-    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn not in SPECIAL_FORMS \
-        and fn is not operator.getitem and fn is not getattr
-    if not plain:
-        _PLAIN_CALLABLES[fn] = -1
-        return False
-    if ADJOINTS.has_rules(fn):
-        _PLAIN_CALLABLES.pop(fn, None)
-        return False
-    _PLAIN_CALLABLES[fn] = ADJOINTS.version
-    return True
-
-
-def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
-    """:func:`apply_rule` for the commonest call: one reverse trace, a plain callable with rules,
-    arguments that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything
-    else is left to the full path (``_NOT_FIRST_ORDER``)."""
-    if type(fn) is Box:
-        return _NOT_FIRST_ORDER  # a traced callable object: never hashed here
-    try:
-        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
-    except (KeyError, TypeError):
-        known = False
-    if not known and not _is_plain_callable(fn):
-        return _NOT_FIRST_ORDER
-    primals: Any = args
-    routes: list[tuple[int, int]] = []
-    for i, a in enumerate(args):
-        ta = type(a)
-        if ta is Box:
-            v = a._zp_value
-            if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
-                return _NOT_FIRST_ORDER
-            if not routes:
-                primals = list(args)
-            primals[i] = v
-            routes.append((i, a._zp_index))
-        elif ta is not float and ta is not np.ndarray and ta is not int:
-            return _NOT_FIRST_ORDER
-    if not routes:
-        return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
-    plain = tuple(primals)
-    rule = RRULES.lookup(fn, plain, CONFIG)
-    if rule is None or rule.kind != "rule":
-        return _NOT_FIRST_ORDER
-    if rule.config or trace.checks:
-        y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
-    else:
-        y, pullback = rule.impl(*plain)  # type: ignore[misc]
-    ty = type(y)
-    if ty is not float and ty is not np.ndarray and _plain_output(y):
-        return y
-    tape = trace.tape
-    tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
-    return Box(y, trace, len(tape) - 1)
+#: What a trace's ``fast_path`` returns for a call it leaves to the full path.
+NOT_FAST: Any = object()
 
 
 def refuse_traced_keywords(fn: Any, kwargs: dict[str, Any], trace: Trace) -> None:
@@ -537,9 +436,7 @@ def refuse_traced_keywords(fn: Any, kwargs: dict[str, Any], trace: Trace) -> Non
             )
 
 
-def _plain_output(y: Any) -> bool:
+def plain_output(y: Any) -> bool:
     ty = type(y)
     return ty is not float and ty is not np.ndarray and (ty in PLAIN_OUTPUTS or isinstance(y, np.dtype))
 
-
-from zygotepy import _forward, _transform  # noqa: E402  (mutual imports: both call back into call())

@@ -1,6 +1,6 @@
-"""Forward mode from frules, forward-over-reverse Hessians, and ``forwarddiff`` in reverse mode.
+"""Forward mode: the forward trace, ``jvp``, ``pushforward`` and the forward Jacobian's columns.
 
-A forward trace is a trace whose boxes carry tangents (one per direction being pushed, so a
+A :class:`ForwardTrace` is a trace whose boxes carry tangents (one per direction being pushed, so a
 Jacobian is built a chunk of directions per pass) instead of pullbacks: a tuple with one
 tangent per direction, or one ``rulescore.Batched`` stack, which lets each frule run once per
 pass. The dispatcher is the same one reverse mode uses: at a call whose innermost trace is a
@@ -18,12 +18,66 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
-from rulescore._checks import check_frule_result, checks_enabled
+from rulescore._checks import callable_name, check_frule_result, checks_enabled
 from rulescore._contract import plain_tangents, zero_of
 from rulescore._structure import fields_of
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._trace import LEVELS, Box, Trace, new_trace, unbox_all
+from zygotepy._edge import to_user
+from zygotepy._errors import UntraceableError
+from zygotepy._runtime import python_target
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, new_trace, unbox_all
+
+
+class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
+    """The ``RuleConfig`` handed to config-aware frules during forward mode."""
+
+    def frule_via_ad(self, tangents: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        return jvp(f, args, tangents[1:])
+
+
+FORWARD_CONFIG = ForwardConfig()
+
+
+class ForwardTrace(Trace):
+    """A trace that pushes tangents: each box carries one tangent per direction (``directions``
+    of them), and a call with an frule gives its output's tangents at once. Nothing is recorded."""
+
+    __slots__ = ("directions",)
+    records = False
+    rules = rc.frule
+    config = FORWARD_CONFIG
+
+    def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
+        super().__init__(outer)
+        self.directions = directions
+
+    def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Push this trace's tangents through ``fn``'s frule, or ``NO_RULE``; a compiled callable
+        with only an rrule is refused (forward mode cannot use it)."""
+        frule = rc.frule.lookup(fn, args, FORWARD_CONFIG)
+        if frule is not None:
+            return apply_frule(frule, fn, args, kwargs, self)
+        if _dispatch.RRULES.has_rules(fn) and python_target(fn) is None:
+            raise UntraceableError(self.missing_rule(fn))
+        return NO_RULE
+
+    def missing_rule(self, fn: Any) -> str | None:
+        """Forward mode needs an frule: say so when ``fn`` has only an rrule."""
+        if not _dispatch.RRULES.has_rules(fn):
+            return None
+        return (f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
+                f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
+
+    def python_target(self, fn: Any, params: bool) -> Any:
+        """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
+        return python_target(fn, params)
+
+    def tangent_box(self, value: Any, tangents: Any) -> Box:
+        """A node carrying ``tangents``: one per direction, or one ``rulescore.Batched`` stack."""
+        b = Box(value, self, -1)
+        b._zp_tangents = tangents
+        return b
 
 
 def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> Any:
@@ -52,7 +106,8 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
     return rc.Tangent[type(x)](**fields)
 
 
-def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
+def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                trace: ForwardTrace) -> Any:
     """Push every direction of ``trace`` through ``fn``'s frule; record the output's tangents.
 
     All directions go through one call with :class:`rulescore.Batched` tangents when the frule
@@ -76,7 +131,7 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
     finally:
         LEVELS.reset(token)
     y, stack = pushed
-    if _dispatch._plain_output(y):
+    if _dispatch.plain_output(y):
         return y
     return trace.tangent_box(y, stack)
 
@@ -86,7 +141,7 @@ _ZERO = ZeroTangent()
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
-                  kwargs: dict[str, Any], trace: Trace, directions: int) -> tuple[Any, Any] | None:
+                  kwargs: dict[str, Any], trace: ForwardTrace, directions: int) -> tuple[Any, Any] | None:
     """``(y, Batched tangent)`` from one frule call, or None where batching does not apply.
 
     Only at the outermost level (tangents and primals are plain values) and for arguments that
@@ -200,13 +255,13 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
         return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
     dots = plain
     if rule.config:
-        out = _dispatch.call(rule.impl, _dispatch.FORWARD_CONFIG, dots, *primals, **kwargs)
+        out = _dispatch.call(rule.impl, FORWARD_CONFIG, dots, *primals, **kwargs)
     else:
         out = _dispatch.call(rule.impl, dots, *primals, **kwargs)
     return check_frule_result(rule, fn, primals, out) if checks_enabled() else out
 
 
-def _box_forward(trace: Trace, x: Any, dots: tuple[Any, ...]) -> Any:
+def _box_forward(trace: ForwardTrace, x: Any, dots: tuple[Any, ...]) -> Any:
     t = type(x)
     if t is tuple or t is list:
         return t(_box_forward(trace, v, tuple(_part(d, i) for d in dots)) for i, v in enumerate(x))
@@ -224,28 +279,29 @@ def _part(d: Any, key: Any) -> Any:
 
 
 def _user_tangent(out: Any, trace: Trace, k: int) -> Any:
-    """The output's k-th tangent as users see it: zeros of the output's shape, containers mirrored."""
+    """The output's k-th tangent as users see it (:func:`~zygotepy._edge.to_user`), with zeros of
+    the output's shape where there is none."""
     t = type(out)
     if t is tuple or t is list:
         return t(_user_tangent(v, trace, k) for v in out)
     if t is dict:
         return {key: _user_tangent(v, trace, k) for key, v in out.items()}
     dot = _tangents(out)[k] if t is Box and out._zp_trace is trace else ZeroTangent()
-    dot = rc.unthunk(dot)
     primal = _dispatch.unbox(out, trace)[0]
-    if isinstance(dot, AbstractZero):
+    user = to_user(dot, primal)
+    if user is None:
         plain = unbox_all(primal)
         if isinstance(plain, np.ndarray):
             return np.zeros(plain.shape, plain.dtype if plain.dtype.kind in "fc" else np.float64)
         return 0.0 if isinstance(plain, (int, float, np.floating, np.integer)) else None
-    return dot
+    return user
 
 
-def _push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
+def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
           kwargs: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
     """Run ``f`` once with several directions; return ``y`` and one output tangent per direction."""
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
-    with new_trace(forward=True, directions=len(tangent_sets)) as trace:
+    with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
         out = _dispatch.call(f, *boxed, **(kwargs or {}))
     y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
@@ -272,7 +328,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    y, (ydot,) = _push(f, primals, [tangents])
+    y, (ydot,) = push(f, primals, [tangents])
     return y, ydot
 
 
@@ -287,7 +343,7 @@ def pushforward(f: Callable[..., Any], *args: Any) -> Callable[..., Any]:
     return lambda *tangents: jvp(f, args, tangents)[1]
 
 
-def _basis(x: Any, indices: Any) -> Any:
+def basis(x: Any, indices: Any) -> Any:
     x = unbox_all(x)  # the basis is a constant, also when x is traced by an outer differentiation
     e = np.zeros(np.shape(x), dtype=np.result_type(np.asarray(x).dtype, np.float64))
     e.flat[indices] = 1.0
@@ -306,9 +362,9 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
              ) -> tuple[Any, Any]:
     """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
     stacked on a leading axis."""
-    with new_trace(forward=True, directions=stop - start) as trace:
+    with new_trace(ForwardTrace, stop - start) as trace:
         boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
-                      else _box_forward(trace, a, tuple(_basis(a, j) for j in range(start, stop)))
+                      else _box_forward(trace, a, tuple(basis(a, j) for j in range(start, stop)))
                       for m, a in enumerate(args))  # a container: one box per entry, as jvp does
         out = _dispatch.call(f, *boxed, **kwargs)
     y = _strip(out, trace)
@@ -318,7 +374,7 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
     return y, _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
 
 
-def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:
+def jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:
     out = []
     for i, a in enumerate(args):
         n = int(np.size(unbox_all(a)))
@@ -334,105 +390,3 @@ def _jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chu
     return tuple(out)
 
 
-def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64,
-             **kwargs: Any) -> tuple[Any, ...]:
-    """The Jacobian of ``f`` for each argument, shape ``out.shape + arg.shape``.
-
-    ``mode="forward"`` pushes ``chunk`` input directions per pass (frules); ``"reverse"`` pulls
-    back one output direction per pass (rrules); ``"auto"`` picks forward when there are fewer
-    inputs than outputs.
-
-    Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> x = np.array([1.0, 2.0])
-        >>> J_fwd, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="forward")
-        >>> J_rev, = zp.jacobian(lambda v: np.outer(v, v).ravel(), x, mode="reverse")
-        >>> J_fwd.shape, bool(np.allclose(J_fwd, J_rev))
-        ((4, 2), True)
-    """
-    from zygotepy._api import reverse_jacobian
-
-    if mode == "auto":
-        n_in = sum(int(np.size(a)) for a in args)
-        n_out = int(np.size(unbox_all(f(*args, **kwargs)))) if n_in else 0
-        mode = "forward" if n_in < n_out else "reverse"
-    if mode == "forward":
-        return _jacobian_forward(f, args, kwargs, chunk)
-    if mode == "reverse":
-        return reverse_jacobian(f, *args, **kwargs)
-    raise ValueError(f"mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
-
-
-def _gradient_of(f: Any) -> Any:
-    from zygotepy._api import gradient
-
-    return lambda v: gradient(f, v)[0]
-
-
-def hessian(f: Callable[..., Any], x: Any, chunk: int = 128) -> Any:
-    """The Hessian of a scalar ``f`` at ``x`` by forward-over-reverse; shape ``x.shape + x.shape``.
-
-    ``chunk`` input directions are pushed per pass (one pass for up to 128 inputs): every
-    pass re-runs the gradient, so fewer, wider passes are cheaper.
-
-    Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> zp.hessian(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
-        array([[4., 2.],
-               [2., 0.]])
-    """
-    return jacobian(_gradient_of(f), x, mode="forward", chunk=chunk)[0]
-
-
-def hessian_reverse(f: Callable[..., Any], x: Any) -> Any:
-    """The Hessian of a scalar ``f`` at ``x`` by reverse-over-reverse.
-
-    Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> zp.hessian_reverse(lambda v: v[0] ** 2 * v[1], np.array([1.0, 2.0]))
-        array([[4., 2.],
-               [2., 0.]])
-    """
-    return jacobian(_gradient_of(f), x, mode="reverse")[0]
-
-
-def diaghessian(f: Callable[..., Any], x: Any) -> Any:
-    """The diagonal of the Hessian of a scalar ``f`` at ``x`` (shape of ``x``).
-
-    Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> zp.diaghessian(lambda v: np.sum(v ** 3), np.array([1.0, 2.0]))
-        array([ 6., 12.])
-    """
-    H = np.asarray(hessian(f, x))
-    n = int(np.size(x))
-    return np.diagonal(H.reshape(n, n)).reshape(np.shape(x)) if np.ndim(x) else float(H)
-
-
-def forwarddiff(f: Callable[[Any], Any], x: Any) -> Any:
-    """``f(x)``, with the derivative with respect to ``x`` computed by forward mode.
-
-    Inside reverse mode this is Zygote's escape hatch: the Jacobian of ``f`` is built with
-    frules (cheap when ``x`` is small) and pulled back through. Unlike Zygote's, gradients with
-    respect to values ``f`` closes over and to implicit ``params`` are kept: they flow through
-    reverse mode as usual.
-
-    Example:
-        >>> import numpy as np, zygotepy as zp
-        >>> W = np.array([[1.0, 2.0], [3.0, 4.0]])
-        >>> zp.gradient(lambda x: np.sum(zp.forwarddiff(lambda v: np.tanh(W @ v), x)), np.zeros(2))
-        (array([4., 6.]),)
-    """
-    levels = LEVELS.get()
-    trace = _dispatch.innermost(levels, (x,), {}, False) if levels else None
-    x0 = _dispatch.unbox(x, trace)[0] if trace is not None else x
-    if trace is None or trace.forward:
-        return _dispatch.call(f, x)
-    n = int(np.size(x0))
-    sets = [(_basis(x0, j),) for j in range(n)]
-    y, dots = _push(f, (x0,), sets)
-    J = _dispatch.call(np.stack, list(dots), -1) if dots else np.zeros((*np.shape(y), 0))
-    J = _dispatch.call(np.reshape, J, (*np.shape(unbox_all(y)), *np.shape(x0)))
-    # zero, with derivative one for this trace only: outer traces already see x through y and J
-    dx = _dispatch.call(np.subtract, x, x0)
-    return _dispatch.call(np.add, y, _dispatch.call(np.tensordot, J, dx, np.ndim(x0)))

@@ -17,9 +17,9 @@ import numpy as np
 import rulescore as rc
 from rulescore._zeros import NoTangent, ZeroTangent
 from zygotepy._adjoint import adjoint
-from zygotepy._api import _assemble, _box_args, _seeds, pullback
 from zygotepy._backward import backward
 from zygotepy._dispatch import call, innermost, unbox
+from zygotepy._reverse import ReverseTrace, _assemble, _box_args, _seeds, pullback
 from zygotepy._trace import LEVELS, new_trace, unbox_all
 
 
@@ -155,7 +155,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     if not levels:
         return f(*args)
     trace = innermost(levels, args, {}, deep=True) or levels[-1]
-    if trace.any_forward:
+    if not all(t.records for t in levels):
         return call(f, *args)  # nothing is stored in forward mode: checkpointing has nothing to save
     primals, routes, traced = [], [], []
     for i, a in enumerate(args):
@@ -179,7 +179,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         saved = np.random.get_state()
         np.random.set_state(random_state)
         try:
-            with new_trace(trace.params) as sub:
+            with new_trace(ReverseTrace, trace.params) as sub:
                 # arguments that were constants outside stay constants: no cotangent is built for them
                 boxed = [_box_args(sub, p) if t else p for p, t in zip(primals, traced, strict=True)]
                 seeds = _seeds(call(f, *boxed), sub, ybar)  # the recomputed output is not kept

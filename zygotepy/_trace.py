@@ -1,8 +1,10 @@
 """Trace state: a context-local stack of active traces, and the ``Box`` that carries a traced value.
 
-Every ``gradient``/``pullback`` call pushes a :class:`Trace` (its ``level`` is its depth in the
-stack) and records a tape of :class:`Box` nodes on it. A box remembers the rule pullback that
-made it and where its inputs came from (``routes``). A value traced by an outer level may sit
+Every ``gradient``/``pullback``/``jvp`` call pushes a trace of some kind (a subclass of
+:class:`Trace`; its ``level`` is its depth in the stack), and the values it traces are
+:class:`Box` es on it. A reverse trace's box is a node of its tape, remembering the rule
+pullback that made it and where its inputs came from (``routes``); a forward trace's box
+carries tangents. A value traced by an outer level may sit
 inside the box of an inner level: nesting is by wrapping, so perturbations never mix.
 The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate independently.
 """
@@ -12,8 +14,6 @@ from __future__ import annotations
 import contextvars
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from rulescore._checks import checks_enabled
@@ -26,24 +26,59 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 
 
 class Trace:
-    """One active differentiation: its tape of boxes and its implicit parameters."""
+    """One active differentiation: its tape of boxes and its implicit parameters.
 
-    __slots__ = ("level", "outer", "with_params", "forward", "directions", "any_forward", "first_order",
-                 "checks", "tape", "params", "param_boxes", "__weakref__")
+    The base of the trace kinds: each kind decides how a call with a rule is differentiated
+    (``differentiate``), with which rule table and ``RuleConfig`` (``rules``, ``config``), and how
+    a Python function without a rule is run (``python_target``). A reverse trace records
+    pullbacks on its tape (``zygotepy._reverse``); a forward trace pushes tangents through frules
+    (``zygotepy._forward``). The dispatcher only asks the trace.
+    """
 
-    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None,
-                 forward: bool = False, directions: int = 0) -> None:
-        self.forward = forward  # forward mode: boxes carry tangents instead of pullbacks
-        self.directions = directions  # forward mode: how many tangents each box carries
-        self.any_forward = forward or any(t.forward for t in outer)
+    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "tape", "params",
+                 "param_boxes", "__weakref__")
+
+    #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
+    records = True
+    #: The rulescore table this kind's rules come from, and the config its rules receive.
+    rules: Any = None
+    config: Any = None
+
+    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
         self.with_params = bool(params) or any(t.with_params for t in outer)
-        self.first_order = not outer and not forward and not self.with_params  # the dispatcher's hot path
+        self.uniform = all(type(t) is type(self) for t in outer)  # every active trace of one kind
+        #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
+        self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
         self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
+
+    def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
+        """This kind's rule for ``fn(*args)``, or ``None``."""
+        return self.rules.lookup(fn, args, self.config)
+
+    def may_have_rule(self, fn: Any, args: tuple[Any, ...]) -> bool:
+        """Whether a rule of some active trace may apply to ``fn(*args)`` (the dispatcher then
+        searches objects' fields for boxes). Exact when every active trace is of one kind."""
+        if self.uniform:
+            return self.lookup(fn, args) is not None
+        return any(t.rules.has_rules(fn) for t in (*self.outer, self))
+
+    def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``fn(*args, **kwargs)`` by this trace's rule, or ``NO_RULE`` (defined by each kind)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
+
+    def missing_rule(self, fn: Any) -> str | None:
+        """Why this kind cannot differentiate ``fn`` when another kind could, or ``None``."""
+        return None
+
+    def python_target(self, fn: Any, params: bool) -> Any:
+        """What runs a Python function without a rule so that its calls come back to the
+        dispatcher, or ``None`` (defined by each kind)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
 
     def box(self, value: Any, pullback: Any = None, routes: tuple[Any, ...] = (), nargs: int = 0) -> Box:
         """Record a new node: ``pullback`` maps its cotangent to ``nargs + 1`` cotangents, and
@@ -66,12 +101,6 @@ class Trace:
         self.tape.append((pullback, routes, nargs))
         return Box(value, self, index)
 
-    def tangent_box(self, value: Any, tangents: tuple[Any, ...]) -> Box:
-        """A forward-mode node: ``tangents`` holds one tangent per direction being pushed."""
-        b = Box(value, self, -1)
-        b._zp_tangents = tangents
-        return b
-
     def param_box(self, value: Any) -> Box:
         """The one input box standing for an implicit parameter, made on first sight."""
         key = id(value)
@@ -81,7 +110,11 @@ class Trace:
         return b
 
     def __repr__(self) -> str:
-        return f"<Trace level={self.level} nodes={len(self.tape)}>"
+        return f"<{type(self).__name__} level={self.level} nodes={len(self.tape)}>"
+
+
+#: What :meth:`Trace.differentiate` returns when the trace has no rule for the call.
+NO_RULE: Any = object()
 
 
 _GC_LOCK = threading.Lock()
@@ -130,22 +163,22 @@ def gc_paused() -> _GCPause:
     return _GC_PAUSE
 
 
-class new_trace:  # noqa: N801  (used as a function: ``with new_trace() as trace``)
-    """Push a new innermost trace for the duration of the block (collector paused).
+class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as trace``)
+    """Push a new innermost trace of class ``kind`` for the block (collector paused); extra
+    arguments go to the kind's constructor after the traces already active.
 
     Example:
-        >>> with new_trace() as trace:
+        >>> with new_trace(Trace) as trace:
         ...     trace.level
         0
     """
 
     __slots__ = ("trace", "token")
 
-    def __init__(self, params: dict[int, Any] | None = None, forward: bool = False,
-                 directions: int = 0) -> None:
-        self.trace = Trace(LEVELS.get(), params, forward, directions)
+    def __init__(self, kind: type[Trace], *args: Any, **kwargs: Any) -> None:
+        self.trace = kind(LEVELS.get(), *args, **kwargs)
 
-    def __enter__(self) -> Trace:
+    def __enter__(self) -> Any:
         trace = self.trace
         self.token = LEVELS.set((*trace.outer, trace))
         _GC_PAUSE.__enter__()
@@ -154,16 +187,6 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace() as trace
     def __exit__(self, *exc: object) -> None:
         _GC_PAUSE.__exit__()
         LEVELS.reset(self.token)
-
-
-@contextmanager
-def below(trace: Trace) -> Iterator[None]:
-    """Run the block with only the traces outside ``trace`` active (a rule's own body)."""
-    token = LEVELS.set(LEVELS.get()[: trace.level])
-    try:
-        yield
-    finally:
-        LEVELS.reset(token)
 
 
 class Box:
@@ -188,18 +211,14 @@ class Box:
 
 class BoundBoxMethod:
     """A C-level method of the primal's class bound to a box (``box.sum``): calling it dispatches
-    ``type(primal).sum(box, ...)`` so the method's rule applies."""
+    ``type(primal).sum(box, ...)`` so the method's rule applies (``__call__`` is installed by
+    :mod:`zygotepy._box`, with the rest of the box's behaviour)."""
 
     __slots__ = ("__func__", "__self__")
 
     def __init__(self, func: Any, box: Box) -> None:
         self.__func__ = func
         self.__self__ = box
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from zygotepy._dispatch import call_from_box
-
-        return call_from_box(self.__func__, self.__self__, *args, **kwargs)
 
 
 def unbox_all(x: Any) -> Any:

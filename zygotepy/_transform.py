@@ -1,33 +1,24 @@
-"""Source rewriting: make every call, operator and subscript in a Python function visible.
+"""Source rewriting, and nothing else: make every call, operator and subscript in a Python
+function visible to whoever supplies the helpers.
 
-A function differentiated through is parsed once (from its file, so lambdas are found by
-position), its calls ``f(a)`` become ``_zp_call(f, a)``, ``a + b`` becomes
-``_zp_call(operator.add, a, b)``, ``x[i]`` becomes ``_zp_getitem(x, i)`` (see :func:`getitem`), and
-the result is compiled with the original file name and line numbers (tracebacks point at the
-user's code). The new function shares the original's globals, closure cells (matched by name,
-so ``nonlocal`` writes are shared), defaults and class (for ``super()`` and name mangling).
-Results are cached per code object. Generators, coroutines and functions without source are
-called as they are (operator overloading still sees their arithmetic), with one warning.
+A function's source is parsed once (from its file, so lambdas are found by position), its calls
+``f(a)`` become ``_zp_call(f, a)``, ``a + b`` becomes ``_zp_call(_zp_op_add, a, b)``, ``x[i]``
+becomes ``_zp_getitem(x, i)``, and the result is compiled with the original file name and line
+numbers (tracebacks point at the user's code). The rewritten code takes the helpers
+(:data:`HELPER_NAMES`) as free variables after the original's own; :mod:`zygotepy._runtime`
+binds them to the engine. Results are cached per code object. Coroutines and functions
+without source give ``None`` (with one warning).
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import linecache
 import operator
-import os
-import sys
 import types
 import warnings
-import weakref
 from typing import Any
-
-import numpy as np
-
-from zygotepy import _dispatch
-from zygotepy._trace import LEVELS, Box
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -40,21 +31,6 @@ _INPLACE = {ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.i
             ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod,
             ast.Pow: operator.ipow, ast.MatMult: operator.imatmul}
 _LEFT_ALONE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
-_SKIP_MODULES = ("numpy", "scipy", "zygotepy")
-_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
-    dirs = []
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            dirs.append(os.path.abspath(location) + os.sep)
-    return tuple(dirs)
-
-
-#: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
-_SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 #: Coroutines run outside the differentiation's control flow: they are called as they are.
 _UNREWRITABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
@@ -63,76 +39,13 @@ class ZygoteWarning(UserWarning):
     """A function could only be differentiated by operator overloading (no source)."""
 
 
-def inplace(op: Any, iop: Any, x: Any, v: Any) -> Any:
-    """``x op= v``: in place for plain values and containers, functional when traced."""
-    if LEVELS.get() and type(x) not in (list, dict, set) and (
-        type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
-    ):
-        return _dispatch.call(op, x, v)
-    return iop(x, v)
-
-
-def store(container: Any, index: Any, value: Any) -> None:
-    """``a.b[i] = v`` and other stores that cannot be rebound: refused if they would hide a gradient."""
-    if LEVELS.get() and type(container) is not Box and type(value) is Box and not isinstance(
-            container, (list, dict)):
-        raise TypeError(
-            f"in-place assignment of a traced value into a {type(container).__name__} is not "
-            "differentiable; write it functionally (build a new array with np.where/np.concatenate, "
-            "or assign to a local name: `y = obj.buf; y[i] = v` is rewritten to a functional update)"
-        )
-    container[index] = value
-
-
-def setitem(x: Any, index: Any, value: Any) -> Any:
-    """``x[index] = value`` for a local name: in place unless a traced array is involved, then a
-    functional update the name is rebound to (refused if another reference could see the old
-    array: the caller's argument, an alias, a container holding it)."""
-    if LEVELS.get() and type(x) not in (list, dict) and (type(x) is Box or type(value) is Box):
-        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT:
-            raise TypeError(
-                "in-place assignment into an array that is also referenced elsewhere (an argument, "
-                "an alias or a container) cannot be differentiated: the other reference would not "
-                "see the update. Copy it first (`x = x.copy()`) or build a new array.")
-        from rulescore.rules.indexing import setindex
-
-        return _dispatch.call(setindex, x, index, value)
-    x[index] = value
-    return x
-
-
-#: References to an array held only by one local name, seen from inside ``setitem``: the
-#: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
-_LOCAL_ONLY_REFCOUNT = 3
-
-
-def param(x: Any) -> Any:
-    """The box of an implicit parameter, for the array ``x`` read by an attribute (``W.T``) or an
-    iteration (``for row in W``) that no call sees; anything else unchanged."""
-    if type(x) is np.ndarray:
-        levels = LEVELS.get()
-        if levels and levels[-1].with_params:
-            for trace in reversed(levels):
-                if trace.params.get(id(x)) is x:
-                    return trace.param_box(x)
-    return x
-
-
-def getitem(x: Any, index: Any) -> Any:
-    """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
-    implicit parameters may be inside); anything else goes through the dispatcher."""
-    tx = type(x)
-    if tx is list or tx is tuple or tx is dict:
-        levels = LEVELS.get()
-        if not levels or not levels[-1].with_params:
-            return x[index]
-    return _dispatch.call(operator.getitem, x, index)
-
-
-HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
-                           "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
-                           "_zp_getitem": getitem}
-HELPERS.update({f"_zp_op_{op.__name__}": op for op in [*_OPERATORS.values(), *_INPLACE.values()]})
+#: The operators the rewritten code calls through ``_zp_call``, by the name it uses for each.
+OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
+                                    for op in [*_OPERATORS.values(), *_INPLACE.values()]}
+#: The free variables rewritten code expects besides the original's own: the engine's runtime
+#: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
+HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
+                                 "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -387,8 +300,24 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
 # -- compiling the rewritten function -------------------------------------------------------------
 _BY_CODE: dict[tuple[types.CodeType, bool], types.CodeType | None] = {}
 _GENERATED: set[types.CodeType] = set()
-_BY_FUNCTION = (weakref.WeakKeyDictionary[Any, Any](), weakref.WeakKeyDictionary[Any, Any]())
 _WARNED: set[types.CodeType] = set()
+
+
+def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
+    """``fn``'s rewritten code (cached per code object), or ``None`` if it cannot be rewritten;
+    with ``params``, the variant that also passes attribute loads, iterations and unpackings
+    through ``_zp_param`` (implicit parameters reached without a call)."""
+    key = (fn.__code__, params)
+    try:
+        return _BY_CODE[key]
+    except KeyError:
+        new = _BY_CODE[key] = _rewrite(fn, params)
+        return new
+
+
+def is_generated(code: types.CodeType) -> bool:
+    """Whether ``code`` was made by :func:`rewritten` (it is never rewritten again)."""
+    return code in _GENERATED
 
 
 def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
@@ -411,7 +340,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
         func.decorator_list = []  # type: ignore[attr-defined]
         func.name = "_zp_fn"  # type: ignore[attr-defined]  # its own name must stay a global
     ast.copy_location(func, node)
-    placeholders = [*HELPERS, *code.co_freevars]
+    placeholders = [*HELPER_NAMES, *code.co_freevars]
     factory = ast.FunctionDef(
         name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                                 kw_defaults=[], kwarg=None, defaults=[]),
@@ -484,69 +413,3 @@ def _warn_no_source(fn: types.FunctionType, why: str = "no source") -> None:
         "parameters it reads) are not seen", ZygoteWarning, stacklevel=5)
 
 
-def transformed(fn: types.FunctionType, params: bool = False) -> Any:
-    """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten); with
-    ``params``, the variant that also sees implicit parameters reached without a call."""
-    cache = _BY_FUNCTION[params]
-    try:
-        return cache[fn]
-    except KeyError:
-        pass
-    code = fn.__code__
-    if code in _GENERATED:
-        result: Any = fn
-    else:
-        key = (code, params)
-        if key not in _BY_CODE:
-            _BY_CODE[key] = _rewrite(fn, params)
-        new = _BY_CODE[key]
-        if new is None:
-            result = fn
-        else:
-            cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
-            closure = tuple(cells[n] if n in cells else types.CellType(HELPERS[n]) for n in new.co_freevars)
-            result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
-            result.__kwdefaults__ = fn.__kwdefaults__
-            result.__qualname__ = fn.__qualname__
-    cache[fn] = result
-    return result
-
-
-def _skipped(fn: Any) -> bool:
-    code = getattr(fn, "__code__", None)
-    if code is not None:  # by file, so doctests run in a library's namespace are still user code
-        name = code.co_filename
-        return name.startswith(_SKIP_DIRS) and not (name.startswith(_ENGINE_DIR) and
-                                                     not os.path.basename(name).startswith("_"))
-    module = getattr(fn, "__module__", None) or ""
-    return module.split(".", 1)[0] in _SKIP_MODULES
-
-
-def python_target(fn: Any, params: bool = False) -> Any:
-    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
-    tf = type(fn)
-    if tf is types.FunctionType:
-        filename = fn.__code__.co_filename
-        if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
-            return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        return None if _skipped(fn) else transformed(fn, params)
-    if tf is type:
-        init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
-        if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
-                and init.__code__.co_filename[:1] != "<"):
-            return _constructor(fn)
-        return None
-    method = tf.__dict__.get("__call__") or next(
-        (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
-    if isinstance(method, types.FunctionType) and not _skipped(tf):
-        return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
-    return None
-
-
-def _constructor(cls: type) -> Any:
-    def construct(*args: Any, **kwargs: Any) -> Any:
-        obj = object.__new__(cls)
-        _dispatch.call(cls.__init__, obj, *args, **kwargs)
-        return obj
-
-    return construct

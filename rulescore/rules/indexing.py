@@ -44,7 +44,7 @@ from rulescore._registry import frule, rrule
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import unthunk
-from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore._zeros import NO_TANGENT_TYPES, NoTangent, ZeroTangent
 
 # -- the scatter primitive -----------------------------------------------------------------------
 
@@ -354,8 +354,6 @@ NONDIFF_ATTRIBUTES = frozenset({
 })
 
 _NUMERIC = (np.ndarray, np.generic, int, float, complex)
-_NO_TANGENT = (bool, np.bool_, str, bytes, type(None), type, types.ModuleType, types.FunctionType,
-               types.BuiltinFunctionType, types.MethodType, np.dtype, np.ufunc, range, slice)
 
 _MISSING: Any = object()
 
@@ -372,7 +370,7 @@ def _kind(x: Any, name: str, y: Any) -> str:
     """How ``getattr(x, name)`` is differentiated: ``none`` (no tangent), ``table`` (an array
     attribute), ``self`` (a bound method: the tangent is x's), ``field``, ``constant`` or
     ``unknown``."""
-    if isinstance(x, _NO_TANGENT):
+    if isinstance(x, NO_TANGENT_TYPES):
         return "none"
     if getattr(y, "__self__", None) is x and callable(y):
         return "self"

@@ -13,14 +13,6 @@ Example:
 """
 
 from rulescore.testing import strategies as strategies
-from rulescore.testing._checks import (
-    Tolerance,
-    default_tolerance,
-    tangent_space_problem,
-    test_frule,
-    test_frule_rrule,
-    test_scalar,
-)
 from rulescore.testing._engines import (
     SYSTEMS,
     check_systems,
@@ -36,6 +28,12 @@ from rulescore.testing._finite_differences import (
     fd_vjp,
 )
 from rulescore.testing._given import RuleTester, check_rule
+from rulescore.testing._result_checks import Tolerance, default_tolerance, tangent_space_problem
+from rulescore.testing._testers import (
+    test_frule,
+    test_frule_rrule,
+    test_scalar,
+)
 from rulescore.testing._vec import NoTangentArg, no_tangent
 
 __all__ = [

@@ -246,7 +246,7 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
         >>> import numpy as np, rulescore.testing as rct
         >>> rct.check_systems(np.tanh, (np.array([0.1, 0.7]),), {}, ["zygotepy"])
     """
-    from rulescore.testing._checks import test_rrule as check_rrule
+    from rulescore.testing._testers import test_rrule as check_rrule
 
     if systems == "all":
         names = installed_systems()
@@ -275,7 +275,7 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
 def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], system: _System,
                         lifted: Callable[..., Any], options: dict[str, Any]) -> None:
     """The system's pullback of ``f`` as a function of ``(args, ybar)``, checked like a rule."""
-    from rulescore.testing._checks import test_rrule as check_rrule
+    from rulescore.testing._testers import test_rrule as check_rrule
 
     y = f(*args, **kwargs)
     if not _is_float_tree(y) or not all(_is_double(a) for a in (*args, y)):
@@ -307,7 +307,7 @@ _TEST_RRULE_OPTIONS = ("output_tangent", "rtol", "atol", "fd", "rrule_f", "fkwar
 
 
 def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:
-    """``test_rrule`` of :mod:`rulescore.testing._checks` (the rule against finite differences),
+    """``test_rrule`` of :mod:`rulescore.testing._testers` (the rule against finite differences),
     then, with ``engines``, the same rule as each AD system consumes it: ``"all"`` checks every
     installed one (zygotepy and ``rulescore.interop``'s JAX, PyTorch and autograd exporters),
     first and second order (see :func:`check_systems`); or a name or list of names.
@@ -316,9 +316,9 @@ def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:
         >>> import numpy as np, rulescore.testing as rct
         >>> rct.test_rrule(np.tanh, np.array([0.1, 0.7]), engines="all")
     """
-    from rulescore.testing import _checks
+    from rulescore.testing import _testers
 
-    _checks.test_rrule(f, *args, **kwargs)
+    _testers.test_rrule(f, *args, **kwargs)
     if engines:
         options = {k: kwargs[k] for k in ("rtol", "atol", "fd", "rng") if k in kwargs}
         fkwargs = {**kwargs.get("fkwargs", {}),

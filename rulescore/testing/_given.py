@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from rulescore.testing._checks import test_frule, test_frule_rrule, test_rrule
+from rulescore.testing._testers import test_frule, test_frule_rrule, test_rrule, test_scalar
 from rulescore.testing._vec import no_tangent
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
@@ -111,8 +111,6 @@ class RuleTester:
 
     def scalar(self, f: Any, x: Any, **kwargs: Any) -> None:
         """``test_scalar`` with this tester's defaults."""
-        from rulescore.testing._checks import test_scalar
-
         kwargs.setdefault("rrule_f", self.rrule_f)
         kwargs.setdefault("frule_f", self.frule_f)
         test_scalar(f, x, **self._tol(kwargs))

@@ -11,18 +11,14 @@ vector, and name each degree of freedom for failure reports.
 from __future__ import annotations
 
 import dataclasses
-import types
 from typing import Any
 
 import numpy as np
 
 import rulescore as rc
+from rulescore._zeros import NO_TANGENT_TYPES
 
-_NO_TANGENT_TYPES = (
-    bool, np.bool_, str, bytes, type(None), type, types.FunctionType, types.BuiltinFunctionType,
-    types.MethodType, types.ModuleType, range, slice, type(Ellipsis), np.dtype, np.ufunc,
-    rc.AbstractZero,
-)
+_NO_TANGENT_TYPES = (*NO_TANGENT_TYPES, rc.AbstractZero)
 _MAX_DEPTH = 32
 
 

@@ -80,21 +80,6 @@ def test_reductions_and_shape_functions(data: st.DataObject) -> None:
     assert np.shape(a) == a.shape == shape and np.ndim(a) == len(shape) and a.directions == K
 
 
-@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
-@pytest.mark.parametrize("primal", ["array", "float32 array", "float", "broadcast"])
-def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], primal: str) -> None:
-    rng = np.random.default_rng(1)
-    data = rng.standard_normal((K, *shape)) + 1j * rng.standard_normal((K, *shape))
-    x: Any = {"array": np.zeros(shape), "float32 array": np.zeros(shape, np.float32), "float": 1.0,
-              "broadcast": np.zeros((1,) * len(shape))}[primal]
-    if primal == "float" and shape:
-        pytest.skip("a float's tangent has no shape")
-    got = rc.ProjectTo(x)(rc.Batched(data))
-    expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
-    assert got.data.dtype == expected.dtype
-    same(got, expected)
-
-
 @pytest.mark.parametrize("operation", [
     pytest.param(lambda t: np.asarray(t), id="asarray"),
     pytest.param(lambda t: float(t[0, 0]), id="float"),
@@ -115,8 +100,3 @@ def test_operations_without_batching_rule_raise(operation: Any) -> None:
         operation(t)
 
 
-def test_zero_tangents_absorb_and_add() -> None:
-    t = rc.Batched(np.ones((K, 2)))
-    assert rc.add(rc.ZeroTangent(), t) is t and rc.add(t, None) is t
-    assert rc.ZeroTangent() * t == rc.ZeroTangent()
-    same(rc.add(t, t), 2 * np.ones((K, 2)))

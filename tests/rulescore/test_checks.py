@@ -169,10 +169,12 @@ def test_array_cotangent_for_a_scalar_input():
     assert "shape (3,) for a scalar float" in message
 
 
-def test_cotangent_for_an_input_without_tangent_space():
-    message = rule_error(bad_string, "w", 2.0)
-    names_rule_and_call(message, "bad_string", "bad_string(str, float)")
-    assert "argument 1" in message and "a float for a str" in message
+@pytest.mark.parametrize("name", ["w", None, float, range(2), slice(1), np.dtype(np.float32), True])
+def test_cotangent_for_an_input_without_tangent_space(name):
+    message = rule_error(bad_string, name, 2.0)
+    kind = type(name).__name__
+    names_rule_and_call(message, "bad_string", f"bad_string({kind}, float)")
+    assert "argument 1" in message and f"a float for a {kind}" in message
 
 
 def test_rrule_not_returning_a_pair():

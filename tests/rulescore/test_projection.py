@@ -2,8 +2,7 @@
 
 import math
 import types
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -12,19 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rulescore as rc
+from tests.rulescore.structs import Point, PointNT
 
 ints = st.integers(-100, 100).map(float)
-
-
-@dataclass
-class Point:
-    x: float
-    y: float
-
-
-class PointNT(NamedTuple):
-    x: float
-    y: float
 
 
 class Layer:
@@ -321,3 +310,22 @@ def test_project_fast_path_returns_matching_cotangents_unchanged():
 def test_projector_repr_names_the_primal_type():
     assert repr(rc.ProjectTo(np.zeros(2))) == "ProjectTo(ndarray)"
     assert repr(rc.ProjectTo(Point(1.0, 2.0))) == "ProjectTo(Point)"
+
+
+# -- Batched: direction by direction -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "primal"), [
+    (shape, primal) for shape in [(), (3,), (2, 3)]
+    for primal in ["array", "float32 array", "float", "broadcast"]
+    if not (primal == "float" and shape)  # a float's tangent has no shape
+])
+def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], primal: str) -> None:
+    rng, K = np.random.default_rng(1), 3  # K directions
+    data = rng.standard_normal((K, *shape)) + 1j * rng.standard_normal((K, *shape))
+    x: Any = {"array": np.zeros(shape), "float32 array": np.zeros(shape, np.float32), "float": 1.0,
+              "broadcast": np.zeros((1,) * len(shape))}[primal]
+    got = rc.ProjectTo(x)(rc.Batched(data))
+    expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
+    assert type(got) is rc.Batched and got.data.dtype == expected.dtype
+    np.testing.assert_allclose(got.data, expected, rtol=1e-12, atol=1e-12)

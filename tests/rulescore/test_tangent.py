@@ -1,60 +1,16 @@
 """``Tangent[P]``: construction, field access, repr, equality and ``primal + tangent``."""
 
 import copy
+import gc
 import pickle
+import weakref
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 import rulescore as rc
-
-
-@dataclass
-class Point:
-    x: float
-    y: float
-
-
-@dataclass(frozen=True)
-class FrozenPoint:
-    x: float
-    y: float
-
-
-@dataclass(frozen=True, slots=True)
-class FrozenSlotPoint:
-    x: float
-    y: float
-
-
-class PointNT(NamedTuple):
-    x: float
-    y: float
-
-
-class PlainPoint:
-    def __init__(self, x, y):
-        self.x = x
-        self.y = y
-
-
-class SlotPoint:
-    __slots__ = ("x", "y")
-
-    def __init__(self, x, y):
-        self.x = x
-        self.y = y
-
-
-@dataclass
-class Model:
-    weights: np.ndarray
-    bias: float
-    shape: tuple
-    name: str
-
+from tests.rulescore.structs import FrozenPoint, Model, PlainPoint, Point, PointNT, SlotPoint
 
 # -- construction ----------------------------------------------------------------------------
 
@@ -202,69 +158,7 @@ def test_tangent_is_unhashable():
         hash(rc.Tangent[tuple](1.0))
 
 
-def test_conjugate_is_field_wise():
-    t = rc.Tangent[Point](x=1 + 2j, y=np.array([1j]))
-    c = t.conjugate()
-    assert c.x == 1 - 2j
-    np.testing.assert_array_equal(c.y, [-1j])
-    assert rc.conj(t) == c
-
-
-# -- primal + tangent ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("cls", [Point, FrozenPoint, FrozenSlotPoint, PointNT, PlainPoint, SlotPoint])
-def test_primal_plus_tangent_rebuilds_the_primal_without_mutating_it(cls):
-    p = cls(1.0, 2.0)
-    t = rc.Tangent[cls](x=0.5)
-    for q in (p + t, t + p, rc.add_to_primal(p, t)):
-        assert type(q) is cls
-        assert (q.x, q.y) == (1.5, 2.0)
-        assert q is not p
-    assert (p.x, p.y) == (1.0, 2.0)
-
-
-def test_primal_plus_tangent_for_tuple_list_and_dict():
-    assert (1.0, 2.0) + rc.Tangent[tuple](0.5, None) == (1.5, 2.0)
-    assert [1.0, 2.0] + rc.Tangent[list](None, 1.0) == [1.0, 3.0]
-    d = {"a": 1.0, "b": 2.0}
-    assert d + rc.Tangent[dict]({"b": 1.0}) == {"a": 1.0, "b": 3.0}
-    assert d == {"a": 1.0, "b": 2.0}
-
-
-def test_primal_plus_nested_tangent_rebuilds_each_level_and_keeps_the_rest():
-    w = np.ones(3)
-    m = Model(weights=w, bias=1.0, shape=(1.0, 2.0), name="m")
-    t = rc.Tangent[Model](weights=np.full(3, 0.5), shape=rc.Tangent[tuple](None, 1.0), name=rc.NoTangent())
-    new = m + t
-    np.testing.assert_array_equal(new.weights, [1.5, 1.5, 1.5])
-    assert new.shape == (1.0, 3.0) and new.bias == 1.0 and new.name == "m"
-    assert m.weights is w
-    np.testing.assert_array_equal(w, np.ones(3))  # the original array is not updated in place
-    assert m.shape == (1.0, 2.0)
-
-
-def test_primal_plus_thunk_fields_evaluates_them():
-    assert Point(1.0, 2.0) + rc.Tangent[Point](y=rc.Thunk(lambda: 1.0)) == Point(1.0, 3.0)
-
-
-def test_primal_plus_plain_tuple_field_adds_element_wise():
-    # A cotangent for a tuple field written as a plain tuple adds entries, never concatenates.
-    m = Model(weights=np.ones(1), bias=0.0, shape=(1.0, 2.0), name="m")
-    assert (m + rc.Tangent[Model](shape=(1.0, 1.0))).shape == (2.0, 3.0)
-    assert rc.add_to_primal((1.0, 2.0), (1.0, 1.0)) == (2.0, 3.0)
-
-
-def test_primal_plus_zero_tangent_is_the_primal():
-    p = Point(1.0, 2.0)
-    assert rc.add_to_primal(p, rc.ZeroTangent()) is p
-    assert rc.add_to_primal(p, None) is p
-    assert p + rc.Tangent[Point]() == p
-
-
-def test_primal_plus_tangent_with_an_unknown_field_raises():
-    with pytest.raises(AttributeError, match="z"):
-        Point(1.0, 2.0) + rc.Tangent[Point](z=1.0)
+# -- the structures a Tangent sees --------------------------------------------------------
 
 
 def test_fields_of_and_rebuild_agree_on_every_kind_of_struct():
@@ -273,3 +167,45 @@ def test_fields_of_and_rebuild_agree_on_every_kind_of_struct():
         assert rc.fields_of(p) == {"x": 1.0, "y": 2.0}
         q = rc.rebuild(p, {"y": 5.0})
         assert rc.fields_of(q) == {"x": 1.0, "y": 5.0} and rc.fields_of(p)["y"] == 2.0
+
+
+# -- the cache of Tangent[P] classes ---------------------------------------------------------
+
+
+def _local_class_used_everywhere() -> weakref.ref:
+    """A class defined in a function, used through every path that makes ``Tangent[P]``."""
+
+    @dataclass
+    class Local:
+        x: float
+
+    p = Local(1.0)
+    t = rc.Tangent[Local](x=2.0)
+    assert rc.ProjectTo(p)(t) + t == rc.Tangent[Local](x=4.0)
+    assert rc.add_to_primal(p, t) == Local(3.0) and rc.project(p, {"x": 1.0}) == rc.Tangent[Local](x=1.0)
+    return weakref.ref(Local)
+
+
+def test_a_class_used_in_tangents_is_collected_once_deleted():
+    primal_type = _local_class_used_everywhere()
+    gc.collect()
+    assert primal_type() is None
+
+
+def test_the_tangent_class_lives_as_long_as_its_primal_type():
+    spec = weakref.ref(rc.Tangent[Point])
+    gc.collect()
+    assert spec() is rc.Tangent[Point] and spec().primal_type is Point
+
+
+def test_a_tangent_does_not_keep_its_primal_type_alive():
+    @dataclass
+    class Gone:
+        x: float
+
+    t = rc.Tangent[Gone](x=1.0)
+    primal_type = weakref.ref(Gone)
+    del Gone
+    gc.collect()
+    assert primal_type() is None and t.primal_type is None
+    assert repr(2 * t + t) == "Tangent[Gone](x=3.0)"

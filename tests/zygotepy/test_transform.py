@@ -9,7 +9,8 @@ import pytest
 
 import rulescore as rc
 import zygotepy as zp
-from zygotepy._transform import _BY_CODE, transformed
+from zygotepy._runtime import transformed
+from zygotepy._transform import _BY_CODE
 
 
 def test_several_lambdas_on_one_line_are_told_apart():

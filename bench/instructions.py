@@ -1,0 +1,126 @@
+"""Instructions per gradient call, counted by callgrind: repeatable on a loaded machine.
+
+Timings on a shared two-core machine move by tens of percent; instruction counts do not. This
+script runs each workload N times and 0 times under ``valgrind --tool=callgrind`` and reports
+the difference divided by N, for the checkout given with ``--source`` (default: this one), so
+two commits can be compared side by side::
+
+    git worktree add /tmp/base <commit>
+    python bench/instructions.py --source /tmp/base --source .
+
+Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
+with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
+arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
+first gradient, counted once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+WORKLOADS = {
+    "scalar": """
+import math
+def f(x):
+    y = x
+    for _ in range(100):
+        y = math.sin(y) * x + 0.1
+    return y
+""",
+    "np_scalar": """
+import numpy as np
+def f(x):
+    y = x
+    for _ in range(100):
+        y = np.sin(y) * x + 0.1
+    return y
+""",
+    "mlp": """
+import numpy as np
+rng = np.random.default_rng(0)
+Ws = [rng.standard_normal((4, 4)) * 0.5 for _ in range(4)]
+bs = [rng.standard_normal(4) * 0.1 for _ in range(4)]
+X = rng.standard_normal((8, 4))
+def f(params):
+    h = X
+    for W, b in params:
+        h = np.tanh(h @ W + b)
+    return np.sum(h ** 2) / h.shape[0]
+""",
+}
+ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))"}
+
+PROGRAM = """
+import sys
+sys.path.insert(0, {source!r})
+import zygotepy as zp
+{body}
+arg = {arg}
+zp.gradient(f, arg)  # warm: the rewrite and the caches are not what is measured
+for _ in range({n}):
+    zp.gradient(f, arg)
+"""
+
+FIRST_CALL = """
+import sys
+sys.path.insert(0, {source!r})
+{import_only}
+"""
+
+
+def count(program: str) -> int:
+    """Instructions callgrind collects running ``program`` in a fresh interpreter."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "program.py")
+        with open(path, "w") as fh:
+            fh.write(program)
+        env = {**os.environ, "PYTHONHASHSEED": "0", "RULESCORE_CHECKS": "0"}
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", sys.executable, path],
+            capture_output=True, text=True, env=env, check=True,
+        )
+    match = re.search(r"Collected : (\d+)", out.stderr)
+    if match is None:
+        raise RuntimeError(f"callgrind printed no total:\n{out.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def per_call(source: str, workload: str, n: int) -> float:
+    body, arg = WORKLOADS[workload], ARGS[workload]
+    many = count(PROGRAM.format(source=source, body=body, arg=arg, n=n))
+    none = count(PROGRAM.format(source=source, body=body, arg=arg, n=0))
+    return (many - none) / n
+
+
+def first_call(source: str) -> float:
+    body = WORKLOADS["scalar"] + "\nimport zygotepy as zp\nzp.gradient(f, 0.7)\n"
+    with_call = count(FIRST_CALL.format(source=source, import_only=body))
+    bare = count(FIRST_CALL.format(source=source, import_only="import numpy"))
+    return float(with_call - bare)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", action="append", help="checkout(s) to measure (default: this one)")
+    parser.add_argument("--only", default="scalar,np_scalar,mlp,first_call")
+    parser.add_argument("-n", type=int, default=50, help="gradient calls counted per workload")
+    opts = parser.parse_args()
+    sources = [os.path.abspath(s) for s in (opts.source or [os.path.join(os.path.dirname(__file__), "..")])]
+    names = opts.only.split(",")
+    print("| workload | " + " | ".join(sources) + " |")
+    print("|---|" + "---:|" * len(sources))
+    for name in names:
+        row = []
+        for src in sources:
+            value = first_call(src) if name == "first_call" else per_call(src, name, opts.n)
+            row.append(f"{value / 1e6:.3f} M")
+        print(f"| {name} | " + " | ".join(row) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

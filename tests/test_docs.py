@@ -1,0 +1,118 @@
+"""The documentation site: the nav of mkdocs.yml and the pages in docs/ agree, and every code
+example on every page is run (the pages themselves run as doctests, ``--doctest-glob='*.md'``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+#: Fenced blocks of another system's code (shown beside ours, not run): ``title="..."`` values.
+FOREIGN_TITLES = {"JAX", "PyTorch", "Zygote", "ChainRulesCore", "ChainRulesTestUtils"}
+#: Languages that are not Python: shown, never run.
+NOT_PYTHON = {"bash", "julia", "text", "toml", "yaml"}
+FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+
+
+def nav_pages(entries: list[Any]) -> list[str]:
+    """Every page path in a mkdocs nav (nested sections flattened, URLs left out)."""
+    out: list[str] = []
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        if isinstance(value, list):
+            out += nav_pages(value)
+        elif not re.match(r"[a-z]+://", value):
+            out.append(value)
+    return out
+
+
+def load_config() -> dict[str, Any]:
+    text = (ROOT / "mkdocs.yml").read_text()
+    config: dict[str, Any] = yaml.safe_load(text)
+    return config
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+def test_nav_lists_every_page_and_every_page_exists() -> None:
+    listed = nav_pages(load_config()["nav"])
+    twice = sorted({p for p in listed if listed.count(p) > 1})
+    assert not twice, f"pages listed twice in the nav: {twice}"
+    missing = [p for p in listed if not (DOCS / p).is_file()]
+    assert not missing, f"mkdocs.yml lists pages that do not exist: {missing}"
+    unlisted = [str(p.relative_to(DOCS)) for p in pages() if str(p.relative_to(DOCS)) not in listed]
+    assert not unlisted, f"pages in docs/ missing from the nav of mkdocs.yml: {unlisted}"
+
+
+def test_nav_pages_helper_flattens_sections() -> None:
+    nav = [{"Home": "index.md"}, "api.md", {"Guides": [{"A": "a/b.md"}, {"Site": "https://x.org"}]}]
+    assert nav_pages(nav) == ["index.md", "api.md", "a/b.md"]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_python_block_is_run(page: Path) -> None:
+    """A fenced Python block is a doctest (so pytest runs it and checks its output) or another
+    system's code, titled with its name. Plain ```python blocks would be shown and never run."""
+    text = page.read_text()
+    for m in FENCE.finditer(text):
+        info, body = m["info"].strip(), m["body"]
+        language = info.split()[0] if info else ""
+        if language in NOT_PYTHON:
+            continue
+        title = re.search(r'title="([^"]*)"', info)
+        if title and title[1] in FOREIGN_TITLES:
+            continue
+        line = text[: m.start()].count("\n") + 1
+        assert ">>> " in body, f"{page.name}:{line}: a ```{info} block that is not a doctest is never run"
+        # the expected output of a doctest runs until a blank line: the closing fence needs one
+        # before it, or doctest would expect the fence as output
+        last = body.rstrip(" ").splitlines()[-1] if body.strip() else ""
+        assert last.strip() == "", f"{page.name}:{line}: leave a blank line before the closing fence"
+
+
+def test_foreign_blocks_sit_beside_ours() -> None:
+    """Every titled block of another system's code is in a side-by-side grid with our version."""
+    for page in pages():
+        text = page.read_text()
+        for m in FENCE.finditer(text):
+            title = re.search(r'title="([^"]*)"', m["info"])
+            if not (title and title[1] in FOREIGN_TITLES):
+                continue
+            start = text.rfind('<div class="grid" markdown>', 0, m.start())
+            end = text.find("</div>", m.end())
+            inside = start != -1 and end != -1 and "</div>" not in text[start:m.start()]
+            grid = text[start:end] if inside else ""
+            assert ">>> " in grid, f"{page.name}: {title[1]} code without our version beside it"
+
+
+def test_ci_runs_exactly_the_readme_commands() -> None:
+    """The README's first two commands (install and run the demo; install the test extras and
+    run the suite) are lines of .ci/run, verbatim."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^```bash\n(.*?)^```", readme, re.S | re.M)
+    assert block is not None, "the README has no ```bash block of set-up commands"
+    commands = [line for line in block[1].splitlines() if line.strip()][:2]
+    assert "python3 -m venv .venv" in commands[0] and "zygotepy.demo" in commands[0]
+    assert "pytest" in commands[1]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    for command in commands:
+        assert command in ci, f".ci/run does not run the README command {command!r}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_doctests_render_as_code(page: Path) -> None:
+    """A ``>>>`` line at the margin outside a fence is Markdown for a nested block quote: put
+    doctests in a ```pycon fence (or indent them four spaces)."""
+    in_fence = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if re.match(r"\s*```", line):
+            in_fence = not in_fence
+        assert in_fence or not line.startswith(">>>"), f"{page.name}:{number}: a doctest outside a code block"

@@ -1,0 +1,494 @@
+"""Reverse mode: the reverse trace, and ``gradient``, ``withgradient``, ``pullback``, the reverse
+Jacobian and implicit parameters (``params``/``Grads``).
+
+A :class:`ReverseTrace` records every rule's pullback on its tape (its first-order calls take
+a fast path that skips the dispatcher's general case). Arguments are boxed on a new trace
+(tuples, lists and dicts leaf by leaf, everything else as one value), the function runs
+through the dispatcher, and one backward sweep gives every argument's cotangent. Cotangents
+stay in rulescore's representation until the very edge (:mod:`zygotepy._edge`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import rulescore as rc
+from rulescore._structure import fields_of
+from rulescore._thunks import Thunk
+from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
+from zygotepy._adjoint_table import ADJOINTS
+from zygotepy._backward import backward, extract
+from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
+from zygotepy._edge import to_user
+from zygotepy._errors import NotScalarError
+from zygotepy._runtime import python_target
+from zygotepy._trace import NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
+
+
+class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
+    """The ``RuleConfig`` zygotepy hands to config-aware rrules: reverse mode via ``pullback``."""
+
+    def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        return rrule_via_engine(f, *args, **kwargs)
+
+
+CONFIG = Config()
+
+
+class ReverseTrace(Trace):
+    """A trace that records: a call with an rrule becomes a tape node holding its pullback."""
+
+    __slots__ = ()
+    records = True
+    rules = RRULES
+    config = CONFIG
+
+    def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
+        super().__init__(outer, params)
+        if not outer and not self.with_params:
+            self.fast_path = _apply_first_order  # the dispatcher's hot path
+
+    def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Record ``fn``'s rrule on this trace's tape, or ``NO_RULE``."""
+        rule = RRULES.lookup(fn, args, CONFIG)
+        return NO_RULE if rule is None else apply_rule(RRULES, rule, fn, args, kwargs, self)
+
+    def python_target(self, fn: Any, params: bool) -> Any:
+        """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
+        return python_target(fn, params)
+
+
+_PLAIN_CALLABLES: dict[Any, int] = {}  # callable -> ADJOINTS.version when found plain (-1: not plain)
+#: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
+_PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
+
+
+def _is_plain_callable(fn: Any) -> bool:
+    """Whether a callable with rules needs none of the dispatcher's general handling before its
+    rule: a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with no
+    legacy adjoint (cached until the next adjoint is defined)."""
+    try:
+        version = _PLAIN_CALLABLES[fn]
+        if version == ADJOINTS.version:
+            return True
+        if version < 0:
+            return False
+    except KeyError:
+        if not RRULES.has_rules(fn):
+            return False  # not cached: a rule may be registered later
+    except TypeError:  # an unhashable callable object
+        return False
+    tf = type(fn)
+    owner = getattr(fn, "__self__", None)
+    module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn not in SPECIAL_FORMS \
+        and fn is not operator.getitem and fn is not getattr
+    if not plain:
+        _PLAIN_CALLABLES[fn] = -1
+        return False
+    if ADJOINTS.has_rules(fn):
+        _PLAIN_CALLABLES.pop(fn, None)
+        return False
+    _PLAIN_CALLABLES[fn] = ADJOINTS.version
+    return True
+
+
+def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
+    """:func:`~zygotepy._dispatch.apply_rule` for the commonest call (a first-order reverse
+    trace's ``fast_path``): a plain callable with rules, arguments that are floats, ints, arrays
+    or this trace's boxes of floats and arrays. Anything else is left to the full path
+    (``NOT_FAST``)."""
+    if type(fn) is Box:
+        return NOT_FAST  # a traced callable object: never hashed here
+    try:
+        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
+    except (KeyError, TypeError):
+        known = False
+    if not known and not _is_plain_callable(fn):
+        return NOT_FAST
+    primals: Any = args
+    routes: list[tuple[int, int]] = []
+    for i, a in enumerate(args):
+        ta = type(a)
+        if ta is Box:
+            v = a._zp_value
+            if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
+                return NOT_FAST
+            if not routes:
+                primals = list(args)
+            primals[i] = v
+            routes.append((i, a._zp_index))
+        elif ta is not float and ta is not np.ndarray and ta is not int:
+            return NOT_FAST
+    if not routes:
+        return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
+    plain = tuple(primals)
+    rule = RRULES.lookup(fn, plain, CONFIG)
+    if rule is None or rule.kind != "rule":
+        return NOT_FAST
+    if rule.config or trace.checks:
+        y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
+    else:
+        y, pullback = rule.impl(*plain)  # type: ignore[misc]
+    ty = type(y)
+    if ty is not float and ty is not np.ndarray and plain_output(y):
+        return y
+    tape = trace.tape
+    tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
+    return Box(y, trace, len(tape) - 1)
+
+
+def _box_args(trace: Trace, x: Any) -> Any:
+    t = type(x)
+    if t is np.ndarray or t is float:
+        return trace.box(x)
+    if t is tuple or t is list:
+        return t(_box_args(trace, v) for v in x)
+    if t is dict:
+        return {k: _box_args(trace, v) for k, v in x.items()}
+    if isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x) or inspect.ismodule(x):
+        return x
+    return trace.box(x)
+
+
+def _assemble(boxed: Any, cts: list[Any]) -> Any:
+    """The internal cotangent of one argument, from the cotangents of its boxes."""
+    t = type(boxed)
+    if t is Box:
+        ct = cts[boxed._zp_index]
+        return ZeroTangent() if ct is None else ct
+    if t is tuple or t is list:
+        parts = [_assemble(v, cts) for v in boxed]
+        return rc.Tangent[t](*parts) if any(not rc.is_zero(p) for p in parts) else ZeroTangent()
+    if t is dict:
+        entries = {k: _assemble(v, cts) for k, v in boxed.items()}
+        nonzero = any(not rc.is_zero(p) for p in entries.values())
+        return rc.Tangent[dict](entries) if nonzero else ZeroTangent()
+    return NoTangent()
+
+
+def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
+    """``to_user(_assemble(boxed, cts), primal)`` without building structural tangents: an
+    argument's boxes read straight into the user's containers. A leaf whose cotangent is already
+    an array of the primal's shape and float dtype (or a float for a float) is final as it is;
+    any other leaf goes through :func:`to_user`."""
+    t = type(boxed)
+    if t is Box:
+        ct = cts[boxed._zp_index]
+        if type(ct) is Thunk:
+            ct = ct.unthunk()
+        tp = type(primal)
+        if tp is np.ndarray:
+            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
+                    and primal.dtype.kind in "fc"):
+                return ct
+        elif tp is float and type(ct) is float:
+            return ct
+        return to_user(ZeroTangent() if ct is None else ct, primal)
+    if t is tuple or t is list:
+        parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
+        return None if all(p is None for p in parts) else t(parts)
+    if t is dict:
+        entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
+        return None if all(v is None for v in entries.values()) else entries
+    return None
+
+
+def _check_scalar(f: Any, y: Any) -> None:
+    v = unbox_all(y)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        what = (f"an array of shape {v.shape}" if isinstance(v, np.ndarray)
+                else "a complex number" if isinstance(v, (complex, np.complexfloating))
+                else f"a {type(v).__name__}")
+        raise NotScalarError(
+            f"gradient needs {getattr(f, '__qualname__', f)!s} to return a real scalar, but it returned "
+            f"{what}; use zygotepy.jacobian or zygotepy.pullback (with an explicit output cotangent) instead"
+        )
+
+
+def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
+    _, route = unbox(out, trace)
+    if route is None:
+        return []
+    if type(route) is Box:
+        return [(route._zp_index, _seed_for(route, ybar))]
+    return [(box._zp_index, _seed_for(box, extract(ybar, path))) for path, box in route]
+
+
+def _seed_for(box: Box, ybar: Any) -> Any:
+    if ybar is None or isinstance(ybar, AbstractZero):
+        return ZeroTangent()
+    value = box._zp_value
+    if type(ybar) is float and (type(value) is float or type(value) is np.float64):
+        return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
+    return call(rc.ProjectTo(value), ybar)
+
+
+def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
+         params: dict[int, Any] | None = None) -> tuple[Trace, tuple[Any, ...], Any]:
+    with new_trace(ReverseTrace, params) as trace:
+        boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
+                      for i, a in enumerate(args))
+        out = call(f, *boxed, **kwargs)
+    return trace, boxed, out
+
+
+def _pullback(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[Any, ...], Any]:
+    """``(y, boxed arguments, sweep)``: ``sweep(ybar)`` gives the cotangent of every tape node."""
+    trace, boxed, out = _run(f, args, kwargs, None)
+    y = unbox(out, trace)[0]
+
+    def sweep(ybar: Any) -> list[Any]:
+        return backward(trace, _seeds(out, trace, ybar))
+
+    return y, boxed, sweep
+
+
+def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``(y, back)``: ``y = f(*args)`` and ``back(ybar)``, the vector-Jacobian product.
+
+    ``back`` returns one gradient per argument (``None`` where there is none) and may be called
+    any number of times.
+
+    Example:
+        >>> import math, zygotepy as zp
+        >>> y, back = zp.pullback(math.sin, 0.5)
+        >>> round(y, 6), back(1.0)
+        (0.479426, (0.8775825618903728,))
+    """
+    y, boxed, sweep = _pullback(f, args, kwargs)
+
+    def back(ybar: Any) -> tuple[Any, ...]:
+        cts = sweep(ybar)
+        return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
+
+    return y, back
+
+
+def _selection(f: Any, nargs: int, argnums: Any, wrt: Any) -> tuple[int, ...] | None:
+    if argnums is None and wrt is None:
+        return None
+    if wrt is not None:
+        names = list(inspect.signature(f).parameters)
+        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        missing = [w for w in wanted if w not in names[:nargs]]
+        if missing:
+            raise ValueError(f"wrt names {missing} are not positional arguments of {f!r} ({names[:nargs]})")
+        return tuple(names.index(w) for w in wanted)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return tuple(n % nargs for n in nums)
+
+
+def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None, **kwargs: Any) -> Any:
+    """The gradient of a real-scalar-valued ``f`` at ``args``: a tuple, one entry per argument.
+
+    ``argnums`` (an int or tuple of ints) or ``wrt`` (argument names) select the arguments to
+    differentiate; the tuple then has one entry per selected argument. With a single
+    :class:`Params` argument, ``f`` takes no arguments and the result is a :class:`Grads`.
+
+    Example:
+        >>> import zygotepy as zp
+        >>> zp.gradient(lambda x, y: x * y + y, 2.0, 3)
+        (3.0, 3.0)
+        >>> zp.gradient(lambda x, y: x * y, 2.0, 3.0, argnums=1)
+        (2.0,)
+    """
+    return withgradient(f, *args, argnums=argnums, wrt=wrt, **kwargs).grad
+
+
+class WithGradient(NamedTuple):
+    """``withgradient``'s result: the value and the gradient tuple."""
+
+    val: Any
+    grad: Any
+
+
+def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = None,
+                 **kwargs: Any) -> WithGradient:
+    """``(val, grad)``: the value of ``f`` and its gradient (as :func:`gradient`), in one pass.
+
+    Example:
+        >>> import zygotepy as zp
+        >>> zp.withgradient(lambda x: x ** 2, 3.0)
+        WithGradient(val=9.0, grad=(6.0,))
+        >>> zp.withgradient(lambda x, y: x * y, 2.0, 5.0, argnums=0)
+        WithGradient(val=10.0, grad=(5.0,))
+    """
+    with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
+        return _withgradient(f, args, argnums, wrt, kwargs)
+
+
+def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
+                  kwargs: dict[str, Any]) -> WithGradient:
+    if len(args) == 1 and isinstance(args[0], Params):
+        trace, _, out = _run(f, (), {}, None, args[0].by_id())
+        _check_scalar(f, out)
+        return WithGradient(unbox(out, trace)[0], _grads_from(trace, out, args[0], once=True))
+    selected = _selection(f, len(args), argnums, wrt)
+    trace, boxed, out = _run(f, args, kwargs, selected)
+    _check_scalar(f, out)
+    cts = backward(trace, _seeds(out, trace, 1.0), once=True)
+    grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
+    if selected is not None:
+        grads = tuple(grads[i] for i in selected)
+    return WithGradient(unbox(out, trace)[0], grads)
+
+
+def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """The Jacobian by reverse mode: one pullback per output element (see ``zygotepy.jacobian``).
+
+    Example:
+        >>> import numpy as np
+        >>> reverse_jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
+        (array([[2., 0.],
+               [0., 4.]]),)
+    """
+    y, back = pullback(f, *args, **kwargs)
+    y_arr = np.asarray(unbox_all(y))  # only its shape and dtype: seeds are constants
+    rows: list[tuple[Any, ...]] = []
+    for index in np.ndindex(*y_arr.shape):
+        seed = np.zeros_like(y_arr, dtype=np.result_type(y_arr.dtype, np.float64))
+        seed[index] = 1.0
+        rows.append(back(seed if y_arr.ndim else seed[()]))
+    out = []
+    for i, a in enumerate(args):
+        shape = np.shape(unbox_all(a))
+        # entries may be traced by an outer differentiation: assemble them through the dispatcher
+        block = [np.zeros(shape) if r[i] is None else r[i] for r in rows]
+        stacked = call(np.stack, block) if block else np.zeros((0, *shape))
+        out.append(call(np.reshape, stacked, y_arr.shape + shape))
+    return tuple(out)
+
+
+def rrule_via_engine(f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``(y, pullback)`` in rulescore's protocol, computed by differentiating ``f``."""
+    y, boxed, sweep = _pullback(f, args, kwargs)
+
+    def via_ad_pullback(ybar: Any) -> tuple[Any, ...]:
+        cts = sweep(ybar)
+        return (NoTangent(), *(_assemble(b, cts) for b in boxed))
+
+    return y, via_ad_pullback
+
+
+# -- implicit parameters -----------------------------------------------------------------------------
+def _arrays_in(x: Any, out: list[np.ndarray], seen: set[int]) -> None:
+    if id(x) in seen:
+        return
+    seen.add(id(x))
+    if isinstance(x, np.ndarray):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _arrays_in(v, out, seen)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _arrays_in(v, out, seen)
+    elif not isinstance(x, (int, float, complex, str, bytes, type(None))):
+        for v in fields_of(x).values():
+            _arrays_in(v, out, seen)
+
+
+class Params:
+    """Implicit parameters: arrays tracked by identity wherever the code reaches them (closures,
+    globals, attributes). Objects, lists, tuples and dicts are searched for arrays.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([1.0, 2.0])
+        >>> gs = zp.gradient(lambda: (W * W).sum(), zp.params(W))
+        >>> gs[W]
+        array([2., 4.])
+    """
+
+    def __init__(self, *xs: Any) -> None:
+        arrays: list[np.ndarray] = []
+        _arrays_in(xs, arrays, set())
+        self._arrays = arrays
+
+    def by_id(self) -> dict[int, np.ndarray]:
+        return {id(a): a for a in self._arrays}
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __contains__(self, x: object) -> bool:
+        return any(a is x for a in self._arrays)
+
+    def __repr__(self) -> str:
+        return f"Params([{', '.join(f'{a.dtype}{list(a.shape)}' for a in self._arrays)}])"
+
+
+def params(*xs: Any) -> Params:
+    """Collect implicit parameters (arrays, or objects/containers holding arrays).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> len(zp.params(np.ones(2), [np.zeros(3), {"b": np.ones(1)}]))
+        3
+    """
+    return Params(*xs)
+
+
+class Grads(Mapping[Any, Any]):
+    """Gradients of implicit parameters, indexed by the parameter arrays themselves.
+
+    Supports ``gs[W]``, ``keys()``, ``items()``, ``gs1 + gs2`` and ``2 * gs``.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([3.0])
+        >>> gs = zp.gradient(lambda: (W ** 2).sum(), zp.params(W))
+        >>> (2 * gs)[W], (gs + gs)[W]
+        (array([12.]), array([12.]))
+    """
+
+    def __init__(self, params: Params, grads: dict[int, Any]) -> None:
+        self.params = params
+        self._grads = grads
+
+    def __getitem__(self, p: Any) -> Any:
+        if p not in self.params:
+            raise KeyError("not one of the parameters (parameters are matched by identity)")
+        return self._grads.get(id(p))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.params)
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> Grads:
+        return Grads(self.params, {id(p): op(self[p], other[p] if isinstance(other, Grads) else other)
+                                   for p in self.params})
+
+    def __add__(self, other: Grads) -> Grads:
+        return self._combine(other, lambda a, b: b if a is None else a if b is None else a + b)
+
+    def __mul__(self, s: Any) -> Grads:
+        return self._combine(s, lambda a, b: None if a is None else a * b)
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return f"Grads({len(self)} parameters)"
+
+
+def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False) -> Grads:
+    cts = backward(trace, _seeds(out, trace, 1.0), once)
+    grads = {}
+    for p in ps:
+        box = trace.param_boxes.get(id(p))
+        grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
+    return Grads(ps, grads)
