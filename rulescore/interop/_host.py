@@ -29,7 +29,7 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents",
-           "op_name", "rule_op"]
+           "merge_leaves", "op_name", "remember", "rule_op"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -227,6 +227,19 @@ def _fill(grads: Any, xs: Sequence[Any], mask: Sequence[bool]) -> tuple[Any, ...
                  for g, x, d in zip(grads, xs, mask, strict=True) if d)
 
 
+def merge_leaves(dyn: Sequence[Any], static: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """All leaves in order: ``dyn`` where ``mask`` is true, ``static`` elsewhere."""
+    d, s = iter(dyn), iter(static)
+    return [next(d) if m else next(s) for m in mask]
+
+
+def remember(cache: dict[Any, HostOp], key: Any, op: HostOp, limit: int = 64) -> None:
+    """Keep ``op`` for ``key`` in an exporter's per-function cache, dropping the oldest beyond ``limit``."""
+    if len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = op
+
+
 def op_name(f: Any) -> str:
     """The name errors use for the user's function."""
     return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
@@ -245,9 +258,7 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
     diff_in = tuple(np.issubdtype(d, np.inexact) for _, d in in_specs)
 
     def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
-        dyn, st = iter(xs), iter(static)
-        leaves = [next(dyn) if d else next(st) for d in dynamic_mask]
-        return tuple(args_structure.rebuild(leaves))
+        return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
 
     def fun(*xs: Any) -> tuple[Any, ...]:
         xp = array_namespace(*xs)

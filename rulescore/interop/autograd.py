@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from autograd.extend import defjvp_argnums, defvjp_argnums, primitive
 
-from rulescore.interop._host import HostOp, flatten, is_dynamic, rule_op
+from rulescore.interop._host import HostOp, flatten, is_dynamic, remember, rule_op
 
 __all__ = ["wrap"]
 
@@ -92,9 +92,7 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         if op is None:
             op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
                          concrete=[np.asarray(_value(x)) for x in dyn])
-            if len(cache) >= 64:
-                cache.pop(next(iter(cache)))
-            cache[key] = op
+            remember(cache, key, op)
         return op.out_structure.rebuild([_call(op, i, *dyn) for i in range(len(op.out_specs))])
 
     return wrapped

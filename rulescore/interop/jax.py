@@ -34,7 +34,17 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from rulescore.interop._host import HostOp, Spec, Structure, flatten, is_dynamic, op_name, rule_op
+from rulescore.interop._host import (
+    HostOp,
+    Spec,
+    Structure,
+    flatten,
+    is_dynamic,
+    merge_leaves,
+    op_name,
+    remember,
+    rule_op,
+)
 
 __all__ = ["wrap"]
 
@@ -227,7 +237,7 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
     """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
     here, nothing computed), else ``None``."""
     try:
-        out = jax.eval_shape(lambda *d: f(*structure.rebuild(_merge(list(d), static, mask)), **kwargs), *sds)
+        out = jax.eval_shape(lambda *d: f(*structure.rebuild(merge_leaves(d, static, mask)), **kwargs), *sds)
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
@@ -284,11 +294,9 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             traced = any(isinstance(x, jax.core.Tracer) for x in dyn)
             concrete = None if traced else [np.asarray(x) for x in dyn]
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
-                                  _out_specs(out_shape, structure.rebuild(_merge(sds, static, mask))),
+                                  _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
                                   concrete=concrete)
-            if len(cache) >= 64:
-                cache.pop(next(iter(cache)))
-            cache[key] = op
+            remember(cache, key, op)
         return op
 
     @functools.wraps(f)
@@ -300,8 +308,3 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 
     return wrapped
-
-
-def _merge(dyn: list[Any], static: tuple[Any, ...], mask: tuple[bool, ...]) -> list[Any]:
-    d, s = iter(dyn), iter(static)
-    return [next(d) if m else next(s) for m in mask]

@@ -30,7 +30,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from rulescore.interop._host import HostOp, Structure, flatten, is_dynamic, op_name, rule_op
+from rulescore.interop._host import (
+    HostOp,
+    Structure,
+    flatten,
+    is_dynamic,
+    merge_leaves,
+    op_name,
+    remember,
+    rule_op,
+)
 
 __all__ = ["wrap"]
 
@@ -113,7 +122,7 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     """The native-tier op when ``f`` and its rrule run on tensors (tried on ``meta`` tensors,
     nothing computed), else ``None``."""
     try:
-        merged = structure.rebuild(_merge(metas, static, mask))
+        merged = structure.rebuild(merge_leaves(metas, static, mask))
         leaves, out_structure = flatten(f(*merged, **kwargs))
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
@@ -122,11 +131,6 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     except Exception:  # f or its rule needs NumPy arrays: the host tier
         return None
     return op
-
-
-def _merge(dyn: list[Any], static: tuple[Any, ...], mask: tuple[bool, ...]) -> list[Any]:
-    d, s = iter(dyn), iter(static)
-    return [next(d) if m else next(s) for m in mask]
 
 
 def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any]:
@@ -167,9 +171,7 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
             concrete = None if any(torch._C._functorch.is_functorch_wrapped_tensor(x) for x in dyn) \
                 else [_numpy(x) for x in dyn]
             op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete)
-            if len(cache) >= 64:
-                cache.pop(next(iter(cache)))
-            cache[key] = op
+            remember(cache, key, op)
         return op
 
     @functools.wraps(f)
