@@ -32,6 +32,7 @@ from rulescore._helpers import (
     scalar_rule,
 )
 from rulescore._linear import deflinear, linear_rules
+from rulescore._namespace import array_namespace
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
 from rulescore._rule_pair import RulePair, register_rules
@@ -45,10 +46,10 @@ __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
-    "add_to_primal", "checking", "checks_enabled", "conj", "deflinear", "fields_of", "frule", "frule_via_ad",
-    "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable", "non_differentiable_rules",
-    "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule", "rrule_via_ad",
-    "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves", "tree_map",
-    "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
+    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "deflinear", "fields_of",
+    "frule", "frule_via_ad", "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable",
+    "non_differentiable_rules", "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule",
+    "rrule_via_ad", "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves",
+    "tree_map", "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
 ]
 __version__ = "0.1.0"

@@ -13,7 +13,14 @@ Example:
 """
 
 from rulescore.testing import strategies as strategies
-from rulescore.testing._engines import frule_from_jvp, rrule_from_pullback
+from rulescore.testing._engines import (
+    SYSTEMS,
+    check_systems,
+    frule_from_jvp,
+    installed_systems,
+    rrule_from_pullback,
+    test_rrule,
+)
 from rulescore.testing._finite_differences import (
     FiniteDifferenceError,
     FiniteDifferences,
@@ -25,12 +32,12 @@ from rulescore.testing._result_checks import Tolerance, default_tolerance, tange
 from rulescore.testing._testers import (
     test_frule,
     test_frule_rrule,
-    test_rrule,
     test_scalar,
 )
 from rulescore.testing._vec import NoTangentArg, no_tangent
 
 __all__ = [
+    "SYSTEMS", "check_systems", "installed_systems",
     "FiniteDifferenceError", "FiniteDifferences", "NoTangentArg", "RuleTester", "Tolerance", "check_rule",
     "default_tolerance", "frule_from_jvp", "rrule_from_pullback",
     "fd_jvp", "fd_vjp", "no_tangent", "strategies", "tangent_space_problem", "test_frule",

@@ -1,4 +1,7 @@
-"""pytest plugin for rule authors (registered as the ``rulescore`` pytest11 entry point).
+"""pytest plugin for rule authors, opt-in: installing rulescore changes no other project's tests.
+
+Enable it with ``pytest -p rulescore.testing.plugin``, or in a top-level ``conftest.py`` with
+``pytest_plugins = ["rulescore.testing.plugin"]`` (needs the ``testing`` extra: hypothesis). Then it
 
 - turns rulescore's checking mode on (``RULESCORE_CHECKS=1`` before rulescore is imported, and
   ``rc.checking()`` around every test, unless the environment sets ``RULESCORE_CHECKS=0``);
@@ -12,9 +15,6 @@ A test file needs nothing else::
 
     def test_my_rule(rule_tester):
         rule_tester.rrule(my_function, 1.5)
-
-Without the installed entry point (a source checkout), enable it with
-``-p rulescore.testing.plugin`` or import the fixture into a ``conftest.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,387 @@
+"""The part every exporter shares: a function on flat NumPy leaves with derivatives from rules.
+
+An exporter (JAX, PyTorch, autograd) flattens the user's arguments into leaves, hands NumPy
+arrays to a :class:`HostOp`, and turns the op's ``fun`` / ``jvp`` / ``vjp`` into its own
+system's primitive. ``vjp`` comes from the registered rrule and ``jvp`` from the frule; the
+op's ``vjp_op`` is the pullback itself as another :class:`HostOp` (for derivatives of any
+order), whose own derivatives come from an installed AD engine (entry-point group
+``rulescore.engines``) differentiating the pullback.
+
+Tangent conventions at the boundary: ``None`` / ``ZeroTangent()`` / ``NoTangent()`` become
+arrays of zeros (or are skipped for non-differentiable leaves), thunks are evaluated,
+``Tangent[tuple]`` / ``Tangent[dict]`` / tuples / dicts are read leaf by leaf.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rulescore._arithmetic import is_zero
+from rulescore._namespace import array_namespace
+from rulescore._registry import frule, rrule
+from rulescore._thunks import unthunk
+from rulescore._zeros import NoTangent
+
+__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents",
+           "merge_leaves", "op_name", "remember", "rule_op"]
+
+
+Spec = tuple[tuple[int, ...], Any]
+
+
+class EngineMissingError(RuntimeError):
+    """Higher derivatives of a host (NumPy) rule need an AD engine, and none is installed."""
+
+
+# -- structures --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Structure:
+    """How a (nested) tuple / list / dict of leaves was built; ``None`` kind means one leaf."""
+
+    kind: type | None
+    keys: tuple[Any, ...] = ()
+    children: tuple[Structure, ...] = ()
+
+    @property
+    def n_leaves(self) -> int:
+        return 1 if self.kind is None else sum(c.n_leaves for c in self.children)
+
+    def rebuild(self, leaves: Sequence[Any]) -> Any:
+        """The container with ``leaves`` put back in order."""
+        it = iter(leaves)
+        out = self._build(it)
+        return out
+
+    def _build(self, it: Any) -> Any:
+        if self.kind is None:
+            return next(it)
+        items = [c._build(it) for c in self.children]
+        if self.kind is dict:
+            return dict(zip(self.keys, items, strict=True))
+        if hasattr(self.kind, "_fields"):
+            return self.kind(*items)
+        return self.kind(items)
+
+
+def flatten(x: Any) -> tuple[list[Any], Structure]:
+    """Leaves of ``x`` (tuples, lists and dicts are containers; anything else is a leaf).
+
+    Example:
+        >>> leaves, s = flatten((1.0, {"a": 2.0}))
+        >>> leaves, s.rebuild([3.0, 4.0])
+        ([1.0, 2.0], (3.0, {'a': 4.0}))
+    """
+    leaves: list[Any] = []
+    return leaves, _flatten_into(x, leaves)
+
+
+def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
+    if isinstance(x, dict):
+        keys = tuple(x)
+        return Structure(dict, keys, tuple(_flatten_into(x[k], leaves) for k in keys))
+    if isinstance(x, (tuple, list)):
+        return Structure(type(x), (), tuple(_flatten_into(v, leaves) for v in x))
+    leaves.append(x)
+    return Structure(None)
+
+
+def is_dynamic(x: Any) -> bool:
+    """Leaves that cross into another AD system as arrays: arrays and Python floats/complexes.
+
+    Python ints, bools, strings and other objects stay static (closed over, no tangent).
+    """
+    return isinstance(x, (float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__") \
+        or type(x).__module__.split(".")[0] in ("jax", "jaxlib", "torch")
+
+
+def leaf_tangents(t: Any, s: Structure) -> list[Any]:
+    """The tangent ``t`` of a primal with structure ``s``, leaf by leaf (``None`` for zeros).
+
+    Example:
+        >>> import rulescore as rc
+        >>> _, s = flatten((1.0, {"a": 2.0}))
+        >>> leaf_tangents(rc.Tangent[tuple](rc.ZeroTangent(), {"a": 5.0}), s)
+        [None, 5.0]
+    """
+    t = unthunk(t)
+    if is_zero(t):
+        return [None] * s.n_leaves
+    if s.kind is None:
+        return [t]
+    out: list[Any] = []
+    for i, child in enumerate(s.children):
+        key = s.keys[i] if s.kind is dict else i
+        part = t.get(key) if isinstance(t, dict) else t[key]
+        out.extend(leaf_tangents(part, child))
+    return out
+
+
+# -- engines -------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def engine() -> Any:
+    """The installed AD engine (``rulescore.engines`` entry point) that differentiates pullbacks.
+
+    It needs ``pullback(f, *args) -> (y, back)`` with ``back(ybar)`` giving one gradient per
+    argument (``None`` for none), as ``zygotepy.pullback``.
+    """
+    for ep in sorted(importlib.metadata.entry_points(group="rulescore.engines"), key=lambda e: e.name):
+        return ep.load()
+    raise EngineMissingError(
+        "higher derivatives of a host (NumPy) rule differentiate its pullback with an AD engine, and "
+        "none is installed: `pip install zygotepy` (or any package with a 'rulescore.engines' entry "
+        "point), or write the function and its rule with rc.array_namespace so they run natively")
+
+
+# -- the op ------------------------------------------------------------------------------------------
+
+
+class HostOp:
+    """A NumPy function of flat leaves ``fun(*xs) -> tuple of outputs`` with ``jvp`` and ``vjp``.
+
+    ``diff_in`` / ``diff_out`` mark the leaves that have tangents (inexact dtypes); ``jvp`` takes
+    and returns tangents of those only, ``vjp`` takes cotangents of the differentiable outputs
+    and returns cotangents of the differentiable inputs. Cotangents are in rulescore's convention
+    (exporters conjugate complex ones for JAX and autograd).
+    """
+
+    def __init__(self, name: str, fun: Callable[..., tuple[Any, ...]], vjp: Callable[..., list[Any]],
+                 jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
+                 in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
+                 out_structure: Structure | None = None, native: bool = False) -> None:
+        self.name = name
+        self.fun = fun
+        self.vjp = vjp
+        self.jvp = jvp
+        self.engine_fun = engine_fun
+        self.in_specs = in_specs  # (shape, dtype) per input
+        self.out_specs = out_specs  # (shape, dtype) per output
+        self.diff_in = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in in_specs)
+        self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
+        self.order = order
+        self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
+        self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
+        self._vjp_op: HostOp | None = None
+        self._jvp_op: HostOp | None = None
+        self.cache: dict[str, Any] = {}  # for exporters: objects made once per op
+
+    def __repr__(self) -> str:
+        return f"HostOp({self.name}, order={self.order})"
+
+    @property
+    def vjp_op(self) -> HostOp:
+        """The pullback ``(xs, output cotangents) -> input cotangents`` as an op of its own."""
+        if self._vjp_op is None:
+            self._vjp_op = _derived(self)
+        return self._vjp_op
+
+    @property
+    def jvp_op(self) -> HostOp:
+        """The tangent map ``(xs, input tangents) -> output tangents`` as an op of its own, for
+        systems that run forward mode through an op (PyTorch's ``torch.func``); differentiating it
+        again (forward over forward, reverse over forward) is not supported."""
+        if self._jvp_op is None:
+            self._jvp_op = _tangent_map(self)
+        return self._jvp_op
+
+
+def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
+    the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
+    xp = array_namespace(*xs)
+    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp)
+            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+
+
+def _as_dtype(v: Any, like: Any, xp: Any) -> Any:
+    if not (hasattr(v, "shape") and hasattr(v, "dtype")):
+        return xp.asarray(v, dtype=like.dtype)
+    if v.dtype == like.dtype:
+        return v
+    return xp.astype(v, like.dtype) if hasattr(xp, "astype") else np.asarray(v).astype(like.dtype)
+
+
+def _as_array(v: Any, xp: Any) -> Any:
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") else xp.asarray(v)
+
+
+def _spread(values: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """Values for the ``True`` positions of ``mask``, ``None`` elsewhere."""
+    it = iter(values)
+    return [next(it) if d else None for d in mask]
+
+
+def _fill(grads: Any, xs: Sequence[Any], mask: Sequence[bool]) -> tuple[Any, ...]:
+    """An engine's gradients (``None`` for none) as arrays for the differentiable ``xs``."""
+    grads = (None,) * len(xs) if grads is None else grads
+    return tuple(np.zeros_like(x) if g is None else g
+                 for g, x, d in zip(grads, xs, mask, strict=True) if d)
+
+
+def merge_leaves(dyn: Sequence[Any], static: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
+    """All leaves in order: ``dyn`` where ``mask`` is true, ``static`` elsewhere."""
+    d, s = iter(dyn), iter(static)
+    return [next(d) if m else next(s) for m in mask]
+
+
+def remember(cache: dict[Any, HostOp], key: Any, op: HostOp, limit: int = 64) -> None:
+    """Keep ``op`` for ``key`` in an exporter's per-function cache, dropping the oldest beyond ``limit``."""
+    if len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = op
+
+
+def op_name(f: Any) -> str:
+    """The name errors use for the user's function."""
+    return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
+
+
+def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
+            kwargs: dict[str, Any], xs_example: Sequence[Any],
+            out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
+            concrete: Sequence[Any] | None = None) -> HostOp:
+    """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
+    op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule."""
+    name = op_name(f)
+    n_args = len(args_structure.children)
+    arg_structures = args_structure.children
+    in_specs = tuple((np.shape(x), np.result_type(x)) for x in xs_example)
+    diff_in = tuple(np.issubdtype(d, np.inexact) for _, d in in_specs)
+
+    def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
+
+    def fun(*xs: Any) -> tuple[Any, ...]:
+        xp = array_namespace(*xs)
+        return tuple(_as_array(v, xp) for v in flatten(f(*merge(xs), **kwargs))[0])
+
+    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        args = merge(xs)
+        found = rrule(f, *args, **kwargs)
+        if found is None:
+            raise TypeError(f"no rrule for {name} at these arguments: register one with "
+                            f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
+        y, pullback = found
+        _, s = flatten(y)
+        ybar = s.rebuild(_spread(cts, op.diff_out))
+        grads = pullback(ybar)
+        if len(grads) != n_args + 1:
+            raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
+                             f"{n_args} arguments (the first entry is for {name} itself)")
+        leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
+                  for leaf in leaf_tangents(g, s_i)]
+        return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+
+    def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+        args = merge(xs)
+        dyn_t = iter(_spread(tangents, diff_in))
+        leaf_t = [next(dyn_t) if d else None for d in dynamic_mask]
+        arg_t = []
+        i = 0
+        for s_i in arg_structures:
+            part = leaf_t[i:i + s_i.n_leaves]
+            i += s_i.n_leaves
+            arg_t.append(s_i.rebuild([NoTangent() if t is None else t for t in part]))
+        found = frule((NoTangent(), *arg_t), f, *args, **kwargs)
+        if found is None:
+            raise TypeError(f"no frule for {name}: forward mode (jvp, jacfwd, hessian) needs one; register "
+                            f"it with @rc.frule.register({name}) (rc.scalar_rule gives both rules)")
+        y, ydot = found
+        ys, s = flatten(y)
+        return _zeros_for(leaf_tangents(ydot, s), ys, op.diff_out)
+
+    def engine_fun(*xs: Any) -> tuple[Any, ...]:
+        leaves, _ = flatten(f(*merge(xs), **kwargs))
+        return tuple(leaves)
+
+    if out is None:
+        out = _output_of(name, lambda xs: f(*merge(xs), **kwargs), in_specs, concrete)
+    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
+    return op
+
+
+def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[Spec, ...],
+               concrete: Sequence[Any] | None) -> tuple[Structure, tuple[Spec, ...]]:
+    """The output's structure and shapes, from one call: on the actual inputs when they are known
+    (``concrete``), else on ones, else on random values (shapes that follow from input shapes)."""
+    rng = np.random.default_rng(0)
+    candidates = [] if concrete is None else [list(concrete)]
+    candidates.append([np.ones(sh, dt) for sh, dt in in_specs])
+    candidates.append([np.asarray(rng.standard_normal(sh)).astype(dt) for sh, dt in in_specs])
+    errors = []
+    for xs in candidates:
+        try:
+            with np.errstate(all="ignore"):
+                leaves, structure = flatten(call(xs))
+            return structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
+        except Exception as err:  # the next candidate may work
+            errors.append(f"{type(err).__name__}: {err}")
+    raise TypeError(f"cannot find the output shapes of {name} from its input shapes (calling it failed: "
+                    f"{errors[-1]}); pass them: wrap({name}, out_shape=...)")
+
+
+def _derived(g: HostOp) -> HostOp:
+    """``g``'s pullback as an op: inputs ``(xs, cts)``, outputs the differentiable xs' cotangents.
+
+    Its vjp differentiates the pullback with the installed engine; its jvp uses that the
+    pullback is linear in ``cts`` and that ``d/dxs <cts, g(xs)>`` has a symmetric Jacobian in
+    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs).
+    """
+    n = len(g.diff_in)
+    in_specs = g.in_specs + tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
+    diff_in = g.diff_in + (True,) * sum(g.diff_out)
+    out_specs = tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
+
+    def fun(*a: Any) -> tuple[Any, ...]:
+        return tuple(g.vjp(a[:n], a[n:]))
+
+    def engine_fun(*a: Any) -> tuple[Any, ...]:
+        xs, cts = a[:n], a[n:]
+        _, back = engine().pullback(g.engine_fun, *xs)
+        ybar = tuple(_spread(cts, g.diff_out))
+        ybar = tuple(np.zeros(sh, dt) if c is None else c
+                     for c, (sh, dt) in zip(ybar, g.out_specs, strict=True))
+        return _fill(back(ybar), xs, g.diff_in)
+
+    def vjp(a: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        _, back = engine().pullback(engine_fun, *a)
+        return list(_fill(back(tuple(cts)), a, diff_in))
+
+    def jvp(a: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
+        xs = a[:n]
+        x_t = _spread(tangents[: sum(g.diff_in)], g.diff_in)
+        ct_t = list(tangents[sum(g.diff_in):])
+        linear = g.vjp(xs, ct_t)
+        hessian_part = vjp(a, [np.zeros_like(t) if t is None else t
+                               for t, d in zip(x_t, g.diff_in, strict=True) if d])[: sum(g.diff_in)]
+        return [p + h for p, h in zip(linear, hessian_part, strict=True)]
+
+    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1)
+
+
+def _tangent_map(g: HostOp) -> HostOp:
+    n = len(g.diff_in)
+    in_specs = g.in_specs + tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
+    out_specs = tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
+
+    def fun(*a: Any) -> tuple[Any, ...]:
+        return tuple(g.jvp(a[:n], a[n:]))
+
+    def unsupported(*_: Any) -> Any:
+        raise NotImplementedError(
+            f"rulescore: differentiating the frule of the host rule {g.name} (forward over forward, or "
+            "reverse over forward) is not supported; use reverse mode inside (jacfwd(jacrev), hessian, "
+            "grad of grad), "
+            "or write the function and its rules with rc.array_namespace (the native tier)")
+
+    return HostOp(f"tangent map of {g.name}", fun, unsupported, unsupported, unsupported, in_specs, out_specs,
+                  g.order + 1)

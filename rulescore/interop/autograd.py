@@ -1,0 +1,105 @@
+"""f's registered rules as HIPS autograd derivatives: ``wrap(f)`` is a primitive (``autograd`` extra).
+
+Each output leaf of ``f`` is one autograd primitive whose VJP is the rrule's pullback, itself
+applied as the same primitive on the pullback op (so ``grad`` of ``grad`` works, to any order:
+beyond the first, the pullback is differentiated by the installed engine), and whose JVP is the
+frule. autograd's complex convention is JAX's, the conjugate of rulescore's: converted here.
+
+Example:
+    >>> import autograd, rulescore as rc, rulescore.interop.autograd as rag
+    >>> def cube(x):
+    ...     return x ** 3
+    >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
+    >>> g = rag.wrap(cube)
+    >>> float(autograd.grad(g)(2.0)), float(autograd.grad(autograd.grad(g))(2.0))
+    (12.0, 12.0)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from autograd.extend import defjvp_argnums, defvjp_argnums, primitive
+
+from rulescore.interop._host import HostOp, flatten, is_dynamic, remember, rule_op
+
+__all__ = ["wrap"]
+
+
+def _conj(x: Any) -> Any:
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+@primitive
+def _call(op: HostOp, index: int, *xs: Any) -> Any:
+    """Output ``index`` of ``op.fun(*xs)``."""
+    out = op.fun(*(np.asarray(x) for x in xs))[index]
+    return out if np.ndim(out) else out[()]
+
+
+def _call_vjp(argnums: Any, ans: Any, args: Any, kwargs: Any) -> Callable[[Any], Any]:
+    op, index, *xs = args
+
+    def pullback(g: Any) -> tuple[Any, ...]:
+        cts = [_conj(g) if i == index else np.zeros(sh, dt)
+               for i, (sh, dt) in enumerate(op.out_specs) if op.diff_out[i]]
+        return tuple(_conj(_call(op.vjp_op, sum(op.diff_in[: a - 2]), *xs, *cts)) if op.diff_in[a - 2]
+                     else np.zeros(np.shape(_value(xs[a - 2]))) for a in argnums)
+
+    return pullback
+
+
+def _call_jvp(argnums: Any, gs: Any, ans: Any, args: Any, kwargs: Any) -> Any:
+    op, index, *xs = args
+    ts = [np.zeros(sh, dt) for sh, dt in op.in_specs]
+    for a, g in zip(argnums, gs, strict=True):
+        ts[a - 2] = g
+    ts = [t for t, d in zip(ts, op.diff_in, strict=True) if d]
+    j = sum(op.diff_out[:index])
+    return _call(op.jvp_op, j, *xs, *ts)
+
+
+defvjp_argnums(_call, _call_vjp)
+defjvp_argnums(_call, _call_jvp)
+
+
+def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` as an autograd primitive with derivatives from ``f``'s registered rules.
+
+    Arguments may be arrays, floats, and tuples / lists / dicts of them; other leaves (ints,
+    strings) are passed as they are and get no gradient. Outputs keep ``f``'s structure.
+
+    Example:
+        >>> import numpy as np, autograd, rulescore.interop.autograd as rag
+        >>> g = rag.wrap(np.tanh)           # the library's rule for np.tanh
+        >>> float(autograd.grad(g)(0.5)) == float(1 - np.tanh(0.5) ** 2)
+        True
+    """
+    cache: dict[Any, HostOp] = {}
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, structure = flatten(args)
+        mask = tuple(is_dynamic(_value(x)) for x in leaves)
+        static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        specs = tuple((np.shape(_value(x)), np.result_type(_value(x))) for x in dyn)
+        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs)
+        op = cache.get(key)
+        if op is None:
+            op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
+                         concrete=[np.asarray(_value(x)) for x in dyn])
+            remember(cache, key, op)
+        return op.out_structure.rebuild([_call(op, i, *dyn) for i in range(len(op.out_specs))])
+
+    return wrapped
+
+
+def _value(x: Any) -> Any:
+    """The value inside autograd's boxes (any depth)."""
+    while hasattr(x, "_value") and type(x).__module__.startswith("autograd"):
+        x = x._value
+    return x

@@ -1,0 +1,310 @@
+"""f's registered rules as JAX derivatives: ``wrap(f)`` is a JAX function (needs the ``jax`` extra).
+
+Two primitives carry any :class:`~rulescore.interop._host.HostOp`: ``rulescore_call`` computes
+``f`` and ``rulescore_jvp`` (linear in its tangents) computes the frule's ``ydot``. JAX's
+forward mode uses the frule; reverse mode transposes ``rulescore_jvp`` into the rrule's
+pullback, itself a ``rulescore_call`` of the pullback op, so ``grad`` of ``grad``,
+``jacrev(jacrev)`` and ``hessian`` work too. A NumPy function runs on the host through
+``jax.pure_callback``; a function written with ``rc.array_namespace`` (the native tier) is
+traced into JAX operations instead: no callback, so it composes with sharding and accelerators.
+
+JAX's complex cotangents are the conjugate of rulescore's: converted at the boundary.
+
+Example:
+    >>> import numpy as np, jax, rulescore as rc, rulescore.interop.jax as rjax
+    >>> def cube(x):
+    ...     return x ** 3
+    >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
+    >>> g = rjax.wrap(cube)
+    >>> jax.grad(lambda x: g(x).sum())(jax.numpy.array([2.0])).tolist()
+    [12.0]
+    >>> float(jax.grad(jax.grad(lambda x: g(x)))(2.0))   # the pullback differentiated
+    12.0
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from rulescore.interop._host import (
+    HostOp,
+    Spec,
+    Structure,
+    flatten,
+    is_dynamic,
+    merge_leaves,
+    op_name,
+    remember,
+    rule_op,
+)
+
+__all__ = ["wrap"]
+
+call_p = Primitive("rulescore_call")
+call_p.multiple_results = True
+jvp_p = Primitive("rulescore_jvp")
+jvp_p.multiple_results = True
+
+
+def _avals(specs: tuple[Spec, ...]) -> list[Any]:
+    return [jax.core.ShapedArray(shape, np.dtype(dtype)) for shape, dtype in specs]
+
+
+def _diff_specs(op: HostOp, specs: tuple[Spec, ...], mask: tuple[bool, ...]) -> tuple[Spec, ...]:
+    return tuple(s for s, d in zip(specs, mask, strict=True) if d)
+
+
+def _conj(x: Any) -> Any:
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+# -- host evaluation ---------------------------------------------------------------------------------
+
+
+class _Host:
+    """A host computation with fixed output specs; one instance per op and kind, so that
+    ``pure_callback`` (which keys its compilation cache on the callback) compiles it once."""
+
+    def __init__(self, fn: Callable[..., Any], specs: tuple[Spec, ...]) -> None:
+        self.fn, self.specs = fn, specs
+
+    def __call__(self, *xs: Any) -> tuple[Any, ...]:
+        outs = self.fn(*(np.asarray(x) for x in xs))
+        return tuple(np.asarray(o, dtype=dt).reshape(sh)
+                     for o, (sh, dt) in zip(outs, self.specs, strict=True))
+
+
+def _host(op: HostOp, kind: str) -> _Host:
+    found = op.cache.get(kind)
+    if found is None:
+        fn = op.fun if kind == "call" else _jvp_fn(op)
+        specs = op.out_specs if kind == "call" else _diff_specs(op, op.out_specs, op.diff_out)
+        found = op.cache[kind] = _Host(fn, specs)
+    return found
+
+
+def _run_host(host: _Host, *args: Any) -> list[Any]:
+    if not any(isinstance(a, jax.core.Tracer) for a in args):  # eager: call NumPy directly
+        return [jnp.asarray(v) for v in host(*args)]
+    out = jax.pure_callback(host, tuple(jax.ShapeDtypeStruct(sh, dt) for sh, dt in host.specs), *args,
+                            vmap_method="sequential")
+    return list(out)
+
+
+def _call_fn(op: HostOp) -> Callable[..., tuple[Any, ...]]:
+    return op.fun
+
+
+def _jvp_fn(op: HostOp) -> Callable[..., list[Any]]:
+    n = len(op.in_specs)
+    return lambda *a: op.jvp(a[:n], a[n:])
+
+
+def _call_impl(*args: Any, op: HostOp) -> list[Any]:
+    if op.native:
+        return list(op.fun(*args))
+    return _run_host(_host(op, "call"), *args)
+
+
+def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
+    if op.native:
+        return list(_jvp_fn(op)(*args))
+    return _run_host(_host(op, "jvp"), *args)
+
+
+call_p.def_impl(_call_impl)
+jvp_p.def_impl(_jvp_impl)
+call_p.def_abstract_eval(lambda *args, op: _avals(op.out_specs))
+jvp_p.def_abstract_eval(lambda *args, op: _avals(_diff_specs(op, op.out_specs, op.diff_out)))
+mlir.register_lowering(call_p, mlir.lower_fun(_call_impl, multiple_results=True))
+mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
+
+
+# -- differentiation -----------------------------------------------------------------------------------
+
+
+def _instantiate(t: Any, x: Any) -> Any:
+    return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if type(t) is ad.Zero else t
+
+
+def _zero(x: Any) -> Any:
+    """JAX's symbolic zero tangent for the primal value ``x``."""
+    return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
+
+
+def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
+    outs = call_p.bind(*primals, op=op)
+    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
+    if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
+        return outs, [_zero(o) for o in outs]
+    ydots = iter(jvp_p.bind(*primals, *diff, op=op))
+    return outs, [next(ydots) if d else _zero(o)
+                  for o, d in zip(outs, op.diff_out, strict=True)]
+
+
+def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
+    n = len(op.in_specs)
+    primals = args[:n]
+    if any(ad.is_undefined_primal(x) for x in primals):
+        raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
+    cts = [jnp.conj(_instantiate(c, jnp.zeros(sh, dt)))
+           for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
+    # native: the pullback's JAX operations, which JAX differentiates further on its own
+    xbars = op.vjp(primals, cts) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op)
+    return [None] * n + [jnp.conj(v) for v in xbars]
+
+
+def _jvp_jvp(primals: Any, tangents: Any, *, op: HostOp) -> Any:
+    if op.native:
+        tangents = [_instantiate(t, x) for t, x in zip(tangents, primals, strict=True)]
+        outs, touts = jax.jvp(lambda *a: tuple(_jvp_fn(op)(*a)), tuple(primals), tuple(tangents))
+        return list(outs), list(touts)
+    raise NotImplementedError(
+        f"rulescore: forward-over-forward (jacfwd of jacfwd, jvp of jvp) of the host rule {op.name} is not "
+        "supported; use reverse mode for the outer derivative (jax.hessian, jacfwd(jacrev), grad of grad)")
+
+
+ad.primitive_jvps[call_p] = _call_jvp
+ad.primitive_jvps[jvp_p] = _jvp_jvp
+ad.primitive_transposes[jvp_p] = _jvp_transpose
+
+
+# -- batching: native ops are vmapped; host ops make one call per batch element ------------------------
+
+
+def _batch(prim: Primitive, args: Any, dims: Any, *, op: HostOp) -> tuple[Any, Any]:
+    size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
+    moved = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args, dims, strict=True)]
+    if op.native:
+        full = [jnp.broadcast_to(a, (size, *jnp.shape(a))) if d is None else a
+                for a, d in zip(moved, dims, strict=True)]
+        outs = prim.bind(*full, op=_vmapped(op, size))
+        return outs, [0] * len(outs)
+    rows = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims, strict=True)), op=op)
+            for i in range(size)]
+    outs = [jnp.stack(col) for col in zip(*rows, strict=True)]
+    return outs, [0] * len(outs)
+
+
+def _vmapped(op: HostOp, size: int) -> HostOp:
+    """A native op on a leading batch axis of ``size`` for every input, by ``jax.vmap``."""
+    n = len(op.in_specs)
+
+    def batched(specs: tuple[Spec, ...]) -> tuple[Spec, ...]:
+        return tuple(((size, *sh), dt) for sh, dt in specs)
+
+    def fun(*xs: Any) -> tuple[Any, ...]:
+        return tuple(jax.vmap(lambda *a: tuple(op.fun(*a)))(*xs))
+
+    def jvp(xs: Any, ts: Any) -> list[Any]:
+        return list(jax.vmap(lambda *a: tuple(op.jvp(a[:n], a[n:])))(*xs, *ts))
+
+    def vjp(xs: Any, cts: Any) -> list[Any]:
+        return list(jax.vmap(lambda *a: tuple(op.vjp(a[:n], a[n:])))(*xs, *cts))
+
+    return HostOp(f"vmap of {op.name}", fun, vjp, jvp, fun, batched(op.in_specs), batched(op.out_specs),
+                  op.order, native=True)
+
+
+batching.primitive_batchers[call_p] = functools.partial(_batch, call_p)
+batching.primitive_batchers[jvp_p] = functools.partial(_batch, jvp_p)
+
+
+# -- wrap ------------------------------------------------------------------------------------------------
+
+
+def _spec_of(x: Any) -> Spec:
+    return (tuple(np.shape(x)), np.dtype(jnp.result_type(x)))
+
+
+def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Spec, ...]] | None:
+    if out_shape is None:
+        return None
+    leaves, structure = flatten(out_shape(*in_specs) if callable(out_shape) else out_shape)
+    return structure, tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
+
+
+def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
+               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | None:
+    """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
+    here, nothing computed), else ``None``."""
+    try:
+        out = jax.eval_shape(lambda *d: f(*structure.rebuild(merge_leaves(d, static, mask)), **kwargs), *sds)
+        leaves, out_structure = flatten(out)
+        specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
+        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
+        cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
+        jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
+    except Exception:  # f or its rule needs NumPy arrays: the host tier
+        return None
+    return op
+
+
+def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = None) -> Callable[..., Any]:
+    """``f`` as a JAX function whose derivatives come from ``f``'s registered rules.
+
+    Arguments may be arrays, Python floats, and tuples / lists / dicts of them; other leaves
+    (ints, strings) are passed to ``f`` as they are and get no gradient; integer arrays get
+    ``float0`` zeros, as JAX expects. ``f`` sees NumPy arrays and runs on the host through
+    ``jax.pure_callback``; its output shapes are found by calling it once on arrays of ones of
+    the input shapes (cached per input shapes), or given by ``out_shape``: a callable from the
+    arguments as ``jax.ShapeDtypeStruct`` to the output's, or a fixed output spec.
+
+    The native tier: when ``f`` and its rrule run on JAX arrays (written with
+    ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
+    (``native=None`` finds out by tracing them abstractly; ``True`` requires it, ``False`` never).
+
+    Example:
+        >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
+        >>> def scaled_sum(x, y):
+        ...     return np.sum(x) * y
+        >>> @rc.rrule.register(scaled_sum)
+        ... def scaled_sum_rrule(x, y):
+        ...     def scaled_sum_pullback(zbar):
+        ...         return rc.NoTangent(), zbar * y * np.ones_like(x), zbar * np.sum(x)
+        ...     return scaled_sum(x, y), scaled_sum_pullback
+        >>> g = rjax.wrap(scaled_sum, out_shape=lambda x, y: y)
+        >>> dx, dy = jax.jit(jax.grad(g, argnums=(0, 1)))(jnp.ones(3), 2.0)
+        >>> dx.tolist(), float(dy)
+        ([2.0, 2.0, 2.0], 3.0)
+    """
+    cache: dict[Any, HostOp] = {}
+
+    def op_for(leaves: list[Any], structure: Any, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
+        static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        specs = tuple(_spec_of(x) for x, d in zip(leaves, mask, strict=True) if d)
+        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs)
+        op = cache.get(key)
+        if op is None:
+            examples = [np.ones(sh, dt) for sh, dt in specs]
+            sds = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs]
+            found = None if native is False else _native_op(f, structure, static, mask, kwargs, examples, sds)
+            if native and found is None:
+                raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
+                                "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+            traced = any(isinstance(x, jax.core.Tracer) for x in dyn)
+            concrete = None if traced else [np.asarray(x) for x in dyn]
+            op = found or rule_op(f, structure, static, mask, kwargs, examples,
+                                  _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
+                                  concrete=concrete)
+            remember(cache, key, op)
+        return op
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, structure = flatten(args)
+        mask = tuple(is_dynamic(x) for x in leaves)
+        op = op_for(leaves, structure, mask, kwargs)
+        dyn = [jnp.asarray(x) for x, d in zip(leaves, mask, strict=True) if d]
+        return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
+
+    return wrapped

@@ -1,0 +1,188 @@
+"""f's registered rules as PyTorch derivatives: ``wrap(f)`` takes and returns tensors (``torch`` extra).
+
+One ``torch.autograd.Function`` in the ``setup_context`` style (so ``torch.func`` works) runs any
+:class:`~rulescore.interop._host.HostOp`: ``backward`` is the rrule's pullback, itself applied as
+the same Function on the pullback op (so double backward and ``torch.func.hessian`` work),
+``jvp`` is the frule, and ``vmap`` calls the op once per batch element. A NumPy function sees
+NumPy arrays (tensors are moved to the CPU and back to their device; dtypes are kept); a
+function and rule written with ``rc.array_namespace`` (the native tier) run on the tensors
+themselves, on any device, and their pullback is differentiated by PyTorch.
+
+PyTorch's complex convention is rulescore's: no conversion is needed.
+
+Example:
+    >>> import torch, rulescore as rc, rulescore.interop.torch as rtorch
+    >>> def cube(x):
+    ...     return x ** 3
+    >>> rc.scalar_rule(cube, lambda x: 3 * x ** 2)
+    >>> x = torch.tensor([2.0], requires_grad=True)
+    >>> rtorch.wrap(cube)(x).sum().backward()
+    >>> x.grad
+    tensor([12.])
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from rulescore.interop._host import (
+    HostOp,
+    Structure,
+    flatten,
+    is_dynamic,
+    merge_leaves,
+    op_name,
+    remember,
+    rule_op,
+)
+
+__all__ = ["wrap"]
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.detach().cpu().resolve_conj().resolve_neg().numpy()
+
+
+def _tensor(value: Any, device: Any) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(value).copy(order="C"), device=device)  # 0-d stays 0-d
+
+
+def _device(xs: Any) -> Any:
+    return next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+
+
+def _run(fn: Callable[..., Any], op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
+    if op.native:
+        return tuple(fn(*xs))
+    return tuple(_tensor(v, _device(xs)) for v in fn(*(_numpy(x) for x in xs)))
+
+
+def _spread(values: Any, mask: Any) -> list[Any]:
+    it = iter(values)
+    return [next(it) if d else None for d in mask]
+
+
+class _Call(torch.autograd.Function):
+    """``op.fun`` as a PyTorch operation; derivatives from ``op.vjp`` / ``op.jvp``."""
+
+    @staticmethod
+    def forward(op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return _run(op.fun, op, xs)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        op, *xs = inputs
+        ctx.op = op
+        ctx.save_for_backward(*xs)
+        ctx.save_for_forward(*xs)
+        ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+        op: HostOp = ctx.op
+        xs = ctx.saved_tensors
+        cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
+        if op.native:
+            xbars = op.vjp(xs, cts)  # torch operations: PyTorch differentiates the pullback itself
+        else:
+            xbars = _Call.apply(op.vjp_op, *xs, *cts)
+        return (None, *_spread(xbars, op.diff_in))
+
+    @staticmethod
+    def jvp(ctx: Any, *tangents: Any) -> Any:
+        op: HostOp = ctx.op
+        xs = ctx.saved_tensors
+        ts = [t if t is not None else torch.zeros_like(x)
+              for t, x, d in zip(tangents[1:], xs, op.diff_in, strict=True) if d]
+        # tensors here may be torch.func-wrapped, and PyTorch does not differentiate a jvp further:
+        # the frule runs inside another Function's forward, whose own derivatives raise
+        ydots = _Call.apply(op.jvp_op, *xs, *ts)
+        return tuple(_spread(ydots, op.diff_out))
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, op: HostOp, *xs: torch.Tensor) -> Any:
+        dims = in_dims[1:]
+        rows = [_Call.apply(op, *(x if d is None else x.select(d, i) for x, d in zip(xs, dims, strict=True)))
+                for i in range(info.batch_size)]
+        outs = tuple(torch.stack(col) for col in zip(*rows, strict=True))
+        return outs, (0,) * len(outs)
+
+
+def _numpy_dtype(dtype: torch.dtype) -> Any:
+    return np.dtype(str(dtype).removeprefix("torch."))  # float32, float64, int64, complex128, bool
+
+
+def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
+               kwargs: dict[str, Any], examples: list[Any], metas: list[torch.Tensor]) -> HostOp | None:
+    """The native-tier op when ``f`` and its rrule run on tensors (tried on ``meta`` tensors,
+    nothing computed), else ``None``."""
+    try:
+        merged = structure.rebuild(merge_leaves(metas, static, mask))
+        leaves, out_structure = flatten(f(*merged, **kwargs))
+        specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
+        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
+        op.vjp(metas, [torch.ones(sh, dtype=v.dtype, device="meta")
+                       for (sh, _), v, d in zip(specs, leaves, op.diff_out, strict=True) if d])
+    except Exception:  # f or its rule needs NumPy arrays: the host tier
+        return None
+    return op
+
+
+def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any]:
+    """``f`` on tensors, with derivatives from ``f``'s registered rules.
+
+    Arguments may be tensors, Python floats, and tuples / lists / dicts of them; other leaves
+    (ints, strings) are passed as they are and get no gradient, integer tensors get ``None``.
+    Outputs keep the structure ``f`` returns; dtypes are kept and outputs go to the device of
+    the first tensor argument. ``native=None`` runs ``f`` natively on the tensors when ``f`` and
+    its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy.
+
+    Example:
+        >>> import numpy as np, torch, rulescore.interop.torch as rtorch
+        >>> g = rtorch.wrap(np.sin)          # the library's rules for np.sin
+        >>> x = torch.tensor([0.5, 1.0], dtype=torch.float32, requires_grad=True)
+        >>> (dx,) = torch.autograd.grad(g(x).sum(), x, create_graph=True)
+        >>> torch.allclose(dx, torch.cos(x)), dx.dtype
+        (True, torch.float32)
+    """
+    cache: dict[Any, HostOp] = {}
+
+    def op_for(leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
+               kwargs: dict[str, Any]) -> HostOp:
+        static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
+               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn))
+        op = cache.get(key)
+        if op is None:
+            examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
+            metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
+            found = None
+            if native is not False:
+                found = _native_op(f, structure, static, mask, kwargs, examples, metas)
+            if native and found is None:
+                raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
+                                "its rrule does not run on tensors; write both with rc.array_namespace")
+            concrete = None if any(torch._C._functorch.is_functorch_wrapped_tensor(x) for x in dyn) \
+                else [_numpy(x) for x in dyn]
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete)
+            remember(cache, key, op)
+        return op
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, structure = flatten(args)
+        mask = tuple(is_dynamic(x) for x in leaves)
+        # Python floats become float64 tensors (NumPy's reading, which the rules assume)
+        leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
+                  for x, d in zip(leaves, mask, strict=True)]
+        op = op_for(leaves, structure, mask, kwargs)
+        outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))
+        return op.out_structure.rebuild(outs)
+
+    return wrapped

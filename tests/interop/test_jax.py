@@ -1,0 +1,152 @@
+"""rulescore.interop.jax: f's rules as JAX derivatives, host (callback) and native tiers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="needs jax (the `jax` extra)")
+import jax.numpy as jnp  # noqa: E402
+
+import rulescore.interop.jax as rjax  # noqa: E402
+from rulescore.interop import _host  # noqa: E402
+from tests.interop import _functions as F  # noqa: E402
+
+X = np.array([0.3, -0.5, 1.2])
+
+
+def sin_sum(g):
+    return lambda x: jnp.sum(g(x))
+
+
+@pytest.mark.parametrize("transform", [lambda h: h, jax.jit])
+def test_grad_vjp_jvp_of_a_library_rule(transform) -> None:
+    g = rjax.wrap(np.sin)
+    x = jnp.asarray(X)
+    np.testing.assert_allclose(transform(jax.grad(sin_sum(g)))(x), np.cos(X))
+    y, back = jax.vjp(g, x)
+    np.testing.assert_allclose(back(jnp.ones(3))[0], np.cos(X))
+    y, ydot = transform(lambda x, t: jax.jvp(g, (x,), (t,)))(x, jnp.full(3, 2.0))
+    np.testing.assert_allclose(ydot, 2 * np.cos(X))
+    np.testing.assert_allclose(jax.jacfwd(g)(x), np.diag(np.cos(X)))
+
+
+def test_higher_orders_differentiate_the_pullback() -> None:
+    g = rjax.wrap(np.sin)
+    x = jnp.asarray(X)
+    np.testing.assert_allclose(jax.grad(jax.grad(g))(0.3), -np.sin(0.3))
+    np.testing.assert_allclose(jax.grad(jax.grad(jax.grad(g)))(0.3), -np.cos(0.3))
+    np.testing.assert_allclose(jax.hessian(sin_sum(g))(x), np.diag(-np.sin(X)))
+    np.testing.assert_allclose(jax.jit(jax.jacrev(jax.jacrev(sin_sum(g))))(x), np.diag(-np.sin(X)))
+
+
+def test_vmap_of_grad_and_grad_of_vmap() -> None:
+    g = rjax.wrap(np.sin)
+    xs = jnp.asarray(np.stack([X, 2 * X]))
+    np.testing.assert_allclose(jax.vmap(g)(xs), np.sin(xs))
+    np.testing.assert_allclose(jax.vmap(jax.grad(sin_sum(g)))(xs), np.cos(xs))
+    np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jax.vmap(g)(v)))(xs), np.cos(xs))
+    np.testing.assert_allclose(jax.jit(jax.vmap(g, in_axes=1, out_axes=1))(xs.T), np.sin(xs.T))
+
+
+def test_structures_ints_and_pytrees() -> None:
+    g = rjax.wrap(F.scaled_sum)
+    params = {"w": jnp.asarray(1.5), "b": jnp.asarray(0.25)}
+    xs = (jnp.asarray(X), jnp.asarray([1.0, 2.0]))
+
+    def loss(params, xs):
+        out = g(params, xs, 3)
+        return jnp.sum(out["y"] ** 2) + out["s"]
+
+    def reference(params, xs):
+        out = {"y": 3 * params["w"] * xs[0] + params["b"], "s": jnp.sum(xs[1] ** 2)}
+        return jnp.sum(out["y"] ** 2) + out["s"]
+
+    got = jax.jit(jax.grad(loss, argnums=(0, 1)))(params, xs)
+    want = jax.grad(reference, argnums=(0, 1))(params, xs)
+    jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
+    t = ({"w": jnp.asarray(1.0), "b": jnp.asarray(0.0)}, (jnp.ones(3), jnp.ones(2)))
+    _, ydot = jax.jvp(lambda p, x: g(p, x, 3), (params, xs), t)
+    np.testing.assert_allclose(ydot["y"], 3 * (X + 1.5))
+    np.testing.assert_allclose(ydot["s"], 2 * 3.0)
+
+
+def test_integer_arrays_get_float0_cotangents() -> None:
+    g = rjax.wrap(np.multiply)
+    _, back = jax.vjp(g, jnp.asarray(X), jnp.arange(3))
+    xbar, kbar = back(jnp.ones(3))
+    np.testing.assert_allclose(xbar, np.arange(3))
+    assert kbar.dtype == jax.dtypes.float0
+
+
+def test_complex_convention_is_converted() -> None:
+    g = rjax.wrap(F.abs2)
+    z = jnp.asarray([1.0 + 2.0j, -0.5 + 0.25j])
+    got = jax.grad(lambda z: jnp.sum(g(z)))(z)
+    want = jax.grad(lambda z: jnp.sum(jnp.real(z * jnp.conj(z))))(z)
+    np.testing.assert_allclose(got, want)
+
+
+def test_float32_stays_float32() -> None:
+    g = rjax.wrap(np.sin)
+    x = jnp.asarray(X, dtype=jnp.float32)
+    assert g(x).dtype == jnp.float32 and jax.grad(sin_sum(g))(x).dtype == jnp.float32
+
+
+def test_out_shape_given_by_the_author() -> None:
+    def first_half(x):
+        if np.all(x == 1.0):  # the example call cannot tell the shape
+            raise ValueError("needs real data")
+        return x[: len(x) // 2] * 2.0
+
+    import rulescore as rc
+
+    @rc.rrule.register(first_half)
+    def first_half_rrule(x):
+        def first_half_pullback(ybar):
+            xbar = np.zeros_like(x)
+            xbar[: len(x) // 2] = 2.0 * ybar
+            return rc.NoTangent(), xbar
+        return first_half(x), first_half_pullback
+
+    g = rjax.wrap(first_half, out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0] // 2,), x.dtype))
+    x = jnp.asarray([0.5, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda x: jnp.sum(g(x))))(x), [2.0, 2.0, 0.0, 0.0])
+
+
+def test_a_missing_frule_is_named() -> None:
+    g = rjax.wrap(F.no_frule)
+    np.testing.assert_allclose(jax.grad(lambda x: jnp.sum(g(x)))(jnp.asarray(X)), 2.0)
+    with pytest.raises(TypeError, match="no frule for no_frule"):
+        jax.jvp(g, (jnp.asarray(X),), (jnp.ones(3),))
+
+
+@pytest.fixture
+def no_engine_installed(monkeypatch):
+    """An environment where no package registers a ``rulescore.engines`` entry point."""
+    monkeypatch.setattr(_host.importlib.metadata, "entry_points", lambda group: [])
+    _host.engine.cache_clear()
+    yield
+    _host.engine.cache_clear()
+
+
+def test_without_an_engine_higher_order_says_what_to_install(no_engine_installed) -> None:
+    g = rjax.wrap(np.tanh)
+    np.testing.assert_allclose(jax.grad(g)(0.5), 1 - np.tanh(0.5) ** 2)
+    np.testing.assert_allclose(jax.jvp(g, (0.5,), (1.0,))[1], 1 - np.tanh(0.5) ** 2)
+    with pytest.raises(Exception, match="pip install zygotepy"):
+        jax.grad(jax.grad(g))(0.5)
+
+
+def test_native_tier_runs_without_callbacks() -> None:
+    g = rjax.wrap(F.softsign)
+    x = jnp.asarray(X)
+    jaxpr = str(jax.make_jaxpr(jax.jit(jax.hessian(lambda x: jnp.sum(g(x)))))(x))
+    assert "callback" not in jaxpr
+    np.testing.assert_allclose(jax.grad(lambda x: jnp.sum(g(x)))(x), 1 / (1 + np.abs(X)) ** 2)
+    np.testing.assert_allclose(jax.hessian(lambda x: jnp.sum(g(x)))(x), np.diag(F.softsign_d2(X)))
+    np.testing.assert_allclose(jax.jacfwd(jax.jacfwd(g))(x).diagonal().diagonal(), F.softsign_d2(X))
+    xs = jnp.asarray(np.stack([X, -X]))
+    np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jax.vmap(g)(v)))(xs), 1 / (1 + np.abs(xs)) ** 2)
+    with pytest.raises(TypeError, match="native=True"):
+        rjax.wrap(np.sin, native=True)(x)

@@ -1,0 +1,94 @@
+"""rulescore.interop.torch: f's rules as PyTorch derivatives (autograd and torch.func)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch (the `torch` extra)")
+from torch import func  # noqa: E402
+
+import rulescore.interop.torch as rtorch  # noqa: E402
+from tests.interop import _functions as F  # noqa: E402
+
+X = np.array([0.3, -0.5, 1.2])
+
+
+def tensor(values, **kw):
+    return torch.tensor(values, dtype=kw.pop("dtype", torch.float64), **kw)
+
+
+def test_backward_and_double_backward() -> None:
+    g = rtorch.wrap(np.sin)
+    x = tensor(X, requires_grad=True)
+    g(x).sum().backward()
+    np.testing.assert_allclose(x.grad, np.cos(X))
+    (dx,) = torch.autograd.grad(g(x).sum(), x, create_graph=True)
+    (ddx,) = torch.autograd.grad(dx.sum(), x)
+    np.testing.assert_allclose(ddx, -np.sin(X))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dtype_and_device_are_kept(dtype) -> None:
+    g = rtorch.wrap(np.sin)
+    x = tensor(X, dtype=dtype, requires_grad=True)
+    y = g(x)
+    y.sum().backward()
+    assert y.dtype == dtype and x.grad.dtype == dtype and y.device == x.device
+
+
+def test_torch_func_transforms() -> None:
+    g = rtorch.wrap(np.sin)
+    x = tensor(X)
+    np.testing.assert_allclose(func.grad(lambda x: g(x).sum())(x), np.cos(X))
+    y, back = func.vjp(g, x)
+    np.testing.assert_allclose(back(torch.ones(3, dtype=torch.float64))[0], np.cos(X))
+    np.testing.assert_allclose(func.jacrev(g)(x), np.diag(np.cos(X)))
+    np.testing.assert_allclose(func.jacfwd(g)(x), np.diag(np.cos(X)))
+    np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), np.diag(-np.sin(X)))
+    xs = tensor(np.stack([X, 2 * X]))
+    np.testing.assert_allclose(func.vmap(g)(xs), np.sin(xs.numpy()))
+    np.testing.assert_allclose(func.vmap(func.grad(lambda x: g(x).sum()))(xs), np.cos(xs.numpy()))
+    np.testing.assert_allclose(func.jvp(g, (x,), (torch.ones(3, dtype=torch.float64),))[1], np.cos(X))
+
+
+def test_structures_ints_and_none_gradients() -> None:
+    g = rtorch.wrap(F.scaled_sum)
+    w, b = tensor(1.5, requires_grad=True), tensor(0.25, requires_grad=True)
+    a, c = tensor(X, requires_grad=True), tensor([1.0, 2.0], requires_grad=True)
+    out = g({"w": w, "b": b}, (a, c), 3)
+    (torch.sum(out["y"] ** 2) + out["s"]).backward()
+    w2, b2, a2, c2 = (t.detach().clone().requires_grad_() for t in (w, b, a, c))
+    ref = 3 * w2 * a2 + b2
+    (torch.sum(ref ** 2) + torch.sum(c2 ** 2)).backward()
+    for got, want in ((w, w2), (b, b2), (a, a2), (c, c2)):
+        np.testing.assert_allclose(got.grad, want.grad)
+    x = tensor(X, requires_grad=True)
+    (xbar,) = torch.autograd.grad(rtorch.wrap(np.multiply)(x, torch.arange(3)).sum(), x)  # an int tensor
+    np.testing.assert_allclose(xbar, np.arange(3))
+
+
+def test_complex_convention_matches_torch() -> None:
+    g = rtorch.wrap(F.abs2)
+    z = torch.tensor([1.0 + 2.0j, -0.5 + 0.25j], dtype=torch.complex128, requires_grad=True)
+    g(z).sum().backward()
+    z2 = z.detach().clone().requires_grad_()
+    torch.real(z2 * torch.conj(z2)).sum().backward()
+    np.testing.assert_allclose(z.grad, z2.grad)
+
+
+def test_native_tier_on_tensors() -> None:
+    g = rtorch.wrap(F.softsign, native=True)
+    x = tensor(X)
+    np.testing.assert_allclose(func.grad(lambda x: g(x).sum())(x), 1 / (1 + np.abs(X)) ** 2)
+    np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), np.diag(F.softsign_d2(X)))
+    np.testing.assert_allclose(func.jacfwd(g)(x), np.diag(1 / (1 + np.abs(X)) ** 2))
+    with pytest.raises(TypeError, match="native=True"):
+        rtorch.wrap(np.sin, native=True)(x)
+
+
+@pytest.mark.parametrize("f", [np.sin, F.softsign])
+def test_forward_over_forward_raises_instead_of_returning_zeros(f) -> None:
+    g = rtorch.wrap(f)
+    with pytest.raises(NotImplementedError, match="forward over forward"):
+        func.jacfwd(func.jacfwd(g))(tensor(X))
