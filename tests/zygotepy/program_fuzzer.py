@@ -62,8 +62,6 @@ KNOWN_OPEN = {
 KNOWN_CRASHES = {
     "in-place assignment into an array that is also referenced elsewhere":
         "test_inplace_copies.py: false refusals of `y[i] op= v` (plain TypeError, not a zp error)",
-    "too many indices for array: array is 0-dimensional":
-        "test_stdlib_containers.py: defaultdict(float) with `d[k] += v` (IndexError in setindex)",
 }
 
 REFUSALS = (zp.UntraceableError, zp.NotScalarError, rc.AmbiguousRuleError, rc.ProjectionError)

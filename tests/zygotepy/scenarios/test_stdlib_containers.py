@@ -24,9 +24,7 @@ def shallow_copy_of_list(x):
 
 
 @pytest.mark.parametrize("f", [
-    pytest.param(defaultdict_accumulates, marks=pytest.mark.xfail(
-        strict=True, raises=IndexError,
-        reason="issue 14: defaultdict(float) with d[k] += x is sent to the array setindex rule")),
+    defaultdict_accumulates,
     pytest.param(shallow_copy_of_list, marks=pytest.mark.xfail(
         strict=True, raises=zp.UntraceableError,
         reason="copy.copy of a list of traced values is refused (list.copy has no rule)")),
