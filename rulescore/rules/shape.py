@@ -1,5 +1,5 @@
 """Rules for NumPy's shape and structure functions: reshaping, joining, splitting, padding,
-selecting, products (``einsum``, ``vdot``, ``kron``, ``cross``; ``dot``, ``tensordot`` and the other
+selecting, products (``vdot``, ``kron``, ``cross``; ``dot``, ``tensordot``, ``einsum`` and the other
 contractions are in :mod:`.contractions`), ``np.array`` of nested lists,
 ``astype`` and the matching ``ndarray`` methods, plus a table of non-differentiable helpers.
 
@@ -703,7 +703,7 @@ def clip_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# contractions: dot, inner, outer, vdot, tensordot, kron, cross, einsum
+# products: vdot, kron, cross (the contractions, einsum included: rules/contractions.py)
 # ----------------------------------------------------------------------------------------------
 def _multilinear_tangent(f: Any, tangents: Any, args: tuple[Any, ...], positions: list[int],
                          kwargs: dict[str, Any]) -> Any:
@@ -815,100 +815,6 @@ _LABELS = string.ascii_uppercase + string.ascii_lowercase  # sorted like numpy's
 
 def _sublist_to_str(sub: Any) -> str:
     return "".join("..." if s is Ellipsis else _LABELS[int(s)] for s in sub)
-
-
-def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
-    """``(inputs, output, operand positions)`` of an einsum call, with every '...' spelled out as
-    explicit labels and the implicit output made explicit."""
-    if isinstance(args[0], str):
-        subscripts = args[0].replace(" ", "")
-        positions = list(range(1, len(args)))
-    else:
-        n_ops = len(args) // 2
-        positions = [2 * i for i in range(n_ops)]
-        subscripts = ",".join(_sublist_to_str(args[2 * i + 1]) for i in range(n_ops))
-        if len(args) % 2:
-            subscripts += "->" + _sublist_to_str(args[-1])
-    ins, arrow, out = subscripts.partition("->")
-    inputs = ins.split(",")
-    if len(inputs) != len(positions):
-        raise ValueError(f"einsum subscripts {subscripts!r} name {len(inputs)} operands, "
-                         f"got {len(positions)}")
-    if not arrow:
-        letters = [c for s in inputs for c in s.replace("...", "")]
-        out = ("..." if any("..." in s for s in inputs) else "") + "".join(
-            sorted(c for c in set(letters) if letters.count(c) == 1))
-    used = set(subscripts)
-    free = [c for c in _LABELS if c not in used]
-    ndims = [np.ndim(args[p]) for p in positions]
-    ell = [nd - (len(s) - 3) for s, nd in zip(inputs, ndims, strict=True) if "..." in s]
-    n_ell = max(ell, default=0)
-    ell_labels = "".join(free[:n_ell])
-    inputs = [
-        s.replace("...", ell_labels[n_ell - (nd - (len(s) - 3)):]) if "..." in s else s
-        for s, nd in zip(inputs, ndims, strict=True)
-    ]
-    return inputs, out.replace("...", ell_labels), positions
-
-
-def _einsum_operand_back(ybar: Any, i: int, inputs: list[str], out: str, ops: list[Any],
-                         optimize: Any) -> Any:
-    """Cotangent of operand ``i`` of ``einsum(inputs -> out)``: contract ``ybar`` with the other
-    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``."""
-    sub, x = inputs[i], ops[i]
-    xshape = _shape(x)
-    sizes: dict[str, int] = {}
-    for s, op in zip(inputs, ops, strict=True):
-        for c, n in zip(s, _shape(op), strict=True):
-            sizes[c] = max(sizes.get(c, 1), n)
-    elsewhere = set(out).union(*(set(s) for j, s in enumerate(inputs) if j != i))
-    first: dict[str, int] = {}
-    for p, c in enumerate(sub):
-        first.setdefault(c, p)
-    unique = list(first)
-    kept = [c for c in unique if c in elsewhere and not (xshape[first[c]] == 1 and sizes[c] != 1)]
-    others = [j for j in range(len(ops)) if j != i]
-    spec = ",".join([out] + [inputs[j] for j in others]) + "->" + "".join(kept)
-    g = np.einsum(spec, ybar, *(_conj(ops[j]) for j in others), optimize=optimize)
-    missing = [k for k, c in enumerate(unique) if c not in kept]
-    if missing:
-        g = np.broadcast_to(np.expand_dims(g, missing), tuple(xshape[first[c]] for c in unique))
-    if len(unique) < len(sub):  # repeated labels (a diagonal): embed with a mask
-        dups = [p for p, c in enumerate(sub) if first[c] != p]
-        g = np.expand_dims(g, dups)
-        mask = np.ones(xshape, dtype=bool)
-        grids = np.indices(xshape, sparse=True)
-        for p in dups:
-            mask = mask & (grids[p] == grids[first[sub[p]]])
-        g = mask * g
-    return g
-
-
-def _einsum_positions(args: tuple[Any, ...]) -> list[int]:
-    if isinstance(args[0], str):
-        return list(range(1, len(args)))
-    return [2 * i for i in range(len(args) // 2)]
-
-
-def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
-    y = np.einsum(*args, **kwargs)
-    inputs, out, positions = _einsum_spec(args)
-    ops = [args[p] for p in positions]
-    optimize = kwargs.get("optimize", False)
-
-    def einsum_pullback(ybar: Any) -> Any:
-        cts: list[Any] = [_NO] * len(args)
-        for i, p in enumerate(positions):
-            cts[p] = _project(ops[i], _einsum_operand_back(ybar, i, inputs, out, ops, optimize))
-        return (_NO, *cts)
-
-    return y, einsum_pullback
-
-
-def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.einsum(*args, **kwargs)
-    ydot = _multilinear_tangent(np.einsum, tangents, args, _einsum_positions(args), kwargs)
-    return y, ydot if isinstance(ydot, AbstractZero) else _project(y, ydot)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1215,7 +1121,6 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.vdot, vdot_rrule, vdot_frule),
     RulePair(np.kron, kron_rrule, kron_frule),
     RulePair(np.cross, cross_rrule, cross_frule),
-    RulePair(np.einsum, einsum_rrule, einsum_frule),
     # conjugation and conversions
     linear_rules(np.ndarray.conj, conj_transpose),
     linear_rules(np.ndarray.conjugate, conj_transpose),
