@@ -255,9 +255,9 @@ def test_argnums_out_of_range_is_refused_and_negative_counts_from_the_end():
     def f(x, y):
         return x * y ** 2
 
-    with pytest.raises(ValueError, match=r"argnums \[5\] out of range for .*f called with 2"):
+    with pytest.raises(ValueError, match=r"argnums=5 is out of range: .*f was given 2 positional"):
         zp.gradient(f, 2.0, 3.0, argnums=5)
-    with pytest.raises(ValueError, match=r"argnums \[-3\] out of range"):
+    with pytest.raises(ValueError, match=r"argnums=\(0, -3\) is out of range"):
         zp.gradient(f, 2.0, 3.0, argnums=(0, -3))
     assert zp.gradient(f, 2.0, 3.0, argnums=-1) == (pytest.approx(fd(lambda y: f(2.0, y), 3.0)),)
     assert zp.gradient(f, 2.0, 3.0, argnums=(-2, 1)) == (9.0, 12.0)
