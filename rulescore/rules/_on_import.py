@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from importlib.abc import Loader
 from types import ModuleType
 from typing import Any
 
@@ -51,7 +50,7 @@ class _AfterImport:
         self.callback(module)
 
 
-class _ThenCallback(Loader):
+class _ThenCallback:
     """The real loader of one module, then the hook's callback (other attributes delegated)."""
 
     def __init__(self, loader: Any, hook: _AfterImport) -> None:
