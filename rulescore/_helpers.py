@@ -25,6 +25,9 @@ _ZT = ZeroTangent()
 
 
 def _wants_result(partials: Callable[..., Any]) -> bool:
+    code = getattr(partials, "__code__", None)
+    if code is not None:  # a Python function: its code names its parameters (cheaper at import)
+        return "result" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     try:
         return "result" in inspect.signature(partials).parameters
     except (TypeError, ValueError):
