@@ -38,8 +38,9 @@ def test_an_unrelated_project_gets_no_profile_and_no_checking_mode(tmp_path: Pat
                 from hypothesis import settings
             except ImportError:
                 return
-            assert settings._current_profile == "default"
-            assert not settings.default.derandomize
+            # hypothesis's own profile ("default", or "ci" when CI is set), never rulescore's
+            assert settings._current_profile in ("default", "ci"), settings._current_profile
+            assert settings.default.max_examples == 100
     '''))
     env = {k: v for k, v in os.environ.items() if k not in ("RULESCORE_CHECKS", "PYTEST_ADDOPTS")}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
