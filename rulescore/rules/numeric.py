@@ -35,7 +35,7 @@ from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore.rules._common import bind_arguments, conj, is_complex
+from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex
 from rulescore.rules.shape import take_adjoint
 
 _NT = NoTangent()
@@ -244,12 +244,13 @@ def _coordinate_cotangent(f: Any, ybar: Any, h: Any, axis: int, edge_order: int)
         raise NotImplementedError("numpy.gradient: the derivative in a coordinate array is not "
                                   "supported for complex f; pass the coordinates as constants")
     h = np.asarray(h, dtype=np.float64)
+    fc = np.asarray(f, dtype=np.complex128)  # np.gradient computes in the dtype of f
     step = 1e-30
     out = np.zeros(h.shape)
     for k in range(h.size):
         hk = h.astype(np.complex128)
         hk[k] += 1j * step
-        dy = np.imag(np.gradient(np.asarray(f, dtype=np.float64), hk, axis=axis, edge_order=edge_order)) / step
+        dy = np.imag(np.gradient(fc, hk, axis=axis, edge_order=edge_order)) / step
         out[k] = np.sum(np.asarray(ybar) * dy)
     return out
 
@@ -266,7 +267,7 @@ def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1)
     ys = list(y) if len(axes) > 1 else [y]
 
     def gradient_pullback(ybar: Any) -> Any:
-        bars = list(ybar) if len(axes) > 1 else [ybar]
+        bars = entries(ybar, len(axes)) if len(axes) > 1 else [ybar]
         fbar: Any = 0
         hbars: list[Any] = [0] * len(hs)
         for i, (ax, m, yi, gi) in enumerate(zip(axes, mats, ys, bars, strict=True)):
@@ -309,7 +310,7 @@ def gradient_frule(tangents: Any, f: Any, *varargs: Any, axis: Any = None, edge_
         if _given(hdot):
             d = d - yi * (hdot / h)
         dots.append(project(yi, d))
-    return y, (type(y)(dots) if len(axes) > 1 else dots[0])
+    return y, (TupleTangent(*dots) if len(axes) > 1 else dots[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -471,10 +472,10 @@ def concatenator_getitem_frule(tangents: Any, obj: Any, key: Any) -> Any:
     kdot = tangents[2]
     if not _given(kdot):
         return y, _ZT
-    dots = dense_tangent(tuple(items), kdot) if isinstance(key, tuple) else (dense_tangent(key, kdot),)
+    dots = entries(kdot, len(items)) if isinstance(key, tuple) else [kdot]
     zeros = {i: np.zeros(np.shape(items[i])) for i in where}
     base = _concat_with(obj, items, zeros)
-    moved = _concat_with(obj, items, {i: np.broadcast_to(dots[i], np.shape(items[i])) for i in where})
+    moved = _concat_with(obj, items, {i: dense_tangent(items[i], dots[i]) for i in where})
     return y, project(y, moved - base)
 
 

@@ -145,6 +145,8 @@ def _reduce_rules(uf: np.ufunc) -> RulePair:
         acc, dot, start = (xm[0], dm[0], 1) if initial is _NOVALUE else (initial, _ZT, 0)
         for k in range(start, np.shape(xm)[0]):
             acc, dot = frule((_NT, dot, dm[k]), uf, acc, xm[k])
+        if isinstance(dot, AbstractZero):
+            return y, _ZT
         return y, project(y, np.reshape(dot, np.shape(y)))
 
     reduce_rrule.__name__ = reduce_rrule.__qualname__ = f"{uf.__name__}_reduce_rrule"
@@ -219,8 +221,12 @@ def _outer_rules(uf: np.ufunc) -> RulePair:
     return RulePair(method, outer_rrule, outer_frule)
 
 
+#: ``reduce``/``accumulate`` need a ufunc whose output can be its first input: not ``ldexp``
+#: (float, int) -> float; ``add.reduce`` has its own rule.
+_FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
+
 RULES: tuple[RulePair, ...] = (
-    *(_reduce_rules(uf) for uf in BINARY_UFUNCS if uf is not np.add),
-    *(_accumulate_rules(uf) for uf in BINARY_UFUNCS),
+    *(_reduce_rules(uf) for uf in _FOLDABLE if uf is not np.add),
+    *(_accumulate_rules(uf) for uf in _FOLDABLE),
     *(_outer_rules(uf) for uf in BINARY_UFUNCS),
 )
