@@ -12,8 +12,9 @@ the two arguments of each step, ``power``'s edges, complex numbers):
   method. ``np.add.reduce`` keeps its own rule (:mod:`rulescore.rules.reductions`).
 - ``outer`` is the ufunc applied to ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
 
-``ufunc.at`` writes into its first argument and returns ``None``: it has no rule (write the
-result functionally, e.g. ``a + take_adjoint(b, i, a.shape)`` for ``np.add.at(a, i, b)``).
+``ufunc.at`` writes into its first argument and returns ``None``, which no rule can express:
+its rules refuse with a ``TypeError`` that names the method and shows the functional form (for
+``np.add.at(a, i, b)`` on a vector: ``a = a + (i[:, None] == np.arange(len(a))).T @ b``).
 """
 
 from __future__ import annotations
@@ -221,6 +222,27 @@ def _outer_rules(uf: np.ufunc) -> RulePair:
     return RulePair(method, outer_rrule, outer_frule)
 
 
+def _at_rules(uf: np.ufunc) -> RulePair:
+    method = uf.at
+    name = f"numpy.{uf.__name__}.at"
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"{name}(a, indices, b) writes into a, which cannot be differentiated (the engine does not "
+            "see the write): compute a new array instead; for np.add.at on a vector, "
+            "onehot = (indices[:, None] == np.arange(len(a))); a = a + onehot.T @ b")
+
+    def at_rrule(*args: Any, **kwargs: Any) -> Any:
+        return refuse()
+
+    def at_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        return refuse()
+
+    at_rrule.__name__ = at_rrule.__qualname__ = f"{uf.__name__}_at_rrule"
+    at_frule.__name__ = at_frule.__qualname__ = f"{uf.__name__}_at_frule"
+    return RulePair(method, at_rrule, at_frule)
+
+
 #: ``reduce``/``accumulate`` need a ufunc whose output can be its first input: not ``ldexp``
 #: (float, int) -> float; ``add.reduce`` has its own rule.
 _FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
@@ -229,4 +251,5 @@ RULES: tuple[RulePair, ...] = (
     *(_reduce_rules(uf) for uf in _FOLDABLE if uf is not np.add),
     *(_accumulate_rules(uf) for uf in _FOLDABLE),
     *(_outer_rules(uf) for uf in BINARY_UFUNCS),
+    *(_at_rules(uf) for uf in BINARY_UFUNCS),
 )

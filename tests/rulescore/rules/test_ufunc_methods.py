@@ -14,6 +14,8 @@ import rulescore as rc
 import rulescore.testing.strategies as S
 from rulescore.rules.ufunc_methods import BINARY_UFUNCS
 
+zp = pytest.importorskip("zygotepy")
+
 from ._cases import RuleCase, case_id, check_case
 
 N = 3
@@ -65,6 +67,10 @@ CASES = [c for uf in BINARY_UFUNCS for c in _cases(uf)] + [
 ]
 
 
+#: ``ufunc.at`` refuses (it writes into its argument): tested by test_at_refuses_and_says_why.
+COVERED = [uf.at for uf in BINARY_UFUNCS]
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_rule(case: RuleCase) -> None:
     check_case(case)
@@ -78,12 +84,38 @@ def test_refused_keywords_name_the_method() -> None:
         rc.rrule(np.maximum.accumulate, x, out=np.empty(3))
 
 
+@pytest.mark.parametrize("uf", BINARY_UFUNCS, ids=lambda uf: uf.__name__)
+def test_at_refuses_and_says_why(uf: np.ufunc) -> None:
+    a, i, b = np.zeros(3), np.array([0, 2, 0]), np.ones(3)
+    with pytest.raises(TypeError, match=rf"numpy\.{uf.__name__}\.at\(a, indices, b\) writes into a"):
+        rc.rrule(uf.at, a, i, b)
+    with pytest.raises(TypeError, match="writes into a"):
+        rc.frule((rc.NoTangent(), a, rc.NoTangent(), b), uf.at, a, i, b)
+
+
+def test_zygotepy_refuses_add_at_and_the_functional_form_works() -> None:
+    i = np.array([0, 2, 0])
+
+    def scatter(b: np.ndarray) -> Any:
+        a = np.zeros(3)
+        np.add.at(a, i, b)
+        return np.sum(a * np.arange(1.0, 4.0))
+
+    with pytest.raises(Exception, match=r"numpy\.add\.at"):
+        zp.gradient(scatter, np.ones(3))
+
+    def functional(b: np.ndarray) -> Any:
+        a = np.zeros(3)
+        onehot = (i[:, None] == np.arange(len(a))).astype(float)
+        a = a + onehot.T @ b
+        return np.sum(a * np.arange(1.0, 4.0))
+
+    np.testing.assert_allclose(zp.gradient(functional, np.ones(3))[0], [1.0, 3.0, 1.0])
+
+
 def test_maximum_reduce_sends_the_cotangent_to_the_maximum() -> None:
     _, back = rc.rrule(np.maximum.reduce, np.array([1.0, 4.0, 2.0]))
     np.testing.assert_array_equal(back(1.0)[1], [0.0, 1.0, 0.0])
-
-
-zp = pytest.importorskip("zygotepy")
 
 
 def _fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
