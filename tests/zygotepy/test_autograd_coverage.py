@@ -168,7 +168,6 @@ def _fd(f: Callable[..., Any], args: tuple[Any, ...], i: int, h: float = 1e-6) -
 #: entry when the rule lands).
 NOT_YET: dict[str, str] = {
     "scipy.integrate._odepack_py.odeint": "odeint's adjoint rule is being written (issue 16, scipy-more)",
-    "scipy.linalg._basic.solve_banded": "no rule for banded solves yet",
 }
 
 
