@@ -33,7 +33,7 @@ from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._tangent import Tangent
+from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex
 from rulescore.rules.shape import take_adjoint
@@ -67,10 +67,10 @@ def _diff_parts(a: Any, p: dict[str, Any]) -> tuple[list[Any], int]:
     """The pieces ``np.diff`` concatenates (prepend, a, append; absent ones left out) and the axis."""
     nd = np.ndim(a)
     axis = int(p["axis"]) % nd if nd else 0
-    pieces = []
+    pieces: list[Any] = []
     for key in ("prepend", "append"):
         v = p[key]
-        if v is np._NoValue:  # type: ignore[attr-defined]
+        if v is np._NoValue:
             pieces.append(None)
             continue
         if np.ndim(v) == 0:
@@ -227,7 +227,7 @@ def _gradient_spacings(varargs: tuple[Any, ...], k: int) -> list[Any]:
     return list(varargs)
 
 
-def _gradient_matrix(n: int, h: Any, edge_order: int, dtype: Any) -> np.ndarray[Any, Any]:
+def _gradient_matrix(n: int, h: Any, edge_order: Any, dtype: Any) -> Any:
     """``M`` with ``np.gradient(v, h) == M @ v`` for a vector ``v`` of length ``n``."""
     return np.gradient(np.eye(n, dtype=dtype), h, axis=0, edge_order=edge_order)
 
@@ -237,7 +237,7 @@ def _along(m: Any, v: Any, axis: int) -> Any:
     return np.moveaxis(np.tensordot(m, v, axes=([1], [axis])), 0, axis)
 
 
-def _coordinate_cotangent(f: Any, ybar: Any, h: Any, axis: int, edge_order: int) -> Any:
+def _coordinate_cotangent(f: Any, ybar: Any, h: Any, axis: int, edge_order: Any) -> Any:
     """The cotangent of a coordinate array: ``sum(ybar * dy/dh_k)`` for each ``k``, each by a
     complex step (``np.gradient`` is a rational function of the coordinates: exact to rounding)."""
     if is_complex(f) or is_complex(ybar):
@@ -255,7 +255,7 @@ def _coordinate_cotangent(f: Any, ybar: Any, h: Any, axis: int, edge_order: int)
     return out
 
 
-def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> Any:
     """Linear in ``f`` along each axis (``M_axis @ f``, ``M`` built by ``np.gradient`` itself);
     a scalar spacing ``h`` scales the result by ``1/h``; a coordinate array's cotangent comes from
     a complex step per coordinate (the pullback of that part does not differentiate again)."""
@@ -288,7 +288,7 @@ def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1)
     return y, gradient_pullback
 
 
-def gradient_frule(tangents: Any, f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+def gradient_frule(tangents: Any, f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> Any:
     y = np.gradient(f, *varargs, axis=axis, edge_order=edge_order)
     for t, h in zip(tangents[2:], varargs, strict=True):
         if _given(t) and np.ndim(h) > 0:
@@ -403,7 +403,7 @@ def select_rrule(condlist: Any, choicelist: Any, *args: Any, **kwargs: Any) -> A
     def select_pullback(ybar: Any) -> Any:
         bars = [_scalar_sum(c, np.where(which == i, ybar, 0)) for i, c in enumerate(choicelist)]
         rest = [_scalar_sum(args[0], np.where(which == len(choicelist), ybar, 0))] if args else []
-        return (_NT, _NT, Tangent[type(choicelist)](*bars), *rest)
+        return (_NT, _NT, tangent_type(type(choicelist))(*bars), *rest)
 
     return y, select_pullback
 
@@ -460,7 +460,7 @@ def concatenator_getitem_rrule(obj: Any, key: Any) -> Any:
         for i, (hit, pos) in zip(where, place, strict=True):
             v = items[i]
             bars[i] = _scalar_sum(v, np.reshape(take_adjoint(ybar[hit], pos, (np.size(v),)), np.shape(v)))
-        key_bar = Tangent[tuple](*bars) if isinstance(key, tuple) else bars[0]
+        key_bar = TupleTangent(*bars) if isinstance(key, tuple) else bars[0]
         return _NT, _NT, key_bar
 
     return y, concatenator_pullback
@@ -510,7 +510,9 @@ def item_frule(tangents: Any, x: Any, *args: Any) -> Any:
 def _dense_list(y: Any, t: Any) -> Any:
     """The cotangent of a ``tolist()`` result as nested lists of numbers."""
     if isinstance(y, list):
-        parts = [_ZT] * len(y) if isinstance(t, AbstractZero) else (t.backing if isinstance(t, Tangent) else t)
+        if isinstance(t, AbstractZero):
+            t = [_ZT] * len(y)
+        parts = t.backing if isinstance(t, Tangent) else t
         return [_dense_list(v, e) for v, e in zip(y, parts, strict=True)]
     return 0.0 if isinstance(t, AbstractZero) else t
 
@@ -527,7 +529,7 @@ def tolist_rrule(x: Any) -> Any:
 
 def _as_list_tangent(v: Any) -> Any:
     if isinstance(v, list):
-        return Tangent[list](*(_as_list_tangent(e) for e in v))
+        return tangent_type(list)(*(_as_list_tangent(e) for e in v))
     return v
 
 

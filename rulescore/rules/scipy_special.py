@@ -247,7 +247,8 @@ def betainc_partials(a: Any, b: Any, x: Any) -> Any:
 
 def yn_rrule(n: Any, x: Any) -> Any:
     def yn_pullback(ybar: Any) -> Any:
-        return NoTangent(), NoTangent(), proj(x, ybar * (sp.yn(np.subtract(n, 1), x) - sp.yn(np.add(n, 1), x)) / 2)
+        dx = (sp.yn(np.subtract(n, 1), x) - sp.yn(np.add(n, 1), x)) / 2
+        return NoTangent(), NoTangent(), proj(x, ybar * dx)
 
     return sp.yn(n, x), yn_pullback
 

@@ -52,10 +52,9 @@ def _bind(method: str, uf: np.ufunc, params: tuple[str, ...], args: tuple[Any, .
         raise TypeError(f"{name}() takes at most {len(params) + 1} positional arguments")
     p = dict(zip(params, args, strict=False))
     p.update(kwargs)
-    for key in ("out", "dtype"):
+    for key, why in (("out", "it writes into an existing array"), ("dtype", "cast the input instead")):
         if p.get(key) is not None:
-            raise TypeError(f"{name}: {key}= is not supported under differentiation "
-                            f"({'it writes into an existing array' if key == 'out' else 'cast the input instead'})")
+            raise TypeError(f"{name}: {key}= is not supported under differentiation ({why})")
     if p.get("where", True) is not True:
         raise TypeError(f"{name}: where= is not supported under differentiation; select with np.where")
     p.setdefault("axis", axis_default)

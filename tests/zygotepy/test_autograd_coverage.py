@@ -29,7 +29,6 @@ import rulescore as rc
 autograd = pytest.importorskip("autograd")
 pytest.importorskip("scipy")
 import autograd.numpy as anp  # noqa: E402
-import autograd.scipy  # noqa: E402
 from autograd.core import primitive_vjps  # noqa: E402
 
 import zygotepy as zp  # noqa: E402
@@ -108,7 +107,8 @@ def _loss(ns: Any, f: Any, args: tuple[Any, ...]) -> Any:
 
 
 def _float_positions(args: tuple[Any, ...]) -> list[int]:
-    return [i for i, a in enumerate(args) if isinstance(a, (float, np.ndarray)) and np.asarray(a).dtype.kind == "f"]
+    return [i for i, a in enumerate(args)
+            if isinstance(a, (float, np.ndarray)) and np.asarray(a).dtype.kind == "f"]
 
 
 def _autograd_grad(prim: Any, args: tuple[Any, ...], i: int) -> Any:
@@ -182,7 +182,8 @@ def _zygotepy_gradients(f: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grads = zp.gradient(lambda *a: _loss(np, f, a), *args)
-    return tuple(np.zeros(np.shape(a)) if g is None else np.asarray(g) for g, a in zip(grads, args, strict=True))
+    return tuple(np.zeros(np.shape(a)) if g is None else np.asarray(g)
+                 for g, a in zip(grads, args, strict=True))
 
 
 @pytest.mark.parametrize(("name", "f", "prim"), PRIMITIVES, ids=[p[0] for p in PRIMITIVES])

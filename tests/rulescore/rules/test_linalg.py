@@ -460,11 +460,13 @@ def test_full_svd_differentiates_through_the_first_vectors(shape: tuple[int, int
     one reading the extra vectors, which are not unique, is refused."""
     a = np.random.default_rng(3).normal(size=shape)
     k = min(shape)
-    w_u, w_v = np.random.default_rng(4).normal(size=(shape[0], k)), np.random.default_rng(5).normal(size=(k, shape[1]))
+    w_u = np.random.default_rng(4).normal(size=(shape[0], k))
+    w_v = np.random.default_rng(5).normal(size=(k, shape[1]))
 
     def loss(x: np.ndarray) -> float:
         u, s, vh = LA.svd(x)
-        return float(np.sum(s ** 2 * np.arange(1, k + 1)) + np.sum((u[:, :k] * w_u) ** 2) + np.sum((vh[:k] * w_v) ** 2))
+        singular = np.sum(s ** 2 * np.arange(1, k + 1))
+        return float(singular + np.sum((u[:, :k] * w_u) ** 2) + np.sum((vh[:k] * w_v) ** 2))
 
     u, s, vh = LA.svd(a)
     tangent = rc.Tangent[type(LA.svd(a))]

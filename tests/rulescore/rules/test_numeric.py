@@ -32,7 +32,8 @@ def around(centres: list[float], spread: float = 0.2) -> Any:
 def distinct(shape: tuple[int, ...]) -> Any:
     """Arrays of distinct values at least 0.8 apart (no ties)."""
     n = int(np.prod(shape))
-    return st.permutations(list(range(n))).map(lambda p: ((np.array(p, dtype=float) - n / 2) * 0.8).reshape(shape))
+    return st.permutations(list(range(n))).map(
+        lambda p: ((np.array(p, dtype=float) - n / 2) * 0.8).reshape(shape))
 
 
 KNOTS = [-2.0, -1.0, 0.5, 2.0]
@@ -187,12 +188,15 @@ def user_select(x: np.ndarray) -> Any:
 
 
 def user_concat(x: np.ndarray) -> Any:
-    return np.sum(np.r_[x, 1.0, x[:2] ** 2] * np.arange(8.0)) + np.sum(np.c_[x, x ** 3] @ np.array([1.0, -2.0]))
+    rows = np.r_[x, 1.0, x[:2] ** 2]
+    columns = np.c_[x, x ** 3]
+    return np.sum(rows * np.arange(8.0)) + np.sum(columns @ np.array([1.0, -2.0]))
 
 
 def user_interp(x: np.ndarray) -> Any:
     knots = np.linspace(-3.0, 3.0, 7)
-    return np.sum(np.interp(x, knots, knots ** 2)) + np.sum(np.interp(np.array([0.3, -1.2]), np.linspace(-2, 2, 5), x))
+    in_queries = np.sum(np.interp(x, knots, knots ** 2))
+    return in_queries + np.sum(np.interp(np.array([0.3, -1.2]), np.linspace(-2, 2, 5), x))
 
 
 def user_convolve(x: np.ndarray) -> Any:

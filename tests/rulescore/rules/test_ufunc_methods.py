@@ -14,9 +14,9 @@ import rulescore as rc
 import rulescore.testing.strategies as S
 from rulescore.rules.ufunc_methods import BINARY_UFUNCS
 
-zp = pytest.importorskip("zygotepy")
-
 from ._cases import RuleCase, case_id, check_case
+
+zp = pytest.importorskip("zygotepy")
 
 N = 3
 #: Ufuncs with kinks where two arguments are equal: drawn with distinct entries.
@@ -25,14 +25,20 @@ TIES = (np.maximum, np.minimum, np.fmax, np.fmin)
 MODULO = (np.fmod, np.remainder)
 
 
+def spaced(shape: tuple[int, ...], start: float, step: float) -> Any:
+    """Distinct entries ``start + step * k`` in a random order."""
+    n = int(np.prod(shape))
+    return st.permutations(list(range(n))).map(
+        lambda p: (start + step * np.array(p, dtype=float)).reshape(shape))
+
+
 def values(uf: np.ufunc, shape: tuple[int, ...]) -> Any:
     """Entries in [0.5, 2] (every ufunc is smooth there), away from the kinks of max/min and the
     jumps of fmod/remainder."""
-    n = int(np.prod(shape))
     if uf in TIES:
-        return st.permutations(list(range(n))).map(lambda p: (0.5 + 0.1 * np.array(p, dtype=float)).reshape(shape))
+        return spaced(shape, 0.5, 0.1)
     if uf in MODULO:  # distinct, in [1.05, 1.9): no ratio of two entries (or of 1.5) is an integer
-        return st.permutations(list(range(n))).map(lambda p: (1.05 + 0.07 * np.array(p, dtype=float)).reshape(shape))
+        return spaced(shape, 1.05, 0.07)
     return S.arrays(shape=shape, min_value=0.5, max_value=2.0)
 
 
@@ -44,12 +50,13 @@ def _cases(uf: np.ufunc) -> list[RuleCase]:
                 RuleCase(uf.reduce, (values(uf, (3, 2)),), name=uf.__name__, max_examples=N),
                 RuleCase(uf.reduce, (values(uf, (2, 3)), 1), {"keepdims": True}, nondiff=(1,),
                          name=f"{uf.__name__}-axis1-keepdims", max_examples=N),
-                RuleCase(uf.reduce, (values(uf, (4,)),), {"axis": None, "initial": 1.5}, name=f"{uf.__name__}-initial",
-                         max_examples=N),
+                RuleCase(uf.reduce, (values(uf, (4,)),), {"axis": None, "initial": 1.5},
+                         name=f"{uf.__name__}-initial", max_examples=N),
             ]
         out += [
             RuleCase(uf.accumulate, (values(uf, (4,)),), name=uf.__name__, max_examples=N),
-            RuleCase(uf.accumulate, (values(uf, (2, 3)), 1), nondiff=(1,), name=f"{uf.__name__}-axis1", max_examples=N),
+            RuleCase(uf.accumulate, (values(uf, (2, 3)), 1), nondiff=(1,), name=f"{uf.__name__}-axis1",
+                     max_examples=N),
         ]
     second = np.array([1, -2, 0]) if uf is np.ldexp else values(uf, (3,))
     out.append(RuleCase(uf.outer, (values(uf, (2,)), second), nondiff=(1,) if uf is np.ldexp else (),
@@ -58,11 +65,13 @@ def _cases(uf: np.ufunc) -> list[RuleCase]:
 
 
 CASES = [c for uf in BINARY_UFUNCS for c in _cases(uf)] + [
-    RuleCase(np.multiply.reduce, (S.arrays(shape=(2, 3, 2)),), {"axis": (0, 2)}, name="multiply-axes", max_examples=N),
+    RuleCase(np.multiply.reduce, (S.arrays(shape=(2, 3, 2)),), {"axis": (0, 2)}, name="multiply-axes",
+             max_examples=N),
     RuleCase(np.multiply.reduce, (S.arrays(shape=(0, 2)),), name="multiply-empty", max_examples=N),
     RuleCase(np.multiply.accumulate, (S.arrays(shape=(3,), dtype=np.complex128),), name="multiply-complex",
              max_examples=N),
-    RuleCase(np.subtract.outer, (S.arrays(shape=(2, 2), dtype=np.float32), S.arrays(shape=(3,), dtype=np.float32)),
+    RuleCase(np.subtract.outer, (S.arrays(shape=(2, 2), dtype=np.float32),
+                                 S.arrays(shape=(3,), dtype=np.float32)),
              name="subtract-float32", max_examples=N),
 ]
 
