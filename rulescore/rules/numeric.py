@@ -32,6 +32,7 @@ import numpy as np
 from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project
+from rulescore._registry import frule, rrule
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -133,8 +134,6 @@ def diff_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 def ptp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     """The rules of ``np.max`` and ``np.min`` (ties split evenly), subtracted."""
-    from rulescore._registry import rrule
-
     hi, hi_back = rrule(np.max, a, *args, **kwargs)
     lo, lo_back = rrule(np.min, a, *args, **kwargs)
 
@@ -145,8 +144,6 @@ def ptp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def ptp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    from rulescore._registry import frule
-
     hi, hi_dot = frule(tangents, np.max, a, *args, **kwargs)
     lo, lo_dot = frule(tangents, np.min, a, *args, **kwargs)
     y = hi - lo
@@ -658,15 +655,21 @@ def convolve_rrule(a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
     return y, convolve_pullback
 
 
-def convolve_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.convolve(a, v, *args, **kwargs)
+def _bilinear_frule(f: Any, tangents: Any, a: Any, v: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
+    """The frule of ``f(a, v, ...)``, linear in each of ``a`` and ``v``."""
+    y = f(a, v, *args, **kwargs)
     adot, vdot = tangents[1], tangents[2]
     ydot: Any = 0
     if _given(adot):
-        ydot = ydot + np.convolve(dense_tangent(a, adot), v, *args, **kwargs)
+        ydot = ydot + f(dense_tangent(a, adot), v, *args, **kwargs)
     if _given(vdot):
-        ydot = ydot + np.convolve(a, dense_tangent(v, vdot), *args, **kwargs)
+        ydot = ydot + f(a, dense_tangent(v, vdot), *args, **kwargs)
     return y, project(y, ydot)
+
+
+def convolve_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
+    return _bilinear_frule(np.convolve, tangents, a, v, args, kwargs)
 
 
 def correlate_rrule(a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
@@ -683,14 +686,7 @@ def correlate_rrule(a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def correlate_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.correlate(a, v, *args, **kwargs)
-    adot, vdot = tangents[1], tangents[2]
-    ydot: Any = 0
-    if _given(adot):
-        ydot = ydot + np.correlate(dense_tangent(a, adot), v, *args, **kwargs)
-    if _given(vdot):
-        ydot = ydot + np.correlate(a, dense_tangent(v, vdot), *args, **kwargs)
-    return y, project(y, ydot)
+    return _bilinear_frule(np.correlate, tangents, a, v, args, kwargs)
 
 
 #: Rounding: piecewise constant, so no derivative.

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import rulescore as rc
 import rulescore.testing.strategies as S
+from tests.zygotepy.finite_differences import fd
 
 from ._cases import RuleCase, case_id, check_case
 
@@ -161,15 +162,6 @@ M = RNG.normal(size=(3, 4))
 W5 = RNG.normal(size=5)
 
 
-def _fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def user_diff(x: np.ndarray) -> Any:
     return np.sum(np.diff(x) ** 2) + np.sum(np.diff(x, n=2) * W5[:3])
 
@@ -222,4 +214,4 @@ USER = [(user_diff, X), (user_ptp, X), (user_gradient, X), (user_select, X), (us
 @pytest.mark.parametrize(("f", "x"), USER, ids=[f.__name__ for f, _ in USER])
 def test_zygotepy_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
-    np.testing.assert_allclose(g, _fd(f, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g, fd(f, x), rtol=1e-5, atol=1e-6)

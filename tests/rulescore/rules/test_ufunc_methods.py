@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import rulescore as rc
 import rulescore.testing.strategies as S
 from rulescore.rules.ufunc_methods import BINARY_UFUNCS
+from tests.zygotepy.finite_differences import fd
 
 from ._cases import RuleCase, case_id, check_case
 
@@ -127,15 +128,6 @@ def test_maximum_reduce_sends_the_cotangent_to_the_maximum() -> None:
     np.testing.assert_array_equal(back(1.0)[1], [0.0, 1.0, 0.0])
 
 
-def _fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 def user_methods(x: np.ndarray) -> Any:
     running_max = np.maximum.accumulate(x)
     pairwise = np.subtract.outer(x, x) ** 2
@@ -146,11 +138,11 @@ def user_methods(x: np.ndarray) -> Any:
 def test_zygotepy_gradient_and_hessian() -> None:
     x = np.array([0.7, -1.3, 1.9, 0.4, 1.1])
     (g,) = zp.gradient(user_methods, x)
-    np.testing.assert_allclose(g, _fd(user_methods, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g, fd(user_methods, x), rtol=1e-5, atol=1e-6)
 
     def grad_of(v: np.ndarray) -> Any:
         return zp.gradient(lambda u: np.multiply.reduce(u) + np.sum(np.multiply.accumulate(u)), v)[0]
 
     h = zp.hessian(lambda u: np.multiply.reduce(u) + np.sum(np.multiply.accumulate(u)), x)
-    rows = np.array([_fd(lambda v, i=i: grad_of(v)[i], x) for i in range(5)])
+    rows = np.array([fd(lambda v, i=i: grad_of(v)[i], x) for i in range(5)])
     np.testing.assert_allclose(h, rows, rtol=1e-4, atol=1e-5)
