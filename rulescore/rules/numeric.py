@@ -355,10 +355,10 @@ def _partition_perm(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
 
 
 def partition_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
-    """Scatter ``ybar`` back through the permutation ``np.argpartition`` gives (ties are equal
-    values, so which of them moves where does not change the result)."""
-    y = np.partition(a, *args, **kwargs)
+    """Scatter ``ybar`` back through the permutation ``np.argpartition`` gives; the result is
+    gathered through the same permutation (a valid partition), so the two always agree."""
     perm, axis = _partition_perm(a, args, kwargs)
+    y = _gather(a, perm, axis)
     shape = np.shape(a)
 
     def partition_pullback(ybar: Any) -> Any:
@@ -371,14 +371,16 @@ def partition_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     return y, partition_pullback
 
 
+def _gather(v: Any, perm: Any, axis: Any) -> Any:
+    return np.take(np.ravel(v), perm) if axis is None else np.take_along_axis(v, perm, axis)
+
+
 def partition_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.partition(a, *args, **kwargs)
+    perm, axis = _partition_perm(a, args, kwargs)
+    y = _gather(a, perm, axis)
     if not _given(tangents[1]):
         return y, _ZT
-    perm, axis = _partition_perm(a, args, kwargs)
-    adot = dense_tangent(a, tangents[1])
-    ydot = np.take(np.ravel(adot), perm) if axis is None else np.take_along_axis(adot, perm, axis)
-    return y, project(y, ydot)
+    return y, project(y, _gather(dense_tangent(a, tangents[1]), perm, axis))
 
 
 def rollaxis_transpose(ybar: Any, a: Any, axis: Any, start: Any = 0) -> Any:
@@ -491,7 +493,7 @@ def item_rrule(x: Any, *args: Any) -> Any:
             index = args[0] if len(args) == 1 else args
             pos = np.ravel_multi_index(tuple(int(i) % n for i, n in zip(index, np.shape(x), strict=True)),
                                        np.shape(x))
-        xbar = np.reshape(take_adjoint(np.asarray(ybar), np.asarray(pos), (np.size(x),)), np.shape(x))
+        xbar = np.reshape(take_adjoint(ybar, np.asarray(pos), (np.size(x),)), np.shape(x))
         return (_NT, project(x, xbar), *_nots(len(args)))
 
     return y, item_pullback
