@@ -34,6 +34,10 @@ _OPERATORS = {
 _INPLACE = {ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul,
             ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod,
             ast.Pow: operator.ipow, ast.MatMult: operator.imatmul}
+#: Comparisons with one operator go through ``_zp_compare``, which gives an array written
+#: through a view or an alias its current value (identity and membership tests stay as they are).
+_COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+                ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _LEFT_ALONE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 #: Coroutines run outside the differentiation's control flow: they are called as they are.
 _UNREWRITABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -45,11 +49,12 @@ class ZygoteWarning(UserWarning):
 
 #: The operators the rewritten code calls through ``_zp_call``, by the name it uses for each.
 OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
-                                    for op in [*_OPERATORS.values(), *_INPLACE.values()]}
+                                    for op in [*_OPERATORS.values(), *_INPLACE.values(),
+                                               *_COMPARISONS.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
-                                 "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
+                                 "_zp_inplace", "_zp_getitem", "_zp_compare", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -142,6 +147,14 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         op = _OPERATORS[type(node.op)]
         return _call(node, _name(f"_zp_op_{op.__name__}", node), node.left, node.right)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARISONS:
+            return node
+        op = _COMPARISONS[type(node.ops[0])]
+        return ast.copy_location(ast.Call(func=_name("_zp_compare", node), args=[
+            _name(f"_zp_op_{op.__name__}", node), node.left, node.comparators[0]], keywords=[]), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)

@@ -52,17 +52,13 @@ FEATURES = (
 )
 
 # Constructs the engine is known to get wrong today, each with the issue that tracks it; the
-# suite's fuzz test leaves them out (tests/zygotepy/scenarios/ holds their strict xfails).
-KNOWN_OPEN = {
-    "inplace_view": "issue 14 case 1: in-place update through a view or alias is lost",
-}
+# suite's fuzz test leaves them out (tests/zygotepy/scenarios/ holds their strict xfails). None
+# today: in-place updates through views and aliases (issue 14 case 1) are exact.
+KNOWN_OPEN: dict[str, str] = {}
 
 # Crashes the engine is known to have today, by a fragment of their message, each kept as a strict
 # xfail in tests/zygotepy/scenarios/ (named here); the suite's fuzz test tolerates only these.
-KNOWN_CRASHES = {
-    "in-place assignment into an array that is also referenced elsewhere":
-        "test_inplace_copies.py: false refusals of `y[i] op= v` (plain TypeError, not a zp error)",
-}
+KNOWN_CRASHES: dict[str, str] = {}
 
 REFUSALS = (zp.UntraceableError, zp.NotScalarError, rc.AmbiguousRuleError, rc.ProjectionError)
 

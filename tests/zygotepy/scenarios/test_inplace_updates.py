@@ -20,7 +20,7 @@ def test_setitem_with_repeated_integer_index_is_refused_naming_the_index():
         zp.gradient(f, x)
 
 
-def test_setitem_through_an_alias_is_refused_naming_the_function():
+def test_setitem_through_an_alias_reaches_the_alias():
     def f(x):
         y = np.zeros(2)
         z = y
@@ -28,8 +28,9 @@ def test_setitem_through_an_alias_is_refused_naming_the_function():
         return np.sum(y) + np.sum(z) * x  # NumPy: x + x * x
 
     assert f(1.0) == 2.0
-    with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*also referenced elsewhere"):
-        zp.gradient(f, 1.0)
+    val, (g,) = zp.withgradient(f, 1.0)
+    assert val == 2.0
+    assert g == pytest.approx(3.0)
 
 
 G_BUF = np.zeros(2)
@@ -143,37 +144,37 @@ def test_augmented_subscript_assignment_evaluates_its_index_once():
     assert g == pytest.approx(fd(f, 2.0))
 
 
-def test_augmented_assignment_through_a_view_is_refused_not_lost():
+def test_augmented_assignment_through_a_view_reaches_the_array():
     def f(x):
         out = np.zeros((2, 3))
         row = out[0]
         row += x * 2  # NumPy writes into out
         return np.sum(out)
 
-    with pytest.raises(zp.UntraceableError, match=r"`\+=` of a traced value inside .*\.f \(.*view of"):
-        zp.withgradient(f, np.array([1.0, 2.0, 3.0]))
+    x = np.array([1.0, 2.0, 3.0])
+    val, (g,) = zp.withgradient(f, x)
+    assert val == f(x) == 12.0
+    np.testing.assert_allclose(g, [2.0, 2.0, 2.0])
 
 
-def test_subscript_store_through_a_view_is_refused_not_lost():
+def test_subscript_store_through_a_view_reaches_the_array():
     def f(x):
         y = np.zeros(4)
         w = y[1:3]
         w[0] = x * 3  # NumPy writes into y
         return y.sum()
 
-    with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*the array it is a view of"):
-        zp.gradient(f, 1.0)
+    assert zp.gradient(f, 1.0) == (3.0,)
 
 
-def test_augmented_assignment_into_an_array_held_by_a_dict_is_refused():
+def test_augmented_assignment_into_an_array_held_by_a_dict_reaches_the_dict():
     def f(x):
         state = {"g": np.zeros(3)}
         g = state["g"]
         g += x  # NumPy writes into state["g"]
         return state["g"].sum()
 
-    with pytest.raises(zp.UntraceableError, match=r"`\+=` of a traced value inside .*\.f \("):
-        zp.gradient(f, np.ones(3))
+    np.testing.assert_allclose(zp.gradient(f, np.ones(3))[0], np.ones(3))
 
 
 def test_local_accumulators_views_of_temporaries_and_copies_stay_exact():
