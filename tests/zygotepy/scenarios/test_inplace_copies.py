@@ -11,6 +11,7 @@ import pytest
 import zygotepy as zp
 from tests.zygotepy.finite_differences import fd
 
+
 def slice_scaled_in_place(x):
     y = np.array([0.5, 1.0])
     y[0:2] *= x

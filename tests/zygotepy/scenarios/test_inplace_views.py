@@ -12,6 +12,7 @@ import pytest
 import zygotepy as zp
 from tests.zygotepy.finite_differences import fd
 
+
 def row_view(x):
     out = np.zeros((2, 3))
     row = out[0]
