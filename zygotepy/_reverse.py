@@ -32,7 +32,7 @@ from zygotepy._edge import to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
-from zygotepy._views import note_view, settle
+from zygotepy._views import note_view, settle, write_back
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -442,7 +442,9 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
         loss = _loss(f, out, tuples)
         _check_scalar(f, loss)
-        return WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+        result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+        write_back(trace)
+        return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
     trace, boxed, out = _run(f, args, kwargs, selected)
     loss = _loss(f, out, tuples)
@@ -451,6 +453,7 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
+    write_back(trace)
     return WithGradient(unbox(out, trace)[0], grads)
 
 

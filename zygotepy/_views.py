@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import rulescore as rc
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import Box, Trace, unbox_all
 
@@ -206,13 +207,41 @@ def latest(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
 
 
 def settle(levels: tuple[Trace, ...], out: Any, call: Any) -> Any:
-    """A differentiated function's output with every array in it (through tuples, lists and dicts)
-    replaced by its current traced value (see :func:`latest`)."""
+    """A differentiated function's output with every array in it (through tuples, lists, dicts
+    and objects' fields) replaced by its current traced value (see :func:`latest`)."""
     if not any(t.shadows for t in levels):
         return out
+    return _settle(levels, out, call, set())
+
+
+def _settle(levels: tuple[Trace, ...], out: Any, call: Any, seen: set[int]) -> Any:
     t = type(out)
+    if t is np.ndarray or t is Box:
+        return latest(levels, out, call)
+    if isinstance(out, _LEAVES) or callable(out) or id(out) in seen:
+        return out
+    seen.add(id(out))
     if t is tuple or t is list:
-        return t(settle(levels, v, call) for v in out)
+        return t(_settle(levels, v, call, seen) for v in out)
     if t is dict:
-        return {k: settle(levels, v, call) for k, v in out.items()}
-    return latest(levels, out, call)
+        return {k: _settle(levels, v, call, seen) for k, v in out.items()}
+    if not (hasattr(out, "__dict__") or hasattr(out, "__slots__")):
+        return out
+    fields = rc.fields_of(out)
+    updates = {k: new for k, v in fields.items() if (new := _settle(levels, v, call, seen)) is not v}
+    return rc.rebuild(out, updates) if updates else out
+
+
+_LEAVES = (np.generic, int, float, complex, str, bytes, type)
+
+
+def write_back(trace: Trace) -> None:
+    """Once ``trace``'s tape is spent (``gradient`` after its backward pass, at the outermost
+    level), put the final values of the arrays written through views and aliases into their
+    memory, as NumPy would have: a global buffer or an argument written by the function holds
+    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones."""
+    if trace.outer:
+        return
+    for home, new in trace.shadows.values():
+        if home.flags.writeable:
+            home[...] = unbox_all(new)

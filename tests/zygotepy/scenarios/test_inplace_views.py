@@ -123,11 +123,51 @@ def test_every_reference_reads_the_update(f):
     assert grad == pytest.approx(fd(f, 0.7), rel=1e-6)
 
 
-def test_argument_written_through_a_view():
+def test_argument_written_through_a_view_is_updated_as_numpy_does():
     x = np.array([0.5, -1.0, 2.0])
+    expected = x.copy()
+    want = argument_written_through_a_view(expected)  # NumPy: expected[:2] *= 3
     val, (grad,) = zp.withgradient(argument_written_through_a_view, x)
-    assert val == pytest.approx(argument_written_through_a_view(x.copy()))
-    np.testing.assert_allclose(grad, fd(lambda v: argument_written_through_a_view(v.copy()), x), rtol=1e-6)
+    assert val == pytest.approx(want)
+    np.testing.assert_allclose(x, expected)  # the argument holds the new values afterwards
+    np.testing.assert_allclose(grad, [18 * 0.5, 18 * -1.0, 2 * 2.0])
+
+
+BUFFER = np.zeros(3)
+
+
+def accumulate_into_the_global_buffer(x):
+    head = BUFFER[:2]
+    head += x
+    return np.sum(BUFFER * BUFFER)
+
+
+def test_a_global_buffer_written_through_a_view_holds_the_new_values_afterwards():
+    BUFFER[:] = [1.0, 2.0, 3.0]
+    val, (grad,) = zp.withgradient(accumulate_into_the_global_buffer, 0.5)
+    assert val == pytest.approx(1.5 ** 2 + 2.5 ** 2 + 9)
+    assert grad == pytest.approx(2 * 1.5 + 2 * 2.5)
+    np.testing.assert_allclose(BUFFER, [1.5, 2.5, 3.0])
+
+
+class Result:
+    def __init__(self, data):
+        self.data = data
+
+
+def returns_an_object_made_before_the_write(x):
+    out = np.zeros(3)
+    result = Result(out)
+    head = out[:2]
+    head += x
+    return result, [out]
+
+
+def test_outputs_made_before_the_write_read_the_update():
+    (result, [out]), back = zp.pullback(returns_an_object_made_before_the_write, 0.7)
+    np.testing.assert_allclose(result.data, [0.7, 0.7, 0.0])
+    np.testing.assert_allclose(out, [0.7, 0.7, 0.0])
+    assert back((Result(np.ones(3)), [np.ones(3)])) == (pytest.approx(4.0),)
 
 
 def returns_the_written_array(x):
