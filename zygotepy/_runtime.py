@@ -45,17 +45,19 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 
 
-def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
-    """``x op= v``: in place for plain values and containers, functional when traced. For a local
-    name (``name``) holding an array that another reference may see (an alias, a container, the
-    array it is a view of), the update is written into that array's traced value
-    (:mod:`zygotepy._views`), so every reference reads it."""
+def inplace(op: Any, iop: Any, x: Any, v: Any, target: str = "") -> Any:
+    """``x op= v``: in place for plain values and containers, functional when traced. For a
+    ``target`` that is a local ``"name"`` or an ``"attribute"`` holding an array another reference
+    may see (an alias, a container, the array it is a view of; an attribute's array always), the
+    update is written into that array's traced value (:mod:`zygotepy._views`), so every reference
+    reads it, and the target keeps the array."""
     levels = LEVELS.get()
     if levels and type(x) is not set and not _dispatch.plain_container(x) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(levels, (x, v), {}, False)
         or (levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))
     ):
-        if name and _shared(levels, x, sys.getrefcount(x)):
+        refs = sys.getrefcount(x) if target == "name" else _SHARED_REFCOUNT  # an attribute's: shared
+        if target and _shared(levels, x, refs):
             _write(levels, x, None, _dispatch.call(op, x, v))
             return x
         return _dispatch.call(op, x, v)
@@ -91,7 +93,8 @@ def store(container: Any, index: Any, value: Any) -> None:
     shares memory with a written one, written into its traced value (:mod:`zygotepy._views`);
     refused if they would hide a gradient otherwise."""
     levels = LEVELS.get()
-    if levels and type(unbox_all(container)) is np.ndarray and (type(container) is Box or (
+    if levels and type(unbox_all(container)) is np.ndarray and (
+            type(container) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
             levels[-1].with_params and _views.shadowed(levels, unbox_all(container)))):
         _write(levels, container, index, value)
         return
@@ -112,7 +115,8 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     alias, a container, a view), written into the traced value of the array owning its memory
     (:mod:`zygotepy._views`), so every reference reads it."""
     levels = LEVELS.get()
-    if levels and not _dispatch.plain_container(x) and (type(x) is Box or type(value) is Box or (
+    if levels and not _dispatch.plain_container(x) and (
+            type(x) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
             levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))):
         if _shared(levels, x, sys.getrefcount(x)):
             _write(levels, x, index, value)
@@ -127,6 +131,7 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 #: References to an array held only by one local name, seen from inside ``setitem``: the
 #: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
 _LOCAL_ONLY_REFCOUNT = 3
+_SHARED_REFCOUNT = _LOCAL_ONLY_REFCOUNT + 1
 
 
 def param(x: Any) -> Any:

@@ -224,26 +224,36 @@ class _Rewriter(ast.NodeTransformer):
             return node
         op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
 
-        def update(current: ast.expr, name: bool = False) -> ast.Call:
+        def update(current: ast.expr, target_kind: str = "") -> ast.Call:
             return ast.copy_location(ast.Call(
                 func=_name("_zp_inplace", node),
                 args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
-                      current, self.visit(node.value), ast.Constant(name)], keywords=[]), node)
+                      current, self.visit(node.value), ast.Constant(target_kind)], keywords=[]), node)
+
+        def assign(name: str, value: ast.expr) -> ast.Assign:
+            return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)
 
         if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
-            return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
-                                                value=update(_name(target.id, node), True)), node)
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and self._local(target.value.id):  # x[i] += v -> t = i; x[t] = inplace(x[t], v)
-            index = self._temporary()  # the index is evaluated once, as Python does
-            bind = ast.copy_location(ast.Assign(targets=[ast.Name(id=index, ctx=ast.Store())],
-                                                value=_index_expr(self.visit(target.slice))), node)
-            read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+            return assign(target.id, update(_name(target.id, node), "name"))
+        if isinstance(target, ast.Subscript):  # x[i] += v -> c = x; t = i; c[t] = inplace(c[t], v)
+            local = isinstance(target.value, ast.Name) and self._local(target.value.id)
+            container = target.value.id if local else self._temporary()  # type: ignore[attr-defined]
+            index = self._temporary()  # the container and index are evaluated once, as Python does
+            binds = [] if local else [assign(container, self.visit(target.value))]
+            binds.append(assign(index, _index_expr(self.visit(target.slice))))
+            read = ast.copy_location(ast.Subscript(value=_name(container, node),
                                                    slice=_name(index, node), ctx=ast.Load()), node)
-            write = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+            write = ast.copy_location(ast.Subscript(value=_name(container, node),
                                                     slice=_name(index, node), ctx=ast.Store()), node)
             store = ast.copy_location(ast.Assign(targets=[write], value=update(self.visit(read))), node)
-            return [bind, self.visit_Assign(store)]  # type: ignore[return-value]
+            return [*binds, self.visit_Assign(store)]  # type: ignore[return-value]
+        if isinstance(target, ast.Attribute):  # o.a += v -> t = o; t.a = inplace(t.a, v)
+            obj = self._temporary()
+            read = self.visit(ast.copy_location(
+                ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
+            write = ast.copy_location(ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
+            return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
+                    ast.copy_location(ast.Assign(targets=[write], value=update(read, "attribute")), node)]
         self.generic_visit(node)
         return node
 
