@@ -231,7 +231,8 @@ class _Rewriter(ast.NodeTransformer):
                       current, self.visit(node.value), ast.Constant(target_kind)], keywords=[]), node)
 
         def assign(name: str, value: ast.expr) -> ast.Assign:
-            return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)
+            stored = ast.Name(id=name, ctx=ast.Store())
+            return ast.copy_location(ast.Assign(targets=[stored], value=value), node)
 
         if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
             return assign(target.id, update(_name(target.id, node), "name"))
@@ -251,7 +252,8 @@ class _Rewriter(ast.NodeTransformer):
             obj = self._temporary()
             read = self.visit(ast.copy_location(
                 ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
-            write = ast.copy_location(ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
+            write = ast.copy_location(
+                ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
             return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
                     ast.copy_location(ast.Assign(targets=[write], value=update(read, "attribute")), node)]
         self.generic_visit(node)
