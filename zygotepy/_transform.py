@@ -252,10 +252,10 @@ class _Rewriter(ast.NodeTransformer):
             obj = self._temporary()
             read = self.visit(ast.copy_location(
                 ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
-            write = ast.copy_location(
+            into = ast.copy_location(
                 ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
             return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
-                    ast.copy_location(ast.Assign(targets=[write], value=update(read, "attribute")), node)]
+                    ast.copy_location(ast.Assign(targets=[into], value=update(read, "attribute")), node)]
         self.generic_visit(node)
         return node
 
