@@ -204,3 +204,30 @@ def test_a_view_made_by_stride_tricks_is_refused_naming_the_function():
 
     with pytest.raises(zp.UntraceableError, match=r"inside .*\.f \(.*np\.lib\.stride_tricks.*Copy it first"):
         zp.gradient(f, 0.7)
+
+
+def views_of_fresh_and_traced_arrays(x):
+    out = np.zeros((2, 3))
+    row = out[0]
+    row += x * x
+    y = x * np.ones(3)
+    tail = y[1:]
+    tail *= x[1:]
+    return np.sum(out * out) + np.sum(y)
+
+
+def test_hessian_and_jvp_through_views_match_jax():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    jax.config.update("jax_enable_x64", True)
+
+    def same_in_jax(x):  # the writes as JAX spells them (functional .at[] updates)
+        out = jnp.zeros((2, 3)).at[0].add(x * x)
+        y = (x * jnp.ones(3)).at[1:].multiply(x[1:])
+        return jnp.sum(out * out) + jnp.sum(y)
+
+    x = np.array([0.3, -0.5, 0.8])
+    np.testing.assert_allclose(zp.hessian(views_of_fresh_and_traced_arrays, x), jax.hessian(same_in_jax)(x))
+    y, dy = zp.jvp(views_of_fresh_and_traced_arrays, (x,), (np.ones(3),))
+    y_jax, dy_jax = jax.jvp(same_in_jax, (x,), (jnp.ones(3),))
+    assert (y, dy) == (pytest.approx(float(y_jax)), pytest.approx(float(dy_jax)))
