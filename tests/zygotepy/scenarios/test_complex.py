@@ -25,7 +25,7 @@ def test_gradient_through_complex_sign_matches_finite_differences():
 
 def test_real_sign_stays_flat():
     assert zp.gradient(lambda x: np.sign(x) * x, 2.0) == (1.0,)
-    assert zp.gradient(lambda x: np.sum(np.sign(x)), np.array([-1.0, 2.0]))[0].tolist() == [0.0, 0.0]
+    assert zp.gradient(lambda x: np.sum(np.sign(x)), np.array([-1.0, 2.0])) == (None,)
 
 
 @pytest.mark.parametrize("ord", [1, 3, np.inf, 0.5])
