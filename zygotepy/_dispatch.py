@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import collections
+import contextvars
 import copy
 import functools
 import heapq
@@ -159,6 +160,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
             and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
+        if type(args[0]) in RANDOM_SOURCES:
+            note_random_source(args[0])
     elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
         fn, args = type(unbox_all(fn)).__call__, (fn, *args)
         tf = type(fn)
@@ -216,6 +219,33 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+#: Objects whose methods draw random numbers: a checkpointed region notes the state of each
+#: one it draws from, so the recomputation draws the same numbers.
+RANDOM_SOURCES = frozenset({np.random.Generator, np.random.RandomState})
+#: The region being watched: ``id -> (source, state before its first draw)``, or ``None``.
+RANDOM_DRAWS: contextvars.ContextVar[dict[int, tuple[Any, Any]] | None] = contextvars.ContextVar(
+    "zygotepy_random_draws", default=None)
+
+
+def note_random_source(source: Any) -> None:
+    """Remember ``source``'s state before the watched region's first draw from it."""
+    draws = RANDOM_DRAWS.get()
+    if draws is not None and id(source) not in draws:
+        draws[id(source)] = (source, random_state(source))
+
+
+def random_state(source: Any) -> Any:
+    """The state of a ``Generator`` (its bit generator's) or a ``RandomState``."""
+    return source.bit_generator.state if type(source) is np.random.Generator else source.get_state()
+
+
+def set_random_state(source: Any, state: Any) -> None:
+    if type(source) is np.random.Generator:
+        source.bit_generator.state = state
+    else:
+        source.set_state(state)
 
 
 #: Operators whose operands may be user classes defining them in Python: those methods are
