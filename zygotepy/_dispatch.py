@@ -23,6 +23,7 @@ import contextvars
 import copy
 import functools
 import heapq
+import inspect
 import operator
 import types
 from typing import Any
@@ -40,7 +41,7 @@ from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, B
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
     list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
-    issubclass, hasattr, setattr, callable, id, super, object, slice, vars, dir, iter,
+    issubclass, hasattr, setattr, object.__setattr__, callable, id, super, object, slice, vars, dir, iter,
     types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
     heapq.heappush, heapq.heappop, heapq.heapify, heapq.heappushpop, heapq.heapreplace,
     collections.deque, copy.copy, operator.itemgetter, operator.attrgetter,
@@ -246,6 +247,57 @@ def set_random_state(source: Any, state: Any) -> None:
         source.bit_generator.state = state
     else:
         source.set_state(state)
+
+
+#: (class, attribute name) -> how a box reads it; bounded: user classes may come and go.
+ATTRIBUTE_KINDS = BoundedCache(1024)
+
+
+def attribute_kind(cls: type, name: str) -> tuple[str, Any]:
+    """How an attribute of a ``cls`` instance is read: ``("method", function)``, ``("cmethod",
+    C method)``, ``("property", getter)``, ``("cached", cached_property function)``, ``("hook",
+    Python __getattr__)`` (not on the class), ``("class", None)`` or ``("data", None)``."""
+    key = (cls, name)
+    kind = ATTRIBUTE_KINDS.get(key)
+    if kind is None:
+        try:
+            attr = inspect.getattr_static(cls, name)
+        except AttributeError:  # a field, or made by a Python __getattr__ (run in C: rewrite it)
+            hook = inspect.getattr_static(cls, "__getattr__", None)
+            kind = ("hook", hook) if isinstance(hook, types.FunctionType) else ("data", None)
+        else:
+            if isinstance(attr, types.FunctionType):
+                kind = ("method", attr)
+            elif isinstance(attr, (staticmethod, classmethod)):
+                kind = ("class", None)
+            elif isinstance(attr, property):
+                kind = ("property", attr.fget)
+            elif isinstance(attr, functools.cached_property):
+                kind = ("cached", attr.func)
+            elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.BuiltinFunctionType)):
+                kind = ("cmethod", getattr(cls, name))
+            elif hasattr(type(attr), "__get__"):
+                kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
+            else:
+                kind = ("class", None)  # a plain class-level constant
+        ATTRIBUTE_KINDS.put(key, kind)
+    return kind
+
+
+def python_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` for a plain object in code rewritten for implicit parameters: a Python
+    property, ``cached_property`` or ``__getattr__`` runs through the dispatcher (Python would
+    call it from C, where the parameters it reads are not seen); a cache is not filled."""
+    cls = type(obj)
+    if cls is types.ModuleType or cls is Box:
+        return getattr(obj, name)
+    kind, attr = attribute_kind(cls, name)
+    if (kind == "property" or kind == "cached") and attr is not None:
+        return call(attr, obj)
+    if kind == "hook" and name not in getattr(obj, "__dict__", ()):
+        return call(attr, obj, name)
+    return getattr(obj, name)
 
 
 #: Operators whose operands may be user classes defining them in Python: those methods are

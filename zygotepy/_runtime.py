@@ -126,6 +126,12 @@ def param(x: Any) -> Any:
     return x
 
 
+def attribute(x: Any, name: str) -> Any:
+    """``x.name`` in code rewritten for implicit parameters: ``x`` may be a parameter (``W.T``),
+    and a property of a plain object runs rewritten (see :func:`zygotepy._dispatch.python_attribute`)."""
+    return _dispatch.python_attribute(param(x), name)
+
+
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
     implicit parameters may be inside); anything else goes through the dispatcher."""
@@ -138,9 +144,9 @@ def getitem(x: Any, index: Any) -> Any:
 
 
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
-HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
-                           "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
-                           "_zp_getitem": getitem, **OPERATOR_HELPERS}
+HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_call": _dispatch.call,
+                           "_zp_slice": slice, "_zp_setitem": setitem, "_zp_store": store,
+                           "_zp_inplace": inplace, "_zp_getitem": getitem, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -221,6 +227,8 @@ def python_target(fn: Any, params: bool = False) -> Any:
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
         return None if _skipped(fn) else transformed(fn, params)
     if tf is type:
+        if _has_post_init(fn):
+            return _post_init_constructor(fn)
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
                 and init.__code__.co_filename[:1] != "<"):
@@ -231,6 +239,49 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+def _has_post_init(cls: Any) -> bool:
+    """A dataclass with a Python ``__post_init__`` (its generated ``__init__`` has no source)."""
+    init = getattr(cls.__init__, "__code__", None)
+    return (hasattr(cls, "__dataclass_fields__") and cls.__new__ is object.__new__
+            and init is not None and init.co_filename.startswith("<")
+            and isinstance(getattr(cls, "__post_init__", None), types.FunctionType) and not _skipped(cls))
+
+
+#: Per dataclass, the constructor that runs its ``__post_init__`` rewritten.
+_POST_INIT_CONSTRUCTORS = WeakBoundedCache(256)
+
+
+def _post_init_constructor(cls: Any) -> Any:
+    """A dataclass's constructor whose ``__post_init__`` goes through the dispatcher.
+
+    The generated ``__init__`` assigns the fields and calls ``__post_init__`` from code without
+    source. It runs on an instance of a subclass whose ``__post_init__`` only records the
+    init-only values it is given; the instance then becomes a ``cls`` and the real
+    ``__post_init__`` is called through the dispatcher with them."""
+    try:
+        return _POST_INIT_CONSTRUCTORS[cls]
+    except KeyError:
+        pass
+    received: dict[int, tuple[Any, ...]] = {}
+
+    def record(self: Any, *init_only: Any) -> None:
+        received[id(self)] = init_only
+
+    namespace = {"__slots__": (), "__post_init__": record, "__module__": cls.__module__,
+                 "__qualname__": cls.__qualname__}
+    shadow = types.new_class(cls.__name__, (cls,), exec_body=lambda ns: ns.update(namespace))
+
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        obj = object.__new__(shadow)
+        cls.__init__(obj, *args, **kwargs)
+        object.__setattr__(obj, "__class__", cls)
+        _dispatch.call(cls.__post_init__, obj, *received.pop(id(obj), ()))
+        return obj
+
+    _POST_INIT_CONSTRUCTORS.put(cls, construct)
+    return construct
 
 
 def _constructor(cls: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)

@@ -48,7 +48,7 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
                                     for op in [*_OPERATORS.values(), *_INPLACE.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
-HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
+HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
                                  "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
 
 
@@ -105,9 +105,11 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load):
-            node.value = self._param(node.value)
-        return node
+        if not self.params or not isinstance(node.ctx, ast.Load):
+            return node
+        # obj.name -> _zp_attr(obj, "name"): a parameter's box, and properties run rewritten
+        return ast.copy_location(ast.Call(func=_name("_zp_attr", node),
+                                          args=[node.value, ast.Constant(node.attr)], keywords=[]), node)
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
