@@ -44,6 +44,9 @@ STRUCTURAL = frozenset({
     issubclass, hasattr, setattr, object.__setattr__, callable, id, super, object, slice, vars, dir, iter,
     types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
     heapq.heappush, heapq.heappop, heapq.heapify, heapq.heappushpop, heapq.heapreplace,
+    *(getattr(heapq, n) for n in ("_heapify_max", "_heappop_max", "_heapreplace_max", "heapify_max",
+                                  "heappop_max", "heapreplace_max", "heappush_max", "heappushpop_max")
+      if hasattr(heapq, n)),  # nsmallest/nlargest's helpers (public from Python 3.14)
     collections.deque, copy.copy, operator.itemgetter, operator.attrgetter,
 })
 CONTAINERS = (tuple, list, dict)
@@ -276,13 +279,24 @@ def attribute_kind(cls: type, name: str) -> tuple[str, Any]:
                 kind = ("cached", attr.func)
             elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
                                    types.BuiltinFunctionType)):
-                kind = ("cmethod", getattr(cls, name))
+                kind = ("cmethod", _scalar_method(cls, name))
             elif hasattr(type(attr), "__get__"):
                 kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
             else:
                 kind = ("class", None)  # a plain class-level constant
         ATTRIBUTE_KINDS.put(key, kind)
     return kind
+
+
+def _scalar_method(cls: type, name: str) -> Any:
+    """``cls.name``; for a NumPy scalar's method without rules (``np.float64.reshape``), the NumPy
+    function it computes (``np.reshape``), whose rules then apply."""
+    method = getattr(cls, name)
+    if issubclass(cls, np.generic) and not RRULES.has_rules(method):
+        function = getattr(np, name, None)
+        if function is not None and RRULES.has_rules(function):
+            return function
+    return method
 
 
 def python_attribute(obj: Any, name: str) -> Any:
@@ -313,10 +327,10 @@ OPERATOR_DUNDERS: dict[Any, tuple[str, str | None]] = {
 _NOT_USER: Any = object()
 #: (class, operator name) -> its Python method or None; bounded: user classes may come and go.
 _PYTHON_DUNDERS = BoundedCache(1024)
-_NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
+NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
 
 
-def _python_dunder(cls: type, name: str) -> Any:
+def python_dunder(cls: type, name: str) -> Any:
     """The Python-level ``name`` method of a user class, or ``None`` (cached)."""
     key = (cls, name)
     try:
@@ -324,7 +338,7 @@ def _python_dunder(cls: type, name: str) -> Any:
     except KeyError:
         pass
     method = None
-    if cls not in _NUMERIC_TYPES and not issubclass(cls, (np.ndarray, np.generic)):
+    if cls not in NUMERIC_TYPES and not issubclass(cls, (np.ndarray, np.generic)):
         for klass in cls.__mro__:
             if name in klass.__dict__:
                 candidate = klass.__dict__[name]
@@ -339,7 +353,7 @@ def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> An
     a = args[0]
     ta = type(a._zp_value) if type(a) is Box else type(a)
     if ta is not float and ta is not np.ndarray and ta is not Box:
-        method = _python_dunder(type(unbox_all(a)), forward)
+        method = python_dunder(type(unbox_all(a)), forward)
         if method is not None:
             result = call(method, *args)
             if result is not NotImplemented:
@@ -348,7 +362,7 @@ def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> An
         b = args[1]
         tb = type(b._zp_value) if type(b) is Box else type(b)
         if tb is not float and tb is not np.ndarray:
-            method = _python_dunder(type(unbox_all(b)), reflected)
+            method = python_dunder(type(unbox_all(b)), reflected)
             if method is not None:
                 result = call(method, b, a)
                 if result is not NotImplemented:

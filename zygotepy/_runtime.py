@@ -11,6 +11,7 @@ the dispatcher, which uses it for every Python function without a rule.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import operator
 import os
@@ -43,13 +44,23 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 
 #: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
+#: Standard-library code run as it is, traced values and all: it only formats or moves them
+#: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
+_AS_IS = (*_package_dirs(("logging",)), "<frozen ")
 
 
 def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
     """``x op= v``: in place for plain values and containers, functional when traced. For a local
     name (``name``) holding a plain array, refused when another reference (an alias, a container,
     the array it is a view of) would see NumPy's in-place write but not the functional update."""
-    if LEVELS.get() and type(x) is not set and not _dispatch.plain_container(x) and (
+    levels = LEVELS.get()
+    if levels and type(x) is not Box and type(x) not in _dispatch.NUMERIC_TYPES:
+        method = _dispatch.python_dunder(type(x), _INPLACE_DUNDERS.get(op, ""))
+        if method is not None:  # a user class's own __iadd__: differentiated through
+            result = _dispatch.call(method, x, v)
+            if result is not NotImplemented:
+                return result
+    if levels and type(x) is not set and not _dispatch.plain_container(x) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
     ):
         if name and type(x) is np.ndarray and (
@@ -64,6 +75,9 @@ def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
     return iop(x, v)
 
 
+_INPLACE_DUNDERS = {operator.add: "__iadd__", operator.sub: "__isub__", operator.mul: "__imul__",
+                    operator.truediv: "__itruediv__", operator.floordiv: "__ifloordiv__",
+                    operator.mod: "__imod__", operator.pow: "__ipow__", operator.matmul: "__imatmul__"}
 _SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
 
@@ -132,6 +146,11 @@ def attribute(x: Any, name: str) -> Any:
     return _dispatch.python_attribute(param(x), name)
 
 
+def user_locals(names: dict[str, Any]) -> dict[str, Any]:
+    """``locals()`` in rewritten code: the user's names, without the engine's (``_zp_...``)."""
+    return {k: v for k, v in names.items() if not k.startswith("_zp_")}
+
+
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
     implicit parameters may be inside); anything else goes through the dispatcher."""
@@ -144,7 +163,8 @@ def getitem(x: Any, index: Any) -> Any:
 
 
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
-HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_call": _dispatch.call,
+HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_locals": user_locals,
+                           "_zp_call": _dispatch.call,
                            "_zp_slice": slice, "_zp_setitem": setitem, "_zp_store": store,
                            "_zp_inplace": inplace, "_zp_getitem": getitem, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
@@ -221,10 +241,14 @@ def _skipped(fn: Any) -> bool:
 def python_target(fn: Any, params: bool = False) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
+    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
+        return python_target(fn.__wrapped__, params)
     if tf is types.FunctionType:
         filename = fn.__code__.co_filename
         if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
+        if filename.startswith(_AS_IS):
+            return fn
         return None if _skipped(fn) else transformed(fn, params)
     if tf is type:
         if _has_post_init(fn):

@@ -48,7 +48,7 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
                                     for op in [*_OPERATORS.values(), *_INPLACE.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
-HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
+HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
                                  "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
 
 
@@ -135,6 +135,9 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in _LEFT_ALONE:
+            if node.func.id in ("locals", "vars") and not node.args and not node.keywords:
+                # the helpers are free variables of the rewritten code: hide them from locals()
+                return ast.copy_location(ast.Call(func=_name("_zp_locals", node), args=[node], keywords=[]), node)
             return node
         return ast.copy_location(
             ast.Call(func=_name("_zp_call", node), args=[node.func, *node.args], keywords=node.keywords),
