@@ -174,7 +174,7 @@ class _GCPause:
             if _GCPause.holders == 0:
                 if _GCPause.was_enabled:
                     gc.enable()
-                if sys.getrecursionlimit() == _GCPause.user_limit * DEPTH_FACTOR:  # unless the user changed it
+                if sys.getrecursionlimit() == _GCPause.user_limit * DEPTH_FACTOR:  # the user left it
                     sys.setrecursionlimit(_GCPause.user_limit)
 
 

@@ -48,8 +48,9 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
                                     for op in [*_OPERATORS.values(), *_INPLACE.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
-HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
-                                 "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
+HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
+                                 "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem",
+                                 *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -137,7 +138,8 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id in _LEFT_ALONE:
             if node.func.id in ("locals", "vars") and not node.args and not node.keywords:
                 # the helpers are free variables of the rewritten code: hide them from locals()
-                return ast.copy_location(ast.Call(func=_name("_zp_locals", node), args=[node], keywords=[]), node)
+                hidden = ast.Call(func=_name("_zp_locals", node), args=[node], keywords=[])
+                return ast.copy_location(hidden, node)
             return node
         return ast.copy_location(
             ast.Call(func=_name("_zp_call", node), args=[node.func, *node.args], keywords=node.keywords),

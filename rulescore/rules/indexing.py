@@ -288,9 +288,6 @@ NONDIFF_ATTRIBUTES = frozenset({
 
 _NUMERIC = (np.ndarray, np.generic, int, float, complex)
 
-_MISSING: Any = object()
-
-
 def _read(x: Any, name: str, default: tuple[Any, ...]) -> tuple[Any, bool]:
     """``(getattr(x, name, *default), whether the default was used)``. No sentinel default: an
     engine differentiating this function would hand back the sentinel wrapped, and ``is`` fails."""
