@@ -35,7 +35,7 @@ from rulescore._checks import callable_name
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import UntraceableError
+from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 
 #: Builtins that only move references around: they may see boxes and need no rule.
@@ -133,15 +133,19 @@ def call_from_box(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return traced_call(levels, fn, args, kwargs, True)
 
 
-ESCAPED = ("a traced value was used where its differentiation is not active (it finished, it runs in "
-           "another thread, or this is the body of a rule or checkpoint it belongs to); pass the value "
-           "as an argument instead of capturing it")
+def escaped() -> str:
+    """The error for a traced value used outside its differentiation, naming the user's code."""
+    return (f"a traced value was used in {user_code()} where its differentiation is not active (it "
+            "finished, it runs in another thread, or this is the body of a rule or checkpoint it "
+            "belongs to). Pass the value as an argument instead of capturing it; to keep a value "
+            "for after the differentiation (a log, a history), store zygotepy.dropgrad(value), "
+            "its plain value")
 
 
 def _refuse_escaped(args: Any, kwargs: Any) -> None:
     for a in (*args, *kwargs.values()):
         if type(a) is Box:
-            raise UntraceableError(ESCAPED)
+            raise UntraceableError(escaped())
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -419,7 +423,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
         if tr is not None and tr.level > level:
             best = tr
     if best is not None and not (best.level < len(levels) and levels[best.level] is best):
-        raise UntraceableError(ESCAPED)
+        raise UntraceableError(escaped())
     return best
 
 
