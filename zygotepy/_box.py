@@ -172,6 +172,19 @@ def _getattr(self: Box, name: str) -> Any:
     return _dispatch.call_from_box(getattr, self, name)
 
 
+def _copy(self: Box, memo: Any = None) -> Any:
+    """``copy.copy``/``copy.deepcopy`` of a traced value: an array is copied by ``np.copy`` (its
+    gradient flows to the original); a number is immutable and is its own copy."""
+    value = unbox_all(self)
+    if isinstance(value, np.ndarray):
+        return _dispatch.call_from_box(np.copy, self)
+    if isinstance(value, (int, float, complex, np.generic)):
+        return self
+    raise UntraceableError(
+        f"copying a traced {type(value).__name__} inside {user_code()} is not differentiable here; "
+        "copy its fields one by one, or build a new object from them")
+
+
 def _call_box(self: Box, *args: Any, **kwargs: Any) -> Any:
     return _dispatch.call_from_box(self, *args, **kwargs)
 
@@ -186,6 +199,7 @@ _METHODS = {
     "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__len__": _len,
     "__bool__": _bool, "__index__": _index, "__int__": _int, "__str__": _str, "__repr__": _repr,
     "__format__": _format, "__hash__": _hash, "__getattr__": _getattr,
+    "__copy__": _copy, "__deepcopy__": _copy,
     "__float__": _refuse("float"), "__complex__": _refuse("complex"),
     "__array__": _refuse("NumPy array"),
 }

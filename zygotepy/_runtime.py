@@ -11,6 +11,7 @@ the dispatcher, which uses it for every Python function without a rule.
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 import operator
@@ -47,6 +48,9 @@ _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 #: Standard-library code run as it is, traced values and all: it only formats or moves them
 #: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
 _AS_IS = (*_package_dirs(("logging",)), "<frozen ")
+#: Standard-library functions run as they are: copying reaches a traced value's own
+#: ``__copy__``/``__deepcopy__`` (:mod:`zygotepy._box`), which copies it differentiably.
+_AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
 
 
 def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
@@ -247,7 +251,7 @@ def python_target(fn: Any, params: bool = False) -> Any:
         filename = fn.__code__.co_filename
         if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        if filename.startswith(_AS_IS):
+        if filename.startswith(_AS_IS) or fn in _AS_IS_FUNCTIONS:
             return fn
         return None if _skipped(fn) else transformed(fn, params)
     if tf is type:
