@@ -302,7 +302,7 @@ def _post_init_constructor(cls: Any) -> Any:
     shadow = types.new_class(cls.__name__, (cls,), exec_body=lambda ns: ns.update(namespace))
 
     def construct(*args: Any, **kwargs: Any) -> Any:
-        obj = object.__new__(shadow)
+        obj: Any = object.__new__(shadow)
         cls.__init__(obj, *args, **kwargs)
         object.__setattr__(obj, "__class__", cls)
         _dispatch.call(cls.__post_init__, obj, *received.pop(id(obj), ()))
