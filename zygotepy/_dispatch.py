@@ -25,6 +25,7 @@ import functools
 import heapq
 import inspect
 import operator
+import sys
 import types
 from typing import Any
 
@@ -168,7 +169,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
             and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
-        if type(args[0]) in RANDOM_SOURCES:
+        if random_source(args[0]):
             note_random_source(args[0])
     elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
         fn, args = type(unbox_all(fn)).__call__, (fn, *args)
@@ -229,9 +230,14 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     return _untraceable(fn, args, kwargs, trace)
 
 
-#: Objects whose methods draw random numbers: a checkpointed region notes the state of each
-#: one it draws from, so the recomputation draws the same numbers.
-RANDOM_SOURCES = frozenset({np.random.Generator, np.random.RandomState})
+def random_source(obj: Any) -> bool:
+    """Whether ``obj``'s methods draw random numbers (a ``Generator`` or ``RandomState``): a
+    checkpointed region notes the state of each one it draws from, so the recomputation draws
+    the same numbers. ``numpy.random`` is not imported for this: without it, none exists."""
+    random = sys.modules.get("numpy.random")
+    return random is not None and type(obj) in (random.Generator, random.RandomState)
+
+
 #: The region being watched: ``id -> (source, state before its first draw)``, or ``None``.
 RANDOM_DRAWS: contextvars.ContextVar[dict[int, tuple[Any, Any]] | None] = contextvars.ContextVar(
     "zygotepy_random_draws", default=None)
