@@ -25,9 +25,7 @@ def shallow_copy_of_list(x):
 
 @pytest.mark.parametrize("f", [
     defaultdict_accumulates,
-    pytest.param(shallow_copy_of_list, marks=pytest.mark.xfail(
-        strict=True, raises=zp.UntraceableError,
-        reason="copy.copy of a list of traced values is refused (list.copy has no rule)")),
+    shallow_copy_of_list,
 ], ids=lambda f: f.__name__)
 def test_container_of_traced_values(f):
     val, (grad,) = zp.withgradient(f, 0.7)
