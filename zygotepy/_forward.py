@@ -253,7 +253,7 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
                kwargs: dict[str, Any]) -> Any:
     """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
-    plain = plain_tangents(dots)
+    plain = plain_tangents(dots, rule.wrt)
     if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
         return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
     dots = plain

@@ -8,6 +8,7 @@ Derivatives used by several families (``pow``, ``abs``) are here too, so each is
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,8 @@ from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
     "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit", "frexp_cotangents",
-    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent",
-    "pow_grad_p", "pow_grad_x", "pow_partials", "proj", "spread", "stand_in", "sum_dots",
+    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent", "normalize_axes",
+    "pow_grad_p", "pow_grad_x", "pow_partials", "product_tangent", "proj", "spread", "stand_in", "sum_dots",
 ]
 
 _NT = NoTangent()
@@ -91,6 +92,25 @@ def is_complex(v: Any) -> bool:
     return dt is not None and np.dtype(dt).kind == "c"
 
 
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (``None`` for every axis, an int, a negative int or a sequence) as sorted
+    non-negative axes, NumPy's ``AxisError`` for one out of range.
+
+    Example:
+        >>> normalize_axes(None, 3), normalize_axes(-1, 3), normalize_axes((2, 0), 3)
+        ((0, 1, 2), (2,), (0, 2))
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    out = set()
+    for a in axis if isinstance(axis, (tuple, list)) else (axis,):
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.add(a % ndim)
+    return tuple(sorted(out))
+
+
 def entries(t: Any, n: int) -> list[Any]:
     """The ``n`` entries of a structural (tuple/list) tangent, unthunked, zeros as ``ZeroTangent()``.
 
@@ -150,6 +170,31 @@ def sum_dots(xs: Any, xsdot: Any) -> Any:
     for v in entries(xsdot, len(xs)):
         total = total + v
     return total
+
+
+def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positions: Any) -> Any:
+    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions`` (a
+    product: ``matmul``, ``kron``, ``einsum``): ``sum_p f(..., xdot_p, ...)`` over the operands
+    whose tangent is not zero (the rule contract leaves the others zero), fitted to ``y``.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> product_tangent(np.multiply, 6.0, (2.0, 3.0), (None, 1.0, rc.ZeroTangent()), (0, 1))
+        3.0
+    """
+    operands = list(args)
+    for p in positions:  # a list given to NumPy is an array, and so is its tangent
+        if type(args[p]) is list or type(args[p]) is tuple:
+            operands[p] = np.asarray(args[p])
+    ydot: Any = _ZT
+    for p in positions:
+        t = tangents[1 + p]
+        if isinstance(t, AbstractZero):
+            continue
+        targs = list(operands)
+        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
+        ydot = ydot + f(*targs)
+    return fit(y, ydot)
 
 
 # -- pow: builtins.pow, operator.pow, math.pow, numpy.power, numpy.float_power -----------------

@@ -460,8 +460,6 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
             qbar, rbar = None, ybar
         else:
             qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
-        if qbar is None and rbar is None:
-            return _cts(len(args), ZeroTangent())
         if m >= n:
             abar = _qr_tall_pullback(q, r, qbar, rbar)
         else:
@@ -578,8 +576,6 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
             parts = (_part(ybar, 0, "U"), _part(ybar, 1, "S"), _part(ybar, 2, "Vh"))
         else:
             parts = (None, ybar, None)
-        if all(x is None for x in parts):
-            return _cts(len(args), ZeroTangent())
         abar = _svd_pullback(a_, u, s, vh, *parts)
         if herm:
             abar = _fold(abar, lower=True)
@@ -652,8 +648,6 @@ def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
 
     def eigh_pullback(ybar: Any) -> Any:
         wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        if wbar is None and vbar is None:
-            return _cts(len(args), ZeroTangent())
         return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
 
     return out, eigh_pullback
@@ -730,8 +724,6 @@ def eig_rrule(a: Any) -> Any:
 
     def eig_pullback(ybar: Any) -> Any:
         wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        if wbar is None and vbar is None:
-            return NoTangent(), ZeroTangent()
         return NoTangent(), project(a, _eig_grad(w, v, wbar, vbar))
 
     return out, eig_pullback

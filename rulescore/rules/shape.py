@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import string
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import normalize_axes, product_tangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 
@@ -263,7 +264,7 @@ def _effective_indices(indices: Any, n: int, mode: str) -> np.ndarray[Any, Any]:
 def take_transpose(ybar: Any, x: Any, indices: Any, axis: Any = None, out: Any = None,
                mode: str = "raise") -> Any:
     shape = _shape(x)
-    n = math.prod(shape) if axis is None else shape[_axis(axis, len(shape))]
+    n = math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
     index = _effective_indices(indices, n, mode)
     return take_adjoint(ybar, index, shape, axis)
 
@@ -703,31 +704,8 @@ def clip_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# products: vdot, kron, cross (the contractions, einsum included: rules/contractions.py)
+# products: kron, cross (the contractions, vdot and einsum included: rules/contractions.py)
 # ----------------------------------------------------------------------------------------------
-def _multilinear_tangent(f: Any, tangents: Any, args: tuple[Any, ...], positions: list[int],
-                         kwargs: dict[str, Any]) -> Any:
-    """The frule's output tangent of ``f`` linear in each argument at ``positions`` separately
-    (a product): ``sum_i f(..., xdot_i, ...)`` over the arguments whose tangent is not zero."""
-    ydot: Any = ZeroTangent()
-    for p in positions:
-        t = tangents[1 + p]
-        if isinstance(t, AbstractZero):  # only some factors' tangents are given
-            continue
-        targs = list(args)
-        targs[p] = dense_tangent(args[p], t)
-        term = f(*targs, **kwargs)
-        ydot = term if isinstance(ydot, AbstractZero) else ydot + term
-    return ydot
-
-
-def _vdot_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
-    # y = sum(conj(a) * b): a enters anti-holomorphically, so abar = conj(ybar) * b.
-    abar = np.reshape(_conj(ybar) * np.ravel(b), np.shape(a))
-    bbar = np.reshape(ybar * np.ravel(a), np.shape(b))
-    return abar, bbar
-
-
 def _kron_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
     sa, sb = np.shape(a), np.shape(b)
     d = max(len(sa), len(sb))
@@ -765,21 +743,6 @@ def _cross_cotangents(ybar: Any, a: Any, b: Any, axisa: int = -1, axisb: int = -
     return abar, bbar
 
 
-def vdot_rrule(a: Any, b: Any) -> Any:
-    y = np.vdot(a, b)
-
-    def vdot_pullback(ybar: Any) -> Any:
-        abar, bbar = _vdot_cotangents(ybar, a, b)
-        return (_NO, _project(a, abar), _project(b, bbar))
-
-    return y, vdot_pullback
-
-
-def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
-    y = np.vdot(a, b)
-    return y, _project(y, _multilinear_tangent(np.vdot, tangents, (a, b), [0, 1], {}))
-
-
 def kron_rrule(a: Any, b: Any) -> Any:
     y = np.kron(a, b)
 
@@ -792,7 +755,7 @@ def kron_rrule(a: Any, b: Any) -> Any:
 
 def kron_frule(tangents: Any, a: Any, b: Any) -> Any:
     y = np.kron(a, b)
-    return y, _project(y, _multilinear_tangent(np.kron, tangents, (a, b), [0, 1], {}))
+    return y, product_tangent(np.kron, y, (a, b), tangents, (0, 1))
 
 
 def cross_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
@@ -807,19 +770,14 @@ def cross_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
 def cross_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.cross(a, b, *args, **kwargs)
-    return y, _project(y, _multilinear_tangent(np.cross, tangents, (a, b, *args), [0, 1], kwargs))
-
-
-_LABELS = string.ascii_uppercase + string.ascii_lowercase  # sorted like numpy's integer labels
-
-
-def _sublist_to_str(sub: Any) -> str:
-    return "".join("..." if s is Ellipsis else _LABELS[int(s)] for s in sub)
+    return y, product_tangent(partial(np.cross, **kwargs), y, (a, b, *args), tangents, (0, 1))
 
 
 # ----------------------------------------------------------------------------------------------
 # conversions: np.array / np.asarray of nested lists, astype
 # ----------------------------------------------------------------------------------------------
+
+
 def array_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """Reshaped back, and cut into entries for a (nested) list or tuple ``x``."""
     return _project(x, np.reshape(ybar, np.shape(x)))
@@ -1118,7 +1076,6 @@ RULES: tuple[RulePair, ...] = (
     linear_rules(np.triu, triu_transpose),
     linear_rules(np.tril, tril_transpose),
     # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
-    RulePair(np.vdot, vdot_rrule, vdot_frule),
     RulePair(np.kron, kron_rrule, kron_frule),
     RulePair(np.cross, cross_rrule, cross_frule),
     # conjugation and conversions
