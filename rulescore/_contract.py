@@ -65,7 +65,15 @@ def plain_cotangent(ybar: Any) -> Any:
     return ybar
 
 
-def _plain_entry(v: Any) -> Any:
+def plain_entry(v: Any) -> Any:
+    """One entry of a structural tangent as a rule reads it: unthunked, ``None`` as
+    ``ZeroTangent()``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> plain_entry(rc.Thunk(lambda: 1.0)), plain_entry(None)
+        (1.0, ZeroTangent())
+    """
     if isinstance(v, Thunk):
         v = v.unthunk()
     return _ZT if v is None else v
@@ -80,9 +88,9 @@ def _plain_entries(t: Tangent[Any]) -> Any:
     if not any(v is None or isinstance(v, Thunk) for v in values):
         return t
     if isinstance(backing, tuple):
-        plain: Any = tuple(_plain_entry(v) for v in backing)
+        plain: Any = tuple(plain_entry(v) for v in backing)
     else:
-        plain = {k: _plain_entry(v) for k, v in backing.items()}
+        plain = {k: plain_entry(v) for k, v in backing.items()}
     if all(isinstance(v, AbstractZero) for v in (plain if isinstance(plain, tuple) else plain.values())):
         return None
     return type(t)._from_backing(plain)

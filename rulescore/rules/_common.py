@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import conj
+from rulescore._contract import plain_entry
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._projection import project
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
@@ -112,27 +112,21 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def entries(t: Any, n: int) -> list[Any]:
-    """The ``n`` entries of a structural (tuple/list) tangent, unthunked, zeros as ``ZeroTangent()``.
+    """The ``n`` entries of a structural (tuple/list) tangent, each as a rule reads it
+    (:func:`~rulescore._contract.plain_entry`); a zero gives ``n`` zeros.
 
     Example:
         >>> import rulescore as rc
         >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
         ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
     """
-    if isinstance(t, Thunk):
-        t = t.unthunk()
-    if t is None or isinstance(t, AbstractZero):
+    if isinstance(t, AbstractZero):
         return [_ZT] * n
     if isinstance(t, Tangent):
         items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
     else:
         items = list(t)
-    out = []
-    for v in items:
-        if isinstance(v, Thunk):
-            v = v.unthunk()
-        out.append(_ZT if v is None else v)
-    return out
+    return [plain_entry(v) for v in items]
 
 
 def spread(xs: Any, ybar: Any) -> Any:
