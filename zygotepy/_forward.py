@@ -165,6 +165,8 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             dots.append(_ZERO)
         else:
             return None  # containers and objects: one direction at a time
+    if rule.wrt is not None and not any(type(args[i]) is Box for i in rule.wrt if i < len(args)):
+        return None  # no tangent where the rule differentiates: the per-direction run keeps the contract
     assert rule.impl is not None
     try:
         y, ydot = rule.impl(tuple(dots), *primals, **kwargs)

@@ -277,6 +277,13 @@ def pow_partials(x: Any, p: Any, result: Any) -> Any:
 # -- abs: builtins.abs, operator.abs, numpy.absolute ---------------------------------------------
 
 
+def _sign_times(x: float, v: Any) -> Any:
+    """``sign(x) * v`` for a Python number ``x``, without a NumPy call (the scalar hot path)."""
+    if x > 0:
+        return v
+    return -v if x < 0 else 0.0 * v
+
+
 def abs_grad(x: Any, y: Any, ybar: Any) -> Any:
     """Cotangent of ``x`` for ``y = abs(x)``: ``sign(x) * ybar``, ``x / |x| * real(ybar)`` for
     complex ``x`` (``0`` at ``0``).
@@ -285,11 +292,8 @@ def abs_grad(x: Any, y: Any, ybar: Any) -> Any:
         >>> abs_grad(-2.0, 2.0, 1.0), abs_grad(3j, 3.0, 1.0)
         (-1.0, 1j)
     """
-    tx = type(x)
-    if tx is float or tx is int:
-        if x > 0:
-            return ybar
-        return -ybar if x < 0 else 0.0 * ybar
+    if type(x) is float or type(x) is int:
+        return _sign_times(x, ybar)
     if is_complex(x):
         if isinstance(x, np.ndarray):
             nz = y != 0
@@ -305,11 +309,8 @@ def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
         >>> abs_dot(-2.0, 2.0, 1.0), float(abs_dot(3j, 3.0, 1j))
         (-1.0, 1.0)
     """
-    tx = type(x)
-    if tx is float or tx is int:
-        if x > 0:
-            return xdot
-        return -xdot if x < 0 else 0.0 * xdot
+    if type(x) is float or type(x) is int:
+        return _sign_times(x, xdot)
     if is_complex(x):
         num = np.real(np.conj(x) * xdot)
         if isinstance(x, np.ndarray) or isinstance(num, np.ndarray):

@@ -576,10 +576,7 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
             parts = (_part(ybar, 0, "U"), _part(ybar, 1, "S"), _part(ybar, 2, "Vh"))
         else:
             parts = (None, ybar, None)
-        abar = _svd_pullback(a_, u, s, vh, *parts)
-        if herm:
-            abar = _fold(abar, lower=True)
-        return _cts(len(args), project(a, abar))
+        return _cts(len(args), _hermitian_fold(a, _svd_pullback(a_, u, s, vh, *parts), herm))
 
     return out, svd_pullback
 
@@ -639,11 +636,21 @@ def _uplo_lower(uplo: str) -> bool:
     return uplo.upper() == "L"
 
 
+def _hermitian_fold(a: Any, abar: Any, hermitian: bool) -> Any:
+    """``abar`` projected on ``a``; for ``hermitian=True`` (only the lower triangle is read)
+    folded onto it."""
+    return project(a, _fold(abar, lower=True) if hermitian else abar)
+
+
+def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, str, bool]:
+    """``(a, a as an array, UPLO, whether the lower triangle is read)`` of ``eigh``/``eigvalsh``."""
+    p = _bind(f, args, kwargs)
+    return p["a"], _arr(p["a"]), p["UPLO"], _uplo_lower(p["UPLO"])
+
+
 def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    out = LA.eigh(a_, UPLO=p["UPLO"])
+    a, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
+    out = LA.eigh(a_, UPLO=uplo)
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
@@ -654,10 +661,8 @@ def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
 
 
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    out = LA.eigh(a_, UPLO=p["UPLO"])
+    _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
+    out = LA.eigh(a_, UPLO=uplo)
     adot = _given(tangents[1])
     if adot is None:
         return out, ZeroTangent()
@@ -670,11 +675,9 @@ def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigvalsh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
-    _, v = LA.eigh(a_, UPLO=p["UPLO"])
+    a, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
+    w = LA.eigvalsh(a_, UPLO=uplo)
+    _, v = LA.eigh(a_, UPLO=uplo)
 
     def eigvalsh_pullback(wbar: Any) -> Any:
         return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, None), lower)))
@@ -683,14 +686,12 @@ def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
 
 
 def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigvalsh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
+    _, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
+    w = LA.eigvalsh(a_, UPLO=uplo)
     adot = _given(tangents[1])
     if adot is None:
         return w, ZeroTangent()
-    _, v = LA.eigh(a_, UPLO=p["UPLO"])
+    _, v = LA.eigh(a_, UPLO=uplo)
     return w, project(w, _real(_diag(_H(v) @ _unfold(adot, lower) @ v)))
 
 
@@ -804,10 +805,7 @@ def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
     herm = p["hermitian"]
 
     def pinv_pullback(xbar: Any) -> Any:
-        abar = _pinv_pullback(a_, x, xbar)
-        if herm:
-            abar = _fold(abar, lower=True)
-        return _cts(len(args), project(a, abar))
+        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(a_, x, xbar), herm))
 
     return x, pinv_pullback
 

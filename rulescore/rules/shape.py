@@ -465,28 +465,27 @@ def _join_cotangent(ybar: Any, seq: Any, promoted: list[tuple[int, ...]], axis: 
     return _pack(seq, _split_to(ybar, list(seq), promoted, axis))
 
 
-def concatenate_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_concatenate_layout(list(seq), *args, **kwargs))
+def join_transpose(f: Any, layout: Any) -> Any:
+    """The transpose of the joining function ``f`` (``np.concatenate``, ``np.stack``, ...) for
+    :func:`~rulescore.linear_rules`, from ``layout(seq, *args, **kwargs)``: the shapes the
+    inputs are promoted to and the axis they are joined along."""
+
+    def joined_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+        return _join_cotangent(ybar, seq, *layout(list(seq), *args, **kwargs))
+
+    joined_transpose.__name__ = joined_transpose.__qualname__ = f"{f.__name__}_transpose"
+    return joined_transpose
 
 
-def stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_stack_layout(list(seq), *args, **kwargs))
-
-
-def hstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_hstack_layout(list(seq), *args, **kwargs))
-
-
-def vstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_vstack_layout(list(seq), *args, **kwargs))
-
-
-def dstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_dstack_layout(list(seq), *args, **kwargs))
-
-
-def column_stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_column_stack_layout(list(seq), *args, **kwargs))
+#: How each joining function lays its inputs out.
+_JOINS = {
+    np.concatenate: _concatenate_layout,
+    np.stack: _stack_layout,
+    np.hstack: _hstack_layout,
+    np.vstack: _vstack_layout,
+    np.dstack: _dstack_layout,
+    np.column_stack: _column_stack_layout,
+}
 
 
 def _append_axis(axis: Any = None) -> Any:
@@ -866,28 +865,31 @@ def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
 
-def full_rrule(*args: Any, **kwargs: Any) -> Any:
-    # the pullback is defined here, not by a helper: a pullback made by a helper called with
-    # traced arguments would be traced by an outer level (forward over reverse)
-    def full_pullback(ybar: Any) -> Any:
-        return _fill_cotangents(np.full, args, kwargs, ybar)
+def fill_rules(f: Any) -> RulePair:
+    """The rules of ``np.full(shape, v)`` or ``np.full_like(a, v)``: linear in the fill value
+    ``v`` (given positionally: by keyword it has no tangent slot).
 
-    return np.full(*args, **kwargs), full_pullback
+    Example:
+        >>> import numpy as np
+        >>> pair = fill_rules(np.full)
+        >>> pair.rrule(3, 2.0)[1](np.ones(3)), pair.frule((None, None, 1.0), 2, 5.0)
+        ((NoTangent(), NoTangent(), 3.0), (array([5., 5.]), array([1., 1.])))
+    """
 
+    # the pullback is defined in the rule, not by a helper: a pullback made by a helper called
+    # with traced arguments would be traced by an outer level (forward over reverse)
+    def fill_rrule(*args: Any, **kwargs: Any) -> Any:
+        def fill_pullback(ybar: Any) -> Any:
+            return _fill_cotangents(f, args, kwargs, ybar)
 
-def full_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full, tangents[2], args, kwargs)
+        return f(*args, **kwargs), fill_pullback
 
+    def fill_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        return _fill_frule(f, tangents[2], args, kwargs)
 
-def full_like_rrule(*args: Any, **kwargs: Any) -> Any:
-    def full_like_pullback(ybar: Any) -> Any:
-        return _fill_cotangents(np.full_like, args, kwargs, ybar)
-
-    return np.full_like(*args, **kwargs), full_like_pullback
-
-
-def full_like_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full_like, tangents[2], args, kwargs)
+    fill_rrule.__name__ = fill_rrule.__qualname__ = f"{f.__name__}_rrule"
+    fill_frule.__name__ = fill_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, fill_rrule, fill_frule, wrt=(1,))
 
 
 def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
@@ -959,69 +961,70 @@ def _unit_partial(x: Any) -> float:
     return 1.0
 
 
-RULES: tuple[RulePair, ...] = (
+#: The functions linear in their first argument, each with its transpose.
+_TRANSPOSES: dict[Any, Any] = {
     # reshaping: the transpose is the inverse reshape / transpose
-    linear_rules(np.reshape, reshape_transpose),
-    linear_rules(np.ndarray.reshape, method_reshape_transpose),
-    linear_rules(np.ravel, ravel_transpose),
-    linear_rules(np.ndarray.ravel, ravel_transpose),
-    linear_rules(np.ndarray.flatten, ravel_transpose),
-    linear_rules(np.squeeze, same_shape_transpose),
-    linear_rules(np.ndarray.squeeze, same_shape_transpose),
-    linear_rules(np.expand_dims, same_shape_transpose),
-    linear_rules(np.transpose, transpose_transpose),
-    linear_rules(np.ndarray.transpose, method_transpose_transpose),
-    linear_rules(np.swapaxes, swapaxes_transpose),
-    linear_rules(np.ndarray.swapaxes, swapaxes_transpose),
-    linear_rules(np.moveaxis, moveaxis_transpose),
-    linear_rules(np.broadcast_to, broadcast_to_transpose),
-    *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
-    linear_rules(np.copy, same_shape_transpose),
-    linear_rules(np.ndarray.copy, same_shape_transpose),
-    linear_rules(np.ascontiguousarray, same_shape_transpose),
+    np.reshape: reshape_transpose,
+    np.ndarray.reshape: method_reshape_transpose,
+    np.ravel: ravel_transpose,
+    np.ndarray.ravel: ravel_transpose,
+    np.ndarray.flatten: ravel_transpose,
+    np.squeeze: same_shape_transpose,
+    np.ndarray.squeeze: same_shape_transpose,
+    np.expand_dims: same_shape_transpose,
+    np.transpose: transpose_transpose,
+    np.ndarray.transpose: method_transpose_transpose,
+    np.swapaxes: swapaxes_transpose,
+    np.ndarray.swapaxes: swapaxes_transpose,
+    np.moveaxis: moveaxis_transpose,
+    np.broadcast_to: broadcast_to_transpose,
+    np.copy: same_shape_transpose,
+    np.ndarray.copy: same_shape_transpose,
+    np.ascontiguousarray: same_shape_transpose,
     # reordering
-    linear_rules(np.flip, flip_transpose),
-    linear_rules(np.fliplr, fliplr_transpose),
-    linear_rules(np.flipud, flipud_transpose),
-    linear_rules(np.rot90, rot90_transpose),
-    linear_rules(np.roll, roll_transpose),
+    np.flip: flip_transpose,
+    np.fliplr: fliplr_transpose,
+    np.flipud: flipud_transpose,
+    np.rot90: rot90_transpose,
+    np.roll: roll_transpose,
+    # repeating
+    np.tile: tile_transpose,
+    np.repeat: repeat_transpose,
+    np.ndarray.repeat: repeat_transpose,
+    # selecting
+    np.take: take_transpose,
+    np.ndarray.take: take_transpose,
+    take_adjoint: take_adjoint_transpose,
+    np.diag: diag_transpose,
+    np.diagflat: diagflat_transpose,
+    np.diagonal: diagonal_transpose,
+    np.ndarray.diagonal: diagonal_transpose,
+    np.trace: trace_transpose,
+    np.ndarray.trace: trace_transpose,
+    np.triu: triu_transpose,
+    np.tril: tril_transpose,
+    # conjugation and conversions
+    np.ndarray.conj: conj_transpose,
+    np.ndarray.conjugate: conj_transpose,
+}
+
+RULES: tuple[RulePair, ...] = (
+    *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
+    *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
     RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
     # joining and splitting
-    linear_rules(np.concatenate, concatenate_transpose),
-    linear_rules(np.stack, stack_transpose),
-    linear_rules(np.hstack, hstack_transpose),
-    linear_rules(np.vstack, vstack_transpose),
-    linear_rules(np.dstack, dstack_transpose),
-    linear_rules(np.column_stack, column_stack_transpose),
+    *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
     RulePair(np.append, append_rrule, append_frule),
     *(linear_rules(f, split_transpose(f))
       for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
-    # repeating and padding (pad is affine: its frule pads the tangent with zeros)
-    linear_rules(np.tile, tile_transpose),
-    linear_rules(np.repeat, repeat_transpose),
-    linear_rules(np.ndarray.repeat, repeat_transpose),
+    # pad is affine: its frule pads the tangent with zeros
     RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
-    # selecting
     RulePair(np.where, where_rrule, where_frule),
     RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
     RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
-    linear_rules(np.take, take_transpose),
-    linear_rules(np.ndarray.take, take_transpose),
-    linear_rules(take_adjoint, take_adjoint_transpose),
-    linear_rules(np.diag, diag_transpose),
-    linear_rules(np.diagflat, diagflat_transpose),
-    linear_rules(np.diagonal, diagonal_transpose),
-    linear_rules(np.ndarray.diagonal, diagonal_transpose),
-    linear_rules(np.trace, trace_transpose),
-    linear_rules(np.ndarray.trace, trace_transpose),
-    linear_rules(np.triu, triu_transpose),
-    linear_rules(np.tril, tril_transpose),
     # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
-    RulePair(np.kron, kron_rrule, kron_frule),
-    RulePair(np.cross, cross_rrule, cross_frule),
-    # conjugation and conversions
-    linear_rules(np.ndarray.conj, conj_transpose),
-    linear_rules(np.ndarray.conjugate, conj_transpose),
+    RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
+    RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
     RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule, wrt=(0,)),
     RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
     RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
@@ -1029,8 +1032,8 @@ RULES: tuple[RulePair, ...] = (
     astype_rules(np.ndarray.astype),
     astype_rules(np.astype),
     # constructors whose values depend on an argument, and scalar types
-    RulePair(np.full, full_rrule, full_frule, wrt=(1,)),
-    RulePair(np.full_like, full_like_rrule, full_like_frule, wrt=(1,)),
+    fill_rules(np.full),
+    fill_rules(np.full_like),
     RulePair(np.linspace, linspace_rrule, linspace_frule),
     RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
     *(partials_rules(t, _unit_partial) for t in SCALAR_TYPES),
