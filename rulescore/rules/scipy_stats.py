@@ -228,7 +228,8 @@ def _push(y: Any, partials: Partials, tangents: tuple[Any, ...]) -> Any:
     return project(y, np.broadcast_to(ydot, np.shape(y)) if np.ndim(y) else ydot)
 
 
-def continuous_rules(method: Any, partials: Callable[[_Call, Any], tuple[Any, Partials]]) -> Any:
+def continuous_rules(method: Any, partials: Callable[[_Call, Any], tuple[Any, Partials]]
+                     ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The rrule and frule of the ``rv_continuous`` method ``method`` (``logpdf``, ``cdf``, ...)
     from ``partials(call, x)``: the value and its partials in ``x``, the shapes, loc and scale."""
 
