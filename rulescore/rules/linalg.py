@@ -663,11 +663,8 @@ def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
     out = LA.eigh(a_, UPLO=uplo)
-    adot = _given(tangents[1])
-    if adot is None:
-        return out, ZeroTangent()
     w, v = out
-    mm = _H(v) @ _unfold(adot, lower) @ v
+    mm = _H(v) @ _unfold(tangents[1], lower) @ v
     n = w.shape[-1]
     eye = _eye(n, w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
@@ -688,11 +685,8 @@ def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
 def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
     w = LA.eigvalsh(a_, UPLO=uplo)
-    adot = _given(tangents[1])
-    if adot is None:
-        return w, ZeroTangent()
     _, v = LA.eigh(a_, UPLO=uplo)
-    return w, project(w, _real(_diag(_H(v) @ _unfold(adot, lower) @ v)))
+    return w, project(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
 
 
 def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
@@ -708,10 +702,15 @@ def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
     return LA.solve(_H(v), inner @ _H(v))
 
 
+def _eig_coupling(v: Any, adot: Any) -> Any:
+    """``V^-1 dA V``: its diagonal is the eigenvalues' tangent."""
+    return LA.solve(v, adot @ v)
+
+
 def _eig_dot(w: Any, v: Any, adot: Any) -> tuple[Any, Any]:
     n = w.shape[-1]
     eye = _eye(n, w)
-    mm = LA.solve(v, adot @ v)
+    mm = _eig_coupling(v, adot)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
     c = f * mm
     d = -_real(_diag(_H(v) @ v @ c))
@@ -731,18 +730,14 @@ def eig_rrule(a: Any) -> Any:
 
 
 def eig_frule(tangents: Any, a: Any) -> Any:
-    a_ = _arr(a)
-    out = LA.eig(a_)
-    adot = tangents[1]
-    w, v = out
-    dw, dv = _eig_dot(w, v, adot)
-    return out, _struct(out, project(w, dw), project(v, dv))
+    out = LA.eig(_arr(a))
+    dw, dv = _eig_dot(*out, tangents[1])
+    return out, _struct(out, project(out[0], dw), project(out[1], dv))
 
 
 def eigvals_rrule(a: Any) -> Any:
-    a_ = _arr(a)
-    w = LA.eigvals(a_)
-    _, v = LA.eig(a_)
+    w = LA.eigvals(_arr(a))
+    _, v = LA.eig(_arr(a))
 
     def eigvals_pullback(wbar: Any) -> Any:
         return NoTangent(), project(a, _eig_grad(w, v, wbar, None))
@@ -751,11 +746,9 @@ def eigvals_rrule(a: Any) -> Any:
 
 
 def eigvals_frule(tangents: Any, a: Any) -> Any:
-    a_ = _arr(a)
-    w = LA.eigvals(a_)
-    adot = tangents[1]
-    _, v = LA.eig(a_)
-    return w, project(w, _diag(LA.solve(v, adot @ v)))
+    w = LA.eigvals(_arr(a))
+    _, v = LA.eig(_arr(a))
+    return w, project(w, _diag(_eig_coupling(v, tangents[1])))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1280,8 +1273,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.linalg.qr, qr_rrule, qr_frule),
     RulePair(np.linalg.svd, svd_rrule, svd_frule),
     RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule),
-    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule),
-    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule),
+    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule, wrt=(0,)),
+    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule, wrt=(0,)),
     RulePair(np.linalg.eig, eig_rrule, eig_frule),
     RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule),
     RulePair(np.linalg.pinv, pinv_rrule, pinv_frule),
