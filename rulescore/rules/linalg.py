@@ -731,8 +731,9 @@ def eig_rrule(a: Any) -> Any:
 
 def eig_frule(tangents: Any, a: Any) -> Any:
     out = LA.eig(_arr(a))
-    dw, dv = _eig_dot(*out, tangents[1])
-    return out, _struct(out, project(out[0], dw), project(out[1], dv))
+    w, v = out
+    dw, dv = _eig_dot(w, v, tangents[1])
+    return out, _struct(out, project(w, dw), project(v, dv))
 
 
 def eigvals_rrule(a: Any) -> Any:
