@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import RuleError, callable_name
+from rulescore._tangent import Tangent
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
@@ -38,21 +39,61 @@ def zero_of(rule: Any) -> AbstractZero:
 
 def plain_cotangent(ybar: Any) -> Any:
     """``ybar`` unthunked, or ``None`` when it is a zero (``None``, ``ZeroTangent()``,
-    ``NoTangent()``): then no pullback is called and every input's cotangent is zero.
+    ``NoTangent()``, or a structural tangent whose entries are all zeros): then no pullback is
+    called and every input's cotangent is zero. A structural tangent (the cotangent of a tuple
+    output such as ``divmod``'s or ``np.linalg.qr``'s) comes with its entries unthunked and its
+    ``None`` entries as ``ZeroTangent()``, so a pullback reads each part as it is.
 
     Example:
         >>> import rulescore as rc
         >>> plain_cotangent(rc.Thunk(lambda: 2.0)), plain_cotangent(rc.ZeroTangent())
         (2.0, None)
+        >>> plain_cotangent(rc.Tangent[tuple](rc.Thunk(lambda: 1.0), None))
+        Tangent[tuple](1.0, ZeroTangent())
+        >>> plain_cotangent(rc.Tangent[tuple](rc.ZeroTangent(), None)) is None
+        True
     """
     tb = type(ybar)
-    if tb is float or tb is np.ndarray:
+    if tb is float or tb is np.ndarray or tb is np.float64:  # the common cotangents, at once
         return ybar
     if isinstance(ybar, Thunk):
         ybar = ybar.unthunk()
     if ybar is None or isinstance(ybar, AbstractZero):
         return None
+    if isinstance(ybar, Tangent):
+        return _plain_entries(ybar)
     return ybar
+
+
+def plain_entry(v: Any) -> Any:
+    """One entry of a structural tangent as a rule reads it: unthunked, ``None`` as
+    ``ZeroTangent()``.
+
+    Example:
+        >>> import rulescore as rc
+        >>> plain_entry(rc.Thunk(lambda: 1.0)), plain_entry(None)
+        (1.0, ZeroTangent())
+    """
+    if isinstance(v, Thunk):
+        v = v.unthunk()
+    return _ZT if v is None else v
+
+
+def _plain_entries(t: Tangent[Any]) -> Any:
+    """``t`` with plain entries, or ``None`` when every entry is a zero."""
+    backing = t.backing
+    values = backing if isinstance(backing, tuple) else tuple(backing.values())
+    if all(isinstance(v, AbstractZero) for v in values):
+        return None
+    if not any(v is None or isinstance(v, Thunk) for v in values):
+        return t
+    if isinstance(backing, tuple):
+        plain: Any = tuple(plain_entry(v) for v in backing)
+    else:
+        plain = {k: plain_entry(v) for k, v in backing.items()}
+    if all(isinstance(v, AbstractZero) for v in (plain if isinstance(plain, tuple) else plain.values())):
+        return None
+    return type(t)._from_backing(plain)
 
 
 def check_count(cts: Any, nargs: int, pullback: Any, rule: Any = None) -> tuple[Any, ...]:
@@ -104,23 +145,29 @@ def keep_rrule_contract(rule: Any, f: Any, nargs: int, result: Any) -> tuple[Any
     return y, pullback
 
 
-def plain_tangents(tangents: Any) -> tuple[Any, ...] | None:
-    """The tangents an frule author receives (unthunked, ``None`` as ``ZeroTangent()``), or
-    ``None`` when every one is zero (then the frule is not called: the output tangent is zero).
+def plain_tangents(tangents: Any, wrt: tuple[int, ...] | None = None) -> tuple[Any, ...] | None:
+    """The tangents an frule author receives (unthunked, ``None`` as ``ZeroTangent()``, a
+    structural tangent with plain entries), or ``None`` when every one is zero, or every one of
+    the arguments at positions ``wrt`` (those the rule differentiates: a tangent given for an
+    axis or a shape is ignored). Then the frule is not called: the output tangent is zero.
 
     Example:
         >>> import rulescore as rc
         >>> plain_tangents((None, rc.Thunk(lambda: 2.0))), plain_tangents((None, None))
         ((ZeroTangent(), 2.0), None)
+        >>> plain_tangents((None, rc.ZeroTangent(), 1.0), wrt=(0,)) is None
+        True
     """
     out = []
     nonzero = False
-    for t in tangents:
+    for i, t in enumerate(tangents):
         if isinstance(t, Thunk):
             t = t.unthunk()
+        if isinstance(t, Tangent):
+            t = _plain_entries(t)
         if t is None:
             t = _ZT
-        elif not isinstance(t, AbstractZero):
+        elif not isinstance(t, AbstractZero) and (wrt is None or i - 1 in wrt):
             nonzero = True
         out.append(t)
     return tuple(out) if nonzero else None

@@ -51,6 +51,9 @@ class Rule:
     config: type | None = None
     kind: str = "rule"
     origin: str = field(default="")
+    #: The positions (among the positional arguments) of the arguments the frule differentiates
+    #: with respect to; ``None``: all. The frule is not called when all their tangents are zero.
+    wrt: tuple[int, ...] | None = None
 
     @property
     def non_differentiable(self) -> bool:
@@ -253,9 +256,11 @@ class RuleTable:
         self._add(Rule(self.name, f, _clean_types(types), None, None, "opt_out", "opt_out"))
 
     def register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
-                      kind: str = "rule", config: type | None = None) -> None:
-        """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``)."""
-        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl)))
+                      kind: str = "rule", config: type | None = None,
+                      wrt: tuple[int, ...] | None = None) -> None:
+        """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``) and,
+        for an frule, the positions of the arguments it differentiates (``wrt``, default all)."""
+        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt))
 
     def _add(self, rule: Rule) -> None:
         try:
@@ -410,7 +415,7 @@ class RuleTable:
             raise ValueError(f"frule for {describe_call(f, args)}: got {len(tangents)} tangents, "
                              f"expected {1 + len(args)} (one for f, then one per argument)")
         assert rule.impl is not None
-        plain = plain_tangents(tangents)
+        plain = plain_tangents(tangents, rule.wrt)
         if plain is None:  # every tangent is zero: so is the output's, without the author's frule
             return f(*args, **kwargs), zero_of(rule)
         tangents = plain

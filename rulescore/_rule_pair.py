@@ -24,7 +24,9 @@ class RulePair:
 
     ``types`` restrict the rules to calls whose positional arguments are instances of them;
     ``config`` asks for the engine's :class:`~rulescore.RuleConfig` as first argument; ``kind``
-    is ``"rule"`` or ``"non_differentiable"``.
+    is ``"rule"`` or ``"non_differentiable"``; ``wrt`` lists the positions of the positional
+    arguments with a derivative (default: all): the frule is called only when one of their
+    tangents is non-zero, so it never tests the tangents of the others (an axis, a shape).
 
     Example:
         >>> import math, rulescore as rc
@@ -42,6 +44,7 @@ class RulePair:
     types: tuple[TypeSpec, ...] = ()
     config: type | None = None
     kind: str = "rule"
+    wrt: tuple[int, ...] | None = None
 
 
 def register_rules(*pairs: RulePair) -> None:
@@ -57,6 +60,7 @@ def register_rules(*pairs: RulePair) -> None:
         (NoTangent(), 2.0)
     """
     for pair in pairs:
-        for table, impl in ((rrule, pair.rrule), (frule, pair.frule)):
-            if impl is not None:
-                table.register_kind(pair.primal, pair.types, impl, pair.kind, pair.config)
+        if pair.rrule is not None:
+            rrule.register_kind(pair.primal, pair.types, pair.rrule, pair.kind, pair.config)
+        if pair.frule is not None:
+            frule.register_kind(pair.primal, pair.types, pair.frule, pair.kind, pair.config, pair.wrt)

@@ -168,6 +168,8 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             dots.append(_ZERO)
         else:
             return None  # containers and objects: one direction at a time
+    if rule.wrt is not None and not any(type(args[i]) is Box for i in rule.wrt if i < len(args)):
+        return None  # no tangent where the rule differentiates: the per-direction run keeps the contract
     assert rule.impl is not None
     try:
         y, ydot = rule.impl(tuple(dots), *primals, **kwargs)
@@ -256,7 +258,7 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
                kwargs: dict[str, Any]) -> Any:
     """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
-    plain = plain_tangents(dots)
+    plain = plain_tangents(dots, rule.wrt)
     if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
         return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
     dots = plain

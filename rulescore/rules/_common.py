@@ -8,22 +8,23 @@ Derivatives used by several families (``pow``, ``abs``) are here too, so each is
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Any
 
 import numpy as np
 
 from rulescore._arithmetic import conj
+from rulescore._contract import plain_entry
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._projection import project
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
     "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit", "frexp_cotangents",
-    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent",
-    "pow_grad_p", "pow_grad_x", "pow_partials", "proj", "spread", "stand_in", "sum_dots",
+    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent", "normalize_axes",
+    "pow_grad_p", "pow_grad_x", "pow_partials", "product_tangent", "proj", "spread", "stand_in", "sum_dots",
 ]
 
 _NT = NoTangent()
@@ -91,28 +92,41 @@ def is_complex(v: Any) -> bool:
     return dt is not None and np.dtype(dt).kind == "c"
 
 
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (``None`` for every axis, an int, a negative int or a sequence) as sorted
+    non-negative axes, NumPy's ``AxisError`` for one out of range.
+
+    Example:
+        >>> normalize_axes(None, 3), normalize_axes(-1, 3), normalize_axes((2, 0), 3)
+        ((0, 1, 2), (2,), (0, 2))
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    out = set()
+    for a in axis if isinstance(axis, (tuple, list)) else (axis,):
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.add(a % ndim)
+    return tuple(sorted(out))
+
+
 def entries(t: Any, n: int) -> list[Any]:
-    """The ``n`` entries of a structural (tuple/list) tangent, unthunked, zeros as ``ZeroTangent()``.
+    """The ``n`` entries of a structural (tuple/list) tangent, each as a rule reads it
+    (:func:`~rulescore._contract.plain_entry`); a zero gives ``n`` zeros.
 
     Example:
         >>> import rulescore as rc
         >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
         ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
     """
-    if isinstance(t, Thunk):
-        t = t.unthunk()
-    if t is None or isinstance(t, AbstractZero):
+    if isinstance(t, AbstractZero):
         return [_ZT] * n
     if isinstance(t, Tangent):
         items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
     else:
         items = list(t)
-    out = []
-    for v in items:
-        if isinstance(v, Thunk):
-            v = v.unthunk()
-        out.append(_ZT if v is None else v)
-    return out
+    return [plain_entry(v) for v in items]
 
 
 def spread(xs: Any, ybar: Any) -> Any:
@@ -150,6 +164,31 @@ def sum_dots(xs: Any, xsdot: Any) -> Any:
     for v in entries(xsdot, len(xs)):
         total = total + v
     return total
+
+
+def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positions: Any) -> Any:
+    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions`` (a
+    product: ``matmul``, ``kron``, ``einsum``): ``sum_p f(..., xdot_p, ...)`` over the operands
+    whose tangent is not zero (the rule contract leaves the others zero), fitted to ``y``.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> product_tangent(np.multiply, 6.0, (2.0, 3.0), (None, 1.0, rc.ZeroTangent()), (0, 1))
+        3.0
+    """
+    operands = list(args)
+    for p in positions:  # a list given to NumPy is an array, and so is its tangent
+        if type(args[p]) is list or type(args[p]) is tuple:
+            operands[p] = np.asarray(args[p])
+    ydot: Any = _ZT
+    for p in positions:
+        t = tangents[1 + p]
+        if isinstance(t, AbstractZero):
+            continue
+        targs = list(operands)
+        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
+        ydot = ydot + f(*targs)
+    return fit(y, ydot)
 
 
 # -- pow: builtins.pow, operator.pow, math.pow, numpy.power, numpy.float_power -----------------
@@ -238,6 +277,13 @@ def pow_partials(x: Any, p: Any, result: Any) -> Any:
 # -- abs: builtins.abs, operator.abs, numpy.absolute ---------------------------------------------
 
 
+def _sign_times(x: float, v: Any) -> Any:
+    """``sign(x) * v`` for a Python number ``x``, without a NumPy call (the scalar hot path)."""
+    if x > 0:
+        return v
+    return -v if x < 0 else 0.0 * v
+
+
 def abs_grad(x: Any, y: Any, ybar: Any) -> Any:
     """Cotangent of ``x`` for ``y = abs(x)``: ``sign(x) * ybar``, ``x / |x| * real(ybar)`` for
     complex ``x`` (``0`` at ``0``).
@@ -246,11 +292,8 @@ def abs_grad(x: Any, y: Any, ybar: Any) -> Any:
         >>> abs_grad(-2.0, 2.0, 1.0), abs_grad(3j, 3.0, 1.0)
         (-1.0, 1j)
     """
-    tx = type(x)
-    if tx is float or tx is int:
-        if x > 0:
-            return ybar
-        return -ybar if x < 0 else 0.0 * ybar
+    if type(x) is float or type(x) is int:
+        return _sign_times(x, ybar)
     if is_complex(x):
         if isinstance(x, np.ndarray):
             nz = y != 0
@@ -266,11 +309,8 @@ def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
         >>> abs_dot(-2.0, 2.0, 1.0), float(abs_dot(3j, 3.0, 1j))
         (-1.0, 1.0)
     """
-    tx = type(x)
-    if tx is float or tx is int:
-        if x > 0:
-            return xdot
-        return -xdot if x < 0 else 0.0 * xdot
+    if type(x) is float or type(x) is int:
+        return _sign_times(x, xdot)
     if is_complex(x):
         num = np.real(np.conj(x) * xdot)
         if isinstance(x, np.ndarray) or isinstance(num, np.ndarray):

@@ -154,32 +154,32 @@ def _chosen_tangent(args: tuple[Any, ...], tangents: Any, y: Any, idx: int) -> A
     return fit(y, dot)
 
 
-def max_rrule(*args: Any, **kwargs: Any) -> Any:
-    _, y, idx = _choose(args, kwargs, True)
+def choice_rules(f: Any, largest: bool, *types: Any) -> RulePair:
+    """The rules of ``max`` (``largest``) or ``min``: the chosen argument (or entry of the
+    iterable) gets the whole cotangent, and the tangent is the chosen one's.
 
-    def max_pullback(ybar: Any) -> Any:
-        return _chosen_cotangents(args, idx, ybar)
+    Example:
+        >>> pair = choice_rules(max, True)
+        >>> pair.rrule(1.0, 3.0)[1](2.0), pair.frule((None, 1.0, 5.0), 1.0, 3.0)
+        ((NoTangent(), ZeroTangent(), 2.0), (3.0, 5.0))
+    """
 
-    return y, max_pullback
+    def choice_rrule(*args: Any, **kwargs: Any) -> Any:
+        _, y, idx = _choose(args, kwargs, largest)
 
+        def choice_pullback(ybar: Any) -> Any:
+            return _chosen_cotangents(args, idx, ybar)
 
-def max_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    _, y, idx = _choose(args, kwargs, True)
-    return y, _chosen_tangent(args, tangents, y, idx)
+        choice_pullback.__name__ = choice_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, choice_pullback
 
+    def choice_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        _, y, idx = _choose(args, kwargs, largest)
+        return y, _chosen_tangent(args, tangents, y, idx)
 
-def min_rrule(*args: Any, **kwargs: Any) -> Any:
-    _, y, idx = _choose(args, kwargs, False)
-
-    def min_pullback(ybar: Any) -> Any:
-        return _chosen_cotangents(args, idx, ybar)
-
-    return y, min_pullback
-
-
-def min_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    _, y, idx = _choose(args, kwargs, False)
-    return y, _chosen_tangent(args, tangents, y, idx)
+    choice_rrule.__name__ = choice_rrule.__qualname__ = f"{f.__name__}_rrule"
+    choice_frule.__name__ = choice_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, choice_rrule, choice_frule, types)
 
 
 def _is_real_pow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -251,8 +251,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(builtins.float, float_rrule, float_frule),
     RulePair(builtins.complex, complex_rrule, complex_frule),
     RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
-    RulePair(builtins.max, max_rrule, max_frule, (_SEQUENCES_AND_NUMBERS,)),
-    RulePair(builtins.min, min_rrule, min_frule, (_SEQUENCES_AND_NUMBERS,)),
+    choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
+    choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
     RulePair(builtins.pow, builtin_pow_rrule, builtin_pow_frule),
     RulePair(builtins.divmod, divmod_rrule, divmod_frule),
     RulePair(float.conjugate, conjugate_rrule, conjugate_frule),

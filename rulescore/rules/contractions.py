@@ -29,30 +29,10 @@ import numpy as np
 
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore.rules._common import as_array_tangent, as_arrays, check_kwargs, conj, fit, proj
+from rulescore._zeros import NoTangent
+from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj
 
 _NT = NoTangent()
-_ZT = ZeroTangent()
-
-
-def _product_tangent(f: Callable[..., Any], y: Any, args: tuple[Any, ...], tangents: Any,
-                     positions: Any) -> Any:
-    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions``:
-    ``sum_p f(..., xdot_p, ...)`` over the operands with a non-zero tangent."""
-    operands = list(args)
-    for p in positions:  # a list given to NumPy is an array, and so is its tangent
-        if type(args[p]) is list or type(args[p]) is tuple:
-            operands[p] = np.asarray(args[p])
-    ydot: Any = _ZT
-    for p in positions:
-        t = tangents[1 + p]
-        if isinstance(t, AbstractZero):
-            continue
-        targs = list(operands)
-        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
-        ydot = ydot + f(*targs)
-    return fit(y, ydot)
 
 
 # -- matmul ---------------------------------------------------------------------------------------
@@ -95,18 +75,6 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
     return np.squeeze(dy, axis=-1) if yd == 1 else dy
 
 
-def matmul_operator_rrule(x: Any, y: Any) -> Any:
-    """``x @ y``: the primal is the operator (a class's own ``__matmul__``), the rule matmul's."""
-    return x @ y, _matmul_pullback_of(x, y)
-
-
-def matmul_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
-    """``np.matmul`` and ``np.linalg.matmul``."""
-    if kwargs:
-        check_kwargs(np.matmul, kwargs)
-    return np.matmul(x, y, **kwargs), _matmul_pullback_of(x, y)
-
-
 def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
     xa, ya = as_arrays((x, y))
 
@@ -118,22 +86,10 @@ def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
     return matmul_pullback
 
 
-def matmul_operator_frule(tangents: Any, x: Any, y: Any) -> Any:
-    z = x @ y
-    return z, _product_tangent(operator.matmul, z, (x, y), tangents, (0, 1))
-
-
-def matmul_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
-    if kwargs:
-        check_kwargs(np.matmul, kwargs)
-    z = np.matmul(x, y, **kwargs)
-    return z, _product_tangent(np.matmul, z, (x, y), tangents, (0, 1))
-
-
 # -- vecdot, matvec, vecmat -----------------------------------------------------------------------
 
 
-def _vecdot_pullback_of(x: Any, y: Any, axis: int) -> Callable[[Any], Any]:
+def _vecdot_pullback_of(x: Any, y: Any, axis: int = -1) -> Callable[[Any], Any]:
     a, b = as_arrays((x, y))
     if axis >= 0:
         axis -= max(np.ndim(a), np.ndim(b))
@@ -145,16 +101,56 @@ def _vecdot_pullback_of(x: Any, y: Any, axis: int) -> Callable[[Any], Any]:
     return vecdot_pullback
 
 
-def vecdot_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
-    """``np.vecdot`` (a generalised ufunc: over the last axis)."""
-    check_kwargs(np.vecdot, kwargs)
-    return np.vecdot(x, y, **kwargs), _vecdot_pullback_of(x, y, -1)
+def _matvec_pullback_of(a: Any, v: Any) -> Callable[[Any], Any]:
+    aa, vv = as_arrays((a, v))
+
+    def matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
+        abar = np.expand_dims(zbar, -1) * np.expand_dims(conj(vv), -2)
+        vbar = np.matvec(np.swapaxes(conj(aa), -1, -2), zbar)
+        return _NT, proj(a, abar), proj(v, vbar)
+
+    return matvec_pullback
 
 
-def vecdot_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.vecdot, kwargs)
-    z = np.vecdot(x, y, **kwargs)
-    return z, _product_tangent(np.vecdot, z, (x, y), tangents, (0, 1))
+def _vecmat_pullback_of(v: Any, a: Any) -> Callable[[Any], Any]:
+    vv, aa = as_arrays((v, a))
+
+    def vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
+        vbar = np.matvec(aa, conj(zbar))
+        abar = np.expand_dims(vv, -1) * np.expand_dims(zbar, -2)
+        return _NT, proj(v, vbar), proj(a, abar)
+
+    return vecmat_pullback
+
+
+def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]]) -> RulePair:
+    """The rules of the bilinear product ``f(x, y, **ufunc_kwargs)`` (``matmul``, ``vecdot``,
+    ``matvec``, ``vecmat``, ``x @ y``): the pullback ``pullback_of(x, y)`` builds, and the
+    frule that is the product rule ``f(xdot, y) + f(x, ydot)``.
+
+    Example:
+        >>> import numpy as np
+        >>> pair = product_rules(np.matmul, _matmul_pullback_of)
+        >>> pair.frule((None, np.eye(2), np.ones((2, 1))), np.eye(2), np.ones((2, 1)))[1]
+        array([[2.],
+               [2.]])
+    """
+    name = getattr(f, "__name__", "product")
+
+    def product_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            check_kwargs(f, kwargs)
+        return f(x, y, **kwargs), pullback_of(x, y)
+
+    def product_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            check_kwargs(f, kwargs)
+        z = f(x, y, **kwargs)
+        return z, product_tangent(f, z, (x, y), tangents, (0, 1))
+
+    product_rrule.__name__ = product_rrule.__qualname__ = f"{name}_rrule"
+    product_frule.__name__ = product_frule.__qualname__ = f"{name}_frule"
+    return RulePair(f, product_rrule, product_frule)
 
 
 def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
@@ -164,46 +160,8 @@ def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
 
 def linalg_vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
     z = np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload,unused-ignore]
-    return z, _product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
+    return z, product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
                                tangents, (0, 1))
-
-
-def matvec_rrule(a: Any, v: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.matvec, kwargs)
-    z = np.matvec(a, v, **kwargs)
-    aa, vv = as_arrays((a, v))
-
-    def matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
-        abar = np.expand_dims(zbar, -1) * np.expand_dims(conj(vv), -2)
-        vbar = np.matvec(np.swapaxes(conj(aa), -1, -2), zbar)
-        return _NT, proj(a, abar), proj(v, vbar)
-
-    return z, matvec_pullback
-
-
-def matvec_frule(tangents: Any, a: Any, v: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.matvec, kwargs)
-    z = np.matvec(a, v, **kwargs)
-    return z, _product_tangent(np.matvec, z, (a, v), tangents, (0, 1))
-
-
-def vecmat_rrule(v: Any, a: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.vecmat, kwargs)
-    z = np.vecmat(v, a, **kwargs)
-    vv, aa = as_arrays((v, a))
-
-    def vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
-        vbar = np.matvec(aa, conj(zbar))
-        abar = np.expand_dims(vv, -1) * np.expand_dims(zbar, -2)
-        return _NT, proj(v, vbar), proj(a, abar)
-
-    return z, vecmat_pullback
-
-
-def vecmat_frule(tangents: Any, v: Any, a: Any, **kwargs: Any) -> Any:
-    check_kwargs(np.vecmat, kwargs)
-    z = np.vecmat(v, a, **kwargs)
-    return z, _product_tangent(np.vecmat, z, (v, a), tangents, (0, 1))
 
 
 # -- tensordot and the products it covers: dot, inner, outer, vdot ------------------------------
@@ -277,7 +235,7 @@ def tensordot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 def tensordot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     axes = _tensordot_args(args, kwargs)
     y = np.tensordot(a, b, axes)
-    return y, _product_tangent(partial(np.tensordot, axes=axes), y, (a, b), tangents, (0, 1))
+    return y, product_tangent(partial(np.tensordot, axes=axes), y, (a, b), tangents, (0, 1))
 
 
 def dot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
@@ -296,7 +254,7 @@ def dot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
 def dot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.dot(a, b, *args, **kwargs)
-    return y, _product_tangent(np.dot, y, (a, b), tangents, (0, 1))
+    return y, product_tangent(np.dot, y, (a, b), tangents, (0, 1))
 
 
 def inner_rrule(a: Any, b: Any) -> Any:
@@ -312,7 +270,7 @@ def inner_rrule(a: Any, b: Any) -> Any:
 
 def inner_frule(tangents: Any, a: Any, b: Any) -> Any:
     y = np.inner(a, b)
-    return y, _product_tangent(np.inner, y, (a, b), tangents, (0, 1))
+    return y, product_tangent(np.inner, y, (a, b), tangents, (0, 1))
 
 
 def _outer_pullback_of(a: Any, b: Any, nextra: int) -> Callable[[Any], Any]:
@@ -336,7 +294,7 @@ def linalg_outer_rrule(x1: Any, x2: Any) -> Any:
 
 def outer_frule(tangents: Any, a: Any, b: Any, *args: Any) -> Any:
     y = np.outer(a, b, *args)
-    return y, _product_tangent(np.outer, y, (a, b), tangents, (0, 1))
+    return y, product_tangent(np.outer, y, (a, b), tangents, (0, 1))
 
 
 def vdot_rrule(a: Any, b: Any) -> Any:
@@ -353,7 +311,7 @@ def vdot_rrule(a: Any, b: Any) -> Any:
 
 def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
     y = np.vdot(a, b)
-    return y, _product_tangent(np.vdot, y, (a, b), tangents, (0, 1))
+    return y, product_tangent(np.vdot, y, (a, b), tangents, (0, 1))
 
 
 # -- einsum -----------------------------------------------------------------------------------------
@@ -462,20 +420,21 @@ def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
 
 def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.einsum(*args, **kwargs)
-    return y, _product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
+    return y, product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
 
+
+_MATMUL = product_rules(np.matmul, _matmul_pullback_of)
 
 _GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
-    RulePair(getattr(np, name), rrule, frule)
-    for name, rrule, frule in (("vecdot", vecdot_rrule, vecdot_frule),
-                               ("matvec", matvec_rrule, matvec_frule),
-                               ("vecmat", vecmat_rrule, vecmat_frule))
+    product_rules(getattr(np, name), pullback_of)
+    for name, pullback_of in (("vecdot", _vecdot_pullback_of), ("matvec", _matvec_pullback_of),
+                              ("vecmat", _vecmat_pullback_of))
     if isinstance(getattr(np, name, None), np.ufunc))
 
 RULES: tuple[RulePair, ...] = (
-    RulePair(operator.matmul, matmul_operator_rrule, matmul_operator_frule),
-    RulePair(np.matmul, matmul_rrule, matmul_frule),
-    RulePair(np.linalg.matmul, matmul_rrule, matmul_frule),
+    product_rules(operator.matmul, _matmul_pullback_of),
+    _MATMUL,
+    RulePair(np.linalg.matmul, _MATMUL.rrule, _MATMUL.frule),
     RulePair(np.linalg.vecdot, linalg_vecdot_rrule, linalg_vecdot_frule),
     RulePair(np.dot, dot_rrule, dot_frule),
     RulePair(np.ndarray.dot, dot_rrule, dot_frule),

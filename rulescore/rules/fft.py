@@ -31,7 +31,7 @@ import numpy as np
 from rulescore._linear import linear_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent
 from rulescore.rules._common import bind_arguments as _bind
 
 FFT: Any = np.fft
@@ -154,76 +154,81 @@ def _c2r(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
     return _fit_all(g, ax, x.shape)
 
 
-def fft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.fft, a, args, kwargs)
-    return _c2c(FFT.ifftn, x, *_one_axis(x, p), p["norm"], ybar)
+def _axes_2d(x: Any, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+    return _axes_sizes(x, p["s"], p["axes"], (-2, -1))
 
 
-def ifft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.ifft, a, args, kwargs)
-    return _c2c(FFT.fftn, x, *_one_axis(x, p), p["norm"], ybar)
+def _axes_nd(x: Any, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+    return _axes_sizes(x, p["s"], p["axes"], None)
 
 
-def fft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.fft2, a, args, kwargs)
-    return _c2c(FFT.ifftn, x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
+def _irfft_2d(x: Any, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+    return _irfft_sizes(x, p["s"], p["axes"], (-2, -1))
 
 
-def ifft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.ifft2, a, args, kwargs)
-    return _c2c(FFT.fftn, x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
+def _irfft_nd(x: Any, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+    return _irfft_sizes(x, p["s"], p["axes"], None)
 
 
-def fftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.fftn, a, args, kwargs)
-    return _c2c(FFT.ifftn, x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+def _one_axis_c2r(x: Any, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+    return _one_axis(x, p, c2r=True)
 
 
-def ifftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.ifftn, a, args, kwargs)
-    return _c2c(FFT.fftn, x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
+def _to_time(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
+    return _c2c(FFT.ifftn, x, ax, sizes, norm, ybar)
 
 
-def rfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.rfft, a, args, kwargs)
-    return _r2c(x, *_one_axis(x, p), p["norm"], ybar)
+def _to_frequency(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
+    return _c2c(FFT.fftn, x, ax, sizes, norm, ybar)
 
 
-def rfft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.rfft2, a, args, kwargs)
-    return _r2c(x, *_axes_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
-
-
-def rfftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.rfftn, a, args, kwargs)
-    return _r2c(x, *_axes_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
-
-
-def irfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.irfft, a, args, kwargs)
-    return _c2r(x, *_one_axis(x, p, c2r=True), p["norm"], ybar)
-
-
-def irfft2_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.irfft2, a, args, kwargs)
-    return _c2r(x, *_irfft_sizes(x, p["s"], p["axes"], (-2, -1)), p["norm"], ybar)
-
-
-def irfftn_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    x, p = _call(FFT.irfftn, a, args, kwargs)
-    return _c2r(x, *_irfft_sizes(x, p["s"], p["axes"], None), p["norm"], ybar)
-
-
-def hfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+def _hfft_adjoint(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
     """``hfft`` is ``irfft`` of the conjugate with the dual normalisation."""
-    x, p = _call(FFT.hfft, a, args, kwargs)
-    return np.conj(_c2r(x, *_one_axis(x, p, c2r=True), _dual(p["norm"]), ybar))
+    return np.conj(_c2r(x, ax, sizes, _dual(norm), ybar))
 
 
-def ihfft_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+def _ihfft_adjoint(x: Any, ax: list[int], sizes: list[int], norm: Any, ybar: Any) -> Any:
     """``ihfft`` is the conjugate of ``rfft`` with the dual normalisation."""
-    x, p = _call(FFT.ihfft, a, args, kwargs)
-    return _r2c(x, *_one_axis(x, p), _dual(p["norm"]), np.conj(ybar))
+    return _r2c(x, ax, sizes, _dual(norm), np.conj(ybar))
+
+
+#: Each transform's adjoint (of ``(x, axes, sizes, norm, ybar)``) and how its axes and sizes
+#: are read from the call (one axis and ``n=``, or ``s=``/``axes=`` with 2-D or n-D defaults).
+_TRANSFORMS: dict[Any, tuple[Any, Any]] = {
+    FFT.fft: (_to_time, _one_axis),
+    FFT.ifft: (_to_frequency, _one_axis),
+    FFT.fft2: (_to_time, _axes_2d),
+    FFT.ifft2: (_to_frequency, _axes_2d),
+    FFT.fftn: (_to_time, _axes_nd),
+    FFT.ifftn: (_to_frequency, _axes_nd),
+    FFT.rfft: (_r2c, _one_axis),
+    FFT.rfft2: (_r2c, _axes_2d),
+    FFT.rfftn: (_r2c, _axes_nd),
+    FFT.irfft: (_c2r, _one_axis_c2r),
+    FFT.irfft2: (_c2r, _irfft_2d),
+    FFT.irfftn: (_c2r, _irfft_nd),
+    FFT.hfft: (_hfft_adjoint, _one_axis_c2r),
+    FFT.ihfft: (_ihfft_adjoint, _one_axis),
+}
+
+
+def transform_transpose(f: Any) -> Any:
+    """The transpose of the Fourier transform ``f`` (``np.fft.fft``, ...), for
+    :func:`~rulescore.linear_rules`: its adjoint at the call's axes, sizes and normalisation.
+
+    Example:
+        >>> import numpy as np
+        >>> transform_transpose(np.fft.fft)(np.ones(2, dtype=complex), np.zeros(2))
+        array([2.+0.j, 0.+0.j])
+    """
+    adjoint, geometry = _TRANSFORMS[f]
+
+    def fourier_transpose(ybar: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+        x, p = _call(f, a, args, kwargs)
+        return adjoint(x, *geometry(x, p), p["norm"], ybar)
+
+    fourier_transpose.__name__ = fourier_transpose.__qualname__ = f"{f.__name__}_transpose"
+    return fourier_transpose
 
 
 def fftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
@@ -239,63 +244,42 @@ def ifftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _freq_cotangents(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], y: Any, ybar: Any) -> Any:
-    if len(args) < 2:  # d given by keyword (or not at all): no positional slot for it
-        return NoTangent(), NoTangent()
-    d = _bind(f, args, kwargs)["d"]
-    return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
+def freq_rules(f: Any) -> RulePair:
+    """The rules of ``np.fft.fftfreq`` or ``rfftfreq``: ``y = k / (n d)``, differentiable in
+    the sample spacing ``d`` (given positionally: by keyword it has no tangent slot).
 
+    Example:
+        >>> import numpy as np
+        >>> pair = freq_rules(np.fft.fftfreq)
+        >>> pair.rrule(4, 0.5)[1](np.ones(4))[2], pair.frule((None, None, 1.0), 4, 0.5)[1]
+        (2.0, array([-0., -1.,  2.,  1.]))
+    """
 
-def _freq_frule(f: Any, ddot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    y = f(*args, **kwargs)
-    if isinstance(ddot, AbstractZero):  # only n's tangent was given
-        return y, ZeroTangent()
-    return y, project(y, -(y / _bind(f, args, kwargs)["d"]) * ddot)
+    def freq_rrule(*args: Any, **kwargs: Any) -> Any:
+        y = f(*args, **kwargs)
 
+        def freq_pullback(ybar: Any) -> Any:
+            if len(args) < 2:  # d given by keyword (or not at all): no positional slot for it
+                return NoTangent(), NoTangent()
+            d = _bind(f, args, kwargs)["d"]
+            return NoTangent(), NoTangent(), project(d, -np.sum(np.real(ybar) * y) / d)
 
-def fftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
-    y = FFT.fftfreq(*args, **kwargs)
+        freq_pullback.__name__ = freq_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, freq_pullback
 
-    def fftfreq_pullback(ybar: Any) -> Any:
-        return _freq_cotangents(FFT.fftfreq, args, kwargs, y, ybar)
+    def freq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        y = f(*args, **kwargs)
+        return y, project(y, -(y / _bind(f, args, kwargs)["d"]) * tangents[2])
 
-    return y, fftfreq_pullback
-
-
-def fftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _freq_frule(FFT.fftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
-
-
-def rfftfreq_rrule(*args: Any, **kwargs: Any) -> Any:
-    y = FFT.rfftfreq(*args, **kwargs)
-
-    def rfftfreq_pullback(ybar: Any) -> Any:
-        return _freq_cotangents(FFT.rfftfreq, args, kwargs, y, ybar)
-
-    return y, rfftfreq_pullback
-
-
-def rfftfreq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _freq_frule(FFT.rfftfreq, tangents[2] if len(tangents) > 2 else ZeroTangent(), args, kwargs)
+    freq_rrule.__name__ = freq_rrule.__qualname__ = f"{f.__name__}_rrule"
+    freq_frule.__name__ = freq_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, freq_rrule, freq_frule, wrt=(1,))
 
 
 RULES: tuple[RulePair, ...] = (
-    linear_rules(np.fft.fft, fft_transpose),
-    linear_rules(np.fft.ifft, ifft_transpose),
-    linear_rules(np.fft.fft2, fft2_transpose),
-    linear_rules(np.fft.ifft2, ifft2_transpose),
-    linear_rules(np.fft.fftn, fftn_transpose),
-    linear_rules(np.fft.ifftn, ifftn_transpose),
-    linear_rules(np.fft.rfft, rfft_transpose),
-    linear_rules(np.fft.rfft2, rfft2_transpose),
-    linear_rules(np.fft.rfftn, rfftn_transpose),
-    linear_rules(np.fft.irfft, irfft_transpose),
-    linear_rules(np.fft.irfft2, irfft2_transpose),
-    linear_rules(np.fft.irfftn, irfftn_transpose),
-    linear_rules(np.fft.hfft, hfft_transpose),
-    linear_rules(np.fft.ihfft, ihfft_transpose),
+    *(linear_rules(f, transform_transpose(f)) for f in _TRANSFORMS),
     linear_rules(np.fft.fftshift, fftshift_transpose),
     linear_rules(np.fft.ifftshift, ifftshift_transpose),
-    RulePair(np.fft.fftfreq, fftfreq_rrule, fftfreq_frule),
-    RulePair(np.fft.rfftfreq, rfftfreq_rrule, rfftfreq_frule),
+    freq_rules(np.fft.fftfreq),
+    freq_rules(np.fft.rfftfreq),
 )

@@ -463,8 +463,6 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
             qbar, rbar = None, ybar
         else:
             qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
-        if qbar is None and rbar is None:
-            return _cts(len(args), ZeroTangent())
         if m >= n:
             abar = _qr_tall_pullback(q, r, qbar, rbar)
         else:
@@ -600,12 +598,7 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
                      _thin_part(_part(ybar, 2, "Vh"), k, -2, "rows of Vh"))
         else:
             parts = (None, ybar, None)
-        if all(x is None for x in parts):
-            return _cts(len(args), ZeroTangent())
-        abar = _svd_pullback(a_, u, s, vh, *parts)
-        if herm:
-            abar = _fold(abar, lower=True)
-        return _cts(len(args), project(a, abar))
+        return _cts(len(args), _hermitian_fold(a, _svd_pullback(a_, u, s, vh, *parts), herm))
 
     return out, svd_pullback
 
@@ -665,32 +658,35 @@ def _uplo_lower(uplo: str) -> bool:
     return uplo.upper() == "L"
 
 
+def _hermitian_fold(a: Any, abar: Any, hermitian: bool) -> Any:
+    """``abar`` projected on ``a``; for ``hermitian=True`` (only the lower triangle is read)
+    folded onto it."""
+    return project(a, _fold(abar, lower=True) if hermitian else abar)
+
+
+def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, str, bool]:
+    """``(a, a as an array, UPLO, whether the lower triangle is read)`` of ``eigh``/``eigvalsh``."""
+    p = _bind(f, args, kwargs)
+    return p["a"], _arr(p["a"]), p["UPLO"], _uplo_lower(p["UPLO"])
+
+
 def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    out = LA.eigh(a_, UPLO=p["UPLO"])
+    a, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
+    out = LA.eigh(a_, UPLO=uplo)
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
         wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        if wbar is None and vbar is None:
-            return _cts(len(args), ZeroTangent())
         return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
 
     return out, eigh_pullback
 
 
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    out = LA.eigh(a_, UPLO=p["UPLO"])
-    adot = _given(tangents[1])
-    if adot is None:
-        return out, ZeroTangent()
+    _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
+    out = LA.eigh(a_, UPLO=uplo)
     w, v = out
-    mm = _H(v) @ _unfold(adot, lower) @ v
+    mm = _H(v) @ _unfold(tangents[1], lower) @ v
     n = w.shape[-1]
     eye = _eye(n, w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
@@ -698,11 +694,9 @@ def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigvalsh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
-    _, v = LA.eigh(a_, UPLO=p["UPLO"])
+    a, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
+    w = LA.eigvalsh(a_, UPLO=uplo)
+    _, v = LA.eigh(a_, UPLO=uplo)
 
     def eigvalsh_pullback(wbar: Any) -> Any:
         return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, None), lower)))
@@ -711,15 +705,10 @@ def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
 
 
 def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    p = _bind(np.linalg.eigvalsh, args, kwargs)
-    a, lower = p["a"], _uplo_lower(p["UPLO"])
-    a_ = _arr(a)
-    w = LA.eigvalsh(a_, UPLO=p["UPLO"])
-    adot = _given(tangents[1])
-    if adot is None:
-        return w, ZeroTangent()
-    _, v = LA.eigh(a_, UPLO=p["UPLO"])
-    return w, project(w, _real(_diag(_H(v) @ _unfold(adot, lower) @ v)))
+    _, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
+    w = LA.eigvalsh(a_, UPLO=uplo)
+    _, v = LA.eigh(a_, UPLO=uplo)
+    return w, project(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
 
 
 def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
@@ -735,10 +724,15 @@ def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
     return LA.solve(_H(v), inner @ _H(v))
 
 
+def _eig_coupling(v: Any, adot: Any) -> Any:
+    """``V^-1 dA V``: its diagonal is the eigenvalues' tangent."""
+    return LA.solve(v, adot @ v)
+
+
 def _eig_dot(w: Any, v: Any, adot: Any) -> tuple[Any, Any]:
     n = w.shape[-1]
     eye = _eye(n, w)
-    mm = LA.solve(v, adot @ v)
+    mm = _eig_coupling(v, adot)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
     c = f * mm
     d = -_real(_diag(_H(v) @ v @ c))
@@ -752,26 +746,21 @@ def eig_rrule(a: Any) -> Any:
 
     def eig_pullback(ybar: Any) -> Any:
         wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        if wbar is None and vbar is None:
-            return NoTangent(), ZeroTangent()
         return NoTangent(), project(a, _eig_grad(w, v, wbar, vbar))
 
     return out, eig_pullback
 
 
 def eig_frule(tangents: Any, a: Any) -> Any:
-    a_ = _arr(a)
-    out = LA.eig(a_)
-    adot = tangents[1]
+    out = LA.eig(_arr(a))
     w, v = out
-    dw, dv = _eig_dot(w, v, adot)
+    dw, dv = _eig_dot(w, v, tangents[1])
     return out, _struct(out, project(w, dw), project(v, dv))
 
 
 def eigvals_rrule(a: Any) -> Any:
-    a_ = _arr(a)
-    w = LA.eigvals(a_)
-    _, v = LA.eig(a_)
+    w = LA.eigvals(_arr(a))
+    _, v = LA.eig(_arr(a))
 
     def eigvals_pullback(wbar: Any) -> Any:
         return NoTangent(), project(a, _eig_grad(w, v, wbar, None))
@@ -780,11 +769,9 @@ def eigvals_rrule(a: Any) -> Any:
 
 
 def eigvals_frule(tangents: Any, a: Any) -> Any:
-    a_ = _arr(a)
-    w = LA.eigvals(a_)
-    adot = tangents[1]
-    _, v = LA.eig(a_)
-    return w, project(w, _diag(LA.solve(v, adot @ v)))
+    w = LA.eigvals(_arr(a))
+    _, v = LA.eig(_arr(a))
+    return w, project(w, _diag(_eig_coupling(v, tangents[1])))
 
 
 # --------------------------------------------------------------------------------------------
@@ -834,10 +821,7 @@ def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
     herm = p["hermitian"]
 
     def pinv_pullback(xbar: Any) -> Any:
-        abar = _pinv_pullback(a_, x, xbar)
-        if herm:
-            abar = _fold(abar, lower=True)
-        return _cts(len(args), project(a, abar))
+        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(a_, x, xbar), herm))
 
     return x, pinv_pullback
 
@@ -1312,8 +1296,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.linalg.qr, qr_rrule, qr_frule),
     RulePair(np.linalg.svd, svd_rrule, svd_frule),
     RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule),
-    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule),
-    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule),
+    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule, wrt=(0,)),
+    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule, wrt=(0,)),
     RulePair(np.linalg.eig, eig_rrule, eig_frule),
     RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule),
     RulePair(np.linalg.pinv, pinv_rrule, pinv_frule),

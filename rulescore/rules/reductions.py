@@ -31,18 +31,18 @@ Pullbacks are written with NumPy functions and operators only, so they different
 from __future__ import annotations
 
 import math
-import operator
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
-from rulescore._tangent import Tangent, tangent_type
+from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore.rules._common import is_complex
+from rulescore.rules._common import is_complex, normalize_axes
 from rulescore.rules._on_import import when_imported
 
 _NOVALUE: Any = getattr(np, "_NoValue", object())
@@ -90,36 +90,12 @@ def _conj_if(flag: bool, v: Any) -> Any:
     return np.conj(v) if flag else v
 
 
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, int, negative int or tuple) as sorted non-negative axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = set()
-    for a in items:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim)
-        out.add(a % ndim)
-    return tuple(sorted(out))
-
-
 def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
 def _not_args(n: int) -> tuple[NoTangent, ...]:
     return (NoTangent(),) * n
-
-
-def _dense(t: Any) -> Any:
-    """A tangent of a (nested) list or tuple primal as an array (zero entries as 0.0); arrays
-    pass through."""
-    if isinstance(t, (Tangent, list, tuple)):
-        return np.array([_dense(v) for v in t])
-    if isinstance(t, AbstractZero):
-        return 0.0
-    return t
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -146,7 +122,7 @@ class _Call:
             self.kw = _bind(name, params, args, kwargs)
             self.y = compute(x, *args, **kwargs)
             self.shape = _shape(x)
-            self.axes = _axes(_opt(self.kw, "axis", default_axis), len(self.shape))
+            self.axes = normalize_axes(_opt(self.kw, "axis", default_axis), len(self.shape))
             self.kshape = _keep_shape(self.shape, self.axes)
             self.keepdims = bool(_opt(self.kw, "keepdims", False))
             self.where = _opt(self.kw, "where", True)
@@ -159,11 +135,8 @@ class _Call:
         return (_NT, project(self.x, xbar), *_not_args(self.nargs))
 
     def tangent(self, xdot: Any, push: Callable[[_Call, Any], Any]) -> Any:
-        """The frule's output tangent: ``push(self, xdot)`` projected on the result (zero when
-        only another argument's tangent was given)."""
-        if isinstance(xdot, AbstractZero):
-            return ZeroTangent()
-        return project(self.y, push(self, _dense(xdot)))
+        """The frule's output tangent: ``push(self, xdot)`` projected on the result."""
+        return project(self.y, push(self, np.asarray(dense_tangent(self.x, xdot))))
 
     def keep(self, v: Any) -> Any:
         """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""
@@ -333,132 +306,56 @@ _MEAN_PARAMS = ("axis", "dtype", "out", "keepdims")
 _VAR_PARAMS = ("axis", "dtype", "out", "ddof", "keepdims")
 _MAX_PARAMS = ("axis", "out", "keepdims", "initial", "where")
 
-# the rules: one rrule and one frule per reduction (the ndarray methods share them) -------------
+# the rules: one generic rrule and frule, a table row per reduction ------------------------------
 
-def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("sum", _SUM_PARAMS, np.sum, x, args, kwargs)
+def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, ...],
+                    grad: Callable[[_Call, Any], Any], push: Callable[[_Call, Any], Any],
+                    default_axis: Any = None) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule of the reduction ``compute`` (``np.sum``, ...) from its cotangent map
+    ``grad(call, ybar)`` and its tangent map ``push(call, xdot)``: only the derivative differs
+    from one reduction to the next, the argument handling is the same.
 
-    def sum_pullback(ybar: Any) -> Any:
-        return c.cotangents(_sum_grad(c, ybar))
+    Example:
+        >>> import numpy as np
+        >>> rrule, frule = reduction_rules(np.sum, "sum", _SUM_PARAMS, _sum_grad, _sum_push)
+        >>> rrule(np.ones((2, 3)), 0)[1](np.array([1.0, 2.0, 3.0]))[1]
+        array([[1., 2., 3.],
+               [1., 2., 3.]])
+        >>> frule((None, np.ones(3)), np.arange(3.0))
+        (np.float64(3.0), np.float64(3.0))
+    """
 
-    return c.y, sum_pullback
+    def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        c = _Call(name, params, compute, x, args, kwargs, default_axis)
 
+        def reduction_pullback(ybar: Any) -> Any:
+            return c.cotangents(grad(c, ybar))
 
-def sum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("sum", _SUM_PARAMS, np.sum, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _sum_push)
+        reduction_pullback.__name__ = reduction_pullback.__qualname__ = f"{name}_pullback"
+        return c.y, reduction_pullback
 
+    def reduction_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        c = _Call(name, params, compute, x, args, kwargs, default_axis)
+        return c.y, c.tangent(tangents[1], push)
 
-def add_reduce_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("add_reduce", _SUM_PARAMS, np.add.reduce, x, args, kwargs, default_axis=0)
-
-    def add_reduce_pullback(ybar: Any) -> Any:
-        return c.cotangents(_sum_grad(c, ybar))
-
-    return c.y, add_reduce_pullback
-
-
-def add_reduce_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("add_reduce", _SUM_PARAMS, np.add.reduce, x, args, kwargs, default_axis=0)
-    return c.y, c.tangent(tangents[1], _sum_push)
-
-
-def nansum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("nansum", _SUM_PARAMS, np.nansum, x, args, kwargs)
-
-    def nansum_pullback(ybar: Any) -> Any:
-        return c.cotangents(_nansum_grad(c, ybar))
-
-    return c.y, nansum_pullback
+    reduction_rrule.__name__ = reduction_rrule.__qualname__ = f"{name}_rrule"
+    reduction_frule.__name__ = reduction_frule.__qualname__ = f"{name}_frule"
+    return reduction_rrule, reduction_frule
 
 
-def nansum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("nansum", _SUM_PARAMS, np.nansum, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _nansum_push)
-
-
-def mean_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("mean", _MEAN_PARAMS, np.mean, x, args, kwargs)
-
-    def mean_pullback(ybar: Any) -> Any:
-        return c.cotangents(_mean_grad(c, ybar))
-
-    return c.y, mean_pullback
-
-
-def mean_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("mean", _MEAN_PARAMS, np.mean, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _mean_push)
-
-
-def prod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("prod", _SUM_PARAMS, np.prod, x, args, kwargs)
-
-    def prod_pullback(ybar: Any) -> Any:
-        return c.cotangents(_prod_grad(c, ybar))
-
-    return c.y, prod_pullback
-
-
-def prod_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("prod", _SUM_PARAMS, np.prod, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _prod_push)
-
-
-def var_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("var", _VAR_PARAMS, np.var, x, args, kwargs)
-
-    def var_pullback(ybar: Any) -> Any:
-        return c.cotangents(_var_grad(c, ybar))
-
-    return c.y, var_pullback
-
-
-def var_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("var", _VAR_PARAMS, np.var, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _var_push)
-
-
-def std_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("std", _VAR_PARAMS, np.std, x, args, kwargs)
-
-    def std_pullback(ybar: Any) -> Any:
-        return c.cotangents(_std_grad(c, ybar))
-
-    return c.y, std_pullback
-
-
-def std_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("std", _VAR_PARAMS, np.std, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _std_push)
-
-
-def max_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("max", _MAX_PARAMS, np.max, x, args, kwargs)
-
-    def max_pullback(ybar: Any) -> Any:
-        return c.cotangents(_extremum_grad(c, ybar))
-
-    return c.y, max_pullback
-
-
-def max_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("max", _MAX_PARAMS, np.max, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _extremum_push)
-
-
-def min_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("min", _MAX_PARAMS, np.min, x, args, kwargs)
-
-    def min_pullback(ybar: Any) -> Any:
-        return c.cotangents(_extremum_grad(c, ybar))
-
-    return c.y, min_pullback
-
-
-def min_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    c = _Call("min", _MAX_PARAMS, np.min, x, args, kwargs)
-    return c.y, c.tangent(tangents[1], _extremum_push)
+#: One row per reduction: the callables it serves (the first computes), its name, the
+#: parameters after the array, its cotangent and tangent maps, and its default axis.
+_REDUCTIONS: tuple[tuple[Any, ...], ...] = (
+    ((np.sum, np.ndarray.sum), "sum", _SUM_PARAMS, _sum_grad, _sum_push, None),
+    ((np.add.reduce,), "add_reduce", _SUM_PARAMS, _sum_grad, _sum_push, 0),
+    ((np.nansum,), "nansum", _SUM_PARAMS, _nansum_grad, _nansum_push, None),
+    ((np.mean, np.ndarray.mean), "mean", _MEAN_PARAMS, _mean_grad, _mean_push, None),
+    ((np.prod, np.ndarray.prod), "prod", _SUM_PARAMS, _prod_grad, _prod_push, None),
+    ((np.var, np.ndarray.var), "var", _VAR_PARAMS, _var_grad, _var_push, None),
+    ((np.std, np.ndarray.std), "std", _VAR_PARAMS, _std_grad, _std_push, None),
+    ((np.max, np.amax, np.ndarray.max), "max", _MAX_PARAMS, _extremum_grad, _extremum_push, None),
+    ((np.min, np.amin, np.ndarray.min), "min", _MAX_PARAMS, _extremum_grad, _extremum_push, None),
+)
 
 
 # -- scans -------------------------------------------------------------------------------------
@@ -515,7 +412,7 @@ def _scan_geometry(name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, A
     if axis is None:
         return np.reshape(x, (-1,)), 0
     shape = _shape(x)
-    return x, _axes(axis, len(shape))[0]
+    return x, normalize_axes(axis, len(shape))[0]
 
 
 def _scan_cotangents(x: Any, nargs: int, xbar: Any) -> tuple[Any, ...]:
@@ -524,66 +421,54 @@ def _scan_cotangents(x: Any, nargs: int, xbar: Any) -> tuple[Any, ...]:
 
 def _scan_tangent(name: str, push: Callable[[Any, Any, Any, int], Any], xdot: Any, x: Any, y: Any,
                   args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The frule's output tangent of a scan (zero when only another argument's tangent was given)."""
-    if isinstance(xdot, AbstractZero):
-        return ZeroTangent()
+    """The frule's output tangent of a scan."""
     xs, axis = _scan_geometry(name, x, args, kwargs)
-    return project(y, push(xs, y, np.reshape(_dense(xdot), _shape(xs)), axis))
+    return project(y, push(xs, y, np.reshape(dense_tangent(x, xdot), _shape(xs)), axis))
 
 
-def cumsum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.cumsum(x, *args, **kwargs)
-    xs, axis = _scan_geometry("cumsum", x, args, kwargs)
+def scan_rules(compute: Callable[..., Any], name: str,
+               grad: Callable[[Any, Any, Any, int], Any],
+               push: Callable[[Any, Any, Any, int], Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule of the scan ``compute`` (``np.cumsum``, ...) from its cotangent map
+    ``grad(x, y, ybar, axis)`` and tangent map ``push(x, y, xdot, axis)``.
 
-    def cumsum_pullback(ybar: Any) -> Any:
-        return _scan_cotangents(x, len(args), _cumsum_grad(xs, y, ybar, axis))
+    Example:
+        >>> import numpy as np
+        >>> rrule, _ = scan_rules(np.cumsum, "cumsum", _cumsum_grad, _cumsum_push)
+        >>> rrule(np.ones(3))[1](np.ones(3))[1]
+        array([3., 2., 1.])
+    """
 
-    return y, cumsum_pullback
+    def scan_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = compute(x, *args, **kwargs)
+        xs, axis = _scan_geometry(name, x, args, kwargs)
+
+        def scan_pullback(ybar: Any) -> Any:
+            return _scan_cotangents(x, len(args), grad(xs, y, ybar, axis))
+
+        scan_pullback.__name__ = scan_pullback.__qualname__ = f"{name}_pullback"
+        return y, scan_pullback
+
+    def scan_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        y = compute(x, *args, **kwargs)
+        return y, _scan_tangent(name, push, tangents[1], x, y, args, kwargs)
+
+    scan_rrule.__name__ = scan_rrule.__qualname__ = f"{name}_rrule"
+    scan_frule.__name__ = scan_frule.__qualname__ = f"{name}_frule"
+    return scan_rrule, scan_frule
 
 
-def cumsum_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.cumsum(x, *args, **kwargs)
-    return y, _scan_tangent("cumsum", _cumsum_push, tangents[1], x, y, args, kwargs)
-
-
-def cumprod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.cumprod(x, *args, **kwargs)
-    xs, axis = _scan_geometry("cumprod", x, args, kwargs)
-
-    def cumprod_pullback(ybar: Any) -> Any:
-        return _scan_cotangents(x, len(args), _cumprod_grad(xs, y, ybar, axis))
-
-    return y, cumprod_pullback
-
-
-def cumprod_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.cumprod(x, *args, **kwargs)
-    return y, _scan_tangent("cumprod", _cumprod_push, tangents[1], x, y, args, kwargs)
+_SCANS: tuple[tuple[Any, ...], ...] = (
+    ((np.cumsum, np.ndarray.cumsum), "cumsum", _cumsum_grad, _cumsum_push),
+    ((np.cumprod, np.ndarray.cumprod), "cumprod", _cumprod_grad, _cumprod_push),
+)
 
 
 RULES: tuple[RulePair, ...] = (
-    RulePair(np.sum, sum_rrule, sum_frule),
-    RulePair(np.ndarray.sum, sum_rrule, sum_frule),
-    RulePair(np.add.reduce, add_reduce_rrule, add_reduce_frule),
-    RulePair(np.nansum, nansum_rrule, nansum_frule),
-    RulePair(np.mean, mean_rrule, mean_frule),
-    RulePair(np.ndarray.mean, mean_rrule, mean_frule),
-    RulePair(np.prod, prod_rrule, prod_frule),
-    RulePair(np.ndarray.prod, prod_rrule, prod_frule),
-    RulePair(np.var, var_rrule, var_frule),
-    RulePair(np.ndarray.var, var_rrule, var_frule),
-    RulePair(np.std, std_rrule, std_frule),
-    RulePair(np.ndarray.std, std_rrule, std_frule),
-    RulePair(np.max, max_rrule, max_frule),
-    RulePair(np.amax, max_rrule, max_frule),
-    RulePair(np.ndarray.max, max_rrule, max_frule),
-    RulePair(np.min, min_rrule, min_frule),
-    RulePair(np.amin, min_rrule, min_frule),
-    RulePair(np.ndarray.min, min_rrule, min_frule),
-    RulePair(np.cumsum, cumsum_rrule, cumsum_frule),
-    RulePair(np.ndarray.cumsum, cumsum_rrule, cumsum_frule),
-    RulePair(np.cumprod, cumprod_rrule, cumprod_frule),
-    RulePair(np.ndarray.cumprod, cumprod_rrule, cumprod_frule),
+    *(RulePair(f, *pair, wrt=(0,)) for fs, name, params, grad, push, axis in _REDUCTIONS
+      for pair in [reduction_rules(fs[0], name, params, grad, push, axis)] for f in fs),
+    *(RulePair(f, *pair, wrt=(0,)) for fs, name, grad, push in _SCANS
+      for pair in [scan_rules(fs[0], name, grad, push)] for f in fs),
 )
 
 
@@ -605,7 +490,7 @@ class _LogSumExp:
         self.lse, self.sign = self.y if self.return_sign else (self.y, None)
         self.a, self.b, self.nargs = a, kw.get("b"), len(args)
         shape = _shape(a) if self.b is None else np.broadcast_shapes(_shape(a), _shape(self.b))
-        self.axes = _axes(kw.get("axis"), len(shape))
+        self.axes = normalize_axes(kw.get("axis"), len(shape))
         self.kshape = _keep_shape(shape, self.axes)
         self.keepdims = bool(kw.get("keepdims", False))
         self.complex = is_complex(a) or (self.b is not None and is_complex(self.b))
@@ -615,6 +500,10 @@ class _LogSumExp:
         lse = np.reshape(self.lse, self.kshape)
         e = np.exp(self.a - np.where(np.isfinite(lse), lse, 0))
         return e if self.sign is None else e * np.reshape(self.sign, self.kshape)
+
+    def weights(self, e: Any) -> Any:
+        """d lse / d a from :meth:`exps`: ``b`` times them."""
+        return e if self.b is None else e * self.b
 
     def keep(self, v: Any) -> Any:
         return np.reshape(v, self.kshape)
@@ -637,27 +526,19 @@ def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
             return (_NT, ZeroTangent(), *rest)
         e = call.exps()
         lbar_k = call.keep(lbar)
-        weights = e if call.b is None else e * call.b
         if with_b:
             rest[1] = project(call.b, lbar_k * _conj_if(call.complex, e))
-        return (_NT, project(a, lbar_k * _conj_if(call.complex, weights)), *rest)
+        return (_NT, project(a, lbar_k * _conj_if(call.complex, call.weights(e))), *rest)
 
     return call.y, logsumexp_pullback
 
 
 def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     call = _LogSumExp(_logsumexp, a, args, kwargs)
-    adot = tangents[1]
-    bdot = tangents[3] if call.nargs >= 2 and call.b is not None else ZeroTangent()
-    ydot: Any = ZeroTangent()
-    if not (isinstance(adot, AbstractZero) and isinstance(bdot, AbstractZero)):  # either may be
-        e = call.exps()
-        total: Any = 0
-        if not isinstance(adot, AbstractZero):
-            total = total + (e if call.b is None else e * call.b) * adot
-        if not isinstance(bdot, AbstractZero):
-            total = total + e * bdot
-        ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
+    bdot = tangents[3] if call.nargs >= 2 else ZeroTangent()
+    e = call.exps()
+    total = call.weights(e) * tangents[1] + e * bdot  # either tangent may be zero, not both
+    ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
     if call.return_sign:
         return call.y, tangent_type(tuple)(ydot, ZeroTangent())
     return call.y, ydot
@@ -672,7 +553,7 @@ def _register_scipy_special(module: Any) -> None:
     fn = getattr(module, "logsumexp", None)
     if fn is None or fn in OPTIONAL:
         return
-    OPTIONAL[fn] = pair = RulePair(fn, logsumexp_rrule, logsumexp_frule)
+    OPTIONAL[fn] = pair = RulePair(fn, logsumexp_rrule, logsumexp_frule, wrt=(0, 2))
     register_rules(pair)
 
 

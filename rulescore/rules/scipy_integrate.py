@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.integrate as si
 
+from rulescore._linear import dense_tangent
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent
+from rulescore._zeros import NoTangent
 from rulescore.rules._common import proj
 
 _NAMES = ("x", "dx", "axis")
@@ -78,15 +79,14 @@ def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
 
 def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Trapezoid(y, args, kwargs)
-    ydot: Any = 0.0
-    if not isinstance(tangents[1], AbstractZero):
-        t = np.moveaxis(np.asarray(tangents[1], dtype=float), call.axis, -1)
-        ydot = ydot + np.sum(t * call.y_partials(), axis=-1)
-    if len(args) >= 1 and call.x is not None and not isinstance(tangents[2], AbstractZero):
-        t = np.asarray(tangents[2], dtype=float)
+    # any one of the tangents may be zero: those of y and x become dense zeros
+    t = np.moveaxis(np.asarray(dense_tangent(y, tangents[1]), dtype=float), call.axis, -1)
+    ydot = np.sum(t * call.y_partials(), axis=-1)
+    if len(args) >= 1 and call.x is not None:
+        t = np.asarray(dense_tangent(call.x, tangents[2]), dtype=float)
         t = t if t.ndim == 1 else np.moveaxis(t, call.axis, -1)
         ydot = ydot + np.sum(t * call.x_partials(), axis=-1)
-    if len(args) >= 2 and call.x is None and not isinstance(tangents[3], AbstractZero):
+    if len(args) >= 2 and call.x is None:
         ydot = ydot + tangents[3] * call.value / call.dx
     return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
 

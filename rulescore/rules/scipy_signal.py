@@ -22,9 +22,10 @@ import numpy as np
 import scipy.signal as ss
 
 from rulescore._checks import callable_name
+from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent
+from rulescore._zeros import NoTangent
 
 
 def _check(f: Any, a: Any, b: Any, options: dict[str, Any]) -> str:
@@ -68,10 +69,6 @@ def _pullback_cotangents(g: Any, a: Any, b: Any, correlation: bool) -> tuple[Any
     return project(a, abar), project(b, _flip(kernel_bar) if correlation else kernel_bar)
 
 
-def _tangent(t: Any, x: Any) -> Any:
-    return np.zeros(np.shape(x)) if isinstance(t, AbstractZero) else t
-
-
 def _rrule(f: Any, names: tuple[str, ...], in1: Any, in2: Any, args: tuple[Any, ...],
            kwargs: dict[str, Any]) -> Any:
     """The rrule of a convolution ``f`` (``names``: its parameters after the two inputs)."""
@@ -90,7 +87,7 @@ def _frule(f: Any, names: tuple[str, ...], tangents: Any, in1: Any, in2: Any, ar
     """The frule of a convolution ``f``: it is bilinear."""
     _check(f, in1, in2, _options(args, kwargs, names))
     y = f(in1, in2, *args, **kwargs)
-    d1, d2 = _tangent(tangents[1], in1), _tangent(tangents[2], in2)
+    d1, d2 = dense_tangent(in1, tangents[1]), dense_tangent(in2, tangents[2])
     return y, project(y, f(d1, in2, *args, **kwargs) + f(in1, d2, *args, **kwargs))
 
 

@@ -269,82 +269,94 @@ def _axis(args: tuple[Any, ...], axis: Any) -> Any:
     return args[0] if args else axis
 
 
-def softmax_rrule(x: Any, *args: Any, axis: Any = None) -> Any:
-    axis = _axis(args, axis)
-    y = sp.softmax(x, axis=axis)
-
-    def softmax_pullback(ybar: Any) -> Any:
-        xbar = project(x, y * (ybar - _axis_sum(ybar * y, axis)))
-        return (NoTangent(), xbar, *(NoTangent() for _ in args))
-
-    return y, softmax_pullback
+def _softmax_grad(y: Any, ybar: Any, axis: Any) -> Any:
+    return y * (ybar - _axis_sum(ybar * y, axis))
 
 
-def softmax_frule(tangents: Any, x: Any, *args: Any, axis: Any = None) -> Any:
-    axis = _axis(args, axis)
-    y = sp.softmax(x, axis=axis)
-    xdot = tangents[1]
-    return y, project(y, y * (xdot - _axis_sum(y * xdot, axis)))
+def _log_softmax_grad(y: Any, ybar: Any, axis: Any) -> Any:
+    return ybar - np.exp(y) * _axis_sum(ybar, axis)
 
 
-def log_softmax_rrule(x: Any, *args: Any, axis: Any = None) -> Any:
-    axis = _axis(args, axis)
-    y = sp.log_softmax(x, axis=axis)
-
-    def log_softmax_pullback(ybar: Any) -> Any:
-        xbar = project(x, ybar - np.exp(y) * _axis_sum(ybar, axis))
-        return (NoTangent(), xbar, *(NoTangent() for _ in args))
-
-    return y, log_softmax_pullback
+def _log_softmax_push(y: Any, xdot: Any, axis: Any) -> Any:
+    return xdot - _axis_sum(np.exp(y) * xdot, axis)
 
 
-def log_softmax_frule(tangents: Any, x: Any, *args: Any, axis: Any = None) -> Any:
-    axis = _axis(args, axis)
-    y = sp.log_softmax(x, axis=axis)
-    xdot = tangents[1]
-    return y, project(y, xdot - _axis_sum(np.exp(y) * xdot, axis))
+def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
+    """The rules of ``softmax`` or ``log_softmax`` along ``axis`` (positional or keyword):
+    ``grad(y, ybar, axis)`` is the cotangent and ``push(y, xdot, axis)`` the tangent.
 
+    Example:
+        >>> import numpy as np, scipy.special as sp
+        >>> pair = normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad)
+        >>> pair.rrule(np.zeros(2))[1](np.array([1.0, 0.0]))
+        (NoTangent(), array([ 0.25, -0.25]))
+    """
+
+    def normalizer_rrule(x: Any, *args: Any, axis: Any = None) -> Any:
+        axis = _axis(args, axis)
+        y = f(x, axis=axis)
+
+        def normalizer_pullback(ybar: Any) -> Any:
+            return (NoTangent(), project(x, grad(y, ybar, axis)), *(NoTangent() for _ in args))
+
+        normalizer_pullback.__name__ = normalizer_pullback.__qualname__ = f"{f.__name__}_pullback"
+        return y, normalizer_pullback
+
+    def normalizer_frule(tangents: Any, x: Any, *args: Any, axis: Any = None) -> Any:
+        axis = _axis(args, axis)
+        y = f(x, axis=axis)
+        return y, project(y, push(y, tangents[1], axis))
+
+    normalizer_rrule.__name__ = normalizer_rrule.__qualname__ = f"{f.__name__}_rrule"
+    normalizer_frule.__name__ = normalizer_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, normalizer_rrule, normalizer_frule, wrt=(0,))
+
+
+#: The partial derivatives of each element-wise function of ``scipy.special``.
+_PARTIALS: dict[Any, Any] = {
+    sp.expit: expit_partials,
+    sp.logit: logit_partials,
+    sp.gammaln: gammaln_partials,
+    sp.digamma: digamma_partials,
+    sp.gamma: gamma_partials,
+    sp.beta: beta_partials,
+    sp.betaln: betaln_partials,
+    sp.erf: erf_partials,
+    sp.erfc: erfc_partials,
+    sp.erfinv: erfinv_partials,
+    sp.erfcinv: erfcinv_partials,
+    sp.ndtr: ndtr_partials,
+    sp.log_ndtr: log_ndtr_partials,
+    sp.ndtri: ndtri_partials,
+    sp.xlogy: xlogy_partials,
+    sp.xlog1py: xlog1py_partials,
+    sp.entr: entr_partials,
+    sp.rel_entr: rel_entr_partials,
+    sp.kl_div: kl_div_partials,
+    sp.i0: i0_partials,
+    sp.i0e: i0e_partials,
+    sp.i1: i1_partials,
+    sp.i1e: i1e_partials,
+    sp.zeta: zeta_partials,
+    sp.gammainc: gammainc_partials,
+    sp.gammaincc: gammaincc_partials,
+    sp.j0: j0_partials,
+    sp.j1: j1_partials,
+    sp.y0: y0_partials,
+    sp.y1: y1_partials,
+    sp.jv: jv_partials,
+    sp.iv: iv_partials,
+    sp.ive: ive_partials,
+    sp.rgamma: rgamma_partials,
+    sp.betainc: betainc_partials,
+}
 
 RULES: tuple[RulePair, ...] = (
-    partials_rules(sp.expit, expit_partials),
-    partials_rules(sp.logit, logit_partials),
-    partials_rules(sp.gammaln, gammaln_partials),
-    partials_rules(sp.digamma, digamma_partials),
+    *(partials_rules(f, partials) for f, partials in _PARTIALS.items()),
     RulePair(sp.polygamma, polygamma_rrule, polygamma_frule),
-    partials_rules(sp.gamma, gamma_partials),
-    partials_rules(sp.beta, beta_partials),
-    partials_rules(sp.betaln, betaln_partials),
-    partials_rules(sp.erf, erf_partials),
-    partials_rules(sp.erfc, erfc_partials),
-    partials_rules(sp.erfinv, erfinv_partials),
-    partials_rules(sp.erfcinv, erfcinv_partials),
-    partials_rules(sp.ndtr, ndtr_partials),
-    partials_rules(sp.log_ndtr, log_ndtr_partials),
-    partials_rules(sp.ndtri, ndtri_partials),
-    partials_rules(sp.xlogy, xlogy_partials),
-    partials_rules(sp.xlog1py, xlog1py_partials),
-    partials_rules(sp.entr, entr_partials),
-    partials_rules(sp.rel_entr, rel_entr_partials),
-    partials_rules(sp.kl_div, kl_div_partials),
-    partials_rules(sp.i0, i0_partials),
-    partials_rules(sp.i0e, i0e_partials),
-    partials_rules(sp.i1, i1_partials),
-    partials_rules(sp.i1e, i1e_partials),
     RulePair(sp.multigammaln, multigammaln_rrule, multigammaln_frule),
-    partials_rules(sp.zeta, zeta_partials),
-    partials_rules(sp.gammainc, gammainc_partials),
-    partials_rules(sp.gammaincc, gammaincc_partials),
-    RulePair(sp.softmax, softmax_rrule, softmax_frule),
-    RulePair(sp.log_softmax, log_softmax_rrule, log_softmax_frule),
-    partials_rules(sp.j0, j0_partials),
-    partials_rules(sp.j1, j1_partials),
-    partials_rules(sp.y0, y0_partials),
-    partials_rules(sp.y1, y1_partials),
-    partials_rules(sp.jv, jv_partials),
-    partials_rules(sp.iv, iv_partials),
-    partials_rules(sp.ive, ive_partials),
+    normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad),
+    normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push),
     RulePair(sp.yn, yn_rrule, yn_frule),
-    partials_rules(sp.rgamma, rgamma_partials),
-    partials_rules(sp.betainc, betainc_partials),
     non_differentiable_rules(sp.gammasgn),
 )

@@ -40,6 +40,7 @@ import numpy as np
 import scipy.special as sp
 import scipy.stats as st
 
+from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -218,87 +219,40 @@ def ppf_partials(c: _Call, q: Any) -> tuple[Any, Partials]:
     return c.loc + c.scale * z, (dq, *(-dq * d for d in df[1:]), 1.0, z)
 
 
-def _continuous_rrule(partials: Callable[[_Call, Any], tuple[Any, Partials]], dist: Any, x: Any,
-                      args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
-    y, d = partials(_Call(dist, args, kwds), x)
-    inputs = (x, *args)
+def _partials_pullback(skip: int, inputs: tuple[Any, ...], d: Partials) -> Any:
+    """The pullback of a distribution method given its partials in ``inputs`` (``x`` and the
+    parameters), after ``skip`` arguments without a tangent (the distribution, a pmf's ``k``):
+    ``ybar`` times each partial."""
+    lead = (NoTangent(),) * (1 + skip)
 
-    def continuous_pullback(ybar: Any) -> Any:
-        return (NoTangent(), NoTangent(),
-                *(proj(a, ybar * p) for a, p in zip(inputs, d[:len(inputs)], strict=True)))
+    def distribution_pullback(ybar: Any) -> Any:
+        return (*lead, *(proj(a, ybar * p) for a, p in zip(inputs, d[:len(inputs)], strict=True)))
 
-    return y, continuous_pullback
-
-
-def _continuous_frule(partials: Callable[[_Call, Any], tuple[Any, Partials]], tangents: Any, dist: Any,
-                      x: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
-    y, d = partials(_Call(dist, args, kwds), x)
-    return y, _push(y, d, tangents[2:])
+    return distribution_pullback
 
 
 def _push(y: Any, partials: Partials, tangents: tuple[Any, ...]) -> Any:
-    """``sum(partial * tangent)`` over the tangents that are not zero, projected on ``y``."""
-    ydot: Any = 0.0
-    for p, t in zip(partials[:len(tangents)], tangents, strict=True):
-        if not isinstance(t, AbstractZero):
-            ydot = ydot + p * t
+    """``sum(partial * tangent)`` projected on ``y`` (a zero tangent or partial adds nothing)."""
+    ydot = sum((p * t for p, t in zip(partials[:len(tangents)], tangents, strict=True)), 0.0)
     return project(y, np.broadcast_to(ydot, np.shape(y)) if np.ndim(y) else ydot)
 
 
-def logpdf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(logpdf_partials, dist, x, args, kwds)
+def continuous_rules(method: Any, partials: Callable[[_Call, Any], tuple[Any, Partials]]
+                     ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule of the ``rv_continuous`` method ``method`` (``logpdf``, ``cdf``, ...)
+    from ``partials(call, x)``: the value and its partials in ``x``, the shapes, loc and scale."""
 
+    def continuous_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
+        y, d = partials(_Call(dist, args, kwds), x)
+        return y, _partials_pullback(1, (x, *args), d)
 
-def logpdf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(logpdf_partials, tangents, dist, x, args, kwds)
+    def continuous_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
+        y, d = partials(_Call(dist, args, kwds), x)
+        return y, _push(y, d, tangents[2:])
 
-
-def pdf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(pdf_partials, dist, x, args, kwds)
-
-
-def pdf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(pdf_partials, tangents, dist, x, args, kwds)
-
-
-def cdf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(cdf_partials, dist, x, args, kwds)
-
-
-def cdf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(cdf_partials, tangents, dist, x, args, kwds)
-
-
-def logcdf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(logcdf_partials, dist, x, args, kwds)
-
-
-def logcdf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(logcdf_partials, tangents, dist, x, args, kwds)
-
-
-def sf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(sf_partials, dist, x, args, kwds)
-
-
-def sf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(sf_partials, tangents, dist, x, args, kwds)
-
-
-def logsf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(logsf_partials, dist, x, args, kwds)
-
-
-def logsf_frule(tangents: Any, dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(logsf_partials, tangents, dist, x, args, kwds)
-
-
-def ppf_rrule(dist: Any, q: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_rrule(ppf_partials, dist, q, args, kwds)
-
-
-def ppf_frule(tangents: Any, dist: Any, q: Any, *args: Any, **kwds: Any) -> Any:
-    return _continuous_frule(ppf_partials, tangents, dist, q, args, kwds)
+    continuous_rrule.__name__ = continuous_rrule.__qualname__ = f"{method.__name__}_rrule"
+    continuous_frule.__name__ = continuous_frule.__qualname__ = f"{method.__name__}_frule"
+    return continuous_rrule, continuous_frule
 
 
 # -- discrete distributions: logpmf in the float parameters -----------------------------------
@@ -329,24 +283,14 @@ def _discrete_partials(dist: Any, k: Any, args: tuple[Any, ...],
     return y, (*DISCRETE[type(dist)](np.subtract(k, loc), *shapes), NoTangent())  # loc: a shift of k
 
 
-def _discrete_cotangent(a: Any, ybar: Any, p: Any) -> Any:
-    return p if isinstance(p, AbstractZero) else proj(a, ybar * p)
-
-
 def logpmf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
     y, d = _discrete_partials(dist, k, args, kwds)
-
-    def logpmf_pullback(ybar: Any) -> Any:
-        return (NoTangent(), NoTangent(), NoTangent(),
-                *(_discrete_cotangent(a, ybar, p) for a, p in zip(args, d[:len(args)], strict=True)))
-
-    return y, logpmf_pullback
+    return y, _partials_pullback(2, args, d)
 
 
 def logpmf_frule(tangents: Any, dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
     y, d = _discrete_partials(dist, k, args, kwds)
-    pairs = [(p, t) for p, t in zip(d, tangents[3:], strict=False) if not isinstance(p, AbstractZero)]
-    return y, _push(y, tuple(p for p, _ in pairs), tuple(t for _, t in pairs))
+    return y, _push(y, d, tangents[3:])
 
 
 # -- multivariate_normal and dirichlet ---------------------------------------------------------
@@ -418,16 +362,12 @@ def mvn_pdf_rrule(dist: Any, x: Any, *args: Any, **kwds: Any) -> Any:
 
 def _mvn_directional(gauss: _Gaussian, tangents: tuple[Any, ...], nargs: int) -> Any:
     """``d logpdf`` along the tangents of ``(x, mean, cov)``, per point."""
-    xdot = tangents[0]
-    mdot = tangents[1] if nargs >= 1 else None
-    cdot = tangents[2] if nargs >= 2 else None
-    out: Any = 0.0
-    if not isinstance(xdot, AbstractZero):
-        out = out - np.sum(gauss.pr * np.reshape(xdot, np.shape(gauss.r)), axis=-1)
-    if mdot is not None and not isinstance(mdot, AbstractZero):
-        out = out + gauss.pr @ np.reshape(mdot, (-1,))
-    if cdot is not None and not isinstance(cdot, AbstractZero):
-        c = np.asarray(cdot, dtype=float)
+    xdot = dense_tangent(gauss.x, tangents[0])  # any of the three tangents may be zero
+    out = -np.sum(gauss.pr * np.reshape(xdot, np.shape(gauss.r)), axis=-1)
+    if nargs >= 1 and gauss.mean is not None:
+        out = out + gauss.pr @ np.reshape(dense_tangent(gauss.mean, tangents[1]), (-1,))
+    if nargs >= 2:
+        c = np.asarray(dense_tangent(gauss.cov, tangents[2]), dtype=float)
         d = gauss.full.shape[0]
         sym = np.tril(c) + np.tril(c, -1).T if c.ndim == 2 else np.diag(np.broadcast_to(c, (d,)))
         quad = np.einsum("...i,ij,...j->...", gauss.pr, sym, gauss.pr)
@@ -468,13 +408,9 @@ def dirichlet_logpdf_rrule(dist: Any, x: Any, alpha: Any) -> Any:
 def dirichlet_logpdf_frule(tangents: Any, dist: Any, x: Any, alpha: Any) -> Any:
     y = dist.logpdf(x, alpha)
     dx, dalpha = _dirichlet_partials(x, alpha)
-    xdot, adot = tangents[2], tangents[3]
-    ydot: Any = 0.0
-    if not isinstance(xdot, AbstractZero):
-        ydot = ydot + np.sum(dx * xdot, axis=0)
-    if not isinstance(adot, AbstractZero):
-        shape = (-1,) + (1,) * (np.ndim(x) - 1)
-        ydot = ydot + np.sum(dalpha * np.reshape(adot, shape), axis=0)
+    xdot, adot = dense_tangent(x, tangents[2]), dense_tangent(alpha, tangents[3])
+    shape = (-1,) + (1,) * (np.ndim(x) - 1)
+    ydot = np.sum(dx * xdot, axis=0) + np.sum(dalpha * np.reshape(adot, shape), axis=0)
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 
@@ -485,9 +421,10 @@ def pmf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
     logp, d = _discrete_partials(dist, k, args, kwds)
     y = np.exp(logp)
 
+    logpmf_pullback = _partials_pullback(2, args, d)
+
     def pmf_pullback(ybar: Any) -> Any:
-        return (NoTangent(), NoTangent(), NoTangent(),
-                *(_discrete_cotangent(a, ybar * y, p) for a, p in zip(args, d[:len(args)], strict=True)))
+        return logpmf_pullback(ybar * y)
 
     return y, pmf_pullback
 
@@ -573,21 +510,23 @@ def mvn_entropy_frule(tangents: Any, dist: Any, *args: Any, **kwds: Any) -> Any:
     return y, project(y, np.sum(_entropy_partial(args, kwds) * cdot))
 
 
-_METHODS = (
-    (st.rv_continuous.logpdf, logpdf_rrule, logpdf_frule),
-    (st.rv_continuous.pdf, pdf_rrule, pdf_frule),
-    (st.rv_continuous.cdf, cdf_rrule, cdf_frule),
-    (st.rv_continuous.logcdf, logcdf_rrule, logcdf_frule),
-    (st.rv_continuous.sf, sf_rrule, sf_frule),
-    (st.rv_continuous.logsf, logsf_rrule, logsf_frule),
-    (st.rv_continuous.ppf, ppf_rrule, ppf_frule),
-)
+#: The partials of each ``rv_continuous`` method with a rule.
+_METHODS = {
+    st.rv_continuous.logpdf: logpdf_partials,
+    st.rv_continuous.pdf: pdf_partials,
+    st.rv_continuous.cdf: cdf_partials,
+    st.rv_continuous.logcdf: logcdf_partials,
+    st.rv_continuous.sf: sf_partials,
+    st.rv_continuous.logsf: logsf_partials,
+    st.rv_continuous.ppf: ppf_partials,
+}
 
 _MVN = type(st.multivariate_normal)
 _DIRICHLET = type(st.dirichlet)
 
 RULES: tuple[RulePair, ...] = (
-    *(RulePair(method, r, f, (dist,)) for dist in CONTINUOUS for method, r, f in _METHODS),
+    *(RulePair(method, *continuous_rules(method, partials), (dist,))
+      for method, partials in _METHODS.items() for dist in CONTINUOUS),
     *(RulePair(st.rv_discrete.logpmf, logpmf_rrule, logpmf_frule, (dist,)) for dist in DISCRETE),
     RulePair(_MVN.logpdf, mvn_logpdf_rrule, mvn_logpdf_frule, (_MVN,)),
     RulePair(_MVN.pdf, mvn_pdf_rrule, mvn_pdf_frule, (_MVN,)),

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import itertools
 import math
-import string
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rulescore._contract import plain_cotangent
 from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import mask as masked
+from rulescore.rules._common import normalize_axes, product_tangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 
@@ -263,7 +264,7 @@ def _effective_indices(indices: Any, n: int, mode: str) -> np.ndarray[Any, Any]:
 def take_transpose(ybar: Any, x: Any, indices: Any, axis: Any = None, out: Any = None,
                mode: str = "raise") -> Any:
     shape = _shape(x)
-    n = math.prod(shape) if axis is None else shape[_axis(axis, len(shape))]
+    n = math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
     index = _effective_indices(indices, n, mode)
     return take_adjoint(ybar, index, shape, axis)
 
@@ -357,8 +358,6 @@ def sort_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 def sort_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.sort(x, *args, **kwargs)
     xdot = tangents[1]
-    if isinstance(xdot, AbstractZero):  # only a static argument's tangent was given
-        return y, ZeroTangent()
     axis, kind, stable = _sort_params(*args, **kwargs)
     perm = _sort_permutation(x, axis, kind, stable)
     if axis is None:
@@ -466,28 +465,27 @@ def _join_cotangent(ybar: Any, seq: Any, promoted: list[tuple[int, ...]], axis: 
     return _pack(seq, _split_to(ybar, list(seq), promoted, axis))
 
 
-def concatenate_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_concatenate_layout(list(seq), *args, **kwargs))
+def join_transpose(f: Any, layout: Any) -> Any:
+    """The transpose of the joining function ``f`` (``np.concatenate``, ``np.stack``, ...) for
+    :func:`~rulescore.linear_rules`, from ``layout(seq, *args, **kwargs)``: the shapes the
+    inputs are promoted to and the axis they are joined along."""
+
+    def joined_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
+        return _join_cotangent(ybar, seq, *layout(list(seq), *args, **kwargs))
+
+    joined_transpose.__name__ = joined_transpose.__qualname__ = f"{f.__name__}_transpose"
+    return joined_transpose
 
 
-def stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_stack_layout(list(seq), *args, **kwargs))
-
-
-def hstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_hstack_layout(list(seq), *args, **kwargs))
-
-
-def vstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_vstack_layout(list(seq), *args, **kwargs))
-
-
-def dstack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_dstack_layout(list(seq), *args, **kwargs))
-
-
-def column_stack_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
-    return _join_cotangent(ybar, seq, *_column_stack_layout(list(seq), *args, **kwargs))
+#: How each joining function lays its inputs out.
+_JOINS = {
+    np.concatenate: _concatenate_layout,
+    np.stack: _stack_layout,
+    np.hstack: _hstack_layout,
+    np.vstack: _vstack_layout,
+    np.dstack: _dstack_layout,
+    np.column_stack: _column_stack_layout,
+}
 
 
 def _append_axis(axis: Any = None) -> Any:
@@ -530,88 +528,54 @@ def _dense_pieces(ybar: Any, zeros: Any) -> list[Any]:
     entries = list(ybar.backing) if isinstance(ybar, Tangent) else list(ybar)
     if len(entries) != len(zeros):
         raise ValueError(f"cotangent with {len(entries)} entries for an output of {len(zeros)} arrays")
-    plain = [plain_cotangent(e) for e in entries]  # entries may be None, zeros or thunks
-    return [z if e is None else e for z, e in zip(zeros, plain, strict=True)]
+    return [dense_tangent(z, e) for z, e in zip(zeros, entries, strict=True)]
 
 
-def split_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    pieces = _dense_pieces(ybar, np.split(_zeros_like_tangent(x), *args, **kwargs))
-    return np.concatenate(pieces, axis=_split_axis("split", x, args, kwargs))
+def split_transpose(f: Any) -> Any:
+    """The transpose of ``np.split``-like ``f`` (for :func:`~rulescore.linear_rules`): the
+    cotangents of the pieces joined back along the axis they were cut on."""
 
+    def pieces_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        zeros = _zeros_like_tangent(x)
+        pieces = _dense_pieces(ybar, f(zeros, *args, **kwargs))
+        if f is np.unstack:
+            return np.stack(pieces, axis=kwargs.get("axis", 0)) if pieces else zeros
+        return np.concatenate(pieces, axis=_split_axis(f.__name__, x, args, kwargs))
 
-def array_split_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    pieces = _dense_pieces(ybar, np.array_split(_zeros_like_tangent(x), *args, **kwargs))
-    return np.concatenate(pieces, axis=_split_axis("array_split", x, args, kwargs))
-
-
-def hsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    pieces = _dense_pieces(ybar, np.hsplit(_zeros_like_tangent(x), *args, **kwargs))
-    return np.concatenate(pieces, axis=_split_axis("hsplit", x, args, kwargs))
-
-
-def vsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    pieces = _dense_pieces(ybar, np.vsplit(_zeros_like_tangent(x), *args, **kwargs))
-    return np.concatenate(pieces, axis=_split_axis("vsplit", x, args, kwargs))
-
-
-def dsplit_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    pieces = _dense_pieces(ybar, np.dsplit(_zeros_like_tangent(x), *args, **kwargs))
-    return np.concatenate(pieces, axis=_split_axis("dsplit", x, args, kwargs))
-
-
-def unstack_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    zeros = _zeros_like_tangent(x)
-    pieces = _dense_pieces(ybar, np.unstack(zeros, *args, **kwargs))
-    return np.stack(pieces, axis=kwargs.get("axis", 0)) if pieces else zeros
+    pieces_transpose.__name__ = pieces_transpose.__qualname__ = f"{f.__name__}_transpose"
+    return pieces_transpose
 
 
 def _atleast_cotangents(arys: tuple[Any, ...], ybar: Any) -> tuple[Any, ...]:
     """The cotangents of ``np.atleast_nd(*arys)``: each entry reshaped back to its input."""
-    if len(arys) == 1:
-        cts = [ybar]
-    else:  # entries may be None, zeros or thunks
-        cts = [plain_cotangent(c) for c in (ybar.backing if isinstance(ybar, Tangent) else ybar)]
-    return (_NO, *(ZeroTangent() if c is None else _project(x, np.reshape(c, np.shape(x)))
+    cts = [ybar] if len(arys) == 1 else (ybar.backing if isinstance(ybar, Tangent) else ybar)
+    return (_NO, *(_project(x, np.reshape(dense_tangent(x, c), np.shape(x)))
                    for x, c in zip(arys, cts, strict=True)))
 
 
-def atleast_1d_rrule(*arys: Any) -> Any:
-    def atleast_1d_pullback(ybar: Any) -> Any:
-        return _atleast_cotangents(arys, ybar)
+def atleast_rules(f: Any) -> RulePair:
+    """The rules of ``np.atleast_1d``, ``_2d`` or ``_3d``: reshapes, one per argument.
 
-    return np.atleast_1d(*arys), atleast_1d_pullback
+    Example:
+        >>> import numpy as np
+        >>> atleast_rules(np.atleast_2d).rrule(1.0)[1](np.ones((1, 1)))
+        (NoTangent(), 1.0)
+    """
 
+    def atleast_rrule(*arys: Any) -> Any:
+        def atleast_pullback(ybar: Any) -> Any:
+            return _atleast_cotangents(arys, ybar)
 
-def atleast_1d_frule(tangents: Any, *arys: Any) -> Any:
-    y = np.atleast_1d(*arys)
-    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
-    return y, _project(y, np.atleast_1d(*dense))
+        return f(*arys), atleast_pullback
 
+    def atleast_frule(tangents: Any, *arys: Any) -> Any:
+        y = f(*arys)
+        dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
+        return y, _project(y, f(*dense))
 
-def atleast_2d_rrule(*arys: Any) -> Any:
-    def atleast_2d_pullback(ybar: Any) -> Any:
-        return _atleast_cotangents(arys, ybar)
-
-    return np.atleast_2d(*arys), atleast_2d_pullback
-
-
-def atleast_2d_frule(tangents: Any, *arys: Any) -> Any:
-    y = np.atleast_2d(*arys)
-    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
-    return y, _project(y, np.atleast_2d(*dense))
-
-
-def atleast_3d_rrule(*arys: Any) -> Any:
-    def atleast_3d_pullback(ybar: Any) -> Any:
-        return _atleast_cotangents(arys, ybar)
-
-    return np.atleast_3d(*arys), atleast_3d_pullback
-
-
-def atleast_3d_frule(tangents: Any, *arys: Any) -> Any:
-    y = np.atleast_3d(*arys)
-    dense = (dense_tangent(x, t) for x, t in zip(arys, tangents[1:], strict=True))
-    return y, _project(y, np.atleast_3d(*dense))
+    atleast_rrule.__name__ = atleast_rrule.__qualname__ = f"{f.__name__}_rrule"
+    atleast_frule.__name__ = atleast_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, atleast_rrule, atleast_frule)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -692,42 +656,14 @@ def clip_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     lo, hi = _clip_bounds(args, kwargs)
     masks = _clip_masks(a, lo, hi)
     ydot: Any = ZeroTangent()
-    for t, mask in zip(tangents[1:4], masks, strict=False):
-        if isinstance(t, AbstractZero):  # a's and the bounds' tangents: any may be zero
-            continue
-        term = np.where(mask, t, 0)
-        ydot = term if isinstance(ydot, AbstractZero) else ydot + term
-    if isinstance(ydot, AbstractZero):
-        return y, ydot
+    for t, on in zip(tangents[1:4], masks, strict=False):  # a's or a bound's tangent may be zero
+        ydot = ydot + masked(on, t)
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
 
 # ----------------------------------------------------------------------------------------------
-# products: vdot, kron, cross (the contractions, einsum included: rules/contractions.py)
+# products: kron, cross (the contractions, vdot and einsum included: rules/contractions.py)
 # ----------------------------------------------------------------------------------------------
-def _multilinear_tangent(f: Any, tangents: Any, args: tuple[Any, ...], positions: list[int],
-                         kwargs: dict[str, Any]) -> Any:
-    """The frule's output tangent of ``f`` linear in each argument at ``positions`` separately
-    (a product): ``sum_i f(..., xdot_i, ...)`` over the arguments whose tangent is not zero."""
-    ydot: Any = ZeroTangent()
-    for p in positions:
-        t = tangents[1 + p]
-        if isinstance(t, AbstractZero):  # only some factors' tangents are given
-            continue
-        targs = list(args)
-        targs[p] = dense_tangent(args[p], t)
-        term = f(*targs, **kwargs)
-        ydot = term if isinstance(ydot, AbstractZero) else ydot + term
-    return ydot
-
-
-def _vdot_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
-    # y = sum(conj(a) * b): a enters anti-holomorphically, so abar = conj(ybar) * b.
-    abar = np.reshape(_conj(ybar) * np.ravel(b), np.shape(a))
-    bbar = np.reshape(ybar * np.ravel(a), np.shape(b))
-    return abar, bbar
-
-
 def _kron_cotangents(ybar: Any, a: Any, b: Any) -> tuple[Any, Any]:
     sa, sb = np.shape(a), np.shape(b)
     d = max(len(sa), len(sb))
@@ -765,21 +701,6 @@ def _cross_cotangents(ybar: Any, a: Any, b: Any, axisa: int = -1, axisb: int = -
     return abar, bbar
 
 
-def vdot_rrule(a: Any, b: Any) -> Any:
-    y = np.vdot(a, b)
-
-    def vdot_pullback(ybar: Any) -> Any:
-        abar, bbar = _vdot_cotangents(ybar, a, b)
-        return (_NO, _project(a, abar), _project(b, bbar))
-
-    return y, vdot_pullback
-
-
-def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
-    y = np.vdot(a, b)
-    return y, _project(y, _multilinear_tangent(np.vdot, tangents, (a, b), [0, 1], {}))
-
-
 def kron_rrule(a: Any, b: Any) -> Any:
     y = np.kron(a, b)
 
@@ -792,7 +713,7 @@ def kron_rrule(a: Any, b: Any) -> Any:
 
 def kron_frule(tangents: Any, a: Any, b: Any) -> Any:
     y = np.kron(a, b)
-    return y, _project(y, _multilinear_tangent(np.kron, tangents, (a, b), [0, 1], {}))
+    return y, product_tangent(np.kron, y, (a, b), tangents, (0, 1))
 
 
 def cross_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
@@ -807,19 +728,14 @@ def cross_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
 def cross_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.cross(a, b, *args, **kwargs)
-    return y, _project(y, _multilinear_tangent(np.cross, tangents, (a, b, *args), [0, 1], kwargs))
-
-
-_LABELS = string.ascii_uppercase + string.ascii_lowercase  # sorted like numpy's integer labels
-
-
-def _sublist_to_str(sub: Any) -> str:
-    return "".join("..." if s is Ellipsis else _LABELS[int(s)] for s in sub)
+    return y, product_tangent(partial(np.cross, **kwargs), y, (a, b, *args), tangents, (0, 1))
 
 
 # ----------------------------------------------------------------------------------------------
 # conversions: np.array / np.asarray of nested lists, astype
 # ----------------------------------------------------------------------------------------------
+
+
 def array_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """Reshaped back, and cut into entries for a (nested) list or tuple ``x``."""
     return _project(x, np.reshape(ybar, np.shape(x)))
@@ -829,8 +745,8 @@ def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> An
     """The frule of ``np.array``-like ``f``: the tangent converted like the primal."""
     y = f(x, *args, **kwargs)
     t = tangents[1]
-    if isinstance(t, AbstractZero) or not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
-        return y, ZeroTangent() if isinstance(t, AbstractZero) else NoTangent()
+    if not isinstance(y, np.ndarray) or y.dtype.kind not in "fciu":
+        return y, NoTangent()
     if isinstance(x, np.ndarray) and x.shape == y.shape:
         return y, _project(y, t)  # an array in, the same shape out: only the dtype may change
     dense = dense_tangent(x, t)
@@ -866,41 +782,37 @@ def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[st
     y = f(x, *args, **kwargs)
     if _astype_target(args, kwargs).kind not in "fc":
         return y, NoTangent()
-    if isinstance(t, AbstractZero):  # only the dtype's tangent was given
-        return y, ZeroTangent()
     if y.dtype.kind == "f" and np.iscomplexobj(t):
         t = np.real(t)
     return y, _project(y, t)
 
 
-def astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    def astype_pullback(ybar: Any) -> Any:
-        return _astype_cotangents(x, args, kwargs, ybar)
+def astype_rules(f: Any) -> RulePair:
+    """The rules of ``np.astype`` or ``ndarray.astype``: the identity on the values, no tangent
+    for a cast to integers or bools.
 
-    return np.astype(x, *args, **kwargs), astype_pullback
+    Example:
+        >>> import numpy as np
+        >>> astype_rules(np.astype).rrule(np.ones(2), np.float32)[1](np.ones(2, np.float32))[1]
+        array([1., 1.])
+    """
 
+    def astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        def astype_pullback(ybar: Any) -> Any:
+            return _astype_cotangents(x, args, kwargs, ybar)
 
-def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _astype_frule(np.astype, tangents[1], x, args, kwargs)
+        return f(x, *args, **kwargs), astype_pullback
 
+    def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        return _astype_frule(f, tangents[1], x, args, kwargs)
 
-def ndarray_astype_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-    def astype_pullback(ybar: Any) -> Any:
-        return _astype_cotangents(x, args, kwargs, ybar)
-
-    return np.ndarray.astype(x, *args, **kwargs), astype_pullback
-
-
-def ndarray_astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _astype_frule(np.ndarray.astype, tangents[1], x, args, kwargs)
+    return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
 
 
 def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather)."""
     y = np.pad(x, *args, **kwargs)
     t = tangents[1]
-    if isinstance(t, AbstractZero):  # only constant_values' tangent was given
-        return y, ZeroTangent()
     mode = args[1] if len(args) > 1 else kwargs.get("mode", "constant")
     if mode not in ("constant", "empty", *_GATHER_PAD_MODES) or kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError(f"no derivative for np.pad(mode={mode!r}, {kwargs})")
@@ -950,33 +862,34 @@ def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     """``(y, ydot)``; ``vdot`` (the fill value's tangent) is passed on its own, not inside a
     tuple, so that an outer level of an AD engine traces this helper."""
     y = f(*args, **kwargs)
-    if isinstance(vdot, AbstractZero):  # only the shape's (or full_like's array's) tangent
-        return y, ZeroTangent()
     return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
 
-def full_rrule(*args: Any, **kwargs: Any) -> Any:
-    # the pullback is defined here, not by a helper: a pullback made by a helper called with
-    # traced arguments would be traced by an outer level (forward over reverse)
-    def full_pullback(ybar: Any) -> Any:
-        return _fill_cotangents(np.full, args, kwargs, ybar)
+def fill_rules(f: Any) -> RulePair:
+    """The rules of ``np.full(shape, v)`` or ``np.full_like(a, v)``: linear in the fill value
+    ``v`` (given positionally: by keyword it has no tangent slot).
 
-    return np.full(*args, **kwargs), full_pullback
+    Example:
+        >>> import numpy as np
+        >>> pair = fill_rules(np.full)
+        >>> pair.rrule(3, 2.0)[1](np.ones(3)), pair.frule((None, None, 1.0), 2, 5.0)
+        ((NoTangent(), NoTangent(), 3.0), (array([5., 5.]), array([1., 1.])))
+    """
 
+    # the pullback is defined in the rule, not by a helper: a pullback made by a helper called
+    # with traced arguments would be traced by an outer level (forward over reverse)
+    def fill_rrule(*args: Any, **kwargs: Any) -> Any:
+        def fill_pullback(ybar: Any) -> Any:
+            return _fill_cotangents(f, args, kwargs, ybar)
 
-def full_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
+        return f(*args, **kwargs), fill_pullback
 
+    def fill_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        return _fill_frule(f, tangents[2], args, kwargs)
 
-def full_like_rrule(*args: Any, **kwargs: Any) -> Any:
-    def full_like_pullback(ybar: Any) -> Any:
-        return _fill_cotangents(np.full_like, args, kwargs, ybar)
-
-    return np.full_like(*args, **kwargs), full_like_pullback
-
-
-def full_like_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-    return _fill_frule(np.full_like, tangents[2] if len(args) > 1 else ZeroTangent(), args, kwargs)
+    fill_rrule.__name__ = fill_rrule.__qualname__ = f"{f.__name__}_rrule"
+    fill_frule.__name__ = fill_frule.__qualname__ = f"{f.__name__}_frule"
+    return RulePair(f, fill_rrule, fill_frule, wrt=(1,))
 
 
 def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
@@ -1033,14 +946,8 @@ def arange_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.arange(*args, **kwargs)
     if y.dtype.kind not in "fc" or len(args) == 1:
         return y, ZeroTangent() if y.dtype.kind in "fc" else NoTangent()
-    sdot = tangents[1]
     hdot = tangents[3] if len(args) > 2 else ZeroTangent()
-    if isinstance(sdot, AbstractZero) and isinstance(hdot, AbstractZero):  # only stop's tangent
-        return y, ZeroTangent()
-    k = np.arange(len(y))
-    sdot = 0.0 if isinstance(sdot, AbstractZero) else sdot
-    hdot = 0.0 if isinstance(hdot, AbstractZero) else hdot
-    return y, project(y, sdot + hdot * k)
+    return y, project(y, tangents[1] + hdot * np.arange(len(y)) + np.zeros_like(y))  # either may be zero
 
 
 #: NumPy scalar types called as constructors (``np.float64(x)``): the derivative is 1 (projected).
@@ -1054,86 +961,81 @@ def _unit_partial(x: Any) -> float:
     return 1.0
 
 
-RULES: tuple[RulePair, ...] = (
+#: The functions linear in their first argument, each with its transpose.
+_TRANSPOSES: dict[Any, Any] = {
     # reshaping: the transpose is the inverse reshape / transpose
-    linear_rules(np.reshape, reshape_transpose),
-    linear_rules(np.ndarray.reshape, method_reshape_transpose),
-    linear_rules(np.ravel, ravel_transpose),
-    linear_rules(np.ndarray.ravel, ravel_transpose),
-    linear_rules(np.ndarray.flatten, ravel_transpose),
-    linear_rules(np.squeeze, same_shape_transpose),
-    linear_rules(np.ndarray.squeeze, same_shape_transpose),
-    linear_rules(np.expand_dims, same_shape_transpose),
-    linear_rules(np.transpose, transpose_transpose),
-    linear_rules(np.ndarray.transpose, method_transpose_transpose),
-    linear_rules(np.swapaxes, swapaxes_transpose),
-    linear_rules(np.ndarray.swapaxes, swapaxes_transpose),
-    linear_rules(np.moveaxis, moveaxis_transpose),
-    linear_rules(np.broadcast_to, broadcast_to_transpose),
-    RulePair(np.atleast_1d, atleast_1d_rrule, atleast_1d_frule),
-    RulePair(np.atleast_2d, atleast_2d_rrule, atleast_2d_frule),
-    RulePair(np.atleast_3d, atleast_3d_rrule, atleast_3d_frule),
-    linear_rules(np.copy, same_shape_transpose),
-    linear_rules(np.ndarray.copy, same_shape_transpose),
-    linear_rules(np.ascontiguousarray, same_shape_transpose),
+    np.reshape: reshape_transpose,
+    np.ndarray.reshape: method_reshape_transpose,
+    np.ravel: ravel_transpose,
+    np.ndarray.ravel: ravel_transpose,
+    np.ndarray.flatten: ravel_transpose,
+    np.squeeze: same_shape_transpose,
+    np.ndarray.squeeze: same_shape_transpose,
+    np.expand_dims: same_shape_transpose,
+    np.transpose: transpose_transpose,
+    np.ndarray.transpose: method_transpose_transpose,
+    np.swapaxes: swapaxes_transpose,
+    np.ndarray.swapaxes: swapaxes_transpose,
+    np.moveaxis: moveaxis_transpose,
+    np.broadcast_to: broadcast_to_transpose,
+    np.copy: same_shape_transpose,
+    np.ndarray.copy: same_shape_transpose,
+    np.ascontiguousarray: same_shape_transpose,
     # reordering
-    linear_rules(np.flip, flip_transpose),
-    linear_rules(np.fliplr, fliplr_transpose),
-    linear_rules(np.flipud, flipud_transpose),
-    linear_rules(np.rot90, rot90_transpose),
-    linear_rules(np.roll, roll_transpose),
-    RulePair(np.sort, sort_rrule, sort_frule),
-    # joining and splitting
-    linear_rules(np.concatenate, concatenate_transpose),
-    linear_rules(np.stack, stack_transpose),
-    linear_rules(np.hstack, hstack_transpose),
-    linear_rules(np.vstack, vstack_transpose),
-    linear_rules(np.dstack, dstack_transpose),
-    linear_rules(np.column_stack, column_stack_transpose),
-    RulePair(np.append, append_rrule, append_frule),
-    linear_rules(np.split, split_transpose),
-    linear_rules(np.array_split, array_split_transpose),
-    linear_rules(np.hsplit, hsplit_transpose),
-    linear_rules(np.vsplit, vsplit_transpose),
-    linear_rules(np.dsplit, dsplit_transpose),
-    linear_rules(np.unstack, unstack_transpose),
-    # repeating and padding (pad is affine: its frule pads the tangent with zeros)
-    linear_rules(np.tile, tile_transpose),
-    linear_rules(np.repeat, repeat_transpose),
-    linear_rules(np.ndarray.repeat, repeat_transpose),
-    RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule),
+    np.flip: flip_transpose,
+    np.fliplr: fliplr_transpose,
+    np.flipud: flipud_transpose,
+    np.rot90: rot90_transpose,
+    np.roll: roll_transpose,
+    # repeating
+    np.tile: tile_transpose,
+    np.repeat: repeat_transpose,
+    np.ndarray.repeat: repeat_transpose,
     # selecting
-    RulePair(np.where, where_rrule, where_frule),
-    RulePair(np.clip, clip_rrule, clip_frule),
-    RulePair(np.ndarray.clip, clip_rrule, clip_frule),
-    linear_rules(np.take, take_transpose),
-    linear_rules(np.ndarray.take, take_transpose),
-    linear_rules(take_adjoint, take_adjoint_transpose),
-    linear_rules(np.diag, diag_transpose),
-    linear_rules(np.diagflat, diagflat_transpose),
-    linear_rules(np.diagonal, diagonal_transpose),
-    linear_rules(np.ndarray.diagonal, diagonal_transpose),
-    linear_rules(np.trace, trace_transpose),
-    linear_rules(np.ndarray.trace, trace_transpose),
-    linear_rules(np.triu, triu_transpose),
-    linear_rules(np.tril, tril_transpose),
-    # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
-    RulePair(np.vdot, vdot_rrule, vdot_frule),
-    RulePair(np.kron, kron_rrule, kron_frule),
-    RulePair(np.cross, cross_rrule, cross_frule),
+    np.take: take_transpose,
+    np.ndarray.take: take_transpose,
+    take_adjoint: take_adjoint_transpose,
+    np.diag: diag_transpose,
+    np.diagflat: diagflat_transpose,
+    np.diagonal: diagonal_transpose,
+    np.ndarray.diagonal: diagonal_transpose,
+    np.trace: trace_transpose,
+    np.ndarray.trace: trace_transpose,
+    np.triu: triu_transpose,
+    np.tril: tril_transpose,
     # conjugation and conversions
-    linear_rules(np.ndarray.conj, conj_transpose),
-    linear_rules(np.ndarray.conjugate, conj_transpose),
-    RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule),
-    RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule),
-    RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule),
-    RulePair(np.ndarray.astype, ndarray_astype_rrule, ndarray_astype_frule),
-    RulePair(np.astype, astype_rrule, astype_frule),
+    np.ndarray.conj: conj_transpose,
+    np.ndarray.conjugate: conj_transpose,
+}
+
+RULES: tuple[RulePair, ...] = (
+    *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
+    *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
+    RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
+    # joining and splitting
+    *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
+    RulePair(np.append, append_rrule, append_frule),
+    *(linear_rules(f, split_transpose(f))
+      for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
+    # pad is affine: its frule pads the tangent with zeros
+    RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
+    RulePair(np.where, where_rrule, where_frule),
+    RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+    RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+    # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
+    RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
+    RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
+    RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule, wrt=(0,)),
+    RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
+    RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
+             wrt=(0,)),
+    astype_rules(np.ndarray.astype),
+    astype_rules(np.astype),
     # constructors whose values depend on an argument, and scalar types
-    RulePair(np.full, full_rrule, full_frule),
-    RulePair(np.full_like, full_like_rrule, full_like_frule),
+    fill_rules(np.full),
+    fill_rules(np.full_like),
     RulePair(np.linspace, linspace_rrule, linspace_frule),
-    RulePair(np.arange, arange_rrule, arange_frule),
+    RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
     *(partials_rules(t, _unit_partial) for t in SCALAR_TYPES),
     *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE + INTEGER_TYPES),
 )

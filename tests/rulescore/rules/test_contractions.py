@@ -101,7 +101,7 @@ def test_table_rule(case: RuleCase) -> None:
         return keep_rrule_contract(pair, f, len(args), pair.rrule(*args, **kwargs))  # type: ignore[misc]
 
     def table_frule(tangents: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
-        plain = plain_tangents(tangents)
+        plain = plain_tangents(tangents, pair.wrt)
         if plain is None:
             return f(*args, **kwargs), rc.ZeroTangent()
         return pair.frule(plain, *args, **kwargs)  # type: ignore[misc]
