@@ -103,6 +103,14 @@ def _is_plain_callable(fn: Any) -> bool:
     return True
 
 
+#: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
+#: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
+#: a chain written with ``np`` on scalars would take the general path).
+_FAST_VALUES = frozenset({float, np.ndarray, np.float64})
+#: Untraced arguments the fast path takes as they are.
+_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+
+
 def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     """:func:`~zygotepy._dispatch.apply_rule` for the commonest call (a first-order reverse
     trace's ``fast_path``): a plain callable with rules, arguments that are floats, ints, arrays
@@ -121,14 +129,13 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
-            v = a._zp_value
-            if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
+            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
                 return NOT_FAST
             if not routes:
                 primals = list(args)
-            primals[i] = v
+            primals[i] = a._zp_value
             routes.append((i, a._zp_index))
-        elif ta is not float and ta is not np.ndarray and ta is not int:
+        elif ta not in _FAST_CONSTANTS:
             return NOT_FAST
     if not routes:
         return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
@@ -140,8 +147,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
         y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
     else:
         y, pullback = rule.impl(*plain)  # type: ignore[misc]
-    ty = type(y)
-    if ty is not float and ty is not np.ndarray and plain_output(y):
+    if type(y) not in _FAST_VALUES and plain_output(y):
         return y
     tape = trace.tape
     tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined

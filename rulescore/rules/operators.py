@@ -144,10 +144,13 @@ def sub_frule(tangents: Any, x: Any, y: Any) -> Any:
 
 def mul_rrule(x: Any, y: Any) -> Any:
     z = x * y
-    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+    tx, ty = type(x), type(y)
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+        # the real-scalar hot path (Python floats, or the float64 scalars NumPy functions return):
+        # no conjugation, and no projection at all for Python floats
 
         def float_mul_pullback(zbar: Any) -> Any:
-            if type(zbar) is float:
+            if type(zbar) is float and tx is float and ty is float:
                 return _NT, zbar * y, zbar * x
             return _NT, proj(x, zbar * y), proj(y, x * zbar)
 
