@@ -96,12 +96,24 @@ _NO_LEVELS: tuple[Trace, ...] = ()
 
 RRULES, FRULES = rc.rrule, rc.frule
 
+#: Builtins answered on the spot whatever the levels: ``type`` (a special form) and inspections
+#: whose only rule is rulescore's non-differentiable one, which see a box as its primal
+#: (``isinstance`` and ``issubclass`` through ``__class__``, ``len`` through ``__len__``). Rule
+#: bodies and helpers traced at outer levels call them on most lines (``type(x) is float``), and
+#: the general path would look up their rules and unbox their arguments level by level.
+_INSPECTIONS: dict[Any, Any] = {type: _type_of, isinstance: isinstance, issubclass: issubclass, len: len}
+_INSPECTION_TYPES = frozenset({type, types.BuiltinFunctionType})
+
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn`` the way the engine differentiates it (see the module documentation)."""
     levels = LEVELS.get()
     if not levels:
         return fn(*args, **kwargs)
+    if type(fn) in _INSPECTION_TYPES and levels[-1].log is None:
+        inspection = _INSPECTIONS.get(fn)
+        if inspection is not None:
+            return inspection(*args, **kwargs)
     if not kwargs and len(levels) == 1:  # traced_call's first step, inlined
         fast = levels[0].fast_path
         if fast is not None:
@@ -430,7 +442,12 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         try:
             if rule.kind == "non_differentiable":
                 return call(fn, *primals, **kwargs)
-            y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
+            if trace.checks or not rule.impl:
+                y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
+            elif rule.config:  # table.run's body, without tracing its own lines at the outer levels
+                y, pullback = call(rule.impl, trace.config, *primals, **kwargs)
+            else:
+                y, pullback = call(rule.impl, *primals, **kwargs)
         finally:
             LEVELS.reset(token)
     ty = type(y)

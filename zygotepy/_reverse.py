@@ -239,10 +239,10 @@ def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
 def _seed_for(box: Box, ybar: Any) -> Any:
     if ybar is None or isinstance(ybar, AbstractZero):
         return ZeroTangent()
-    value = box._zp_value
+    value = unbox_all(box._zp_value)  # a constant seed's projection depends on the type alone
     if type(ybar) is float and (type(value) is float or type(value) is np.float64):
         return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
-    return call(rc.ProjectTo(value), ybar)
+    return call(rc.ProjectTo(box._zp_value), ybar)
 
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
