@@ -239,7 +239,8 @@ def _jax_cases(cfg: Config) -> dict[str, list[Case]]:
         out[key] = [Case(JAX_EAGER, variant, lambda fn=fn, args=args: jax.block_until_ready(fn(*args)))]
         if cfg.wants(JAX_JIT):
             jitted = jax.jit(fn)
-            out[key].append(Case(JAX_JIT, variant, lambda j=jitted, args=args: jax.block_until_ready(j(*args)),
+            out[key].append(Case(JAX_JIT, variant,
+                                 lambda j=jitted, args=args: jax.block_until_ready(j(*args)),
                                  note="compiled once, before timing"))
     return out
 

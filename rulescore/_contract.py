@@ -46,7 +46,7 @@ def plain_cotangent(ybar: Any) -> Any:
         (2.0, None)
     """
     tb = type(ybar)
-    if tb is float or tb is np.ndarray:
+    if tb is float or tb is np.ndarray or tb is np.float64:
         return ybar
     if isinstance(ybar, Thunk):
         ybar = ybar.unthunk()

@@ -118,6 +118,7 @@ def partials_rules(
         (NoTangent(), array([0.25, 0.  ]))
     """
     name = callable_name(f).rsplit(".", 1)[-1]
+    pullback_name = f"{name}_pullback"
     with_result = _wants_result(partials)
 
     def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
@@ -142,7 +143,11 @@ def partials_rules(
         def partials_pullback(ybar: Any) -> Any:
             if float_inputs and (type(ybar) is float or type(ybar) is np.float64):
                 # the scalar hot path: real floats (or the float64 scalars NumPy returns) throughout
-                ds = quiet_partials_at(args, y, None)
+                if numpy_scalar and errstate:
+                    ds = quiet_partials_at(args, y, None)
+                else:
+                    d = partials(*args, result=y) if with_result else partials(*args)
+                    ds = d if type(d) is tuple else (d,)
                 if len(ds) == 1 and (type(ds[0]) is float or type(ds[0]) is np.float64):
                     return (_NT, proj(args[0], ybar * ds[0]))
                 return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
@@ -155,11 +160,12 @@ def partials_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        if type(y) is float or type(y) is np.float64:
+        numpy_scalar = type(y) is np.float64  # only NumPy warns about a division by zero
+        if type(y) is float or numpy_scalar:
             float_inputs, array_inputs = where is None and _all_real_scalars(args), False
         else:
             float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
-        partials_pullback.__qualname__ = partials_pullback.__name__ = f"{name}_pullback"
+        partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:

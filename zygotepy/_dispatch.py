@@ -110,7 +110,17 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     levels = LEVELS.get()
     if not levels:
         return fn(*args, **kwargs)
-    if type(fn) in _INSPECTION_TYPES and levels[-1].log is None:
+    tf = type(fn)
+    if tf is types.FunctionType:
+        # a Python function without rules (a helper, a closure, a rule's body traced by an outer
+        # level) runs rewritten: _resolve's answer, without its search for a rule
+        top = levels[-1]
+        if (not top.with_params and top.log is None and not RRULES.has_rules(fn)
+                and not FRULES.has_rules(fn) and not ADJOINTS.has_rules(fn)):
+            target = top.python_target(fn, False)
+            if target is not None:
+                return target(*args, **kwargs)
+    elif tf in _INSPECTION_TYPES and levels[-1].log is None:
         inspection = _INSPECTIONS.get(fn)
         if inspection is not None:
             return inspection(*args, **kwargs)

@@ -23,7 +23,7 @@ import numpy as np
 from rulescore._checks import callable_name
 from zygotepy import _dispatch
 from zygotepy._adjoint_table import ADJOINTS
-from zygotepy._caches import WeakBoundedCache
+from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
@@ -212,14 +212,37 @@ def _skipped(fn: Any) -> bool:
     return module.split(".", 1)[0] in _SKIP_MODULES
 
 
+#: How :func:`python_target` treats the functions of a code object: the engine's own (run as
+#: they are: nested gradients, hooks manage traces themselves), library code (not traced),
+#: code made by the rewriter (a closure of rewritten code, made afresh per call: already
+#: traced) or code to rewrite. Decided from the code alone, once: nested differentiation calls
+#: ``python_target`` for every helper and pullback a rule body calls. Bounded; holds code objects.
+_ENGINE_OWN, _LIBRARY, _GENERATED_CODE, _REWRITE = "engine", "library", "generated", "rewrite"
+_CODE_KINDS = BoundedCache(4096)
+
+
+def _code_kind(fn: types.FunctionType) -> str:
+    code = fn.__code__
+    filename = code.co_filename
+    if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
+        return _ENGINE_OWN
+    if _skipped(fn):
+        return _LIBRARY
+    return _GENERATED_CODE if is_generated(code) else _REWRITE
+
+
 def python_target(fn: Any, params: bool = False) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is types.FunctionType:
-        filename = fn.__code__.co_filename
-        if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
-            return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        return None if _skipped(fn) else transformed(fn, params)
+        code = fn.__code__
+        kind = _CODE_KINDS.get(code)
+        if kind is None:
+            kind = _code_kind(fn)
+            _CODE_KINDS.put(code, kind)
+        if kind is _REWRITE:
+            return transformed(fn, params)
+        return None if kind is _LIBRARY else fn
     if tf is type:
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)

@@ -98,8 +98,15 @@ def _repeat_rrule(x: Any, y: Any, z: Any) -> Any:
 
 def add_rrule(x: Any, y: Any) -> Any:
     z = x + y
-    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+    tx, ty = type(x), type(y)
+    if tx is float and ty is float:  # the scalar hot path: no projection needed
         return z, float_add_pullback
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+
+        def real_add_pullback(zbar: Any) -> Any:  # NumPy's float64 scalars: nothing to stand in for
+            return _NT, proj(x, zbar), proj(y, zbar)
+
+        return z, real_add_pullback
     if type(z) in _SEQ:
         return _concat_rrule(x, y, z)
     x, y = stand_in(x), stand_in(y)
