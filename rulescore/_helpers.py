@@ -149,7 +149,8 @@ def partials_rules(
                     d = partials(*args, result=y) if with_result else partials(*args)
                     ds = d if type(d) is tuple else (d,)
                 if len(ds) == 1 and (type(ds[0]) is float or type(ds[0]) is np.float64):
-                    return (_NT, proj(args[0], ybar * ds[0]))
+                    d1, ta = ybar * ds[0], type(args[0])  # projection is a conversion
+                    return (_NT, d1 if type(d1) is ta else ta(d1))
                 return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
             ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
             out = []

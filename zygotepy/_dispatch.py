@@ -96,14 +96,6 @@ _NO_LEVELS: tuple[Trace, ...] = ()
 
 RRULES, FRULES = rc.rrule, rc.frule
 
-#: Builtins answered on the spot whatever the levels: ``type`` (a special form) and inspections
-#: whose only rule is rulescore's non-differentiable one, which see a box as its primal
-#: (``isinstance`` and ``issubclass`` through ``__class__``, ``len`` through ``__len__``). Rule
-#: bodies and helpers traced at outer levels call them on most lines (``type(x) is float``), and
-#: the general path would look up their rules and unbox their arguments level by level.
-_INSPECTIONS: dict[Any, Any] = {type: _type_of, isinstance: isinstance, issubclass: issubclass, len: len}
-_INSPECTION_TYPES = frozenset({type, types.BuiltinFunctionType})
-
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn`` the way the engine differentiates it (see the module documentation)."""
@@ -120,10 +112,13 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             target = top.python_target(fn, False)
             if target is not None:
                 return target(*args, **kwargs)
-    elif tf in _INSPECTION_TYPES and levels[-1].log is None:
-        inspection = _INSPECTIONS.get(fn)
-        if inspection is not None:
-            return inspection(*args, **kwargs)
+    elif (fn is type or fn is isinstance or fn is len or fn is issubclass) and levels[-1].log is None:
+        # answered on the spot: ``type`` (a special form) and inspections whose only rule is
+        # rulescore's non-differentiable one, which see a box as its primal (``isinstance``
+        # through ``__class__``, ``len`` through ``__len__``). Rule bodies and helpers traced at
+        # outer levels call them on most lines (``type(x) is float``); the general path would
+        # look up their rules and unbox their arguments level by level.
+        return (_type_of if fn is type else fn)(*args, **kwargs)
     if not kwargs and len(levels) == 1:  # traced_call's first step, inlined
         fast = levels[0].fast_path
         if fast is not None:

@@ -147,7 +147,7 @@ _NO_TANGENT = NoTangent()
 _ZERO = ZeroTangent()
 
 
-def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
+def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
     """:func:`apply_frule` for the commonest call of the only active trace, a forward one with
     one direction (``jvp``; the outer level of a Hessian-vector product, where every operation
     of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments

@@ -156,8 +156,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
 
 def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
-    if t is np.ndarray or t is float:
-        return trace.box(x)
+    if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
+        return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
     if t is tuple or t is list:
         return t(_box_args(trace, v) for v in x)
     if t is dict:

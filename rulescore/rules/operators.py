@@ -104,6 +104,8 @@ def add_rrule(x: Any, y: Any) -> Any:
     if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
 
         def real_add_pullback(zbar: Any) -> Any:  # NumPy's float64 scalars: nothing to stand in for
+            if type(zbar) is float or type(zbar) is np.float64:  # projection is a conversion
+                return _NT, zbar if type(zbar) is tx else tx(zbar), zbar if type(zbar) is ty else ty(zbar)
             return _NT, proj(x, zbar), proj(y, zbar)
 
         return z, real_add_pullback
@@ -157,8 +159,12 @@ def mul_rrule(x: Any, y: Any) -> Any:
         # no conjugation, and no projection at all for Python floats
 
         def float_mul_pullback(zbar: Any) -> Any:
-            if type(zbar) is float and tx is float and ty is float:
+            tz = type(zbar)
+            if tz is float and tx is float and ty is float:
                 return _NT, zbar * y, zbar * x
+            if tz is float or tz is np.float64:  # projection is a conversion
+                dx, dy = zbar * y, x * zbar
+                return _NT, dx if type(dx) is tx else tx(dx), dy if type(dy) is ty else ty(dy)
             return _NT, proj(x, zbar * y), proj(y, x * zbar)
 
         return z, float_mul_pullback
