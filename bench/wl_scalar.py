@@ -18,6 +18,7 @@ from harness import (
     Case,
     Config,
     Section,
+    Table,
     Target,
     compare,
     missing_systems,
@@ -127,45 +128,31 @@ def run(cfg: Config) -> Section:
     )
     table = compare("scalar chain, d/dx", _cases(cfg), cfg, rtol=1e-9, missing=missing_systems(cfg))
     section.tables.append(table)
-    zp_ratio = table.ratio(ZYGOTE)
-    zp_time = table.value(ZYGOTE)
-    torch_time, ag_time = table.value(TORCH), table.value(AUTOGRAD)
-    section.targets.append(
-        Target(
-            "zygotepy within 100x of hand-written Python",
-            "-" if zp_ratio is None else f"{zp_ratio:.0f}x",
-            None if zp_ratio is None else zp_ratio <= 100,
-        )
-    )
-    section.targets.append(
+    zp_time, torch_time = table.value(ZYGOTE), table.value(TORCH)
+    np_time = table.value(ZYGOTE, NP_VARIANT)
+    section.targets += [
+        _within(table, None, "zygotepy within 100x of hand-written Python", 100),
         Target(
             "zygotepy faster than torch eager",
             "-"
             if zp_time is None or torch_time is None
             else f"zygotepy / torch = {zp_time / torch_time:.3f}",
             None if zp_time is None or torch_time is None else zp_time < torch_time,
-        )
-    )
-    section.targets.append(
-        Target(
-            "zygotepy 5x faster than autograd",
-            "-" if zp_time is None or ag_time is None else f"autograd / zygotepy = {ag_time / zp_time:.2f}",
-            None if zp_time is None or ag_time is None else ag_time / zp_time >= 5,
-        )
-    )
-    np_ratio, np_time = table.ratio(ZYGOTE, NP_VARIANT), table.value(ZYGOTE, NP_VARIANT)
-    section.targets.append(
-        Target(
-            "np.sin chain: zygotepy within 60x of hand-written Python",
-            "-" if np_ratio is None else f"{np_ratio:.0f}x",
-            None if np_ratio is None else np_ratio <= 60,
-        )
-    )
-    section.targets.append(
-        Target(
-            "np.sin chain: zygotepy 4x faster than autograd",
-            "-" if np_time is None or ag_time is None else f"autograd / zygotepy = {ag_time / np_time:.2f}",
-            None if np_time is None or ag_time is None else ag_time / np_time >= 4,
-        )
-    )
+        ),
+        _faster_than_autograd(table, zp_time, "zygotepy 5x faster than autograd", 5),
+        _within(table, NP_VARIANT, "np.sin chain: zygotepy within 60x of hand-written Python", 60),
+        _faster_than_autograd(table, np_time, "np.sin chain: zygotepy 4x faster than autograd", 4),
+    ]
     return section
+
+
+def _within(table: Table, variant: str | None, goal: str, limit: float) -> Target:
+    ratio = table.ratio(ZYGOTE, variant)
+    return Target(goal, "-" if ratio is None else f"{ratio:.0f}x", None if ratio is None else ratio <= limit)
+
+
+def _faster_than_autograd(table: Table, zp_time: float | None, goal: str, factor: float) -> Target:
+    ag_time = table.value(AUTOGRAD)
+    if zp_time is None or ag_time is None:
+        return Target(goal, "-", None)
+    return Target(goal, f"autograd / zygotepy = {ag_time / zp_time:.2f}", ag_time / zp_time >= factor)
