@@ -35,6 +35,12 @@ def proj(x: Any, dx: Any) -> Any:
             return dx
         if tdx is np.float64:  # what NumPy functions of a Python float return
             return float(dx)
+    elif tx is np.float64:  # what NumPy functions of a Python float return, as a primal
+        tdx = type(dx)
+        if tdx is np.float64:
+            return dx
+        if tdx is float:
+            return np.float64(dx)
     elif tx is np.ndarray:
         out = project(x, dx)
         if x.ndim == 0 and isinstance(out, np.generic):  # unbroadcast to () gives a NumPy scalar

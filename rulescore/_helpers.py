@@ -41,6 +41,14 @@ def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
     return True
 
 
+def _all_real_scalars(args: tuple[Any, ...]) -> bool:
+    """Whether every argument is a Python float or a NumPy float64 scalar."""
+    for a in args:
+        if type(a) is not float and type(a) is not np.float64:
+            return False
+    return True
+
+
 def _times_conj(ybar: Any, d: Any) -> Any:
     """``ybar * conj(d)``: an integer ``1``/``-1`` passes ``ybar`` through, a zero stays."""
     if type(d) is int:
@@ -110,6 +118,7 @@ def partials_rules(
         (NoTangent(), array([0.25, 0.  ]))
     """
     name = callable_name(f).rsplit(".", 1)[-1]
+    pullback_name = f"{name}_pullback"
     with_result = _wants_result(partials)
 
     def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
@@ -132,15 +141,17 @@ def partials_rules(
             args = tuple([stand_in(a) for a in args])
 
         def partials_pullback(ybar: Any) -> Any:
-            if type(ybar) is float and float_inputs:  # the scalar hot path: real floats throughout
-                d = partials(*args, result=y) if with_result else partials(*args)
-                td = type(d)
-                if td is float:
-                    return (_NT, ybar * d)
-                if td is np.float64:  # what NumPy functions of a Python float return
-                    return (_NT, float(ybar * d))
-                ds = d if type(d) is tuple else (d,)
-                return (_NT, *[proj(1.0, _times_conj(ybar, d)) for d in ds])
+            if float_inputs and (type(ybar) is float or type(ybar) is np.float64):
+                # the scalar hot path: real floats (or the float64 scalars NumPy returns) throughout
+                if numpy_scalar and errstate:
+                    ds = quiet_partials_at(args, y, None)
+                else:
+                    d = partials(*args, result=y) if with_result else partials(*args)
+                    ds = d if type(d) is tuple else (d,)
+                if len(ds) == 1 and (type(ds[0]) is float or type(ds[0]) is np.float64):
+                    d1, ta = ybar * ds[0], type(args[0])  # projection is a conversion
+                    return (_NT, d1 if type(d1) is ta else ta(d1))
+                return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
             ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
             out = []
             for a, d in zip(args, ds, strict=True):
@@ -150,11 +161,12 @@ def partials_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        if type(y) is float:
-            float_inputs, array_inputs = where is None and _all_of_type(args, float), False
+        numpy_scalar = type(y) is np.float64  # only NumPy warns about a division by zero
+        if type(y) is float or numpy_scalar:
+            float_inputs, array_inputs = where is None and _all_real_scalars(args), False
         else:
             float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
-        partials_pullback.__qualname__ = partials_pullback.__name__ = f"{name}_pullback"
+        partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:

@@ -200,6 +200,9 @@ def project(x: Any, dx: Any) -> Any:
     if tx is float:
         if type(dx) is float:
             return dx
+    elif tx is np.float64:
+        if type(dx) is np.float64:
+            return dx
     elif tx is np.ndarray and type(dx) is np.ndarray and dx.dtype == x.dtype and x.dtype.kind in "fc":
         if dx.shape == x.shape:
             return dx

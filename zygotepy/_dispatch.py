@@ -109,6 +109,23 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     levels = LEVELS.get()
     if not levels:
         return fn(*args, **kwargs)
+    tf = type(fn)
+    if tf is types.FunctionType:
+        # a Python function without rules (a helper, a closure, a rule's body traced by an outer
+        # level) runs rewritten: _resolve's answer, without its search for a rule
+        top = levels[-1]
+        if (not top.with_params and top.log is None and not RRULES.has_rules(fn)
+                and not FRULES.has_rules(fn) and not ADJOINTS.has_rules(fn)):
+            target = top.python_target(fn, False)
+            if target is not None:
+                return target(*args, **kwargs)
+    elif (fn is type or fn is isinstance or fn is len or fn is issubclass) and levels[-1].log is None:
+        # answered on the spot: ``type`` (a special form) and inspections whose only rule is
+        # rulescore's non-differentiable one, which see a box as its primal (``isinstance``
+        # through ``__class__``, ``len`` through ``__len__``). Rule bodies and helpers traced at
+        # outer levels call them on most lines (``type(x) is float``); the general path would
+        # look up their rules and unbox their arguments level by level.
+        return (_type_of if fn is type else fn)(*args, **kwargs)
     if not kwargs and len(levels) == 1:  # traced_call's first step, inlined
         fast = levels[0].fast_path
         if fast is not None:
@@ -544,7 +561,12 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         try:
             if rule.kind == "non_differentiable":
                 return call(fn, *primals, **kwargs)
-            y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
+            if trace.checks or not rule.impl:
+                y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
+            elif rule.config:  # table.run's body, without tracing its own lines at the outer levels
+                y, pullback = call(rule.impl, trace.config, *primals, **kwargs)
+            else:
+                y, pullback = call(rule.impl, *primals, **kwargs)
         finally:
             LEVELS.reset(token)
     ty = type(y)

@@ -24,8 +24,10 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
+from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
+from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
 from zygotepy._views import note_view, settle
@@ -53,6 +55,8 @@ class ForwardTrace(Trace):
     def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
         super().__init__(outer)
         self.directions = directions
+        if not outer and directions == 1 and self.log is None:
+            self.fast_path = _apply_forward_first_order  # the dispatcher's hot path (it logs nothing)
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Push this trace's tangents through ``fn``'s frule, or ``NO_RULE``; a compiled callable
@@ -144,6 +148,45 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
 
 _NO_TANGENT = NoTangent()
 _ZERO = ZeroTangent()
+
+
+def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
+    """:func:`apply_frule` for the commonest call of the only active trace, a forward one with
+    one direction (``jvp``; the outer level of a Hessian-vector product, where every operation
+    of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
+    that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything else is
+    left to the full path (``NOT_FAST``)."""
+    if type(fn) is Box or not _is_plain_callable(fn):
+        return NOT_FAST
+    primals: Any = args
+    dots: list[Any] = [_NO_TANGENT]
+    traced = False
+    for i, a in enumerate(args):
+        ta = type(a)
+        if ta is Box:
+            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+                return NOT_FAST
+            if not traced:
+                primals, traced = list(args), True
+            primals[i] = a._zp_value
+            dots.append(_tangents(a)[0])
+        elif ta in _FAST_CONSTANTS:
+            dots.append(_ZERO)
+        else:
+            return NOT_FAST
+    if not traced:
+        return fn(*args)  # nothing traced: the rule would compute just this
+    plain = tuple(primals)
+    rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
+    if rule is None or rule.kind != "rule" or rule.config or trace.checks:
+        return NOT_FAST
+    nonzero = plain_tangents(tuple(dots))
+    if nonzero is None:
+        return NOT_FAST
+    y, ydot = rule.impl(nonzero, *plain)  # type: ignore[misc]
+    if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
+        return y
+    return trace.tangent_box(y, (ydot,))
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],

@@ -104,6 +104,14 @@ def _is_plain_callable(fn: Any) -> bool:
     return True
 
 
+#: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
+#: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
+#: a chain written with ``np`` on scalars would take the general path).
+_FAST_VALUES = frozenset({float, np.ndarray, np.float64})
+#: Untraced arguments the fast path takes as they are.
+_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+
+
 def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     """:func:`~zygotepy._dispatch.apply_rule` for the commonest call (a first-order reverse
     trace's ``fast_path``): a plain callable with rules, arguments that are floats, ints, arrays
@@ -122,14 +130,13 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
-            v = a._zp_value
-            if a._zp_trace is not trace or (type(v) is not float and type(v) is not np.ndarray):
+            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
                 return NOT_FAST
             if not routes:
                 primals = list(args)
-            primals[i] = v
+            primals[i] = a._zp_value
             routes.append((i, a._zp_index))
-        elif ta is not float and ta is not np.ndarray and ta is not int:
+        elif ta not in _FAST_CONSTANTS:
             return NOT_FAST
     if not routes:
         return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
@@ -142,7 +149,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     else:
         y, pullback = rule.impl(*plain)  # type: ignore[misc]
     ty = type(y)
-    if ty is not float and ty is not np.ndarray and plain_output(y):
+    if ty not in _FAST_VALUES and plain_output(y):
         return y
     if ty is np.ndarray and y.base is not None:
         note_view(trace, y, args)
@@ -153,8 +160,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
 
 def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
-    if t is np.ndarray or t is float:
-        return trace.box(x)
+    if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
+        return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
     if t is tuple or t is list:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
@@ -236,10 +243,10 @@ def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
 def _seed_for(box: Box, ybar: Any) -> Any:
     if ybar is None or isinstance(ybar, AbstractZero):
         return ZeroTangent()
-    value = box._zp_value
+    value = unbox_all(box._zp_value)  # a constant seed's projection depends on the type alone
     if type(ybar) is float and (type(value) is float or type(value) is np.float64):
         return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
-    return call(rc.ProjectTo(value), ybar)
+    return call(rc.ProjectTo(box._zp_value), ybar)
 
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,

@@ -25,7 +25,7 @@ import numpy as np
 from rulescore._checks import callable_name
 from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
-from zygotepy._caches import WeakBoundedCache
+from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
@@ -277,18 +277,42 @@ def _skipped(fn: Any) -> bool:
     return module.split(".", 1)[0] in _SKIP_MODULES
 
 
+#: How :func:`python_target` treats the functions of a code object: the engine's own (run as
+#: they are: nested gradients, hooks manage traces themselves), library code (not traced),
+#: code made by the rewriter (a closure of rewritten code, made afresh per call: already
+#: traced) or code to rewrite. Decided from the code alone, once: nested differentiation calls
+#: ``python_target`` for every helper and pullback a rule body calls. Bounded; holds code objects.
+_ENGINE_OWN, _AS_IS_CODE, _LIBRARY = "engine", "as-is", "library"
+_GENERATED_CODE, _REWRITE = "generated", "rewrite"
+_CODE_KINDS = BoundedCache(4096)
+
+
+def _code_kind(fn: types.FunctionType) -> str:
+    code = fn.__code__
+    filename = code.co_filename
+    if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
+        return _ENGINE_OWN
+    if filename.startswith(_AS_IS) or fn in _AS_IS_FUNCTIONS:
+        return _AS_IS_CODE
+    if _skipped(fn):
+        return _LIBRARY
+    return _GENERATED_CODE if is_generated(code) else _REWRITE
+
+
 def python_target(fn: Any, params: bool = False) -> Any:
     """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
     tf = type(fn)
     if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
         return python_target(fn.__wrapped__, params)
     if tf is types.FunctionType:
-        filename = fn.__code__.co_filename
-        if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
-            return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        if filename.startswith(_AS_IS) or fn in _AS_IS_FUNCTIONS:
-            return fn
-        return None if _skipped(fn) else transformed(fn, params)
+        code = fn.__code__
+        kind = _CODE_KINDS.get(code)
+        if kind is None:
+            kind = _code_kind(fn)
+            _CODE_KINDS.put(code, kind)
+        if kind is _REWRITE:
+            return transformed(fn, params)
+        return None if kind is _LIBRARY else fn
     if tf is type:
         if _has_post_init(fn):
             return _post_init_constructor(fn)

@@ -98,8 +98,17 @@ def _repeat_rrule(x: Any, y: Any, z: Any) -> Any:
 
 def add_rrule(x: Any, y: Any) -> Any:
     z = x + y
-    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+    tx, ty = type(x), type(y)
+    if tx is float and ty is float:  # the scalar hot path: no projection needed
         return z, float_add_pullback
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+
+        def real_add_pullback(zbar: Any) -> Any:  # NumPy's float64 scalars: nothing to stand in for
+            if type(zbar) is float or type(zbar) is np.float64:  # projection is a conversion
+                return _NT, zbar if type(zbar) is tx else tx(zbar), zbar if type(zbar) is ty else ty(zbar)
+            return _NT, proj(x, zbar), proj(y, zbar)
+
+        return z, real_add_pullback
     if type(z) in _SEQ:
         return _concat_rrule(x, y, z)
     x, y = stand_in(x), stand_in(y)
@@ -144,11 +153,18 @@ def sub_frule(tangents: Any, x: Any, y: Any) -> Any:
 
 def mul_rrule(x: Any, y: Any) -> Any:
     z = x * y
-    if type(x) is float and type(y) is float:  # the scalar hot path: no projection needed
+    tx, ty = type(x), type(y)
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+        # the real-scalar hot path (Python floats, or the float64 scalars NumPy functions return):
+        # no conjugation, and no projection at all for Python floats
 
         def float_mul_pullback(zbar: Any) -> Any:
-            if type(zbar) is float:
+            tz = type(zbar)
+            if tz is float and tx is float and ty is float:
                 return _NT, zbar * y, zbar * x
+            if tz is float or tz is np.float64:  # projection is a conversion
+                dx, dy = zbar * y, x * zbar
+                return _NT, dx if type(dx) is tx else tx(dx), dy if type(dy) is ty else ty(dy)
             return _NT, proj(x, zbar * y), proj(y, x * zbar)
 
         return z, float_mul_pullback

@@ -480,6 +480,13 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
 #: The options every element-wise ufunc rule takes: ``out=`` refused, ``where=`` masked, and
 #: infinite derivatives (``sqrt`` at ``0``) returned without a warning.
 _UFUNC: dict[str, Any] = {"check_kwargs": check_kwargs, "errstate": True}
+#: The same for ufuncs whose partials never divide: no ``np.errstate`` around them, which costs
+#: several times the partial itself on a scalar (``np.sin`` of a float).
+_UFUNC_NO_DIVISION: dict[str, Any] = {"check_kwargs": check_kwargs}
+_NO_DIVISION = frozenset({np.add, np.subtract, np.multiply, np.negative, np.positive, np.fabs, np.exp,
+                          np.exp2, np.square, np.sin, np.cos, np.sinh, np.cosh, np.tanh, np.deg2rad,
+                          np.radians, np.rad2deg, np.degrees, np.maximum, np.minimum, np.fmax, np.fmin,
+                          np.copysign, np.ldexp})
 
 #: The partial derivatives of each element-wise ufunc.
 _PARTIALS: dict[Any, Any] = {
@@ -537,7 +544,8 @@ _FROM_RESULT = frozenset({np.add, np.subtract, np.negative, np.positive, np.exp,
                           np.cbrt, np.reciprocal, np.tan, np.tanh})
 
 RULES: tuple[RulePair, ...] = (
-    *(partials_rules(f, partials, needs_inputs=f not in _FROM_RESULT, **_UFUNC)
+    *(partials_rules(f, partials, needs_inputs=f not in _FROM_RESULT,
+                     **(_UFUNC_NO_DIVISION if f in _NO_DIVISION else _UFUNC))
       for f, partials in _PARTIALS.items()),
     RulePair(np.absolute, absolute_rrule, absolute_frule),
     RulePair(np.conjugate, conjugate_rrule, conjugate_frule),
