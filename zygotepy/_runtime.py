@@ -278,7 +278,8 @@ def _skipped(fn: Any) -> bool:
 
 
 #: How :func:`python_target` treats the functions of a code object: the engine's own (run as
-#: they are: nested gradients, hooks manage traces themselves), library code (not traced),
+#: they are: nested gradients, hooks manage traces themselves), standard-library code run as it
+#: is (``_AS_IS``), library code (not traced),
 #: code made by the rewriter (a closure of rewritten code, made afresh per call: already
 #: traced) or code to rewrite. Decided from the code alone, once: nested differentiation calls
 #: ``python_target`` for every helper and pullback a rule body calls. Bounded; holds code objects.
