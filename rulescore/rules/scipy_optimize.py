@@ -149,13 +149,21 @@ def _bracket_call(config: Any, solver: Any, f: Any, a: Any, b: Any, rest: tuple[
     return out, full, root, _Residual(UserFunction(config, f, float(root), params))
 
 
+def _full_output_root(name: str, out: Any, ybar: Any) -> Any:
+    """The cotangent of the root from ``(root, RootResults)``: both hold it."""
+    report = _part(ybar, 1)
+    check_fields(f"optimize.{name}", out[1], report, ("root",))
+    parts = [p for p in (_part(ybar, 0), field(report, "root")) if p is not None]
+    return sum(parts) if parts else None
+
+
 def bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
     """The rrule and frule of a bracketing root finder ``solver(f, a, b, args=(), ...)``."""
     def bracketing_rrule(config: Any, f: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
 
         def bracketing_pullback(ybar: Any) -> Any:
-            xbar = _part(ybar, 0) if full else ybar
+            xbar = _full_output_root(solver.__name__, out, ybar) if full else ybar
             params = residual.user.params
             pbar = (np.zeros(params.size) if xbar is None
                     else implicit_cotangent(solver.__name__, residual, np.array([root]), _flat(xbar)))
@@ -169,7 +177,9 @@ def bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
         pdot = residual.user.params.flat_tangent(tangents[4] if rest else ZeroTangent())
         xdot = proj(root, implicit_tangent(solver.__name__, residual, np.array([root]), pdot)[0])
-        return out, (tangent_type(tuple)(xdot, NoTangent()) if full else xdot)
+        if full:
+            return out, tangent_type(tuple)(xdot, tangent_type(type(out[1]))(root=xdot))
+        return out, xdot
 
     return (RulePair(solver, bracketing_rrule, config=HasReverseMode),
             RulePair(solver, frule=bracketing_frule, config=HasForwardsMode))
