@@ -7,7 +7,25 @@ partial in ``y_i`` is half the width of the two neighbouring intervals, in ``x_i
 ``s_{i-1} - s_i``. Simpson's rule is ``sum_i w_i(h) y_i``, with weights rational in the interval
 widths ``h`` (SciPy's formula, with its correction of the last interval for an even number of
 samples): the weights are computed here and differentiated in ``h`` by complex step, which is
-exact to rounding for rational functions.
+exact to rounding for rational functions. A repeated sample point has no derivative (NaN).
+
+``odeint``, ``solve_ivp`` and ``quad`` take a user function, which these rules differentiate by
+calling back into the AD system that runs them (they ask for its config: ``rc.rrule_via_ad``
+in reverse mode, ``rc.frule_via_ad`` in forward mode), in the initial state, the output times
+(``t``; ``t_eval`` and the ends of ``t_span``) or end points, and the ``args`` passed on to the
+function:
+
+- reverse mode solves the adjoint equations ``a' = -(df/dy)^T a``, ``p' = -(df/dp)^T a``
+  backwards from each output time to the one before, with the state restarted from the stored
+  solution; forward mode solves the sensitivity equations ``s' = (df/dy) s + (df/dp) pdot``
+  with the state. Both use the call's solver and tolerances (``rtol``, ``atol``; ``mxstep``,
+  ``hmax``, ``hmin`` for ``odeint``, ``max_step`` for ``solve_ivp``), so the derivative is as
+  accurate as the solution: tighten ``rtol``/``atol`` for accurate gradients.
+- ``solve_ivp`` without ``t_eval`` reports the solver's own steps, which move with the
+  parameters: only the states at the ends of ``t_span`` have a derivative (a cotangent on the
+  others raises; their tangents are NaN). ``events=`` is refused.
+- ``quad`` differentiates under the integral sign (``quad_vec`` with the call's ``epsabs``,
+  ``epsrel``); its error estimate is not differentiable and ``weight=`` is refused.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.integrate as si

@@ -111,7 +111,7 @@ def _solve(name: str, jac: Any, rhs: Any) -> Any:
     return np.linalg.solve(jac, rhs)
 
 
-def implicit_cotangent(name: str, residual: _Residual, x: Any, xbar: Any) -> Any:
+def _implicit_cotangent(name: str, residual: _Residual, x: Any, xbar: Any) -> Any:
     """The flat cotangent of the parameters from that of the solution ``x`` (flat)."""
     n = x.size
     jac = np.stack([residual.vjp(x, e)[0] for e in np.eye(n)]) if n else np.zeros((0, 0))  # dr/dx
@@ -119,7 +119,7 @@ def implicit_cotangent(name: str, residual: _Residual, x: Any, xbar: Any) -> Any
     return residual.vjp(x, u)[1]
 
 
-def implicit_tangent(name: str, residual: Any, x: Any, pdot: Any) -> Any:
+def _implicit_tangent(name: str, residual: Any, x: Any, pdot: Any) -> Any:
     """The flat tangent of the solution ``x`` (flat) along the flat parameter tangent."""
     zero_p = np.zeros_like(pdot)
     jac = np.stack([residual.jvp(x, e, zero_p) for e in np.eye(x.size)], axis=1)
@@ -157,7 +157,7 @@ def _full_output_root(name: str, out: Any, ybar: Any) -> Any:
     return sum(parts) if parts else None
 
 
-def bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
+def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
     """The rrule and frule of a bracketing root finder ``solver(f, a, b, args=(), ...)``."""
     def bracketing_rrule(config: Any, f: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
@@ -166,7 +166,7 @@ def bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
             xbar = _full_output_root(solver.__name__, out, ybar) if full else ybar
             params = residual.user.params
             pbar = (np.zeros(params.size) if xbar is None
-                    else implicit_cotangent(solver.__name__, residual, np.array([root]), _flat(xbar)))
+                    else _implicit_cotangent(solver.__name__, residual, np.array([root]), _flat(xbar)))
             argsbar = (params.cotangent(pbar),) if rest else ()
             return (NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *argsbar,
                     *(NoTangent() for _ in rest[1:]))
@@ -176,7 +176,7 @@ def bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
     def bracketing_frule(config: Any, tangents: Any, f: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
         pdot = residual.user.params.flat_tangent(tangents[4] if rest else ZeroTangent())
-        xdot = proj(root, implicit_tangent(solver.__name__, residual, np.array([root]), pdot)[0])
+        xdot = proj(root, _implicit_tangent(solver.__name__, residual, np.array([root]), pdot)[0])
         if full:
             return out, tangent_type(tuple)(xdot, tangent_type(type(out[1]))(root=xdot))
         return out, xdot
@@ -201,7 +201,7 @@ def root_scalar_rrule(config: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
         check_fields("optimize.root_scalar", out, ybar, ("root",))
         xbar, params = field(ybar, "root"), residual.user.params
         pbar = (np.zeros(params.size) if xbar is None
-                else implicit_cotangent("root_scalar", residual, np.array([out.root]), _flat(xbar)))
+                else _implicit_cotangent("root_scalar", residual, np.array([out.root]), _flat(xbar)))
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -211,7 +211,7 @@ def root_scalar_rrule(config: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
 def root_scalar_frule(config: Any, tangents: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
     out, residual = _root_scalar_call(config, f, rest, kwargs)
     pdot = residual.user.params.flat_tangent(tangents[2] if rest else ZeroTangent())
-    xdot = float(implicit_tangent("root_scalar", residual, np.array([out.root]), pdot)[0])
+    xdot = float(_implicit_tangent("root_scalar", residual, np.array([out.root]), pdot)[0])
     return out, tangent_type(type(out))(root=xdot)
 
 
@@ -232,7 +232,7 @@ def root_rrule(config: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) -> Any
         check_fields("optimize.root", out, ybar, ("x",), ("fun",))
         xbar, params = field(ybar, "x"), residual.user.params
         pbar = (np.zeros(params.size) if xbar is None
-                else implicit_cotangent("root", residual, _flat(out.x), _flat(xbar)))
+                else _implicit_cotangent("root", residual, _flat(out.x), _flat(xbar)))
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), ZeroTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -242,7 +242,7 @@ def root_rrule(config: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) -> Any
 def root_frule(config: Any, tangents: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) -> Any:
     out, residual = _root_call(config, fun, x0, rest, kwargs)
     pdot = residual.user.params.flat_tangent(tangents[3] if rest else ZeroTangent())
-    xdot = implicit_tangent("root", residual, _flat(out.x), pdot)
+    xdot = _implicit_tangent("root", residual, _flat(out.x), pdot)
     return out, tangent_type(type(out))({"x": project(out.x, np.reshape(xdot, np.shape(out.x)))})
 
 
@@ -258,7 +258,7 @@ def fixed_point_rrule(config: Any, func: Any, x0: Any, *rest: Any, **kwargs: Any
     out, residual = _fixed_point_call(config, func, x0, rest, kwargs)
 
     def fixed_point_pullback(ybar: Any) -> Any:
-        pbar = implicit_cotangent("fixed_point", residual, _flat(out), _flat(ybar))
+        pbar = _implicit_cotangent("fixed_point", residual, _flat(out), _flat(ybar))
         argsbar = (residual.user.params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), ZeroTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -268,7 +268,7 @@ def fixed_point_rrule(config: Any, func: Any, x0: Any, *rest: Any, **kwargs: Any
 def fixed_point_frule(config: Any, tangents: Any, func: Any, x0: Any, *rest: Any, **kwargs: Any) -> Any:
     out, residual = _fixed_point_call(config, func, x0, rest, kwargs)
     pdot = residual.user.params.flat_tangent(tangents[3] if rest else ZeroTangent())
-    return out, _unflat(implicit_tangent("fixed_point", residual, _flat(out), pdot), out)
+    return out, _unflat(_implicit_tangent("fixed_point", residual, _flat(out), pdot), out)
 
 
 # -- minimize ----------------------------------------------------------------------------------------
@@ -328,7 +328,7 @@ def minimize_rrule(config: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) ->
             _, fx, fp, _ = UserFunction(config, _objective(fun, options), out.x, params).vjp(x, funbar)
             xbar, pbar = xbar + fx, pbar + fp
         if np.any(xbar):
-            pbar = pbar + implicit_cotangent("minimize", residual, x, xbar)
+            pbar = pbar + _implicit_cotangent("minimize", residual, x, xbar)
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), ZeroTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -344,7 +344,7 @@ def minimize_frule(config: Any, tangents: Any, fun: Any, x0: Any, *rest: Any, **
     residual: Any = (_Residual(UserFunction(config, _gradient_function(config, fun, options), out.x, params))
                      if jac is True or callable(jac) else _Slopes(config, objective, out.x, params))
     x = _flat(out.x)
-    xdot = implicit_tangent("minimize", residual, x, pdot)
+    xdot = _implicit_tangent("minimize", residual, x, pdot)
     _, fundot = UserFunction(config, objective, out.x, params).jvp(x, xdot, pdot)
     return out, tangent_type(type(out))({"x": project(out.x, np.reshape(xdot, np.shape(out.x))),
                                          "fun": proj(out.fun, fundot[0] if np.ndim(out.fun) == 0 else fundot)})
@@ -371,7 +371,7 @@ def result_getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any
 
 
 def _rules() -> tuple[RulePair, ...]:
-    pairs = [pair for solver in _BRACKETING for pair in bracketing_rules(solver)]
+    pairs = [pair for solver in _BRACKETING for pair in _bracketing_rules(solver)]
     for solver, rrule_impl, frule_impl in ((so.root_scalar, root_scalar_rrule, root_scalar_frule),
                                            (so.root, root_rrule, root_frule),
                                            (so.fixed_point, fixed_point_rrule, fixed_point_frule),
