@@ -104,12 +104,17 @@ def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
     return call.value, trapezoid_pullback
 
 
+def _samples_tangent(call: Any, ydot: Any) -> Any:
+    """The part of a quadrature's tangent from the samples' (weights times tangents, summed)."""
+    if isinstance(ydot, AbstractZero):
+        return 0.0
+    t = np.moveaxis(np.asarray(ydot, dtype=float), call.axis, -1)
+    return np.sum(t * call.y_partials(), axis=-1)
+
+
 def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Trapezoid(y, args, kwargs)
-    ydot: Any = 0.0
-    if not isinstance(tangents[1], AbstractZero):
-        t = np.moveaxis(np.asarray(tangents[1], dtype=float), call.axis, -1)
-        ydot = ydot + np.sum(t * call.y_partials(), axis=-1)
+    ydot = _samples_tangent(call, tangents[1])
     if len(args) >= 1 and call.x is not None and not isinstance(tangents[2], AbstractZero):
         t = np.asarray(tangents[2], dtype=float)
         t = t if t.ndim == 1 else np.moveaxis(t, call.axis, -1)
@@ -171,6 +176,9 @@ class _Simpson:
             self.h = np.diff(xs if xs.ndim == 1 else np.moveaxis(xs, self.axis, -1), axis=-1)
         self.weights = _simpson_weights(self.h)
 
+    def y_partials(self) -> Any:
+        return self.weights
+
     def y_cotangent(self, ybar: Any, y: Any) -> Any:
         return proj(y, np.moveaxis(ybar[..., None] * self.weights, -1, self.axis))
 
@@ -205,10 +213,7 @@ def simpson_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
 
 def simpson_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Simpson(y, args, kwargs)
-    ydot: Any = 0.0
-    if not isinstance(tangents[1], AbstractZero):
-        t = np.moveaxis(np.asarray(tangents[1], dtype=float), call.axis, -1)
-        ydot = ydot + np.sum(t * call.weights, axis=-1)
+    ydot = _samples_tangent(call, tangents[1])
     if args and args[0] is not None and not isinstance(tangents[2], AbstractZero):
         ydot = ydot + call.x_tangent(tangents[2])
     return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))

@@ -1,10 +1,13 @@
 """Rules for ``scipy.linalg`` (registered when SciPy imports ``scipy.linalg``, see
 :mod:`rulescore.rules._optional`), for real matrices: ``expm`` and ``expm_frechet`` (through
 Frechet derivatives of block matrices), ``eigh`` (the standard problem, with ``eigvals_only``,
-``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``: general, symmetric/positive definite, triangular,
-diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``,
-``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
-``solve_continuous_lyapunov`` and ``block_diag``.
+``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``:
+general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``,
+``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
+``solve_sylvester``, ``solve_continuous_lyapunov`` and ``block_diag``.
+
+``eigh``'s derivatives need every eigenpair: a subset's rule computes the full decomposition of
+the matrix it reads (with the selected eigenvectors as SciPy returned them, their signs).
 
 Where SciPy reads only part of a matrix (one triangle for ``assume_a="sym"``/``"pos"`` and in
 ``solve_triangular``, the diagonal for ``assume_a="diagonal"``; not the diagonal with

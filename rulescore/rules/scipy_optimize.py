@@ -173,7 +173,8 @@ def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
 
         return out, bracketing_pullback
 
-    def bracketing_frule(config: Any, tangents: Any, f: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
+    def bracketing_frule(config: Any, tangents: Any, f: Any, a: Any, b: Any, *rest: Any,
+                         **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
         pdot = residual.user.params.flat_tangent(tangents[4] if rest else ZeroTangent())
         xdot = proj(root, _implicit_tangent(solver.__name__, residual, np.array([root]), pdot)[0])
@@ -346,8 +347,9 @@ def minimize_frule(config: Any, tangents: Any, fun: Any, x0: Any, *rest: Any, **
     x = _flat(out.x)
     xdot = _implicit_tangent("minimize", residual, x, pdot)
     _, fundot = UserFunction(config, objective, out.x, params).jvp(x, xdot, pdot)
+    fundot = fundot[0] if np.ndim(out.fun) == 0 else fundot
     return out, tangent_type(type(out))({"x": project(out.x, np.reshape(xdot, np.shape(out.x))),
-                                         "fun": proj(out.fun, fundot[0] if np.ndim(out.fun) == 0 else fundot)})
+                                         "fun": proj(out.fun, fundot)})
 
 
 # -- attributes of result objects ------------------------------------------------------------------

@@ -121,7 +121,8 @@ def test_odeint_rules() -> None:
 
 def test_odeint_rules_tfirst_list_dynamics_scalar_args() -> None:
     args = st.tuples(S.scalars(0.3, 1.5), S.scalars(-1.0, 1.0))
-    check_engine_rule(si.odeint, (rct.no_tangent(decay_first), STATE, TIMES, args), {"tfirst": True, **ODE_TOL})
+    check_engine_rule(si.odeint, (rct.no_tangent(decay_first), STATE, TIMES, args),
+                      {"tfirst": True, **ODE_TOL})
 
 
 def test_solve_ivp_rrule() -> None:
@@ -152,8 +153,9 @@ def test_quad_rrule() -> None:
         ybar = rc.Tangent[tuple](0.8, rc.ZeroTangent())
         accuracy = {"epsabs": 1e-13, "epsrel": 1e-13}
         for upper in (b, np.inf):
-            rct.test_rrule(si.quad, rct.no_tangent(integrand), a, upper if np.isfinite(upper) else rct.no_tangent(upper),
-                           (k, c), output_tangent=ybar, rrule_f=engine_rrule, rtol=1e-6, atol=1e-8, fkwargs=accuracy)
+            end = upper if np.isfinite(upper) else rct.no_tangent(upper)  # an infinite end does not move
+            rct.test_rrule(si.quad, rct.no_tangent(integrand), a, end, (k, c), output_tangent=ybar,
+                           rrule_f=engine_rrule, rtol=1e-6, atol=1e-8, fkwargs=accuracy)
 
     check()
 
@@ -201,8 +203,10 @@ def test_odeint_gradient_matches_jax() -> None:
     w = np.cos(np.arange(8.0)).reshape(4, 2)
     _, back = engine_rrule(si.odeint, lotka_volterra, y0, T_DATA, (theta,), **ODE_TOL)
     ours = back(w)
-    theirs = jax.grad(lambda y0, t, th: (jode.odeint(lotka_volterra_jax, y0, t, th, rtol=1e-10, atol=1e-10) * w).sum(),
-                      argnums=(0, 1, 2))(y0, T_DATA, theta)
+    def total(y0: Any, t: Any, th: Any) -> Any:
+        return (jode.odeint(lotka_volterra_jax, y0, t, th, rtol=1e-10, atol=1e-10) * w).sum()
+
+    theirs = jax.grad(total, argnums=(0, 1, 2))(y0, T_DATA, theta)
     for o, t in zip((ours[2], ours[3], ours[4][0]), theirs, strict=True):
         np.testing.assert_allclose(o, np.asarray(t), rtol=1e-6, atol=1e-8)
 

@@ -115,7 +115,8 @@ def test_zygotepy_gradient_and_jvp_match_finite_differences() -> None:
 
 def ridge_data() -> tuple[Any, ...]:
     rng = np.random.default_rng(0)
-    return rng.standard_normal((20, 3)), rng.standard_normal(20), rng.standard_normal((10, 3)), rng.standard_normal(10)
+    return (rng.standard_normal((20, 3)), rng.standard_normal(20), rng.standard_normal((10, 3)),
+            rng.standard_normal(10))
 
 
 def ridge_fit(log_lam: np.ndarray) -> Any:
@@ -148,7 +149,8 @@ def test_refusals_name_the_solver_and_the_fix() -> None:
         engine_rrule(so.minimize, objective, np.zeros(2), (np.ones(2), 1.0),
                      constraints=[{"type": "eq", "fun": lambda x: x[0]}])
     with pytest.raises(NotImplementedError, match="bound is active"):
-        engine_rrule(so.minimize, objective, np.zeros(2), (np.ones(2), 1.0), bounds=[(0.0, 0.1), (None, None)])
+        engine_rrule(so.minimize, objective, np.zeros(2), (np.ones(2), 1.0),
+                     bounds=[(0.0, 0.1), (None, None)])
     _, back = engine_rrule(so.root, equations, np.zeros(2), (np.ones(2),))
     with pytest.raises(NotImplementedError, match="'fjac'"):
         back(rc.Tangent[RESULT]({"fjac": np.ones((2, 2))}))
