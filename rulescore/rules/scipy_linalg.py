@@ -114,8 +114,11 @@ def sqrtm_frule(tangents: Any, a: Any) -> Any:
 
 
 def _blocks2(a: Any, e: Any) -> Any:
-    """``[[a, e], [0, a]]``: its exponential holds ``expm(a)`` and ``expm_frechet(a, e)``."""
-    return np.block([[a, e], [np.zeros_like(a), a]])
+    """``[[a, e], [0, a]]`` (for a stack, each): its exponential holds ``expm(a)`` and
+    ``expm_frechet(a, e)``."""
+    a, e = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(e, dtype=float))
+    return np.concatenate([np.concatenate([a, e], axis=-1),
+                           np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
 
 
 def _expm_frechet_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -131,12 +134,14 @@ def expm_frechet_rrule(a: Any, e: Any, *args: Any, **kwargs: Any) -> Any:
     def expm_frechet_pullback(ybar: Any) -> Any:
         # the result is the top row of expm(m), m = [[a, e], [0, a]]: pull back through expm(m)
         expm_bar, l_bar = (_part(ybar, 0), _part(ybar, 1)) if both else (None, ybar)
-        top = np.concatenate([np.zeros((n, n)) if expm_bar is None else expm_bar,
-                              np.zeros((n, n)) if l_bar is None else l_bar], axis=1)
-        mbar_full = np.concatenate([top, np.zeros((n, 2 * n))], axis=0)
-        mbar = sl.expm_frechet(_t(_blocks2(a, e)), mbar_full, compute_expm=False)
-        return (NoTangent(), project(a, mbar[:n, :n] + mbar[n:, n:]), project(e, mbar[:n, n:]),
-                *(NoTangent() for _ in args))
+        m = _blocks2(a, e)
+        zero = np.zeros(m.shape[:-2] + (n, n))
+        top = np.concatenate([zero if expm_bar is None else expm_bar + zero,
+                              zero if l_bar is None else l_bar + zero], axis=-1)
+        mbar_full = np.concatenate([top, np.zeros_like(top)], axis=-2)
+        mbar = sl.expm_frechet(_t(m), mbar_full, compute_expm=False)
+        return (NoTangent(), project(a, mbar[..., :n, :n] + mbar[..., n:, n:]),
+                project(e, mbar[..., :n, n:]), *(NoTangent() for _ in args))
 
     return out, expm_frechet_pullback
 
@@ -146,12 +151,15 @@ def expm_frechet_frule(tangents: Any, a: Any, e: Any, *args: Any, **kwargs: Any)
     both = _expm_frechet_options(args, kwargs)
     out = sl.expm_frechet(a, e, *args, **kwargs)
     n = np.shape(a)[-1]
-    adot = np.zeros((n, n)) if _zero(tangents[1]) else tangents[1]
-    edot = np.zeros((n, n)) if _zero(tangents[2]) else tangents[2]
-    mdot = sl.expm_frechet(_blocks2(a, e), _blocks2(adot, edot), compute_expm=False)
+    m = _blocks2(a, e)
+    adot = np.zeros(np.shape(a)) if _zero(tangents[1]) else tangents[1]
+    edot = np.zeros(np.shape(e)) if _zero(tangents[2]) else tangents[2]
+    mdot = sl.expm_frechet(m, _blocks2(adot, edot) + np.zeros_like(m), compute_expm=False)
     if not both:
-        return out, project(out, mdot[:n, n:])
-    return out, tangent_type(tuple)(project(out[0], mdot[:n, :n]), project(out[1], mdot[:n, n:]))
+        return out, project(out, mdot[..., :n, n:])
+    # a tuple, or a list for a stack of matrices
+    return out, tangent_type(type(out))(project(out[0], mdot[..., :n, :n]),
+                                        project(out[1], mdot[..., :n, n:]))
 
 
 # -- eigh, with subsets ---------------------------------------------------------------------------
@@ -162,6 +170,9 @@ class _Eigh:
 
     def __init__(self, a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         _real(sl.eigh, a)
+        if np.ndim(a) != 2:
+            raise NotImplementedError("the rule for scipy.linalg.eigh takes one matrix; for a stack, "
+                                      "use numpy.linalg.eigh (its rule takes stacks) or one call per matrix")
         options = bind_arguments(sl.eigh, (a, *args), kwargs)
         if options["b"] is not None:
             raise NotImplementedError("the rule for scipy.linalg.eigh covers the standard problem "

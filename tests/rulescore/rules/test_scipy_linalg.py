@@ -37,6 +37,8 @@ CASES = [
     case(sl.expm, (S.arrays(shape=(3, 3), min_value=-1, max_value=1),)),
     case(sl.expm_frechet, (SMALL, S.arrays(shape=(3, 3)))),
     case(sl.expm_frechet, (SMALL, S.arrays(shape=(3, 3))), "frechet-only", kwargs={"compute_expm": False}),
+    case(sl.expm_frechet, (S.arrays(shape=(2, 3, 3), min_value=-0.5, max_value=0.5),
+                           S.arrays(shape=(2, 3, 3))), "batched"),
     # eigenvectors: the drivers whose signs are smooth in the matrix (evr, the default, flips
     # them; test_eigh_subsets_through_zygotepy checks it with a gauge-invariant loss)
     case(sl.eigh, (sym_gap(3),), kwargs={"driver": "evd"}),
@@ -147,9 +149,11 @@ def test_eigh_subsets_through_zygotepy() -> None:
     np.testing.assert_allclose(g, fd(eigh_subsets, theta), rtol=1e-6, atol=1e-8)
 
 
-def test_eigh_refuses_the_generalised_problem() -> None:
+def test_eigh_refuses_the_generalised_problem_and_stacks() -> None:
     with pytest.raises(NotImplementedError, match="standard problem only"):
         rc.rrule(sl.eigh, np.eye(2), np.eye(2))
+    with pytest.raises(NotImplementedError, match="takes one matrix"):
+        rc.rrule(sl.eigh, np.stack([np.eye(2), np.eye(2)]))
 
 
 def test_expm_frechet_and_eigh_match_jax() -> None:
