@@ -23,7 +23,7 @@ function:
   accurate as the solution: tighten ``rtol``/``atol`` for accurate gradients.
 - ``solve_ivp`` without ``t_eval`` reports the solver's own steps, which move with the
   parameters: only the states at the ends of ``t_span`` have a derivative (a cotangent on the
-  others raises; their tangents are NaN). ``events=`` is refused.
+  others raises; their tangents are NaN). ``events=`` and ``dense_output=True`` are refused.
 - ``quad`` differentiates under the integral sign (``quad_vec`` with the call's ``epsabs``,
   ``epsrel``); its error estimate is not differentiable and ``weight=`` is refused.
 
@@ -346,6 +346,9 @@ class _SolveIvp:
         if options["events"] is not None:
             raise NotImplementedError("the rule for scipy.integrate.solve_ivp does not differentiate "
                                       "event times: solve without events= (or up to the event time)")
+        if options["dense_output"]:  # the interpolant would carry no derivative: refuse, not zero
+            raise NotImplementedError("the rule for scipy.integrate.solve_ivp does not differentiate "
+                                      "the dense output (sol.sol): pass t_eval= for the times you use")
         self.params = Params(options["args"])
         self.sol = si.solve_ivp(fun, t_span, y0, *rest, **kwargs)
         extra = options["options"]

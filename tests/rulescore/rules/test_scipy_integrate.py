@@ -225,6 +225,9 @@ def test_solve_ivp_refuses_what_has_no_derivative() -> None:
     ybar[:, 1] = 1.0
     with pytest.raises(NotImplementedError, match="Pass t_eval"):
         back(rc.Tangent[OdeResult]({"y": ybar}))
+    with pytest.raises(NotImplementedError, match="dense output"):
+        engine_rrule(si.solve_ivp, lambda_first, (0.0, 1.0), np.ones(2), "RK45", None, True, None, False,
+                     (np.ones(3),))
     with pytest.raises(NotImplementedError, match="event times"):
         engine_rrule(si.solve_ivp, lambda_first, (0.0, 1.0), np.ones(2), events=lambda t, y, th: y[0])
     with pytest.raises(NotImplementedError, match="weight"):
