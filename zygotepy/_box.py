@@ -165,7 +165,7 @@ def _getattr(self: Box, name: str) -> Any:
         return BoundBoxMethod(attr, self)
     if kind == "property" or kind == "cached":  # run (rewritten) on the box; a cache is not filled
         return _dispatch.call_from_box(attr, self)
-    if kind == "hook":
+    if kind == "hook" and not _dispatch.getattr_has_own_rule(primal, name):
         return _dispatch.call_from_box(attr, self, name)
     if kind == "class":
         return getattr(value, name)

@@ -329,6 +329,13 @@ def _scalar_method(cls: type, name: str) -> Any:
     return method
 
 
+def getattr_has_own_rule(obj: Any, name: str) -> bool:
+    """Whether a ``getattr`` rule registered for ``obj``'s class (not the generic one) reads
+    ``obj.name``: then its Python ``__getattr__`` is not differentiated through (rules first)."""
+    rule = RRULES.lookup(getattr, (obj, name))
+    return rule is not None and bool(rule.types)
+
+
 def python_attribute(obj: Any, name: str) -> Any:
     """``obj.name`` for a plain object in code rewritten for implicit parameters: a Python
     property, ``cached_property`` or ``__getattr__`` runs through the dispatcher (Python would
@@ -339,7 +346,7 @@ def python_attribute(obj: Any, name: str) -> Any:
     kind, attr = attribute_kind(cls, name)
     if (kind == "property" or kind == "cached") and attr is not None:
         return call(attr, obj)
-    if kind == "hook" and name not in getattr(obj, "__dict__", ()):
+    if kind == "hook" and name not in getattr(obj, "__dict__", ()) and not getattr_has_own_rule(obj, name):
         return call(attr, obj, name)
     return getattr(obj, name)
 

@@ -5,7 +5,8 @@ Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mo
 :mod:`.reductions`, :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.numeric`,
 :mod:`.ufunc_methods`; :mod:`.fft` and :mod:`.random` when
 ``numpy.fft`` and ``numpy.random`` are first imported; the SciPy families (:mod:`.scipy_special`,
-:mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`, :mod:`.scipy_integrate`) when SciPy
+:mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`, :mod:`.scipy_integrate`,
+:mod:`.scipy_optimize`) when SciPy
 imports them (:mod:`._optional`).
 """
 

@@ -28,6 +28,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.linalg": "scipy_linalg",
     "scipy.signal": "scipy_signal",
     "scipy.integrate": "scipy_integrate",
+    "scipy.optimize": "scipy_optimize",
 }
 
 _REGISTERED: set[str] = set()

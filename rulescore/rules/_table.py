@@ -76,7 +76,13 @@ _DESCRIPTIONS = {
                    "SciPy imports `scipy.stats`).",
     "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
-    "scipy_integrate": "`scipy.integrate` (registered when SciPy imports it).",
+    "scipy_integrate": "`scipy.integrate`: quadrature of samples (`trapezoid`, `simpson`); `odeint`, "
+                       "`solve_ivp` and `quad`, whose rules ask for the AD system's config to "
+                       "differentiate the user's function (adjoint and forward sensitivities, "
+                       "differentiation under the integral; registered when SciPy imports it).",
+    "scipy_optimize": "`scipy.optimize` solutions in the parameters passed through `args`, by the "
+                      "implicit function theorem (the rules ask for the AD system's config), and "
+                      "attributes of `OptimizeResult` (registered when SciPy imports it).",
     "random": "`numpy.random`'s samplers, non-differentiable (registered when `numpy.random` is "
               "first imported).",
     CORE: "Registered by the rulescore core rather than by a family module.",

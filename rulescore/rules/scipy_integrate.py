@@ -1,9 +1,31 @@
 """Rules for ``scipy.integrate`` (registered when SciPy imports ``scipy.integrate``, see
-:mod:`rulescore.rules._optional`): ``trapezoid`` in the samples ``y``, the sample points ``x``
-(one-dimensional, or shaped like ``y``) and the spacing ``dx``.
+:mod:`rulescore.rules._optional`): ``trapezoid`` and ``simpson`` in the samples ``y``, the
+sample points ``x`` (one-dimensional, or shaped like ``y``) and the spacing ``dx``.
 
-With ``s_i = (y_i + y_{i+1}) / 2`` the result is ``sum_i (x_{i+1} - x_i) s_i``: its partial in
-``y_i`` is half the width of the two neighbouring intervals, in ``x_i`` it is ``s_{i-1} - s_i``.
+With ``s_i = (y_i + y_{i+1}) / 2`` the trapezoid rule is ``sum_i (x_{i+1} - x_i) s_i``: its
+partial in ``y_i`` is half the width of the two neighbouring intervals, in ``x_i`` it is
+``s_{i-1} - s_i``. Simpson's rule is ``sum_i w_i(h) y_i``, with weights rational in the interval
+widths ``h`` (SciPy's formula, with its correction of the last interval for an even number of
+samples): the weights are computed here and differentiated in ``h`` by complex step, which is
+exact to rounding for rational functions. A repeated sample point has no derivative (NaN).
+
+``odeint``, ``solve_ivp`` and ``quad`` take a user function, which these rules differentiate by
+calling back into the AD system that runs them (they ask for its config: ``rc.rrule_via_ad``
+in reverse mode, ``rc.frule_via_ad`` in forward mode), in the initial state, the output times
+(``t``; ``t_eval`` and the ends of ``t_span``) or end points, and the ``args`` passed on to the
+function:
+
+- reverse mode solves the adjoint equations ``a' = -(df/dy)^T a``, ``p' = -(df/dp)^T a``
+  backwards from each output time to the one before, with the state restarted from the stored
+  solution; forward mode solves the sensitivity equations ``s' = (df/dy) s + (df/dp) pdot``
+  with the state. Both use the call's solver and tolerances (``rtol``, ``atol``; ``mxstep``,
+  ``hmax``, ``hmin`` for ``odeint``, ``max_step`` for ``solve_ivp``), so the derivative is as
+  accurate as the solution: tighten ``rtol``/``atol`` for accurate gradients.
+- ``solve_ivp`` without ``t_eval`` reports the solver's own steps, which move with the
+  parameters: only the states at the ends of ``t_span`` have a derivative (a cotangent on the
+  others raises; their tangents are NaN). ``events=`` and ``dense_output=True`` are refused.
+- ``quad`` differentiates under the integral sign (``quad_vec`` with the call's ``epsabs``,
+  ``epsrel``); its error estimate is not differentiable and ``weight=`` is refused.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.integrate as si
@@ -14,15 +36,21 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.integrate as si
 
+from rulescore._config import HasForwardsMode, HasReverseMode
 from rulescore._linear import dense_tangent
+from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import NoTangent
-from rulescore.rules._common import proj
+from rulescore._tangent import tangent_type
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import bind_arguments, proj
+from rulescore.rules._user_functions import Params, UserFunction, check_fields, dense, field
+from rulescore.rules.linalg import _part
 
 _NAMES = ("x", "dx", "axis")
 
@@ -77,6 +105,14 @@ def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
     return call.value, trapezoid_pullback
 
 
+def _samples_tangent(call: Any, ydot: Any) -> Any:
+    """The part of a quadrature's tangent from the samples' (weights times tangents, summed)."""
+    if isinstance(ydot, AbstractZero):
+        return 0.0
+    t = np.moveaxis(np.asarray(ydot, dtype=float), call.axis, -1)
+    return np.sum(t * call.y_partials(), axis=-1)
+
+
 def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Trapezoid(y, args, kwargs)
     # any one of the tangents may be zero: those of y and x become dense zeros
@@ -91,6 +127,380 @@ def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
 
 
+# -- simpson ---------------------------------------------------------------------------------
+
+def _simpson_weights(h: Any) -> Any:
+    """The weights of SciPy's Simpson rule for interval widths ``h`` (``(..., n - 1)``, real or
+    complex): ``simpson(y, x) == sum(weights * y)``, written with arithmetic only."""
+    n = h.shape[-1] + 1
+    w = np.zeros((*h.shape[:-1], n), dtype=h.dtype)
+    if n == 2:
+        w[..., :] = h / 2
+        return w
+    with np.errstate(divide="ignore", invalid="ignore"):  # a repeated point: no derivative (nan)
+        return _simpson_pairs(h, w)
+
+
+def _simpson_pairs(h: Any, w: Any) -> Any:
+    n = w.shape[-1]
+    pairs = (n - 1) // 2 if n % 2 else (n - 2) // 2
+    h0, h1 = h[..., 0:2 * pairs:2], h[..., 1:2 * pairs:2]
+    hsum = h0 + h1
+    w[..., 0:2 * pairs:2] += hsum / 6 * (2 - h1 / h0)
+    w[..., 1:2 * pairs:2] += hsum ** 3 / (6 * h0 * h1)
+    w[..., 2:2 * pairs + 1:2] += hsum / 6 * (2 - h0 / h1)
+    if n % 2 == 0:  # Cartwright's correction for the last interval
+        a, b = h[..., -2], h[..., -1]
+        w[..., -1] += (2 * b ** 2 + 3 * a * b) / (6 * (a + b))
+        w[..., -2] += (b ** 2 + 3 * a * b) / (6 * a)
+        w[..., -3] -= b ** 3 / (6 * a * (a + b))
+    return w
+
+
+def _simpson_weights_dot(h: Any, hdot: Any) -> Any:
+    """The derivative of the weights in ``h`` along ``hdot`` (complex step: exact to rounding)."""
+    step = 1e-20 * max(float(np.max(np.abs(h), initial=0.0)), 1e-300)
+    return np.imag(_simpson_weights(h + 1j * step * hdot)) / step
+
+
+class _Simpson:
+    """A ``simpson`` call: samples and widths on the last axis, the weights and their derivatives."""
+
+    def __init__(self, y: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        options = bind_arguments(si.simpson, (y, *args), kwargs)
+        self.x, self.dx, self.axis = options["x"], options["dx"], options["axis"]
+        self.value = si.simpson(y, *args, **kwargs)
+        self.y = np.moveaxis(np.asarray(y, dtype=float), self.axis, -1)
+        n = self.y.shape[-1]
+        if self.x is None:
+            self.h = np.full(n - 1, float(self.dx))
+        else:
+            xs = np.asarray(self.x, dtype=float)
+            self.h = np.diff(xs if xs.ndim == 1 else np.moveaxis(xs, self.axis, -1), axis=-1)
+        self.weights = _simpson_weights(self.h)
+
+    def y_partials(self) -> Any:
+        return self.weights
+
+    def y_cotangent(self, ybar: Any, y: Any) -> Any:
+        return proj(y, np.moveaxis(ybar[..., None] * self.weights, -1, self.axis))
+
+    def x_cotangent(self, ybar: Any) -> Any:
+        m = self.h.shape[-1]
+        eye = np.broadcast_to(np.eye(m), (*self.h.shape[:-1], m, m))
+        jac = _simpson_weights_dot(np.broadcast_to(self.h[..., None, :], eye.shape), eye)  # (.., j, k)
+        coefficients = ybar[..., None] * self.y  # the result's partials in the weights
+        if self.h.ndim == 1:  # one set of weights for every integral: sum over them
+            coefficients = np.sum(np.reshape(coefficients, (-1, m + 1)), axis=0)
+        hbar = np.einsum("...jk,...k->...j", jac, coefficients)
+        pad = np.zeros((*hbar.shape[:-1], 1))
+        xbar = np.concatenate([pad, hbar], axis=-1) - np.concatenate([hbar, pad], axis=-1)
+        return proj(self.x, xbar if self.h.ndim == 1 else np.moveaxis(xbar, -1, self.axis))
+
+    def x_tangent(self, xdot: Any) -> Any:
+        t = np.asarray(xdot, dtype=float)
+        hdot = np.diff(t if t.ndim == 1 else np.moveaxis(t, self.axis, -1), axis=-1)
+        return np.sum(self.y * _simpson_weights_dot(self.h, hdot), axis=-1)
+
+
+def simpson_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _Simpson(y, args, kwargs)
+
+    def simpson_pullback(ybar: Any) -> Any:
+        ybar = np.asarray(ybar, dtype=float)
+        rest = (call.x_cotangent(ybar),) if args and args[0] is not None else tuple(NoTangent() for _ in args)
+        return NoTangent(), call.y_cotangent(ybar, y), *rest
+
+    return call.value, simpson_pullback
+
+
+def simpson_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _Simpson(y, args, kwargs)
+    ydot = _samples_tangent(call, tangents[1])
+    if args and args[0] is not None and not isinstance(tangents[2], AbstractZero):
+        ydot = ydot + call.x_tangent(tangents[2])
+    return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
+
+
+# -- odeint, solve_ivp: adjoint and forward sensitivities --------------------------------------
+
+class _Flow:
+    """An initial value problem as solved: the dynamics ``f(t, y)`` (the user's function through
+    the AD system), the initial time and state, the output times and states, and ``integrate``,
+    which solves an augmented system ``z' = rhs(t, z)`` from one time to others with the
+    solver and tolerances of the call (``integrate(rhs, z0, t0, times) -> (len(times), m)``)."""
+
+    def __init__(self, f: UserFunction, tfirst: bool, t0: float, y0: Any, times: Any, ys: Any,
+                 integrate: Callable[[Any, Any, float, Any], Any]) -> None:
+        self.f, self.tfirst, self.t0, self.y0 = f, tfirst, t0, np.ravel(np.asarray(y0, dtype=float))
+        self.times, self.ys, self.integrate = np.asarray(times, dtype=float), ys, integrate
+        self.n = self.y0.size
+
+    def _at(self, t: float) -> dict[str, tuple[Any, ...]]:
+        return {"before": (t,)} if self.tfirst else {"after": (t,)}
+
+    def rate(self, t: float, y: Any) -> Any:
+        return self.f.value(y, **self._at(float(t)))
+
+    def adjoint(self, g: Any) -> tuple[Any, Any, Any, float]:
+        """``(y0bar, paramsbar, timesbar, t0bar)`` for the cotangent ``g`` of the output states:
+        the adjoint ODE ``a' = -(df/dy)^T a``, ``p' = -(df/dp)^T a`` solved backwards from each
+        output time to the one before, along with the state (restarted from the stored one)."""
+        n = self.n
+        a, pbar = np.zeros(n), np.zeros(self.f.params.size)
+        tbar = np.zeros(len(self.times))
+
+        def augmented(t: float, z: Any) -> Any:
+            rate, ybar, parbar, _ = self.f.vjp(z[:n], z[n:2 * n], **self._at(float(t)))
+            return np.concatenate([rate, -ybar, -parbar])
+
+        for k in range(len(self.times) - 1, -1, -1):
+            tbar[k] = g[k] @ self.rate(self.times[k], self.ys[k])
+            a = a + g[k]
+            t_prev, y_prev = (self.times[k - 1], self.ys[k - 1]) if k else (self.t0, self.y0)
+            if t_prev != self.times[k]:
+                z = self.integrate(augmented, np.concatenate([self.ys[k], a, pbar]), self.times[k],
+                                   np.array([t_prev]))[-1]
+                a, pbar = z[n:2 * n], z[2 * n:]
+        return a, pbar, tbar, -float(a @ self.rate(self.t0, self.y0))
+
+    def tangent(self, y0dot: Any, pdot: Any, timesdot: Any, t0dot: float) -> Any:
+        """The tangent of the output states: the variational equation ``s' = (df/dy) s +
+        (df/dp) pdot`` solved forwards with the state, plus the motion of the output times."""
+        n = self.n
+
+        def augmented(t: float, z: Any) -> Any:
+            rate, sdot = self.f.jvp(z[:n], z[n:], pdot, **self._at(float(t)))
+            return np.concatenate([rate, sdot])
+
+        s0 = np.ravel(y0dot) - self.rate(self.t0, self.y0) * t0dot
+        s = self.integrate(augmented, np.concatenate([self.y0, s0]), self.t0, self.times)[:, n:]
+        rates = np.stack([self.rate(t, y) for t, y in zip(self.times, self.ys, strict=True)])
+        return s + rates * np.asarray(timesdot)[:, None]
+
+
+def _time_cotangent(t: Any, tbar: Any) -> Any:
+    return proj(t, np.reshape(tbar, np.shape(t))) if np.asarray(t).dtype.kind == "f" else NoTangent()
+
+
+def _time_tangent(tdot: Any, t: Any) -> Any:
+    return np.ravel(dense(tdot, t))
+
+
+_ODEINT_TOLERANCES = ("rtol", "atol", "mxstep", "hmax", "hmin")
+
+
+class _Odeint:
+    """An ``odeint`` call: its options, its result and its flow."""
+
+    def __init__(self, config: Any, func: Any, y0: Any, t: Any, rest: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        options = bind_arguments(si.odeint, (func, y0, t, *rest), kwargs)
+        self.params = Params(options["args"])
+        self.full = bool(options["full_output"])
+        self.out = si.odeint(func, y0, t, *rest, **kwargs)
+        tolerances = {k: options[k] for k in _ODEINT_TOLERANCES}
+
+        def integrate(rhs: Any, z0: Any, start: float, times: Any) -> Any:
+            return si.odeint(rhs, z0, np.concatenate([[start], times]), tfirst=True, **tolerances)[1:]
+
+        ys = self.out[0] if self.full else self.out
+        f = UserFunction(config, func, np.ravel(np.asarray(y0, dtype=float)), self.params)
+        self.flow = _Flow(f, bool(options["tfirst"]), float(np.ravel(t)[0]), y0, np.ravel(t), ys, integrate)
+
+
+def odeint_rrule(config: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: Any) -> Any:
+    call = _Odeint(config, func, y0, t, rest, kwargs)
+
+    def odeint_pullback(ybar: Any) -> Any:
+        g = _part(ybar, 0) if call.full else ybar
+        if g is None:  # only the solver's report was used
+            return NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest)
+        y0bar, pbar, tbar, t0bar = call.flow.adjoint(np.asarray(g, dtype=float))
+        tbar[0] += t0bar
+        argsbar = (call.params.cotangent(pbar),) if rest else ()
+        return (NoTangent(), NoTangent(), proj(y0, np.reshape(y0bar, np.shape(y0))),
+                _time_cotangent(t, tbar), *argsbar, *(NoTangent() for _ in rest[1:]))
+
+    return call.out, odeint_pullback
+
+
+def odeint_frule(config: Any, tangents: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: Any) -> Any:
+    call = _Odeint(config, func, y0, t, rest, kwargs)
+    y0dot = dense(tangents[2], np.ravel(np.asarray(y0, dtype=float)))
+    tdot = _time_tangent(tangents[3], np.ravel(t))
+    pdot = call.params.flat_tangent(tangents[4]) if rest else np.zeros(call.params.size)
+    ydot = call.flow.tangent(y0dot, pdot, np.ravel(tdot), float(np.ravel(tdot)[0]))
+    if call.full:
+        return call.out, tangent_type(tuple)(project(call.out[0], ydot), NoTangent())
+    return call.out, project(call.out, ydot)
+
+
+_IVP_NAMES = ("fun", "t_span", "y0", "method", "t_eval", "dense_output", "events", "vectorized", "args")
+_IVP_TOLERANCES = ("rtol", "atol", "max_step")
+
+
+class _SolveIvp:
+    """A ``solve_ivp`` call: its options, its result and its flow."""
+
+    def __init__(self, config: Any, fun: Any, t_span: Any, y0: Any, rest: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        options = bind_arguments(si.solve_ivp, (fun, t_span, y0, *rest), kwargs)
+        if options["events"] is not None:
+            raise NotImplementedError("the rule for scipy.integrate.solve_ivp does not differentiate "
+                                      "event times: solve without events= (or up to the event time)")
+        if options["dense_output"]:  # the interpolant would carry no derivative: refuse, not zero
+            raise NotImplementedError("the rule for scipy.integrate.solve_ivp does not differentiate "
+                                      "the dense output (sol.sol): pass t_eval= for the times you use")
+        self.params = Params(options["args"])
+        self.sol = si.solve_ivp(fun, t_span, y0, *rest, **kwargs)
+        extra = options["options"]
+        tolerances = {k: extra[k] for k in _IVP_TOLERANCES if k in extra}
+        method = options["method"]
+
+        def integrate(rhs: Any, z0: Any, start: float, times: Any) -> Any:
+            sol = si.solve_ivp(rhs, (start, times[-1]), z0, method=method, t_eval=times, **tolerances)
+            if not sol.success:
+                raise RuntimeError(f"scipy.integrate.solve_ivp's rule: the sensitivity equations "
+                                   f"failed to solve ({sol.message}); loosen or tighten rtol/atol")
+            return sol.y.T
+
+        self.t_eval, self.t_span = options["t_eval"], t_span
+        f = UserFunction(config, fun, np.ravel(np.asarray(y0, dtype=float)), self.params)
+        self.flow = _Flow(f, True, float(t_span[0]), y0, self.sol.t, self.sol.y.T, integrate)
+
+    def cotangents(self, ybar: Any, t_span: Any, y0: Any, rest: tuple[Any, ...]) -> tuple[Any, ...]:
+        check_fields("integrate.solve_ivp", self.sol, ybar, ("y",))
+        g = field(ybar, "y")
+        if g is None:
+            return (NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest))
+        g = np.asarray(g, dtype=float).T
+        if self.t_eval is None and np.any(g[1:-1]):
+            raise NotImplementedError(
+                "the rule for scipy.integrate.solve_ivp: without t_eval the solution is reported at "
+                "the solver's own steps, which move with the parameters; only the states at the "
+                "ends of t_span have a derivative. Pass t_eval= for the times you use")
+        y0bar, pbar, tbar, t0bar = self.flow.adjoint(g)
+        span = np.array([t0bar, 0.0])
+        if self.t_eval is None:  # the output times are the solver's: only the ends move
+            span += [tbar[0], tbar[-1]]
+        by_name = {"t_eval": _time_cotangent(self.t_eval, tbar), "args": self.params.cotangent(pbar)}
+        rest_cts = [by_name.get(name, NoTangent()) for name in _IVP_NAMES[3:3 + len(rest)]]
+        return (NoTangent(), NoTangent(), _time_cotangent(t_span, span),
+                proj(y0, np.reshape(y0bar, np.shape(y0))), *rest_cts)
+
+    def tangent(self, tangents: Any) -> Any:
+        by_name = dict(zip(_IVP_NAMES, tangents[1:], strict=False))
+        y0dot = dense(by_name["y0"], self.flow.y0)
+        spandot = _time_tangent(by_name["t_span"], self.t_span)
+        if self.t_eval is None:
+            timesdot = np.zeros(len(self.sol.t))
+            timesdot[0], timesdot[-1] = spandot[0], spandot[-1]
+        else:
+            timesdot = _time_tangent(by_name.get("t_eval", ZeroTangent()), self.sol.t)
+        pdot = self.params.flat_tangent(by_name.get("args", ZeroTangent()))
+        ydot = self.flow.tangent(y0dot, pdot, timesdot, float(spandot[0]))
+        if self.t_eval is None:  # the solver's own steps move with the parameters: no derivative
+            ydot[1:-1] = np.nan
+        return tangent_type(type(self.sol))({"y": project(self.sol.y, ydot.T)})
+
+
+def solve_ivp_rrule(config: Any, fun: Any, t_span: Any, y0: Any, *rest: Any, **kwargs: Any) -> Any:
+    call = _SolveIvp(config, fun, t_span, y0, rest, kwargs)
+
+    def solve_ivp_pullback(ybar: Any) -> Any:
+        return call.cotangents(ybar, t_span, y0, rest)
+
+    return call.sol, solve_ivp_pullback
+
+
+def solve_ivp_frule(config: Any, tangents: Any, fun: Any, t_span: Any, y0: Any, *rest: Any,
+                    **kwargs: Any) -> Any:
+    call = _SolveIvp(config, fun, t_span, y0, rest, kwargs)
+    return call.sol, call.tangent(tangents)
+
+
+# -- quad: differentiating under the integral sign ------------------------------------------------
+
+class _Quad:
+    """A ``quad`` call: its result, the integrand through the AD system and the end points."""
+
+    def __init__(self, config: Any, func: Any, a: Any, b: Any, rest: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        options = bind_arguments(si.quad, (func, a, b, *rest), kwargs)
+        if options["weight"] is not None or options["complex_func"]:
+            raise NotImplementedError("the rule for scipy.integrate.quad differentiates plain real "
+                                      "integrals: write the weight into the integrand (no weight=, "
+                                      "no complex_func=)")
+        self.out = si.quad(func, a, b, *rest, **kwargs)
+        self.params = Params(options["args"])
+        self.f = UserFunction(config, func, 0.0, self.params)
+        self.a, self.b = float(a), float(b)
+        self.accuracy = {"epsabs": options["epsabs"], "epsrel": options["epsrel"],
+                         "limit": options["limit"], "points": options["points"]}
+
+    def end(self, x: float, scale: float) -> float:
+        """The integrand at an end point times ``scale`` (zero at an infinite end)."""
+        return scale * float(self.f.value(np.array([x]))[0]) if np.isfinite(x) else 0.0
+
+    def params_cotangent(self, vbar: float) -> Any:
+        if not self.params.size:
+            return np.zeros(0)
+
+        def partials(x: float) -> Any:
+            return self.f.vjp(np.array([x]), np.array([vbar]))[2]
+
+        options = {k: v for k, v in self.accuracy.items() if k != "points" or v is not None}
+        options["limit"] = max(self.accuracy["limit"], 2000)
+        return si.quad_vec(partials, self.a, self.b, **options)[0]
+
+    def params_tangent(self, pdot: Any) -> float:
+        def partial(x: float) -> float:
+            return float(self.f.jvp(np.array([x]), np.zeros(1), pdot)[1][0])
+        return float(si.quad(partial, self.a, self.b, **self.accuracy)[0])
+
+
+def _end_cotangent(x: Any, ct: Any) -> Any:
+    """An end point's cotangent; an infinite end does not move (``NoTangent()``)."""
+    return NoTangent() if not np.isfinite(x) else proj(x, ct)
+
+
+def quad_rrule(config: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
+    call = _Quad(config, func, a, b, rest, kwargs)
+
+    def quad_pullback(ybar: Any) -> Any:
+        if any(_part(ybar, i) is not None for i in range(1, len(call.out))):
+            raise NotImplementedError("the rule for scipy.integrate.quad differentiates the integral "
+                                      "(the first output), not the error estimate or report")
+        vbar = _part(ybar, 0)
+        if vbar is None:
+            return NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest)
+        vbar = float(vbar)
+        argsbar = (call.params.cotangent(call.params_cotangent(vbar)),) if rest else ()
+        return (NoTangent(), NoTangent(), _end_cotangent(a, call.end(call.a, -vbar)),
+                _end_cotangent(b, call.end(call.b, vbar)), *argsbar, *(NoTangent() for _ in rest[1:]))
+
+    return call.out, quad_pullback
+
+
+def quad_frule(config: Any, tangents: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
+    call = _Quad(config, func, a, b, rest, kwargs)
+    vdot = 0.0
+    for x, t, sign in ((call.a, tangents[2], -1.0), (call.b, tangents[3], 1.0)):
+        if not isinstance(t, AbstractZero):
+            vdot += call.end(x, sign * float(t))
+    if rest and not isinstance(tangents[4], AbstractZero):
+        vdot += call.params_tangent(call.params.flat_tangent(tangents[4]))
+    return call.out, tangent_type(tuple)(proj(call.out[0], vdot), *(ZeroTangent() for _ in call.out[1:]))
+
+
 RULES: tuple[RulePair, ...] = (
     RulePair(si.trapezoid, trapezoid_rrule, trapezoid_frule),
+    RulePair(si.simpson, simpson_rrule, simpson_frule),
+    RulePair(si.odeint, odeint_rrule, config=HasReverseMode),
+    RulePair(si.odeint, frule=odeint_frule, config=HasForwardsMode),
+    RulePair(si.solve_ivp, solve_ivp_rrule, config=HasReverseMode),
+    RulePair(si.solve_ivp, frule=solve_ivp_frule, config=HasForwardsMode),
+    RulePair(si.quad, quad_rrule, config=HasReverseMode),
+    RulePair(si.quad, frule=quad_frule, config=HasForwardsMode),
 )

@@ -1,9 +1,13 @@
 """Rules for ``scipy.linalg`` (registered when SciPy imports ``scipy.linalg``, see
-:mod:`rulescore.rules._optional`), for real matrices: ``expm`` (through ``expm_frechet``),
-``inv``, ``det``, ``solve`` (``assume_a``: general, symmetric/positive definite, triangular,
-diagonal), ``solve_triangular``, ``cho_factor``/``cho_solve``,
-``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``, ``solve_sylvester``,
-``solve_continuous_lyapunov`` and ``block_diag``.
+:mod:`rulescore.rules._optional`), for real matrices: ``expm`` and ``expm_frechet`` (through
+Frechet derivatives of block matrices), ``eigh`` (the standard problem, with ``eigvals_only``,
+``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``:
+general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``,
+``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
+``solve_sylvester``, ``solve_continuous_lyapunov`` and ``block_diag``.
+
+``eigh``'s derivatives need every eigenpair: a subset's rule computes the full decomposition of
+the matrix it reads (with the selected eigenvectors as SciPy returned them, their signs).
 
 Where SciPy reads only part of a matrix (one triangle for ``assume_a="sym"``/``"pos"`` and in
 ``solve_triangular``, the diagonal for ``assume_a="diagonal"``; not the diagonal with
@@ -31,7 +35,8 @@ from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent
-from rulescore.rules._common import proj
+from rulescore.rules._common import bind_arguments, proj
+from rulescore.rules.linalg import _eigh_grad, _fold, _part, _unfold
 
 
 def _real(f: Any, *arrays: Any) -> None:
@@ -106,6 +111,126 @@ def sqrtm_frule(tangents: Any, a: Any) -> Any:
     _real(sl.sqrtm, a)
     y = sl.sqrtm(a)
     return y, project(y, sl.solve_sylvester(y, y, tangents[1]))
+
+
+def _blocks2(a: Any, e: Any) -> Any:
+    """``[[a, e], [0, a]]`` (for a stack, each): its exponential holds ``expm(a)`` and
+    ``expm_frechet(a, e)``."""
+    a, e = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(e, dtype=float))
+    return np.concatenate([np.concatenate([a, e], axis=-1),
+                           np.concatenate([np.zeros_like(a), a], axis=-1)], axis=-2)
+
+
+def _expm_frechet_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return bool(bind_arguments(sl.expm_frechet, (None, None, *args), kwargs)["compute_expm"])
+
+
+def expm_frechet_rrule(a: Any, e: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.expm_frechet, a, e)
+    both = _expm_frechet_options(args, kwargs)
+    out = sl.expm_frechet(a, e, *args, **kwargs)
+    n = np.shape(a)[-1]
+
+    def expm_frechet_pullback(ybar: Any) -> Any:
+        # the result is the top row of expm(m), m = [[a, e], [0, a]]: pull back through expm(m)
+        expm_bar, l_bar = (_part(ybar, 0), _part(ybar, 1)) if both else (None, ybar)
+        m = _blocks2(a, e)
+        zero = np.zeros(m.shape[:-2] + (n, n))
+        top = np.concatenate([zero if expm_bar is None else expm_bar + zero,
+                              zero if l_bar is None else l_bar + zero], axis=-1)
+        mbar_full = np.concatenate([top, np.zeros_like(top)], axis=-2)
+        mbar = sl.expm_frechet(_t(m), mbar_full, compute_expm=False)
+        return (NoTangent(), project(a, mbar[..., :n, :n] + mbar[..., n:, n:]),
+                project(e, mbar[..., :n, n:]), *(NoTangent() for _ in args))
+
+    return out, expm_frechet_pullback
+
+
+def expm_frechet_frule(tangents: Any, a: Any, e: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.expm_frechet, a, e)
+    both = _expm_frechet_options(args, kwargs)
+    out = sl.expm_frechet(a, e, *args, **kwargs)
+    n = np.shape(a)[-1]
+    m = _blocks2(a, e)
+    adot = np.zeros(np.shape(a)) if _zero(tangents[1]) else tangents[1]
+    edot = np.zeros(np.shape(e)) if _zero(tangents[2]) else tangents[2]
+    mdot = sl.expm_frechet(m, _blocks2(adot, edot) + np.zeros_like(m), compute_expm=False)
+    if not both:
+        return out, project(out, mdot[..., :n, n:])
+    # a tuple, or a list for a stack of matrices
+    return out, tangent_type(type(out))(project(out[0], mdot[..., :n, :n]),
+                                        project(out[1], mdot[..., :n, n:]))
+
+
+# -- eigh, with subsets ---------------------------------------------------------------------------
+
+class _Eigh:
+    """An ``eigh`` call of a real symmetric matrix (one triangle read) and where its selected
+    eigenpairs sit in the full decomposition, whose other columns the derivatives need."""
+
+    def __init__(self, a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        _real(sl.eigh, a)
+        if np.ndim(a) != 2:
+            raise NotImplementedError("the rule for scipy.linalg.eigh takes one matrix; for a stack, "
+                                      "use numpy.linalg.eigh (its rule takes stacks) or one call per matrix")
+        options = bind_arguments(sl.eigh, (a, *args), kwargs)
+        if options["b"] is not None:
+            raise NotImplementedError("the rule for scipy.linalg.eigh covers the standard problem "
+                                      "only (b=None); for a generalised one, eigh a transformed "
+                                      "matrix (solve_triangular with cholesky(b))")
+        self.lower, self.only = bool(options["lower"]), bool(options["eigvals_only"])
+        self.out = sl.eigh(a, *args, **kwargs)
+        self.full_w, full_v = np.linalg.eigh(_unfold(np.asarray(a, dtype=float), self.lower))
+        w = self.out if self.only else self.out[0]
+        # the selected eigenvalues are consecutive in the sorted order: find the first one
+        self.start = int(np.argmin(np.abs(self.full_w - w[0]))) if len(w) else 0
+        self.index = np.arange(self.start, self.start + len(w))
+        self.full_v = full_v if self.only else self._with_columns(full_v, self.out[1])
+
+    def _with_columns(self, full: Any, selected: Any) -> Any:
+        """The full eigenvectors with the selected ones as the caller got them (their signs)."""
+        v = np.array(full)
+        v[:, self.index] = selected
+        return v
+
+    def spread(self, part: Any, shape: tuple[int, ...]) -> Any:
+        """A cotangent of the selected eigenvalues (eigenvectors), zero for the others."""
+        if part is None:
+            return None
+        full = np.zeros(shape)
+        end = self.start + len(self.index)
+        return np.concatenate([full[..., :self.start], part, full[..., end:]], axis=-1)
+
+    def cotangent(self, ybar: Any) -> Any:
+        n = self.full_w.shape[-1]
+        wbar = ybar if self.only else _part(ybar, 0)
+        vbar = None if self.only else _part(ybar, 1)
+        g = _eigh_grad(self.full_w, self.full_v, self.spread(wbar, (n,)), self.spread(vbar, (n, n)))
+        return _fold(g, self.lower)
+
+    def tangent(self, adot: Any) -> Any:
+        v, w, i = self.full_v, self.full_w, self.index
+        mm = _t(v) @ _unfold(np.asarray(adot, dtype=float), self.lower) @ v[:, i]
+        gaps = w[i][None, :] - w[:, None]
+        f = np.where(np.arange(len(w))[:, None] == i[None, :], 0.0, 1.0 / np.where(gaps == 0, 1.0, gaps))
+        wdot = np.diagonal(mm[i, :]).copy()
+        if self.only:
+            return project(self.out, wdot)
+        return tangent_type(tuple)(project(self.out[0], wdot), project(self.out[1], v @ (f * mm)))
+
+
+def eigh_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _Eigh(a, args, kwargs)
+
+    def eigh_pullback(ybar: Any) -> Any:
+        return NoTangent(), project(a, call.cotangent(ybar)), *(NoTangent() for _ in args)
+
+    return call.out, eigh_pullback
+
+
+def eigh_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    call = _Eigh(a, args, kwargs)
+    return call.out, call.tangent(tangents[1])
 
 
 # -- inv, det ------------------------------------------------------------------------------------
@@ -569,6 +694,8 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
 
 RULES: tuple[RulePair, ...] = (
     RulePair(sl.expm, expm_rrule, expm_frule),
+    RulePair(sl.expm_frechet, expm_frechet_rrule, expm_frechet_frule),
+    RulePair(sl.eigh, eigh_rrule, eigh_frule),
     RulePair(sl.logm, logm_rrule, logm_frule),
     RulePair(sl.sqrtm, sqrtm_rrule, sqrtm_frule),
     RulePair(sl.inv, inv_rrule, inv_frule),

@@ -167,9 +167,7 @@ def _fd(f: Callable[..., Any], args: tuple[Any, ...], i: int, h: float = 1e-6) -
 
 #: autograd primitives without a rule here yet, each with the reason (strict xfail: remove the
 #: entry when the rule lands).
-NOT_YET: dict[str, str] = {
-    "scipy.integrate._odepack_py.odeint": "odeint's adjoint rule is being written (issue 16, scipy-more)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _registered(f: Any) -> bool:

@@ -17,6 +17,7 @@ import rulescore.testing.strategies as S  # noqa: E402
 import zygotepy as zp  # noqa: E402
 from rulescore.rules import scipy_linalg  # noqa: E402
 from tests.rulescore.rules._cases import RuleCase, case_id, check_case  # noqa: E402
+from tests.rulescore.rules.test_linalg import sym_gap  # noqa: E402
 from tests.zygotepy.finite_differences import fd  # noqa: E402
 
 N = 4
@@ -41,6 +42,19 @@ def case(f: Any, args: tuple[Any, ...], name: str = "", **options: Any) -> RuleC
 
 CASES = [
     case(sl.expm, (S.arrays(shape=(3, 3), min_value=-1, max_value=1),)),
+    case(sl.expm_frechet, (SMALL, S.arrays(shape=(3, 3)))),
+    case(sl.expm_frechet, (SMALL, S.arrays(shape=(3, 3))), "frechet-only", kwargs={"compute_expm": False}),
+    case(sl.expm_frechet, (S.arrays(shape=(2, 3, 3), min_value=-0.5, max_value=0.5),
+                           S.arrays(shape=(2, 3, 3))), "batched"),
+    # eigenvectors: the drivers whose signs are smooth in the matrix (evr, the default, flips
+    # them; test_eigh_subsets_through_zygotepy checks it with a gauge-invariant loss)
+    case(sl.eigh, (sym_gap(3),), kwargs={"driver": "evd"}),
+    case(sl.eigh, (sym_gap(3),), "eigvals-only-upper", kwargs={"eigvals_only": True, "lower": False}),
+    case(sl.eigh, (sym_gap(4),), "subset-by-index", kwargs={"subset_by_index": [1, 2], "driver": "evx"}),
+    case(sl.eigh, (sym_gap(4),), "subset-by-index-values",
+         kwargs={"subset_by_index": (0, 1), "eigvals_only": True}),
+    case(sl.eigh, (sym_gap(4),), "subset-by-value",
+         kwargs={"subset_by_value": (-np.inf, 0.1), "driver": "evx"}),
     case(sl.logm, (SPD,), "spd"),
     case(sl.sqrtm, (SPD,), "spd"),
     case(sl.inv, (WELL,)),
@@ -125,6 +139,55 @@ def matrix_functions(theta: np.ndarray) -> Any:
 def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
     np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
+
+
+def eigh_subsets(theta: np.ndarray) -> Any:
+    """Gauge-invariant uses of eigh's subsets: the projector on two middle eigenvectors, the
+    eigenvalues below 1 and the lowest one."""
+    a = np.array([[2.0 + theta[0], 0.3, theta[1]], [0.3, 1.0, 0.2], [theta[1], 0.2, -0.5]])
+    w, v = sl.eigh(np.kron(np.diag([1.0, 2.0]), a), subset_by_index=[2, 3])
+    projector = v @ v.T
+    low = sl.eigh(a, subset_by_value=(-np.inf, 1.0), eigvals_only=True)
+    return np.sum(projector * np.arange(36.0).reshape(6, 6)) + np.sum(w ** 2) + np.sum(low) + sl.eigh(
+        a, eigvals_only=True, lower=False, subset_by_index=[0, 0])[0] ** 3
+
+
+def test_eigh_subsets_through_zygotepy() -> None:
+    theta = np.array([0.3, -0.4])
+    (g,) = zp.gradient(eigh_subsets, theta)
+    np.testing.assert_allclose(g, fd(eigh_subsets, theta), rtol=1e-6, atol=1e-8)
+
+
+def test_eigh_refuses_the_generalised_problem_and_stacks() -> None:
+    with pytest.raises(NotImplementedError, match="standard problem only"):
+        rc.rrule(sl.eigh, np.eye(2), np.eye(2))
+    with pytest.raises(NotImplementedError, match="takes one matrix"):
+        rc.rrule(sl.eigh, np.stack([np.eye(2), np.eye(2)]))
+
+
+def test_expm_frechet_and_eigh_match_jax() -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jsl = pytest.importorskip("jax.scipy.linalg")
+    a = np.array([[0.2, 0.3, -0.1], [0.1, -0.4, 0.2], [0.3, 0.0, 0.1]])
+    e = np.array([[1.0, -0.5, 0.2], [0.3, 0.4, -1.0], [0.0, 0.6, 0.5]])
+    w1, w2 = np.cos(np.arange(9.0)).reshape(3, 3), np.sin(np.arange(9.0)).reshape(3, 3)
+    _, back = rc.rrule(sl.expm_frechet, a, e)
+    ours = back(rc.Tangent[tuple](w1, w2))[1:]
+    def total(a: Any, e: Any) -> Any:
+        expm_a, frechet = jsl.expm_frechet(a, e)
+        return (expm_a * w1).sum() + (frechet * w2).sum()
+
+    theirs = jax.grad(total, argnums=(0, 1))(a, e)
+    for o, t in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(o, np.asarray(t), rtol=1e-8, atol=1e-12)
+    s = a + a.T
+    _, back = rc.rrule(sl.eigh, s, eigvals_only=True)
+    (ours_s,) = back(np.array([1.0, -2.0, 0.5]))[1:]
+    theirs_s = jax.grad(lambda m: jsl.eigh(m, eigvals_only=True) @ np.array([1.0, -2.0, 0.5]))(s)
+    # JAX symmetrises; the rule folds onto the lower triangle it reads: same on symmetric directions
+    t = np.asarray(theirs_s)
+    np.testing.assert_allclose(ours_s, np.tril(t + t.T) - np.diag(np.diag(t)), rtol=1e-8, atol=1e-12)
 
 
 # (JAX has no gradient for sqrtm)
