@@ -207,6 +207,10 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             return y
     if recurse:
         target = top.python_target(fn, top.with_params)
+        if target is None and fn is operator.getitem:
+            method = _python_dunder(type(unbox_all(args[0])), "__getitem__")  # np.r_[a, b]
+            if method is not None:
+                return call(method, *args)
         if target is not None:
             if top.log is not None:
                 log_call(top, fn, args, "traced through")

@@ -28,7 +28,10 @@ from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
-_SKIP_MODULES = ("numpy", "scipy", "zygotepy")
+_SKIP_MODULES = ("zygotepy",)
+#: Libraries whose Python code is differentiated through when no rule applies, but only for calls
+#: that receive a traced value (a constant call runs as it is, at full speed).
+_LIBRARY_MODULES = ("numpy", "scipy")
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -41,8 +44,11 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-#: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
+#: The engine's code, called as it is.
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
+_LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
+#: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
+_DISPATCHER = type(np.diff)
 
 
 def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
@@ -213,13 +219,24 @@ def _skipped(fn: Any) -> bool:
 
 
 def python_target(fn: Any, params: bool = False) -> Any:
-    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
+    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code.
+
+    NumPy's and SciPy's Python functions are differentiated through too (NumPy's dispatching
+    functions through their Python implementation), but only when they receive a traced value:
+    a call on constants runs the library code as it is."""
     tf = type(fn)
     if tf is types.FunctionType:
         filename = fn.__code__.co_filename
         if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
-        return None if _skipped(fn) else transformed(fn, params)
+        if _skipped(fn):
+            return None
+        if filename.startswith(_LIBRARY_DIRS):
+            return _library_target(fn, transformed(fn, params))
+        return transformed(fn, params)
+    if tf is _DISPATCHER:
+        implementation = fn._implementation
+        return python_target(implementation, params) if type(implementation) is types.FunctionType else None
     if tf is type:
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
@@ -231,6 +248,20 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+def _library_target(fn: types.FunctionType, target: Any) -> Any:
+    """Run library code rewritten when a traced value is among the arguments (inside
+    containers and objects too: a frozen SciPy distribution holds its parameters), else as it is."""
+    if target is fn:
+        return None  # no source (a compiled or generated function): the caller refuses it
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if _dispatch.innermost(LEVELS.get(), args, kwargs, True) is None:
+            return fn(*args, **kwargs)
+        return target(*args, **kwargs)
+
+    return run
 
 
 def _constructor(cls: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)
