@@ -24,7 +24,7 @@ from rulescore._checks import callable_name
 from zygotepy import _dispatch
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import WeakBoundedCache
-from zygotepy._errors import UntraceableError, user_code
+from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
@@ -232,11 +232,13 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if _skipped(fn):
             return None
         if filename.startswith(_LIBRARY_DIRS):
-            return _library_target(fn, transformed(fn, params))
+            return _library_target(fn, fn, params)
         return transformed(fn, params)
     if tf is _DISPATCHER:
         implementation = fn._implementation
-        return python_target(implementation, params) if type(implementation) is types.FunctionType else None
+        if type(implementation) is types.FunctionType and not _skipped(implementation):
+            return _library_target(fn, implementation, params)
+        return None
     if tf is type:
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
@@ -250,16 +252,24 @@ def python_target(fn: Any, params: bool = False) -> Any:
     return None
 
 
-def _library_target(fn: types.FunctionType, target: Any) -> Any:
-    """Run library code rewritten when a traced value is among the arguments (inside
-    containers and objects too: a frozen SciPy distribution holds its parameters), else as it is."""
+def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
+    """Run library code (``fn``, the code of ``public``) rewritten when a traced value is among
+    the arguments (inside containers and objects too: a frozen SciPy distribution holds its
+    parameters), else as it is. Errors inside it name ``public``, the function the user called."""
+    target = transformed(fn, params)
     if target is fn:
         return None  # no source (a compiled or generated function): the caller refuses it
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if _dispatch.innermost(LEVELS.get(), args, kwargs, True) is None:
             return fn(*args, **kwargs)
-        return target(*args, **kwargs)
+        if LIBRARY_CALL.get() is not None:
+            return target(*args, **kwargs)
+        token = LIBRARY_CALL.set((public, args))
+        try:
+            return target(*args, **kwargs)
+        finally:
+            LIBRARY_CALL.reset(token)
 
     return run
 

@@ -925,7 +925,7 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     np.eye, np.identity, np.tri, np.logspace, np.geomspace, np.indices,
     np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
-    np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes,
+    np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes, np.broadcast,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
 )
 
