@@ -57,7 +57,7 @@ def parameters_of(f: Any, args: tuple[Any, ...] = ()) -> inspect.Signature | Non
         return _signature(f)
     if isinstance(declared, inspect.Signature):
         return declared
-    return declared(args)  # type: ignore[no-any-return]
+    return declared(args)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -299,7 +299,7 @@ def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: 
     if library is not None:
         outer = public_name(*library)
         raise UntraceableError(
-            f"{name} has no rrule and is compiled code, but it received a traced value as "
+            f"{name} has no rrule and cannot be differentiated through, but it received a traced value as "
             f"{', '.join(where)} inside {outer}, which has no rule and was differentiated through "
             f"its source. Register a rule for {outer}: @rulescore.rrule.register({outer}) (see "
             "docs/writing-rules.md), or keep traced values out of this call."
@@ -323,9 +323,10 @@ def public_name(fn: Any, args: tuple[Any, ...] = ()) -> str:
         ('numpy.ndarray.partition', 'numpy.diff')
     """
     owner = args[0] if args else None
-    if (type(fn) is types.FunctionType and owner is not None and not isinstance(owner, type)
-            and getattr(type(owner), fn.__name__, None) is fn):
-        return callable_name(types.MethodType(fn, owner))
+    attribute = getattr(fn, "__name__", "") if type(fn) is types.FunctionType else ""
+    if attribute and owner is not None and not isinstance(owner, type) and (
+            getattr(type(owner), attribute, None) is fn):
+        return callable_name(getattr(owner, attribute))  # the method bound to the instance again
     name = callable_name(fn)
     for private, public in (("_operator.", "operator."), ("ndarray.", "numpy.ndarray.")):
         if name.startswith(private):

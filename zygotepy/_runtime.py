@@ -49,6 +49,9 @@ _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 _LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
 #: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
 _DISPATCHER = type(np.diff)
+#: Library functions never differentiated through: they build arrays from another array's memory
+#: (a traced value has none), so they need a rule on the function that calls them.
+_OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 
 
 def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
@@ -232,7 +235,9 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if _skipped(fn):
             return None
         if filename.startswith(_LIBRARY_DIRS):
-            return _library_target(fn, fn, params)
+            if is_generated(fn.__code__):
+                return fn  # a lambda or nested function of library code already rewritten
+            return None if fn in _OPAQUE else _library_target(fn, fn, params)
         return transformed(fn, params)
     if tf is _DISPATCHER:
         implementation = fn._implementation
@@ -256,9 +261,7 @@ def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
     """Run library code (``fn``, the code of ``public``) rewritten when a traced value is among
     the arguments (inside containers and objects too: a frozen SciPy distribution holds its
     parameters), else as it is. Errors inside it name ``public``, the function the user called."""
-    target = transformed(fn, params)
-    if target is fn:
-        return None  # no source (a compiled or generated function): the caller refuses it
+    target = transformed(fn, params)  # fn itself without source: then operator overloading only
 
     def run(*args: Any, **kwargs: Any) -> Any:
         if _dispatch.innermost(LEVELS.get(), args, kwargs, True) is None:

@@ -516,7 +516,7 @@ def distribution_parameters(args: tuple[Any, ...], first: str = "x", scale: bool
                               _parameter("loc", 0.0), *([_parameter("scale", 1.0)] if scale else [])])
 
 
-for _method, _, _ in _METHODS:
+for _method in [entry[0] for entry in _METHODS]:
     declare_parameters(_method, functools.partial(
         distribution_parameters, first="q" if _method is st.rv_continuous.ppf else "x"))
 declare_parameters(st.rv_discrete.logpmf, functools.partial(distribution_parameters, first="k", scale=False))

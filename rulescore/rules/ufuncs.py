@@ -6,7 +6,7 @@ the others (``absolute`` and ``conjugate``, not holomorphic; the two-output
 ``divmod``/``modf``/``frexp``; ``np.real``/``np.imag``/``np.angle``), and the ufuncs with no
 derivative (:data:`NON_DIFFERENTIABLE`: ``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``,
 comparisons, ``logical_*``, ``isnan``/``isinf``/``isfinite``, bitwise operations,
-``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``nextafter``, ``gcd``, ``lcm``, ...).
+``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``gcd``, ``lcm``, ...).
 The generalised ufuncs ``matmul``/``vecdot``/``matvec``/``vecmat`` are in
 :mod:`rulescore.rules.contractions`.
 
@@ -434,7 +434,7 @@ def angle_frule(tangents: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
 
 _NON_DIFFERENTIABLE_NAMES = (
     "sign", "floor", "ceil", "trunc", "rint", "floor_divide", "heaviside", "signbit", "spacing",
-    "nextafter", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "isnat", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_count", "invert", "left_shift",
     "right_shift", "gcd", "lcm",
