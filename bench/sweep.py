@@ -10,7 +10,7 @@ output's real floats in every float argument and records one of:
 - ``rule``: a registered rule differentiates the call, and agrees with finite differences;
 - ``traced``: no rule; zygotepy differentiated the function's Python source, and agrees;
 - ``refused``: zygotepy raised ``UntraceableError``; the reason is its message;
-- ``no float output``: the calls made return integers, booleans or nothing;
+- ``no float output``: the calls made return integers, booleans or nothing (or take no float);
 - ``not called``: no argument pattern of the sweep is a valid call (a string, a callable or a
   shape is needed), or the function is excluded (I/O, configuration, printing);
 - ``WRONG`` / ``ERROR``: a gradient that disagrees with finite differences, or an exception
@@ -70,11 +70,6 @@ EXCLUDED = frozenset({
     "scipy.linalg.get_blas_funcs", "scipy.linalg.get_lapack_funcs", "scipy.linalg.find_best_blas_type",
 })
 
-#: Functions whose first valid pattern is not a meaningful call: the arguments to use instead.
-SPECIAL_ARGS: dict[str, tuple[Any, ...]] = {
-    "numpy.kaiser": (5, 0.62),  # a window length, and the shape parameter
-}
-
 #: Distributions and their shape parameters (values inside every method's domain).
 DISTRIBUTIONS = {
     "norm": (), "t": (4.5,), "gamma": (2.5,), "beta": (2.2, 3.1), "expon": (), "laplace": (),
@@ -103,6 +98,22 @@ MATRIX_PATTERNS = (
     (_M[0],), (_M[0], _M[1]), (_M[0], _V[0]), (_V[0],), (_V[0], _V[1]), (_M[0], 1),
     (_V[0], _S[0]), (_V[0], 1), (_S[0],),
 )
+
+#: Functions whose first valid pattern is not a meaningful call: the arguments to use instead.
+SPECIAL_ARGS: dict[str, tuple[Any, ...]] = {
+    "numpy.kaiser": (5, 0.62),  # a window length, and the shape parameter
+    "numpy.acosh": (_V[0] + 1.0,), "numpy.arccosh": (_V[0] + 1.0,),  # defined from 1
+    "numpy.reshape": (_M[0], (9,)), "numpy.moveaxis": (_M[0], 0, 1), "numpy.swapaxes": (_M[0], 0, 1),
+    "numpy.broadcast_to": (_V[0], (2, 3)), "numpy.einsum": ("ij,jk->ik", _M[0], _M[1]),
+    "numpy.take_along_axis": (_V[0], np.array([2, 0, 1]), 0), "numpy.polyfit": (_V[0], _V[1], 1),
+    "numpy.full": ((3,), _S[0]), "numpy.choose": (np.array([0, 1, 0]), (_V[0], _V[1])),
+    "numpy.put_along_axis": (_V[0], np.array([2]), _S[0], 0),
+    "scipy.special.polygamma": (1, _V[0]), "scipy.special.eval_hermite": (2, _V[0]),
+    "scipy.special.eval_hermitenorm": (2, _V[0]), "scipy.special.lpmv": (0.0, 1.5, _V[0]),
+    "scipy.special.eval_sh_jacobi": (2, 3.5, 1.5, _V[0]), "scipy.special.smirnov": (3, _V[0]),
+    "scipy.special.smirnovi": (3, _V[0]), "scipy.special.ndtri_exp": (-_V[0],),
+    "scipy.special.stirling2": (np.array([5, 6]), 2),
+}
 
 H = 1e-6
 RTOL = 1e-4
@@ -197,7 +208,12 @@ def check(f: Any, args: tuple[Any, ...]) -> tuple[str, str]:
     import zygotepy as zp
     from rulescore import RuleError
 
-    positions = [i for i, a in enumerate(args) if isinstance(a, (float, np.ndarray))]
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)  # some write into them
+    pristine = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    positions = [i for i, a in enumerate(args)
+                 if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f")]
+    if not positions:
+        return "no float output", "no float argument to differentiate in the calls made"
     how = "rule" if _has_rule(f, args) else "traced"
 
     def loss(*floats: Any) -> Any:
@@ -219,7 +235,7 @@ def check(f: Any, args: tuple[Any, ...]) -> tuple[str, str]:
     except Exception as err:  # noqa: BLE001  (recorded: the test fails on it)
         return "ERROR", f"{type(err).__name__}: {_reason(err)}"
     try:
-        want = _fd(f, args, positions)
+        want = _fd(f, pristine, positions)
     except Exception:  # noqa: BLE001  (a neighbouring point is outside the domain)
         return "not called", "finite differences are undefined at the sweep's point"
     for i, (g, w) in enumerate(zip(grads, want, strict=True)):
@@ -249,9 +265,7 @@ def _pattern_call(f: Any, patterns: tuple[tuple[Any, ...], ...]) -> tuple[tuple[
 def sweep_function(name: str, f: Any, patterns: tuple[tuple[Any, ...], ...]) -> tuple[str, str]:
     if name in EXCLUDED:
         return "not called", "excluded: I/O, printing, configuration, uninitialized values or a callable"
-    if name in SPECIAL_ARGS:
-        return check(f, SPECIAL_ARGS[name])
-    args, integer_only = _pattern_call(f, patterns)
+    args, integer_only = _pattern_call(f, (SPECIAL_ARGS[name],) if name in SPECIAL_ARGS else patterns)
     if args is None:
         if integer_only:
             return "no float output", "returns integers, booleans or nothing"
