@@ -46,8 +46,9 @@ def parameters_of(f: Any, args: tuple[Any, ...] = ()) -> inspect.Signature | Non
         >>> import numpy as np, rulescore as rc
         >>> list(rc.parameters_of(np.clip).parameters)[:3]
         ['a', 'a_min', 'a_max']
-        >>> rc.parameters_of(np.add) is None   # a ufunc: its operands are positional only
-        True
+        >>> list(rc.parameters_of(np.add).parameters)[:3]   # a ufunc: operands positional only
+        ['x1', 'x2', 'out']
+
     """
     try:
         declared = _DECLARED.get(f)

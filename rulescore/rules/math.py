@@ -317,6 +317,7 @@ RULES: tuple[RulePair, ...] = (
     partials_rules(math.atan2, atan2_partials),
     partials_rules(math.pow, pow_partials),
     partials_rules(math.copysign, ufuncs.copysign_partials),
+    partials_rules(math.nextafter, ufuncs.nextafter_partials),
     partials_rules(math.fmod, ufuncs.fmod_partials),
     partials_rules(math.remainder, ufuncs.fmod_partials),
     partials_rules(math.ldexp, ufuncs.ldexp_partials),

@@ -266,6 +266,11 @@ def copysign_partials(x: Any, y: Any) -> Any:
     return np.copysign(1.0, x) * np.copysign(1.0, y), _ZT
 
 
+def nextafter_partials(x: Any, y: Any) -> Any:
+    """``nextafter(x, y)`` is ``x`` moved by one ulp toward ``y``: slope one in ``x``, none in ``y``."""
+    return 1.0 + 0.0 * np.add(x, y), _ZT
+
+
 def fmod_partials(x: Any, y: Any, result: Any) -> Any:
     """``fmod(x, y) = x - n * y`` for the integer ``n = rint((x - result) / y)``."""
     return 1, -np.rint((x - result) / y)
@@ -495,6 +500,7 @@ RULES: tuple[RulePair, ...] = (
     partials_rules(np.fmax, fmax_partials, **_UFUNC),
     partials_rules(np.fmin, fmin_partials, **_UFUNC),
     partials_rules(np.copysign, copysign_partials, **_UFUNC),
+    partials_rules(np.nextafter, nextafter_partials, **_UFUNC),
     partials_rules(np.fmod, fmod_partials, **_UFUNC),
     partials_rules(np.remainder, remainder_partials, **_UFUNC),
     partials_rules(np.ldexp, ldexp_partials, **_UFUNC),

@@ -73,6 +73,7 @@ CASES = [
     case(math.pow, (R(0.5, 3.0), F), "float"),
     case(math.pow, (F, 3), "int-exponent"),
     case(math.copysign, (away0(), away0())),
+    case(math.nextafter, (away0(), away0())),
     case(math.fmod, (R(2.3, 2.6), R(0.97, 1.0)), "positive"),
     case(math.fmod, (R(-2.6, -2.3), R(0.97, 1.0)), "negative"),
     case(math.remainder, (R(2.1, 2.3), R(0.97, 1.0))),

@@ -93,6 +93,7 @@ BINARY = [
     (np.add, R, R), (np.subtract, R, R), (np.multiply, R, R), (np.divide, R, AWAY0),
     (np.power, (0.5, 3.0), R), (np.float_power, (0.5, 3.0), R), (np.arctan2, R, (0.3, 3.0)),
     (np.hypot, AWAY0, R), (np.logaddexp, R, R), (np.logaddexp2, R, R), (np.copysign, AWAY0, AWAY0),
+    (np.nextafter, R, R),
     (np.fmod, (2.3, 2.6), (0.97, 1.0)), (np.remainder, (2.3, 2.6), (0.97, 1.0)),
 ]
 
