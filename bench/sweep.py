@@ -113,6 +113,8 @@ SPECIAL_ARGS: dict[str, tuple[Any, ...]] = {
     "scipy.special.eval_sh_jacobi": (2, 3.5, 1.5, _V[0]), "scipy.special.smirnov": (3, _V[0]),
     "scipy.special.smirnovi": (3, _V[0]), "scipy.special.ndtri_exp": (-_V[0],),
     "scipy.special.stirling2": (np.array([5, 6]), 2),
+    "numpy.interp": (_V[0], np.sort(_V[1]), _V[2]),  # the sample points must increase
+    "scipy.special.yn": (1, _V[0] + 0.5), "scipy.special.jn": (1, _V[0] + 0.5),  # integer orders
 }
 
 H = 1e-6

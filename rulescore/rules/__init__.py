@@ -2,7 +2,8 @@
 :class:`rulescore.RulePair`), registered by the one loop below.
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.contractions`,
-:mod:`.reductions`, :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`; :mod:`.fft` and :mod:`.random` when
+:mod:`.reductions`, :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.numeric`,
+:mod:`.ufunc_methods`; :mod:`.fft` and :mod:`.random` when
 ``numpy.fft`` and ``numpy.random`` are first imported; the SciPy families (:mod:`.scipy_special`,
 :mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`, :mod:`.scipy_integrate`) when SciPy
 imports them (:mod:`._optional`).
@@ -16,7 +17,7 @@ from rulescore.rules._optional import watch
 from rulescore.rules.random import register_random
 
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "contractions", "reductions", "shape",
-            "indexing", "linalg", "fft", "random")
+            "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods")
 
 #: Families for modules NumPy imports only on first use, registered then (importing the module
 #: costs time ``import rulescore`` should not pay): family -> module.

@@ -66,6 +66,10 @@ _DESCRIPTIONS = {
     "indexing": "Indexing (`operator.getitem`, `getattr`) and its scatter primitives.",
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
+    "numeric": "NumPy's numerical routines: `diff`, `gradient`, `convolve`, `correlate`, `interp`, "
+               "`select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, `np.r_`/`np.c_`, "
+               "`x.item()`/`x.tolist()`, rounding.",
+    "ufunc_methods": "The methods of differentiable binary ufuncs: `reduce`, `accumulate`, `outer`.",
     "scipy_special": "`scipy.special` (registered when SciPy imports it).",
     "scipy_stats": "`scipy.stats` distributions: methods of `rv_continuous`/`rv_discrete` and the "
                    "multivariate generators, one signature per distribution class (registered when "

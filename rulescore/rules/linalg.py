@@ -28,8 +28,11 @@ The rules differentiate the factors LAPACK returns, which are locally smooth for
 eigenvalues / singular values and full-rank input; for complex ``svd`` the cotangent is assumed
 gauge invariant (the loss does not depend on the joint phase of ``u_i`` and ``v_i``).
 
-Not covered (no rule): ``qr(mode='raw')``, ``qr(mode='complete')`` of tall matrices and
-``svd(full_matrices=True)`` of non-square matrices (the extra columns are not unique), and
+``svd(full_matrices=True)`` of a non-square matrix (NumPy's default) differentiates in reverse
+mode when the result uses only the singular values and the first ``min(m, n)`` singular vectors;
+a non-zero cotangent of the extra vectors (not unique) is refused, and so is the frule.
+
+Not covered (no rule): ``qr(mode='raw')``, ``qr(mode='complete')`` of tall matrices, and
 ``matrix_rank`` (registered as non-differentiable).
 """
 
@@ -559,23 +562,42 @@ def _svd_frule(a: Any, u: Any, s: Any, vh: Any, adot: Any) -> tuple[Any, Any, An
 
 
 def _svd_check(a: Any, full_matrices: bool, compute_uv: bool) -> None:
+    """The frule of ``svd(full_matrices=True)`` of a non-square matrix has no answer (the
+    extra singular vectors are not unique, so neither are their tangents)."""
     m, n = a.shape[-2], a.shape[-1]
     if compute_uv and full_matrices and m != n:
-        raise NotImplementedError(f"no rule for svd(full_matrices=True) of a {m}x{n} matrix (the "
-                                  "extra singular vectors are not unique): pass full_matrices=False")
+        raise NotImplementedError(f"numpy.linalg.svd's frule: no tangent for the extra singular vectors "
+                                  f"of svd(full_matrices=True) of a {m}x{n} matrix (they are not "
+                                  "unique): pass full_matrices=False")
+
+
+def _thin_part(t: Any, k: int, axis: int, name: str) -> Any:
+    """The cotangent of the first ``k`` singular vectors of a full SVD factor (None if zero);
+    refuses a non-zero cotangent of the extra vectors, which are not unique."""
+    if t is None or np.shape(t)[axis] == k:
+        return t
+    extra = t[..., k:] if axis == -1 else t[..., k:, :]
+    if isinstance(extra, np.ndarray) and np.any(extra != 0):
+        raise NotImplementedError(
+            f"numpy.linalg.svd(full_matrices=True): the result depends on the extra {name} "
+            "(beyond min(m, n)), which are not unique, so it has no derivative; use only the first "
+            "min(m, n) singular vectors, or pass full_matrices=False")
+    return t[..., :k] if axis == -1 else t[..., :k, :]
 
 
 def svd_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.svd, args, kwargs)
     a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
     a_ = _arr(a)
-    _svd_check(a_, full, uv)
     out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
     u, s, vh = out if uv else LA.svd(a_, full_matrices=False, hermitian=herm)
+    k = s.shape[-1]
+    u, vh = u[..., :k], vh[..., :k, :]  # the thin factors (a full SVD's extra vectors are not unique)
 
     def svd_pullback(ybar: Any) -> Any:
         if uv:
-            parts = (_part(ybar, 0, "U"), _part(ybar, 1, "S"), _part(ybar, 2, "Vh"))
+            parts = (_thin_part(_part(ybar, 0, "U"), k, -1, "columns of U"), _part(ybar, 1, "S"),
+                     _thin_part(_part(ybar, 2, "Vh"), k, -2, "rows of Vh"))
         else:
             parts = (None, ybar, None)
         if all(x is None for x in parts):

@@ -514,6 +514,59 @@ def block_diag_frule(tangents: Any, *arrs: Any) -> Any:
     return y, project(y, sl.block_diag(*dots))
 
 
+# -- solve_banded -------------------------------------------------------------------------------
+
+def _band_positions(l_and_u: Any, n: int) -> tuple[Any, Any, Any]:
+    """For the dense ``n x n`` matrix: the row of banded storage each entry sits in, and which
+    entries lie in the band (``A[i, j] = ab[u + i - j, j]``)."""
+    lower, upper = (int(v) for v in l_and_u)
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    r = upper + i - j
+    inside = (r >= 0) & (r <= lower + upper)
+    return np.where(inside, r, 0), j, inside
+
+
+def _band_to_dense(l_and_u: Any, ab: Any) -> Any:
+    r, j, inside = _band_positions(l_and_u, np.shape(ab)[-1])
+    return np.where(inside, ab[r, j], 0.0)
+
+
+def _dense_to_band(l_and_u: Any, g: Any, shape: tuple[int, ...]) -> Any:
+    """The cotangent of ``ab`` from that of the dense matrix (entries outside the band, which
+    LAPACK never reads, get zero)."""
+    lower, upper = (int(v) for v in l_and_u)
+    n = shape[-1]
+    rows, cols = np.meshgrid(np.arange(lower + upper + 1), np.arange(n), indexing="ij")
+    i = rows - upper + cols
+    used = (i >= 0) & (i < n)
+    return np.where(used, g[np.where(used, i, 0), cols], 0.0)
+
+
+def solve_banded_rrule(l_and_u: Any, ab: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    """The dense adjoint (``bbar = A^-T xbar``, ``Abar = -bbar x^T``) read back into the band."""
+    _real(sl.solve_banded, ab, b)
+    x = sl.solve_banded(l_and_u, ab, b, *args, **kwargs)
+    a = _band_to_dense(l_and_u, np.asarray(ab, dtype=float))
+
+    def solve_banded_pullback(ybar: Any) -> Any:
+        m = np.linalg.solve(_t(a), _as_matrix(ybar))
+        abar = _dense_to_band(l_and_u, -m @ _t(_as_matrix(x)), np.shape(ab))
+        return (NoTangent(), NoTangent(), project(ab, abar), project(b, np.reshape(m, np.shape(b))),
+                *(NoTangent() for _ in args))
+
+    return x, solve_banded_pullback
+
+
+def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    _real(sl.solve_banded, ab, b)
+    x = sl.solve_banded(l_and_u, ab, b, *args, **kwargs)
+    a = _band_to_dense(l_and_u, np.asarray(ab, dtype=float))
+    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[3]) else _as_matrix(tangents[3])
+    if not _zero(tangents[2]):
+        rhs = rhs - _band_to_dense(l_and_u, np.asarray(tangents[2], dtype=float)) @ _as_matrix(x)
+    return x, project(x, np.reshape(np.linalg.solve(a, rhs), np.shape(x)))
+
+
 RULES: tuple[RulePair, ...] = (
     RulePair(sl.expm, expm_rrule, expm_frule),
     RulePair(sl.logm, logm_rrule, logm_frule),
@@ -529,4 +582,5 @@ RULES: tuple[RulePair, ...] = (
     RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
     RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
     RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),
+    RulePair(sl.solve_banded, solve_banded_rrule, solve_banded_frule),
 )

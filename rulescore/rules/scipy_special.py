@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 
-from rulescore._helpers import partials_rules
+from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
@@ -195,6 +195,71 @@ def multigammaln_frule(tangents: Any, a: Any, d: int) -> Any:
     return y, project(y, tangents[1] * _multidigamma(a, d))
 
 
+# -- Bessel functions, rgamma, gammasgn, betainc (autograd's scipy.special coverage) -----------
+# Orders: jv/iv/ive differentiate in a float order v by a central difference (no closed form);
+# yn's order is an integer (NoTangent). betainc has no closed form in a and b either.
+
+def j0_partials(x: Any) -> Any:
+    return -sp.j1(x)
+
+
+def j1_partials(x: Any) -> Any:
+    return (sp.j0(x) - sp.jv(2, x)) / 2
+
+
+def y0_partials(x: Any) -> Any:
+    return -sp.y1(x)
+
+
+def y1_partials(x: Any) -> Any:
+    return (sp.y0(x) - sp.yn(2, x)) / 2
+
+
+def _order_step(v: Any) -> Any:
+    return 1e-3 * np.maximum(np.abs(v), 1)
+
+
+def jv_partials(v: Any, x: Any) -> Any:
+    return _central_difference(sp.jv, (v, x), 0, _order_step(v)), (sp.jv(v - 1, x) - sp.jv(v + 1, x)) / 2
+
+
+def iv_partials(v: Any, x: Any) -> Any:
+    return _central_difference(sp.iv, (v, x), 0, _order_step(v)), (sp.iv(v - 1, x) + sp.iv(v + 1, x)) / 2
+
+
+def ive_partials(v: Any, x: Any, result: Any) -> Any:
+    dx = (sp.ive(v - 1, x) + sp.ive(v + 1, x)) / 2 - np.sign(x) * result
+    return _central_difference(sp.ive, (v, x), 0, _order_step(v)), dx
+
+
+def rgamma_partials(x: Any, result: Any) -> Any:
+    """``-psi(x) / gamma(x)``; at the poles of gamma (where rgamma is 0) the limit
+    ``(-1)^n n!`` for ``x = -n``."""
+    pole = (x <= 0) & (x == np.round(x))
+    n = np.where(pole, -x, 0)
+    at_pole = np.where(np.mod(n, 2) == 0, 1.0, -1.0) * sp.gamma(n + 1)
+    return np.where(pole, at_pole, -sp.digamma(np.where(pole, 0.5, x)) * result)
+
+
+def betainc_partials(a: Any, b: Any, x: Any) -> Any:
+    density = np.exp(sp.xlogy(a - 1, x) + sp.xlog1py(b - 1, -x) - sp.betaln(a, b))
+    return (_central_difference(sp.betainc, (a, b, x), 0, 1e-3 * np.abs(a)),
+            _central_difference(sp.betainc, (a, b, x), 1, 1e-3 * np.abs(b)), density)
+
+
+def yn_rrule(n: Any, x: Any) -> Any:
+    def yn_pullback(ybar: Any) -> Any:
+        dx = (sp.yn(np.subtract(n, 1), x) - sp.yn(np.add(n, 1), x)) / 2
+        return NoTangent(), NoTangent(), proj(x, ybar * dx)
+
+    return sp.yn(n, x), yn_pullback
+
+
+def yn_frule(tangents: Any, n: Any, x: Any) -> Any:
+    y = sp.yn(n, x)
+    return y, project(y, tangents[2] * (sp.yn(np.subtract(n, 1), x) - sp.yn(np.add(n, 1), x)) / 2)
+
+
 # -- softmax and log_softmax -----------------------------------------------------------------
 
 def _axis_sum(v: Any, axis: Any) -> Any:
@@ -273,4 +338,15 @@ RULES: tuple[RulePair, ...] = (
     partials_rules(sp.gammaincc, gammaincc_partials),
     RulePair(sp.softmax, softmax_rrule, softmax_frule),
     RulePair(sp.log_softmax, log_softmax_rrule, log_softmax_frule),
+    partials_rules(sp.j0, j0_partials),
+    partials_rules(sp.j1, j1_partials),
+    partials_rules(sp.y0, y0_partials),
+    partials_rules(sp.y1, y1_partials),
+    partials_rules(sp.jv, jv_partials),
+    partials_rules(sp.iv, iv_partials),
+    partials_rules(sp.ive, ive_partials),
+    RulePair(sp.yn, yn_rrule, yn_frule),
+    partials_rules(sp.rgamma, rgamma_partials),
+    partials_rules(sp.betainc, betainc_partials),
+    non_differentiable_rules(sp.gammasgn),
 )

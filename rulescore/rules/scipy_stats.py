@@ -19,9 +19,10 @@ Parameters are accepted positionally and by keyword (``norm.logpdf(x, loc=mu, sc
 pullback returns cotangents for the positional ones (an engine binds keywords itself).
 
 Also ``multivariate_normal.logpdf``/``pdf`` in ``x``, ``mean`` and ``cov`` (SciPy reads only the
-lower triangle of ``cov``, and so does the cotangent), ``dirichlet.logpdf`` in ``x`` and
-``alpha``, and ``logpmf`` of ``poisson`` (``mu``), ``binom`` (``p``) and ``nbinom`` (``n``,
-``p``); counts and ``loc`` of discrete distributions get ``NoTangent()``.
+lower triangle of ``cov``, and so does the cotangent) and ``multivariate_normal.entropy`` in
+``cov``, ``dirichlet.logpdf``/``pdf`` in ``x`` and ``alpha``, ``logpmf``/``pmf`` of ``poisson``
+(``mu``), ``binom`` (``p``) and ``nbinom`` (``n``, ``p``), and ``poisson.cdf`` in ``mu``; counts
+and ``loc`` of discrete distributions get ``NoTangent()``. ``chi2`` has every continuous method.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.stats as st
@@ -44,7 +45,7 @@ import scipy.stats as st
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import proj
 
 Partials = tuple[Any, ...]
@@ -94,6 +95,13 @@ def beta_logpdf_partials(z: Any, a: Any, b: Any) -> Partials:
             np.where(inside, np.log1p(-safe) - sp.digamma(b) + dab, 0.0))
 
 
+def chi2_logpdf_partials(z: Any, df: Any) -> Partials:
+    inside = z > 0
+    safe = np.where(inside, z, 1.0)
+    return (np.where(inside, (df / 2 - 1) / safe - 0.5, 0.0),
+            np.where(inside, (np.log(safe / 2) - sp.digamma(df / 2)) / 2, 0.0))
+
+
 def lognorm_logpdf_partials(z: Any, s: Any) -> Partials:
     inside = z > 0
     safe = np.where(inside, z, 1.0)
@@ -140,6 +148,7 @@ CONTINUOUS: dict[type, tuple[Callable[..., Partials], Callable[..., Partials]]] 
     type(st.gamma): (gamma_logpdf_partials, numeric_cdf_partials),
     type(st.beta): (beta_logpdf_partials, numeric_cdf_partials),
     type(st.lognorm): (lognorm_logpdf_partials, lognorm_cdf_partials),
+    type(st.chi2): (chi2_logpdf_partials, numeric_cdf_partials),
 }
 
 
@@ -472,6 +481,101 @@ def dirichlet_logpdf_frule(tangents: Any, dist: Any, x: Any, alpha: Any) -> Any:
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 
+# -- pmf, poisson's cdf, dirichlet.pdf, multivariate_normal.entropy (autograd's coverage) ------
+
+def pmf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
+    """``exp(logpmf)``: the logpmf partials times the pmf."""
+    logp, d = _discrete_partials(dist, k, args, kwds)
+    y = np.exp(logp)
+
+    def pmf_pullback(ybar: Any) -> Any:
+        return (NoTangent(), NoTangent(), NoTangent(),
+                *(_discrete_cotangent(a, ybar * y, p) for a, p in zip(args, d[:len(args)], strict=True)))
+
+    return y, pmf_pullback
+
+
+def pmf_frule(tangents: Any, dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
+    logp, d = _discrete_partials(dist, k, args, kwds)
+    y = np.exp(logp)
+    pairs = [(p, t) for p, t in zip(d, tangents[3:], strict=False) if not isinstance(p, AbstractZero)]
+    return y, _push(y, tuple(y * p for p, _ in pairs), tuple(t for _, t in pairs))
+
+
+def _poisson_cdf_partial(dist: Any, k: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> tuple[Any, Any]:
+    """``d/dmu P(K <= k) = -pmf(floor(k), mu)`` (the loc shifts k: no tangent)."""
+    (mu,), loc, _ = dist._parse_args(*args, **kwds)
+    return dist.cdf(k, *args, **kwds), -st.poisson.pmf(np.floor(np.subtract(k, loc)), mu)
+
+
+def poisson_cdf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
+    y, dmu = _poisson_cdf_partial(dist, k, args, kwds)
+
+    def poisson_cdf_pullback(ybar: Any) -> Any:
+        rest = [NoTangent()] * len(args)
+        if args:
+            rest[0] = proj(args[0], ybar * dmu)
+        return (NoTangent(), NoTangent(), NoTangent(), *rest)
+
+    return y, poisson_cdf_pullback
+
+
+def poisson_cdf_frule(tangents: Any, dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
+    y, dmu = _poisson_cdf_partial(dist, k, args, kwds)
+    return y, _push(y, (dmu,), tuple(tangents[3:4]))
+
+
+def dirichlet_pdf_rrule(dist: Any, x: Any, alpha: Any) -> Any:
+    """``exp(logpdf)``: the logpdf's cotangents for ``ybar * pdf``."""
+    y = dist.pdf(x, alpha)
+    _, back = dirichlet_logpdf_rrule(dist, x, alpha)
+
+    def dirichlet_pdf_pullback(ybar: Any) -> Any:
+        return back(ybar * y)
+
+    return y, dirichlet_pdf_pullback
+
+
+def dirichlet_pdf_frule(tangents: Any, dist: Any, x: Any, alpha: Any) -> Any:
+    y = dist.pdf(x, alpha)
+    _, dlog = dirichlet_logpdf_frule(tangents, dist, x, alpha)
+    return y, project(y, y * dlog)
+
+
+def _entropy_partial(args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+    """``d entropy / d cov``: ``inv(cov) / 2`` in the entries SciPy reads (the lower triangle);
+    ``1 / (2 v)`` per variance of a diagonal; ``dim / (2 v)`` for one isotropic variance."""
+    bound = dict(zip(("mean", "cov"), args, strict=False)) | kwds
+    cov, mean = bound.get("cov", 1), bound.get("mean")
+    if np.ndim(cov) == 0:
+        return (1 if mean is None else np.size(mean)) / (2 * np.asarray(cov, dtype=float))
+    if np.ndim(cov) == 1:
+        return 1 / (2 * np.asarray(cov, dtype=float))
+    return _lower(np.linalg.inv(cov) / 2)
+
+
+def mvn_entropy_rrule(dist: Any, *args: Any, **kwds: Any) -> Any:
+    y = dist.entropy(*args, **kwds)
+
+    def mvn_entropy_pullback(ybar: Any) -> Any:
+        rest: list[Any] = [NoTangent()] * len(args)
+        if args:
+            rest[0] = ZeroTangent()  # the entropy does not depend on the mean
+        if len(args) >= 2:
+            rest[1] = proj(args[1], ybar * _entropy_partial(args, kwds))
+        return (NoTangent(), NoTangent(), *rest)
+
+    return y, mvn_entropy_pullback
+
+
+def mvn_entropy_frule(tangents: Any, dist: Any, *args: Any, **kwds: Any) -> Any:
+    y = dist.entropy(*args, **kwds)
+    cdot = tangents[3] if len(tangents) > 3 else ZeroTangent()
+    if isinstance(cdot, AbstractZero):
+        return y, ZeroTangent()
+    return y, project(y, np.sum(_entropy_partial(args, kwds) * cdot))
+
+
 _METHODS = (
     (st.rv_continuous.logpdf, logpdf_rrule, logpdf_frule),
     (st.rv_continuous.pdf, pdf_rrule, pdf_frule),
@@ -491,6 +595,10 @@ RULES: tuple[RulePair, ...] = (
     RulePair(_MVN.logpdf, mvn_logpdf_rrule, mvn_logpdf_frule, (_MVN,)),
     RulePair(_MVN.pdf, mvn_pdf_rrule, mvn_pdf_frule, (_MVN,)),
     RulePair(_DIRICHLET.logpdf, dirichlet_logpdf_rrule, dirichlet_logpdf_frule, (_DIRICHLET,)),
+    *(RulePair(st.rv_discrete.pmf, pmf_rrule, pmf_frule, (dist,)) for dist in DISCRETE),
+    RulePair(st.rv_discrete.cdf, poisson_cdf_rrule, poisson_cdf_frule, (type(st.poisson),)),
+    RulePair(_DIRICHLET.pdf, dirichlet_pdf_rrule, dirichlet_pdf_frule, (_DIRICHLET,)),
+    RulePair(_MVN.entropy, mvn_entropy_rrule, mvn_entropy_frule, (_MVN,)),
 )
 
 

@@ -446,11 +446,43 @@ def test_eigh_gauge_invariant_loss() -> None:
 def test_unsupported_modes_raise() -> None:
     a = np.arange(6.0).reshape(3, 2)
     with pytest.raises(NotImplementedError, match="full_matrices"):
-        rc.rrule(LA.svd, a)
+        rc.frule((rc.NoTangent(), a), LA.svd, a)
     with pytest.raises(NotImplementedError, match="mode"):
         rc.rrule(LA.qr, a, mode="complete")
     with pytest.raises(NotImplementedError, match="mode"):
         rc.frule((rc.NoTangent(), a, rc.NoTangent()), LA.qr, a, "raw")
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (2, 5)])
+def test_full_svd_differentiates_through_the_first_vectors(shape: tuple[int, int]) -> None:
+    """NumPy's default ``full_matrices=True``: a loss of the singular values and the first
+    ``min(m, n)`` singular vectors gets the thin SVD's gradient (checked by finite differences);
+    one reading the extra vectors, which are not unique, is refused."""
+    a = np.random.default_rng(3).normal(size=shape)
+    k = min(shape)
+    w_u = np.random.default_rng(4).normal(size=(shape[0], k))
+    w_v = np.random.default_rng(5).normal(size=(k, shape[1]))
+
+    def loss(x: np.ndarray) -> float:
+        u, s, vh = LA.svd(x)
+        singular = np.sum(s ** 2 * np.arange(1, k + 1))
+        return float(singular + np.sum((u[:, :k] * w_u) ** 2) + np.sum((vh[:k] * w_v) ** 2))
+
+    u, s, vh = LA.svd(a)
+    tangent = rc.Tangent[type(LA.svd(a))]
+    ubar = np.zeros_like(u)
+    ubar[:, :k] = 2 * u[:, :k] * w_u ** 2
+    vhbar = np.zeros_like(vh)
+    vhbar[:k] = 2 * vh[:k] * w_v ** 2
+    _, back = rc.rrule(LA.svd, a)
+    abar = back(tangent(U=ubar, S=2 * s * np.arange(1, k + 1), Vh=vhbar))[1]
+    d = np.random.default_rng(6).normal(size=shape)
+    np.testing.assert_allclose(np.sum(abar * d), _fd_grad(loss, a, d), rtol=1e-5)
+    extra = np.zeros_like(u) if shape[0] > shape[1] else np.zeros_like(vh)
+    extra[(..., -1) if shape[0] > shape[1] else (-1, ...)] = 1.0
+    bad = tangent(U=extra) if shape[0] > shape[1] else tangent(Vh=extra)
+    with pytest.raises(NotImplementedError, match="not unique"):
+        back(bad)
 
 
 def test_square_svd_with_full_matrices_is_fine() -> None:

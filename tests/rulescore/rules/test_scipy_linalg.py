@@ -27,6 +27,13 @@ B32 = S.arrays(shape=(3, 2))
 B3 = S.arrays(shape=(3,))
 
 
+def banded(shape: tuple[int, int], diagonal_row: int) -> Any:
+    """Banded storage of a diagonally dominant matrix (3 on the diagonal, the rest small)."""
+    big = np.zeros((shape[0], 1))
+    big[diagonal_row] = 3.0
+    return S.arrays(shape=shape, min_value=-0.5, max_value=0.5).map(lambda a: a + big)
+
+
 def case(f: Any, args: tuple[Any, ...], name: str = "", **options: Any) -> RuleCase:
     kwargs = options.pop("kwargs", {})
     return RuleCase(f, args, kwargs, name=name, max_examples=options.pop("max_examples", N), **options)
@@ -39,6 +46,8 @@ CASES = [
     case(sl.inv, (WELL,)),
     case(sl.det, (WELL,)),
     case(sl.det, (st.tuples(WELL, WELL).map(np.stack),), "batched"),
+    case(sl.solve_banded, ((1, 1), banded((3, 3), 1), B32), nondiff=(0,)),
+    case(sl.solve_banded, ((2, 0), banded((3, 4), 0), S.arrays(shape=(4,))), "lower-vector", nondiff=(0,)),
     case(sl.solve, (WELL, B32)),
     case(sl.solve, (WELL, B3), "vector"),
     case(sl.solve, (SPD, B32), "sym", kwargs={"assume_a": "sym"}),

@@ -81,6 +81,18 @@ CASES = [
     case(sp.log_softmax, (A23,), "all"),
     case(sp.log_softmax, (A23, 0), "positional-axis", nondiff=(1,)),
     case(sp.log_softmax, (A23,), "keyword-axis", kwargs={"axis": 1}),
+    case(sp.j0, (ANY3,)),
+    case(sp.j1, (ANY3,)),
+    case(sp.y0, (POS3,)),
+    case(sp.y1, (POS3,)),
+    case(sp.jv, (arr(-2.5, 2.5, (3,)), POS3)),
+    case(sp.iv, (arr(-2.5, 2.5, (3,)), POS3)),
+    case(sp.ive, (arr(-2.5, 2.5, (3,)), arr(0.1, 3, (3,)))),
+    case(sp.yn, (np.array([0, 1, 3]), POS3), nondiff=(0,)),
+    case(sp.rgamma, (arr(-2.7, 3.5, (3,)),)),
+    case(sp.rgamma, (np.array([0.0, -1.0, -2.0, 1.0]),), "poles"),
+    case(sp.betainc, (arr(0.5, 3, (3,)), arr(0.5, 3, (3,)), arr(0.05, 0.95, (3,)))),
+    case(sp.gammasgn, (arr(-2.7, 3.5, (3,)),)),
 ]
 
 

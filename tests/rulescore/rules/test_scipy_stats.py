@@ -34,6 +34,7 @@ CONTINUOUS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "t": (S.arrays(shape=(3,)), (S.scalars(1.5, 8.0),)),
     "gamma": (S.arrays(shape=(3,), min_value=0.8, max_value=4.0), (S.scalars(1.5, 4.0),)),
     "lognorm": (S.arrays(shape=(3,), min_value=0.8, max_value=4.0), (S.scalars(0.5, 1.5),)),
+    "chi2": (S.arrays(shape=(3,), min_value=0.8, max_value=4.0), (S.scalars(1.5, 5.0),)),
 }
 #: beta's support is [loc, loc + scale]: loc 0 and scale in [1.5, 2] keep x in (0.1, 0.8) inside
 BETA = (S.arrays(shape=(3,), min_value=0.2, max_value=1.2), (S.scalars(1.5, 4.0), S.scalars(1.5, 4.0)))
@@ -71,6 +72,12 @@ CASES = [
     case(st.poisson.logpmf, (K, S.scalars(0.5, 5.0)), "poisson", nondiff=(0,)),
     case(st.binom.logpmf, (K, 7, S.scalars(0.1, 0.9)), "binom", nondiff=(0, 1)),
     case(st.nbinom.logpmf, (K, S.scalars(1.0, 5.0), S.scalars(0.1, 0.9)), "nbinom", nondiff=(0,)),
+    case(st.poisson.pmf, (K, S.scalars(0.5, 5.0)), "poisson", nondiff=(0,)),
+    case(st.binom.pmf, (K, 7, S.scalars(0.1, 0.9)), "binom", nondiff=(0, 1)),
+    case(st.nbinom.pmf, (K, S.scalars(1.0, 5.0), S.scalars(0.1, 0.9)), "nbinom", nondiff=(0,)),
+    case(st.poisson.cdf, (np.array([0.0, 2.5, 5.0]), S.scalars(0.5, 5.0)), "poisson", nondiff=(0,)),
+    case(st.multivariate_normal.entropy, (S.arrays(shape=(2,)), S.spd_matrices(2)), "cov"),
+    case(st.multivariate_normal.entropy, (S.arrays(shape=(3,)), S.scalars(0.5, 2.0)), "isotropic"),
     case(st.multivariate_normal.logpdf, (S.arrays(shape=(4, 2)), S.arrays(shape=(2,)), S.spd_matrices(2)),
          "cov"),
     case(st.multivariate_normal.logpdf, (S.arrays(shape=(3,)), S.arrays(shape=(3,)),
@@ -95,6 +102,7 @@ def test_rule(case: RuleCase) -> None:
 def test_every_registered_signature_has_a_case() -> None:
     tested = {(c.f.__func__, type(c.f.__self__)) for c in CASES}
     tested.add((type(st.dirichlet).logpdf, type(st.dirichlet)))  # test_dirichlet_* below
+    tested.add((type(st.dirichlet).pdf, type(st.dirichlet)))  # test_dirichlet_pdf_* below
     registered = {(p.primal, p.types[0]) for p in scipy_stats.RULES}
     assert registered <= tested, registered - tested
 
@@ -140,6 +148,20 @@ def test_dirichlet_logpdf_in_alpha_and_along_the_simplex() -> None:
     fd = (st.dirichlet.logpdf(x + h * v, alpha + h * adot)
           - st.dirichlet.logpdf(x - h * v, alpha - h * adot)) / (2 * h)
     np.testing.assert_allclose(ydot, fd, rtol=1e-6)
+
+
+def test_dirichlet_pdf_is_the_exponential_of_logpdf() -> None:
+    x, alpha, h = np.array([0.2, 0.3, 0.5]), np.array([1.5, 2.0, 3.0]), 1e-6
+    y, back = rc.rrule(st.dirichlet.pdf, x, alpha)
+    _, xbar, abar = back(1.0)
+    e = np.array([0.0, h, 0.0])
+    fd_alpha = (st.dirichlet.pdf(x, alpha + e) - st.dirichlet.pdf(x, alpha - e)) / (2 * h)
+    assert abar[1] == pytest.approx(fd_alpha, rel=1e-6)
+    v = np.array([0.1, -0.3, 0.2])  # stays on the simplex
+    fd = (st.dirichlet.pdf(x + h * v, alpha) - st.dirichlet.pdf(x - h * v, alpha)) / (2 * h)
+    assert np.sum(xbar * v) == pytest.approx(fd, rel=1e-6)
+    _, ydot = rc.frule((None, v, np.zeros(3)), st.dirichlet.pdf, x, alpha)
+    assert ydot == pytest.approx(fd, rel=1e-6)
 
 
 # -- through zygotepy ------------------------------------------------------------------------
