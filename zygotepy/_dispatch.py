@@ -36,6 +36,7 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
+from zygotepy._views import latest, note_view
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -182,6 +183,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         special = SPECIAL_FORMS.get(fn)
         if special is not None:
             return special(*args, **kwargs)
+    elif tf is types.MethodDescriptorType and fn.__objclass__ in MUTABLE_CONTAINERS:
+        return fn(*args, **kwargs)  # list.copy(xs) (copy.copy calls it), dict.get(d, k): references only
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
     if fn is operator.getitem and (plain_container(args[0]) or isinstance(args[0], rc.Tangent)):
@@ -428,8 +431,13 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
 
 def _substitute_params(levels: tuple[Trace, ...], args: tuple[Any, ...],
                        kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    written = any(t.shadows for t in levels)
+
     def sub(x: Any) -> Any:
         t = type(x)
+        if written and (t is np.ndarray or t is Box):
+            x = latest(levels, x, call)  # written through a view or an alias: its value now
+            t = type(x)
         if t is np.ndarray:
             for tr in reversed(levels):
                 if tr.params and tr.params.get(id(x)) is x:
@@ -474,6 +482,8 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     ty = type(y)
     if not routes or (ty is not float and ty is not np.ndarray and plain_output(y)):
         return y
+    if ty is np.ndarray and y.base is not None:
+        note_view(trace, y, args)
     return trace.record(y, pullback, tuple(routes), len(args))
 
 

@@ -23,8 +23,8 @@ LIBRARY_CALL: contextvars.ContextVar[tuple[Any, tuple[Any, ...]] | None] = conte
 class UntraceableError(TypeError):
     """Differentiated code reached something the engine cannot see into (a compiled routine
     given a traced value, or a traced value converted to a plain number/array there), or a
-    construct it refuses rather than differentiate wrongly (an in-place write that another
-    reference to the array would not see)."""
+    construct it refuses rather than differentiate wrongly (a write through a view it cannot
+    place in the array owning the memory)."""
 
 
 class NotScalarError(TypeError):

@@ -28,6 +28,7 @@ from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
+from zygotepy._views import note_view, settle
 
 
 class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
@@ -136,6 +137,8 @@ def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
     y, stack = pushed
     if _dispatch.plain_output(y):
         return y
+    if type(y) is np.ndarray and y.base is not None:
+        note_view(trace, y, args)
     return trace.tangent_box(y, stack)
 
 
@@ -306,7 +309,7 @@ def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
     with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
-        out = _dispatch.call(f, *boxed, **(kwargs or {}))
+        out = settle(LEVELS.get(), _dispatch.call(f, *boxed, **(kwargs or {})), _dispatch.call)
     y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
     return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
 
@@ -369,7 +372,7 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
         boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
                       else _box_forward(trace, a, tuple(basis(a, j) for j in range(start, stop)))
                       for m, a in enumerate(args))  # a container: one box per entry, as jvp does
-        out = _dispatch.call(f, *boxed, **kwargs)
+        out = settle(LEVELS.get(), _dispatch.call(f, *boxed, **kwargs), _dispatch.call)
     y = _strip(out, trace)
     if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:
         return y, out._zp_tangents.data

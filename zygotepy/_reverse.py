@@ -31,7 +31,8 @@ from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call
 from zygotepy._edge import to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
+from zygotepy._views import note_view, settle, write_back
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -143,6 +144,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     ty = type(y)
     if ty is not float and ty is not np.ndarray and plain_output(y):
         return y
+    if ty is np.ndarray and y.base is not None:
+        note_view(trace, y, args)
     tape = trace.tape
     tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
     return Box(y, trace, len(tape) - 1)
@@ -244,7 +247,7 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
-        out = call(f, *boxed, **kwargs)
+        out = settle(LEVELS.get(), call(f, *boxed, **kwargs), call)
     return trace, boxed, out
 
 
@@ -439,7 +442,9 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
         trace, _, out = _run(f, (), {}, None, args[0].by_id())
         loss = _loss(f, out, tuples)
         _check_scalar(f, loss)
-        return WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+        result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+        write_back(trace)
+        return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
     trace, boxed, out = _run(f, args, kwargs, selected)
     loss = _loss(f, out, tuples)
@@ -448,6 +453,7 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
+    write_back(trace)
     return WithGradient(unbox(out, trace)[0], grads)
 
 

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import callable_name
-from zygotepy import _dispatch
+from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box
+from zygotepy._trace import LEVELS, Box, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
@@ -54,38 +54,60 @@ _DISPATCHER = type(np.diff)
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 
 
-def inplace(op: Any, iop: Any, x: Any, v: Any, name: bool = False) -> Any:
-    """``x op= v``: in place for plain values and containers, functional when traced. For a local
-    name (``name``) holding a plain array, refused when another reference (an alias, a container,
-    the array it is a view of) would see NumPy's in-place write but not the functional update."""
-    if LEVELS.get() and type(x) is not set and not _dispatch.plain_container(x) and (
-        type(x) is Box or type(v) is Box or _dispatch.innermost(LEVELS.get(), (x, v), {}, False)
+def inplace(op: Any, iop: Any, x: Any, v: Any, target: str = "") -> Any:
+    """``x op= v``: in place for plain values and containers, functional when traced. For a
+    ``target`` that is a local ``"name"`` or an ``"attribute"`` holding an array another reference
+    may see (an alias, a container, the array it is a view of; an attribute's array always), the
+    update is written into that array's traced value (:mod:`zygotepy._views`), so every reference
+    reads it, and the target keeps the array."""
+    levels = LEVELS.get()
+    if levels and type(x) is not set and not _dispatch.plain_container(x) and (
+        type(x) is Box or type(v) is Box or _dispatch.innermost(levels, (x, v), {}, False)
+        or (levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))
     ):
-        if name and type(x) is np.ndarray and (
-                sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or _view_of_a_shared_array(x)):
-            raise UntraceableError(
-                f"the augmented assignment `{_SYMBOLS.get(op, '')}=` of a traced value inside {user_code()} "
-                "writes into an array "
-                "that is also referenced elsewhere (an alias, a container, or the array it is a view "
-                "of), which would not see the update. Write the update where that array is used "
-                "(`out[0] += v` rather than `row = out[0]; row += v`), or copy first (`x = x.copy()`)")
+        refs = sys.getrefcount(x) if target == "name" else _SHARED_REFCOUNT  # an attribute's: shared
+        if target and _shared(levels, x, refs):
+            _write(levels, x, None, _dispatch.call(op, x, v))
+            return x
         return _dispatch.call(op, x, v)
     return iop(x, v)
 
 
-_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
+def _shared(levels: tuple[Any, ...], x: Any, refs: int) -> bool:
+    """Whether another reference may see the array ``x`` (``refs`` references, counted in a
+    runtime helper): an alias, a container, the array it is a view of, or a view of it."""
+    v = unbox_all(x)
+    return type(v) is np.ndarray and (
+        refs > _LOCAL_ONLY_REFCOUNT or v.base is not None or _views.shadowed(levels, v))
 
 
-def _view_of_a_shared_array(x: np.ndarray) -> bool:
-    """Whether ``x`` is a view of an array something else still refers to (its ``base`` has
-    references besides ``x``'s own)."""
-    return x.base is not None and sys.getrefcount(x.base) > _BASE_ONLY_REFCOUNT
+def _write(levels: tuple[Any, ...], target: Any, index: Any, value: Any) -> None:
+    """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
+    owning ``target``'s memory, never in place (:mod:`zygotepy._views`)."""
+    from rulescore.rules.indexing import setindex
+
+    home, current, where = _views.locate(levels, target)
+    if index is not None:
+        index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
+    if where is None or where is Ellipsis:
+        index = ... if index is None else index
+    else:
+        index = where if index is None else tuple(p[index] for p in where)
+    new = _dispatch.call(setindex, param(current), index, value)
+    _views.record_write(levels, home, new)
 
 
 def store(container: Any, index: Any, value: Any) -> None:
-    """``a.b[i] = v`` and other stores that cannot be rebound: refused if they would hide a gradient."""
-    if LEVELS.get() and type(container) is not Box and type(value) is Box and not isinstance(
+    """``a.b[i] = v`` and other stores that cannot be rebound: into an array that is traced or
+    shares memory with a written one, written into its traced value (:mod:`zygotepy._views`);
+    refused if they would hide a gradient otherwise."""
+    levels = LEVELS.get()
+    if levels and type(unbox_all(container)) is np.ndarray and (
+            type(container) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
+            levels[-1].with_params and _views.shadowed(levels, unbox_all(container)))):
+        _write(levels, container, index, value)
+        return
+    if levels and type(container) is not Box and type(value) is Box and not isinstance(
             container, (list, dict)):
         raise UntraceableError(
             f"in-place assignment of a traced value into a {type(container).__name__} inside "
@@ -98,16 +120,16 @@ def store(container: Any, index: Any, value: Any) -> None:
 
 def setitem(x: Any, index: Any, value: Any) -> Any:
     """``x[index] = value`` for a local name: in place unless a traced array is involved, then a
-    functional update the name is rebound to (refused if another reference could see the old
-    array: the caller's argument, an alias, a container holding it)."""
-    if LEVELS.get() and not _dispatch.plain_container(x) and (type(x) is Box or type(value) is Box):
-        if sys.getrefcount(x) > _LOCAL_ONLY_REFCOUNT or (
-                type(x) is np.ndarray and _view_of_a_shared_array(x)):
-            raise UntraceableError(
-                f"in-place assignment inside {user_code()} into an array that is also referenced "
-                "elsewhere (an argument, an alias, a container, or the array it is a view of) cannot "
-                "be differentiated: the other reference would not see the update. Assign through the "
-                "original array, copy first (`x = x.copy()`) or build a new array.")
+    functional update the name is rebound to; when another reference may see the array (an
+    alias, a container, a view), written into the traced value of the array owning its memory
+    (:mod:`zygotepy._views`), so every reference reads it."""
+    levels = LEVELS.get()
+    if levels and not _dispatch.plain_container(x) and (
+            type(x) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
+            levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))):
+        if _shared(levels, x, sys.getrefcount(x)):
+            _write(levels, x, index, value)
+            return x
         from rulescore.rules.indexing import setindex
 
         return _dispatch.call(setindex, x, index, value)
@@ -118,9 +140,7 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 #: References to an array held only by one local name, seen from inside ``setitem``: the
 #: caller's local, ``setitem``'s parameter and ``getrefcount``'s own argument.
 _LOCAL_ONLY_REFCOUNT = 3
-#: References to a view's base held by nothing but the view: its ``base`` and ``getrefcount``'s
-#: argument.
-_BASE_ONLY_REFCOUNT = 2
+_SHARED_REFCOUNT = _LOCAL_ONLY_REFCOUNT + 1
 
 
 def param(x: Any) -> Any:
@@ -129,10 +149,24 @@ def param(x: Any) -> Any:
     if type(x) is np.ndarray:
         levels = LEVELS.get()
         if levels and levels[-1].with_params:
-            for trace in reversed(levels):
-                if trace.params.get(id(x)) is x:
-                    return trace.param_box(x)
+            x = _views.latest(levels, x, _dispatch.call)  # written through a view or an alias
+            if type(x) is np.ndarray:
+                for trace in reversed(levels):
+                    if trace.params.get(id(x)) is x:
+                        return trace.param_box(x)
     return x
+
+
+def compare(op: Any, a: Any, b: Any) -> Any:
+    """``a < b`` and the other comparisons: an array written through a view or an alias is
+    compared at its current value (:mod:`zygotepy._views`)."""
+    levels = LEVELS.get()
+    if levels and levels[-1].with_params:
+        if type(a) is np.ndarray:
+            a = _views.latest(levels, a, _dispatch.call)
+        if type(b) is np.ndarray:
+            b = _views.latest(levels, b, _dispatch.call)
+    return op(a, b)
 
 
 def getitem(x: Any, index: Any) -> Any:
@@ -149,7 +183,7 @@ def getitem(x: Any, index: Any) -> Any:
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
                            "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
-                           "_zp_getitem": getitem, **OPERATOR_HELPERS}
+                           "_zp_getitem": getitem, "_zp_compare": compare, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))

@@ -56,7 +56,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "__weakref__")
+                 "param_boxes", "shadows", "owners", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -76,6 +76,10 @@ class Trace:
         self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
+        #: arrays written through a view or an alias: id -> (array, its traced value now)
+        self.shadows: dict[int, tuple[Any, Any]] = {}
+        #: arrays a rule made a view of: id -> (array, the box holding it, or None if unknown)
+        self.owners: dict[int, tuple[Any, Any]] = {}
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""

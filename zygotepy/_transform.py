@@ -34,6 +34,10 @@ _OPERATORS = {
 _INPLACE = {ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul,
             ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod,
             ast.Pow: operator.ipow, ast.MatMult: operator.imatmul}
+#: Comparisons with one operator go through ``_zp_compare``, which gives an array written
+#: through a view or an alias its current value (identity and membership tests stay as they are).
+_COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+                ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _LEFT_ALONE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 #: Coroutines run outside the differentiation's control flow: they are called as they are.
 _UNREWRITABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -45,11 +49,12 @@ class ZygoteWarning(UserWarning):
 
 #: The operators the rewritten code calls through ``_zp_call``, by the name it uses for each.
 OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
-                                    for op in [*_OPERATORS.values(), *_INPLACE.values()]}
+                                    for op in [*_OPERATORS.values(), *_INPLACE.values(),
+                                               *_COMPARISONS.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
-                                 "_zp_inplace", "_zp_getitem", *OPERATOR_HELPERS)
+                                 "_zp_inplace", "_zp_getitem", "_zp_compare", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -143,6 +148,14 @@ class _Rewriter(ast.NodeTransformer):
         op = _OPERATORS[type(node.op)]
         return _call(node, _name(f"_zp_op_{op.__name__}", node), node.left, node.right)
 
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARISONS:
+            return node
+        op = _COMPARISONS[type(node.ops[0])]
+        return ast.copy_location(ast.Call(func=_name("_zp_compare", node), args=[
+            _name(f"_zp_op_{op.__name__}", node), node.left, node.comparators[0]], keywords=[]), node)
+
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
@@ -211,26 +224,38 @@ class _Rewriter(ast.NodeTransformer):
             return node
         op, iop = _OPERATORS[type(node.op)], _INPLACE[type(node.op)]
 
-        def update(current: ast.expr, name: bool = False) -> ast.Call:
+        def update(current: ast.expr, target_kind: str = "") -> ast.Call:
             return ast.copy_location(ast.Call(
                 func=_name("_zp_inplace", node),
                 args=[_name(f"_zp_op_{op.__name__}", node), _name(f"_zp_op_{iop.__name__}", node),
-                      current, self.visit(node.value), ast.Constant(name)], keywords=[]), node)
+                      current, self.visit(node.value), ast.Constant(target_kind)], keywords=[]), node)
+
+        def assign(name: str, value: ast.expr) -> ast.Assign:
+            stored = ast.Name(id=name, ctx=ast.Store())
+            return ast.copy_location(ast.Assign(targets=[stored], value=value), node)
 
         if isinstance(target, ast.Name) and self._local(target.id):  # x += v -> x = inplace(x, v)
-            return ast.copy_location(ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
-                                                value=update(_name(target.id, node), True)), node)
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and self._local(target.value.id):  # x[i] += v -> t = i; x[t] = inplace(x[t], v)
-            index = self._temporary()  # the index is evaluated once, as Python does
-            bind = ast.copy_location(ast.Assign(targets=[ast.Name(id=index, ctx=ast.Store())],
-                                                value=_index_expr(self.visit(target.slice))), node)
-            read = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+            return assign(target.id, update(_name(target.id, node), "name"))
+        if isinstance(target, ast.Subscript):  # x[i] += v -> c = x; t = i; c[t] = inplace(c[t], v)
+            local = isinstance(target.value, ast.Name) and self._local(target.value.id)
+            container = target.value.id if local else self._temporary()  # type: ignore[attr-defined]
+            index = self._temporary()  # the container and index are evaluated once, as Python does
+            binds = [] if local else [assign(container, self.visit(target.value))]
+            binds.append(assign(index, _index_expr(self.visit(target.slice))))
+            read = ast.copy_location(ast.Subscript(value=_name(container, node),
                                                    slice=_name(index, node), ctx=ast.Load()), node)
-            write = ast.copy_location(ast.Subscript(value=_name(target.value.id, node),
+            write = ast.copy_location(ast.Subscript(value=_name(container, node),
                                                     slice=_name(index, node), ctx=ast.Store()), node)
             store = ast.copy_location(ast.Assign(targets=[write], value=update(self.visit(read))), node)
-            return [bind, self.visit_Assign(store)]  # type: ignore[return-value]
+            return [*binds, self.visit_Assign(store)]  # type: ignore[return-value]
+        if isinstance(target, ast.Attribute):  # o.a += v -> t = o; t.a = inplace(t.a, v)
+            obj = self._temporary()
+            read = self.visit(ast.copy_location(
+                ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
+            into = ast.copy_location(
+                ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
+            return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
+                    ast.copy_location(ast.Assign(targets=[into], value=update(read, "attribute")), node)]
         self.generic_visit(node)
         return node
 

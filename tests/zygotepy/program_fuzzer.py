@@ -52,17 +52,13 @@ FEATURES = (
 )
 
 # Constructs the engine is known to get wrong today, each with the issue that tracks it; the
-# suite's fuzz test leaves them out (tests/zygotepy/scenarios/ holds their strict xfails).
-KNOWN_OPEN = {
-    "inplace_view": "issue 14 case 1: in-place update through a view or alias is lost",
-}
+# suite's fuzz test leaves them out (tests/zygotepy/scenarios/ holds their strict xfails). None
+# today: in-place updates through views and aliases (issue 14 case 1) are exact.
+KNOWN_OPEN: dict[str, str] = {}
 
 # Crashes the engine is known to have today, by a fragment of their message, each kept as a strict
 # xfail in tests/zygotepy/scenarios/ (named here); the suite's fuzz test tolerates only these.
-KNOWN_CRASHES = {
-    "in-place assignment into an array that is also referenced elsewhere":
-        "test_inplace_copies.py: false refusals of `y[i] op= v` (plain TypeError, not a zp error)",
-}
+KNOWN_CRASHES: dict[str, str] = {}
 
 REFUSALS = (zp.UntraceableError, zp.NotScalarError, rc.AmbiguousRuleError, rc.ProjectionError)
 
@@ -502,22 +498,48 @@ class _Builder:
         self.emit(f"for i in range({n}):\n    {z}[i] = ({src})[i] * {self.scalar(0)}")
 
     def inplace_view(self) -> None:
+        """A write through a view or an alias: of a fresh array, of a traced one, nested in a
+        container; later code reads the array through another reference."""
         self.use("inplace_view")
         n = self.ch.integer(1, 4)
-        out = self.fresh(("m", 2, n), "out")
-        self.emit(f"{out} = np.zeros((2, {n}))")
-        if self.ch.integer(0, 1):
+        choice = self.ch.integer(0, 6)
+        op = self.pick(("+=", "-=", "*="))
+        if choice == 0:
+            out = self.fresh(("m", 2, n), "out")
             row = self.fresh(("v", n), "row")
-            self.emit(f"{row} = {out}[{self.ch.integer(0, 1)}]\n{row} += {self.vector(n, 1)}")
-        elif self.ch.integer(0, 1):
+            self.emit(f"{out} = np.zeros((2, {n}))\n{row} = {out}[{self.ch.integer(0, 1)}]\n"
+                      f"{row} += {self.vector(n, 1)}")
+        elif choice == 1:
             value = self.scalar(1)
+            out = self.fresh(("m", 2, n), "out")
             w = self.fresh(("v", 2), "w")
-            self.emit(f"{w} = {out}[:, {self.ch.integer(0, n - 1)}]\n{w}[0] = {value}")
-        else:
+            self.emit(f"{out} = np.zeros((2, {n}))\n{w} = {out}[:, {self.ch.integer(0, n - 1)}]\n"
+                      f"{w}[0] = {value}")
+        elif choice == 2:
             value = self.vector(n, 1)
             state, g = self.fresh(("dict",), "state"), self.fresh(("v", n), "g")
-            self.emit(f"{state} = {{'g': {out}[0].copy()}}\n{g} = {state}['g']\n{g} += {value}")
+            self.emit(f"{state} = {{'g': np.zeros({n})}}\n{g} = {state}['g']\n{g} += {value}")
             self.bind(("v", n), f"{state}['g'] * 1.0")
+        elif choice == 3:  # a view of a traced array
+            source, value = self.vector(n + 1, 1), self.vector(n, 1)
+            y, w = self.fresh(("v", n + 1), "y"), self.fresh(("v", n), "w")
+            self.emit(f"{y} = ({source}) * 1.0\n{w} = {y}[1:]\n{w} {op} {value}")
+        elif choice == 4:  # an element of a traced matrix, through its transpose
+            rows, cols, value = self.vector(2, 1), self.vector(n, 1), self.scalar(1)
+            m, t = self.fresh(("m", 2, n), "m"), self.fresh(("m", n, 2), "t")
+            self.emit(f"{m} = np.outer({rows}, {cols})\n{t} = {m}.T\n"
+                      f"{t}[{self.ch.integer(0, n - 1)}, {self.ch.integer(0, 1)}] {op} {value}")
+        elif choice == 5:  # an array held by a list, updated through the list
+            value = self.vector(n, 1)
+            out, box = self.fresh(("m", 2, n), "out"), self.fresh(("list",), "box")
+            self.emit(f"{out} = np.ones((2, {n}))\n{box} = [{out}]\n"
+                      f"{box}[0][{self.ch.integer(0, 1)}] {op} {value}")
+        else:  # an array held by a dict, one element updated in place
+            value = self.scalar(1)
+            state = self.fresh(("dict",), "state")
+            self.emit(f"{state} = {{'m': np.ones((2, {n}))}}\n"
+                      f"{state}['m'][{self.ch.integer(0, 1)}, {self.ch.integer(0, n - 1)}] {op} {value}")
+            self.bind(("m", 2, n), f"{state}['m'] * 1.0")
 
     def comprehension(self) -> None:
         self.use("comprehension")

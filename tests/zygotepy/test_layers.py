@@ -7,8 +7,8 @@ import zygotepy
 
 PACKAGE = Path(zygotepy.__file__).parent
 #: Bottom to top; a module may import only modules listed before it.
-LAYERS = ["_errors", "_caches", "_trace", "_adjoint_table", "_transform", "_dispatch", "_runtime", "_box",
-          "_backward", "_edge", "_reverse", "_forward", "_api", "_adjoint", "_lib", "_explain"]
+LAYERS = ["_errors", "_caches", "_trace", "_views", "_adjoint_table", "_transform", "_dispatch", "_runtime",
+          "_box", "_backward", "_edge", "_reverse", "_forward", "_api", "_adjoint", "_lib", "_explain"]
 
 
 def _imports(module: str) -> set[str]:

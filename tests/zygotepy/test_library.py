@@ -21,12 +21,12 @@ THROUGH_THE_SOURCE = {
     "diff n=2": lambda x: np.sum(np.diff(x, n=2) ** 3),
     "piecewise": lambda x: np.sum(np.piecewise(x, [x > 1.0], [lambda v: v ** 2, lambda v: np.sin(v)])),
     "average": lambda x: np.average(x ** 2, weights=np.exp(x)),
-    "cov": lambda x: np.sum(np.cov(np.stack([x, x ** 2]))),
     "polyval": lambda x: np.polyval(x, 0.7),
     "r_": lambda x: np.sum(np.r_[x, 2.0 * x, 1.0] ** 2),
     "c_": lambda x: np.sum(np.c_[x, x ** 2] ** 2),
     "trapezoid": lambda x: np.trapezoid(x ** 2),
-    "corrcoef": lambda x: np.sum(np.corrcoef(np.stack([x, x ** 2, np.sin(x)]))),
+    "polyint": lambda x: np.sum(np.polyint(x, 2) ** 2),
+    "resize": lambda x: np.sum(np.resize(x, (3, 3)) ** 2),
     "polyder": lambda x: np.sum(np.polyder(x, 2) ** 2),
 }
 

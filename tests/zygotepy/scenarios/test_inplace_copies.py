@@ -1,8 +1,7 @@
 """Found by the program fuzzer (bench/fuzz.py): in-place updates of a local array that nothing
-else references are refused with a plain ``TypeError`` ("also referenced elsewhere"), though the
-only other references are the engine's own (a slice read by ``y[a:b] op= v``, the value being
-assigned, a recorded operation). They should differentiate; a refusal, where one is needed, must
-be a ``zp`` error naming the function. Minimised from the fuzzer's crashes; checked against
+else references were refused ("also referenced elsewhere"), though the only other references are
+the engine's own (a slice read by ``y[a:b] op= v``, the value being assigned, a recorded
+operation). They differentiate exactly. Minimised from the fuzzer's programs; checked against
 finite differences.
 """
 
@@ -11,10 +10,6 @@ import pytest
 
 import zygotepy as zp
 from tests.zygotepy.finite_differences import fd
-
-FALSE_REFUSAL = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="in-place update of an unaliased local array refused as 'referenced elsewhere'")
 
 
 def slice_scaled_in_place(x):
@@ -43,10 +38,7 @@ def element_incremented(x):
 
 
 @pytest.mark.parametrize("f", [
-    pytest.param(slice_scaled_in_place, marks=FALSE_REFUSAL),
-    pytest.param(assigned_from_own_product, marks=FALSE_REFUSAL),
-    pytest.param(assigned_to_itself, marks=FALSE_REFUSAL),
-    element_incremented,
+    slice_scaled_in_place, assigned_from_own_product, assigned_to_itself, element_incremented,
 ], ids=lambda f: f.__name__)
 def test_in_place_update_of_a_local_array(f):
     val, (grad,) = zp.withgradient(f, 0.7)

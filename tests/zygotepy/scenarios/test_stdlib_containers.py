@@ -23,12 +23,7 @@ def shallow_copy_of_list(x):
     return items[0] + items[-1]
 
 
-@pytest.mark.parametrize("f", [
-    defaultdict_accumulates,
-    pytest.param(shallow_copy_of_list, marks=pytest.mark.xfail(
-        strict=True, raises=zp.UntraceableError,
-        reason="copy.copy of a list of traced values is refused (list.copy has no rule)")),
-], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [defaultdict_accumulates, shallow_copy_of_list], ids=lambda f: f.__name__)
 def test_container_of_traced_values(f):
     val, (grad,) = zp.withgradient(f, 0.7)
     assert val == pytest.approx(f(0.7))

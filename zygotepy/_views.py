@@ -1,0 +1,247 @@
+"""Arrays that share memory: writes through a view or an alias, made exact.
+
+In NumPy ``row = out[0]; row += v`` changes ``out``: a basic slice, a transpose or a reshape is
+a view of the array that owns the memory (its ``base``), and a name, a dict entry or an
+attribute may hold the very array another one holds. A traced write cannot change that memory
+in place (the tape's pullbacks keep the old values), so it is functional, as JAX's
+``x.at[i].set(v)`` or Zygote's ``Buffer``: the owner's traced value becomes
+``setindex(owner, where, v)`` (``where``: the view's elements in the owner, found from its
+offset and strides) and is kept on the trace (:attr:`Trace.shadows`). From then on the
+dispatcher substitutes that value for the owner, and the matching part of it for any view, in
+every call, whichever reference reaches it (as it does for implicit parameters), so all of them
+read the update. Views the engine cannot place in an owner (made by C code such as
+``np.lib.stride_tricks``, over another dtype, or repeating elements) are refused.
+
+A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is noted
+(:func:`note_view`): a write through that view then updates the traced array it came from.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+import rulescore as rc
+from zygotepy._errors import UntraceableError, user_code
+from zygotepy._trace import Box, Trace, unbox_all
+
+#: Marks an owner whose traced value is unknown (two different boxes hold it).
+_UNKNOWN: Any = None
+
+
+def owner(v: np.ndarray) -> np.ndarray | None:
+    """The array owning ``v``'s memory (``v`` itself if it owns it), or ``None`` when that is not
+    an array NumPy made (``np.frombuffer``, ``np.lib.stride_tricks``).
+
+    Example:
+        >>> import numpy as np
+        >>> out = np.zeros((2, 3))
+        >>> owner(out[0]) is out, owner(out) is out
+        (True, True)
+        >>> owner(np.lib.stride_tricks.sliding_window_view(out.ravel(), 2)) is None
+        True
+    """
+    base = v.base
+    if base is None:
+        return v
+    return base if type(base) is np.ndarray and base.base is None else None
+
+
+def _slots(a: np.ndarray, start: int) -> np.ndarray | None:
+    """The memory slot (in items, from ``start``) of every element of ``a``."""
+    item = a.itemsize
+    slots = np.full(a.shape, start, dtype=np.intp)
+    for axis, (n, stride) in enumerate(zip(a.shape, a.strides, strict=True)):
+        if stride % item:
+            return None
+        shape = [1] * a.ndim
+        shape[axis] = n
+        slots = slots + (np.arange(n, dtype=np.intp) * (stride // item)).reshape(shape)
+    return slots
+
+
+def positions(v: np.ndarray, own: np.ndarray) -> Any:
+    """The index of ``v``'s elements in ``own``, its owner (``own[positions(v, own)]`` equals
+    ``v``), or ``None`` when there is none: another dtype, memory ``own`` does not lay out
+    densely, or elements repeated (a write through ``v`` would then be ambiguous).
+
+    Example:
+        >>> import numpy as np
+        >>> out = np.arange(6.0).reshape(2, 3)
+        >>> where = positions(out[:, 1], out)
+        >>> out[where]
+        array([1., 4.])
+        >>> positions(np.broadcast_to(out[0], (2, 3)), out) is None
+        True
+    """
+    if v.dtype != own.dtype or not (own.flags.c_contiguous or own.flags.f_contiguous):
+        return None
+    start, rest = divmod(v.__array_interface__["data"][0] - own.__array_interface__["data"][0], own.itemsize)
+    mine, theirs = _slots(v, start), _slots(own, 0)
+    if rest or mine is None or theirs is None:
+        return None
+    flat = mine.ravel()
+    if flat.size and (flat.min() < 0 or flat.max() >= own.size):
+        return None
+    lookup = np.empty(own.size, dtype=np.intp)
+    lookup[theirs.ravel()] = np.arange(own.size, dtype=np.intp)
+    pos = lookup[flat]
+    if np.unique(pos).size < pos.size:
+        return None
+    if own.ndim == 0:
+        return ...
+    return np.unravel_index(pos.reshape(v.shape), own.shape)
+
+
+def _refuse_view(v: np.ndarray, why: str) -> UntraceableError:
+    return UntraceableError(
+        f"inside {user_code()}, an array of shape {v.shape} written or read after an in-place write "
+        f"shares memory with another in a way the engine cannot follow ({why}), so the write could "
+        "not reach every reference. Copy it first (`v = v.copy()`) or build the new array "
+        "functionally (np.where, np.concatenate)")
+
+
+def _where(v: np.ndarray, own: np.ndarray) -> Any:
+    where = positions(v, own)
+    if where is None:
+        raise _refuse_view(v, "a view over another dtype, with repeated elements, or of memory "
+                              "NumPy does not own, as np.lib.stride_tricks makes")
+    return where
+
+
+def note_view(trace: Trace, y: np.ndarray, args: tuple[Any, ...]) -> None:
+    """A rule gave ``y``, a view of memory a traced argument holds: remember which of ``trace``'s
+    boxes holds that memory, so a write through ``y`` reaches it (see the module)."""
+    own = y.base
+    for a in args:
+        if type(a) is Box and a._zp_trace is trace:
+            v = a._zp_value
+            if v is own:
+                entry = trace.owners.get(id(own))
+                if entry is None:
+                    trace.owners[id(own)] = (own, a)
+                elif entry[1] is not a:
+                    trace.owners[id(own)] = (own, _UNKNOWN)  # two boxes of one array
+            elif type(v) is np.ndarray and v.base is own and id(own) not in trace.owners:
+                trace.owners[id(own)] = (own, _UNKNOWN)  # a view of memory no box is known to hold
+
+
+def shadowed(levels: tuple[Trace, ...], v: Any) -> bool:
+    """Whether the array ``v`` (a primal) shares memory some active trace has written or noted."""
+    own = owner(v)
+    for trace in levels:
+        if trace.shadows or trace.owners:
+            for table in (trace.shadows, trace.owners):
+                if id(v) in table or (own is not None and id(own) in table):
+                    return True
+    return False
+
+
+def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any]:
+    """``(home, current, where)`` for a write into ``target`` (an array or a box of one): the
+    array whose traced value the write changes, that value now, and the index of ``target``'s
+    elements in it (``None`` when ``target`` is ``home``)."""
+    v = unbox_all(target)
+    for trace in reversed(levels):
+        entry = trace.shadows.get(id(v))
+        if entry is not None and entry[0] is v:
+            return v, entry[1], None
+    own = owner(v)
+    if own is None:
+        raise _refuse_view(v, "a view of memory NumPy does not own, as np.lib.stride_tricks or "
+                              "np.frombuffer make")
+    if own is v:
+        return v, target, None
+    for trace in reversed(levels):
+        for table in (trace.shadows, trace.owners):
+            entry = table.get(id(own))
+            if entry is not None and entry[0] is own:
+                if entry[1] is _UNKNOWN:
+                    raise _refuse_view(v, "a view of an array held by several traced values")
+                return own, entry[1], _where(v, own)
+    if type(target) is Box:
+        trace = target._zp_trace
+        if trace.records and trace.tape[target._zp_index] is None:
+            return v, target, None  # an argument that is a view of the caller's array: its own value
+        raise _refuse_view(v, "a view of an array the engine did not see being made")
+    return own, own, _where(v, own)
+
+
+def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:
+    """``home``'s traced value is now ``new``: keep it on the innermost trace ``new`` belongs to,
+    and make that trace and the ones inside it substitute it (no fast path from now on)."""
+    trace = new._zp_trace if type(new) is Box else levels[-1]
+    trace.shadows[id(home)] = (home, new)
+    for t in levels[trace.level:]:
+        t.with_params = True
+        t.fast_path = None
+
+
+def latest(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
+    """The current traced value of the array ``a`` (or a box of one) after writes through views
+    and aliases, or ``a`` itself when none reached it; ``call`` is the dispatcher's."""
+    while True:
+        v = unbox_all(a)
+        if type(v) is not np.ndarray:
+            return a
+        new = None
+        own = owner(v)
+        for trace in reversed(levels):
+            shadows = trace.shadows
+            if not shadows:
+                continue
+            entry = shadows.get(id(v))
+            if entry is not None and entry[0] is v:
+                new = entry[1]
+                break
+            if own is not None and own is not v:
+                entry = shadows.get(id(own))
+                if entry is not None and entry[0] is own:
+                    new = call(operator.getitem, entry[1], _where(v, own))
+                    break
+        if new is None or new is a:
+            return a
+        a = new
+
+
+def settle(levels: tuple[Trace, ...], out: Any, call: Any) -> Any:
+    """A differentiated function's output with every array in it (through tuples, lists, dicts
+    and objects' fields) replaced by its current traced value (see :func:`latest`)."""
+    if not any(t.shadows for t in levels):
+        return out
+    return _settle(levels, out, call, set())
+
+
+def _settle(levels: tuple[Trace, ...], out: Any, call: Any, seen: set[int]) -> Any:
+    t = type(out)
+    if t is np.ndarray or t is Box:
+        return latest(levels, out, call)
+    if isinstance(out, _LEAVES) or callable(out) or id(out) in seen:
+        return out
+    seen.add(id(out))
+    if t is tuple or t is list:
+        return t(_settle(levels, v, call, seen) for v in out)
+    if t is dict:
+        return {k: _settle(levels, v, call, seen) for k, v in out.items()}
+    if not (hasattr(out, "__dict__") or hasattr(out, "__slots__")):
+        return out
+    fields = rc.fields_of(out)
+    updates = {k: new for k, v in fields.items() if (new := _settle(levels, v, call, seen)) is not v}
+    return rc.rebuild(out, updates) if updates else out
+
+
+_LEAVES = (np.generic, int, float, complex, str, bytes, type)
+
+
+def write_back(trace: Trace) -> None:
+    """Once ``trace``'s tape is spent (``gradient`` after its backward pass, at the outermost
+    level), put the final values of the arrays written through views and aliases into their
+    memory, as NumPy would have: a global buffer or an argument written by the function holds
+    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones."""
+    if trace.outer:
+        return
+    for home, new in trace.shadows.values():
+        if home.flags.writeable:
+            home[...] = unbox_all(new)
