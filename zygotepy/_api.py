@@ -26,20 +26,31 @@ def _differentiable(leaf: Any) -> bool:
         isinstance(v, np.ndarray) and v.dtype.kind in "iufc")
 
 
+def _is_complex(leaf: Any) -> bool:
+    return bool(np.iscomplexobj(unbox_all(leaf)))
+
+
 def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, chunk: int,
               selected: tuple[int, ...] | int, has_aux: bool = False) -> Any:
     """The Jacobian of ``f`` in ``jax.jacrev``'s structure: the output's tree, each output leaf
     holding (for a tuple ``selected``) a tuple over the selected arguments, each the argument's
     tree of arrays of shape ``out_leaf.shape + in_leaf.shape``; ``None`` for leaves that are not
-    numbers. The work is done on one flat vector output and the numeric leaves as arguments."""
+    numbers. The work is done on one flat real vector output and real inputs (a complex leaf is
+    two, its real and imaginary parts), so both modes compute the same real Jacobian; complex
+    blocks are assembled from it by :func:`_complex_block`."""
     nums = (selected,) if isinstance(selected, int) else selected
     flat = [rc.tree_flatten(a) for a in args]
     where = [(i, j) for i in nums for j, leaf in enumerate(flat[i][0]) if _differentiable(leaf)]
+    complex_in = [_is_complex(flat[i][0][j]) for i, j in where]
     found: dict[str, Any] = {}
 
     def flat_f(*xs: Any) -> Any:
         leaves = [list(ls) for ls, _ in flat]
-        for (i, j), x in zip(where, xs, strict=True):
+        parts_in = iter(xs)
+        for (i, j), is_complex in zip(where, complex_in, strict=True):
+            x = next(parts_in)
+            if is_complex:  # x + 1j y, from its real and imaginary parts
+                x = _dispatch.call(operator.add, x, _dispatch.call(operator.mul, 1j, next(parts_in)))
             leaves[i][j] = x
         out = _dispatch.call(f, *(u(ls) for ls, (_, u) in zip(leaves, flat, strict=True)), **kwargs)
         if has_aux:
@@ -49,23 +60,40 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
             out, found["aux"] = out[0], unbox_all(out[1])
         out_leaves, found["unflatten"] = rc.tree_flatten(out)
         found["shapes"] = [None if o is None else np.shape(unbox_all(o)) for o in out_leaves]
-        parts = [_dispatch.call(np.ravel, o) for o in out_leaves if o is not None]
+        found["complex"] = [o is not None and _is_complex(o) for o in out_leaves]
+        parts = []
+        for o in out_leaves:
+            if o is None:
+                continue
+            if _is_complex(o):  # the real and imaginary parts, one after the other
+                parts += [_dispatch.call(np.ravel, _dispatch.call(np.real, o)),
+                          _dispatch.call(np.ravel, _dispatch.call(np.imag, o))]
+            else:
+                parts.append(_dispatch.call(np.ravel, o))
         return _dispatch.call(np.concatenate, parts) if parts else np.zeros(0)
 
-    x0 = tuple(flat[i][0][j] for i, j in where)
+    x0: list[Any] = []
+    for (i, j), is_complex in zip(where, complex_in, strict=True):
+        leaf = flat[i][0][j]
+        x0 += [_dispatch.call(np.real, leaf), _dispatch.call(np.imag, leaf)] if is_complex else [leaf]
     if mode == "auto":
         n_out = int(np.size(unbox_all(flat_f(*x0)))) if x0 else 0
         mode = "forward" if sum(int(np.size(unbox_all(x))) for x in x0) < n_out else "reverse"
     if mode == "forward":
-        columns = jacobian_forward(flat_f, x0, {}, chunk)
+        columns = jacobian_forward(flat_f, tuple(x0), {}, chunk)
     elif mode == "reverse":
         columns = reverse_jacobian(flat_f, *x0)
     else:
         raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', not {mode!r}")
     if "shapes" not in found:  # no numeric input: run once for the output's structure
         flat_f()
-    by_leaf = dict(zip(where, columns, strict=True))
-    offsets = np.cumsum([0] + [0 if s is None else int(np.prod(s)) for s in found["shapes"]])
+    by_leaf: dict[tuple[int, int], tuple[Any, ...]] = {}
+    column_parts = iter(columns)
+    for key, is_complex in zip(where, complex_in, strict=True):
+        by_leaf[key] = (next(column_parts), next(column_parts)) if is_complex else (next(column_parts),)
+    sizes = [0 if s is None else int(np.prod(s)) * (2 if c else 1)
+             for s, c in zip(found["shapes"], found["complex"], strict=True)]
+    offsets = np.cumsum([0, *sizes])
     per_output: list[Any] = []
     for k, shape in enumerate(found["shapes"]):
         if shape is None:
@@ -76,13 +104,46 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
             column = by_leaf.get((i, j))
             if column is None:
                 return None
-            rows = _dispatch.call(operator.getitem, column, slice(offsets[k], offsets[k + 1]))
-            return _dispatch.call(np.reshape, rows, (*shape, *np.shape(unbox_all(flat[i][0][j]))))
+            leaf_shape = np.shape(unbox_all(flat[i][0][j]))
+            n = int(np.prod(shape))
+            rows = []
+            for c in column:  # d out / d x, or d out / d Re z and d out / d Im z
+                r = _dispatch.call(operator.getitem, c, slice(offsets[k], offsets[k] + n))
+                if found["complex"][k]:
+                    im = _dispatch.call(operator.getitem, c, slice(offsets[k] + n, offsets[k + 1]))
+                    r = _dispatch.call(operator.add, r, _dispatch.call(operator.mul, 1j, im))
+                rows.append(_dispatch.call(np.reshape, r, (*shape, *leaf_shape)))
+            if len(rows) == 1:
+                return rows[0]
+            return _complex_block(f, i, k if len(found["shapes"]) > 1 else None, found["complex"][k], *rows)
 
         trees = tuple(flat[i][1]([block(i, j) for j in range(len(flat[i][0]))]) for i in nums)
         per_output.append(trees[0] if isinstance(selected, int) else trees)
     result = found["unflatten"](per_output)
     return (result, found["aux"]) if has_aux else result
+
+
+def _complex_block(f: Any, argument: int, output: int | None, complex_out: bool, dx: Any, dy: Any) -> Any:
+    """The Jacobian block of a complex input ``z = x + iy`` from ``dx = d out/dx`` and ``dy = d out/dy``.
+
+    A real output gets ChainRules' gradient ``dx + i dy`` (what ``gradient`` returns); a complex
+    output of a holomorphic function its complex derivative ``dx`` (then ``dy = i dx``, the
+    Cauchy-Riemann equations). A complex output that is not holomorphic has no complex Jacobian
+    (its derivative is not complex-linear): refused."""
+    if not complex_out:
+        return _dispatch.call(operator.add, dx, _dispatch.call(operator.mul, 1j, dy))
+    a, b = np.asarray(unbox_all(dx)), np.asarray(unbox_all(dy))
+    tol = float(np.sqrt(np.finfo(a.dtype).eps)) * max(1.0, float(np.max(np.abs(a), initial=0.0)),
+                                                      float(np.max(np.abs(b), initial=0.0)))
+    if not np.allclose(b, 1j * a, rtol=0.0, atol=tol):
+        which = "its output" if output is None else f"its output leaf {output}"
+        raise ValueError(
+            f"jacobian: {which} is complex but {callable_name(f)} is not holomorphic in argument "
+            f"{argument} (it uses conj, abs, real/imag parts or the like), so no complex matrix maps "
+            "the input's change to the output's. Differentiate the real and imaginary parts "
+            "separately: pass them as real arguments, `jacobian(lambda x, y: f(x + 1j * y), z.real, "
+            "z.imag)`, and/or return `(out.real, out.imag)`")
+    return dx
 
 
 def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64, has_aux: bool = False,
@@ -97,6 +158,14 @@ def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int =
     forward when there are fewer inputs than outputs. With ``has_aux=True``, ``f`` returns
     ``(out, aux)`` and the result is ``(jacobian, aux)``. Other keyword arguments go to ``f``.
 
+    Complex numbers follow the rulescore (ChainRules) convention, the same in every mode: a
+    complex output of a holomorphic function gets its complex derivative (``z ** 2`` gives
+    ``2 z``, what frules push forward and ``jax.jacfwd(..., holomorphic=True)`` gives; a real
+    input with a complex output likewise gets ``d out/dx``); a real output of a complex input
+    gets ``d out/d Re z + 1j d out/d Im z``, what :func:`gradient` returns (the conjugate of
+    ``jax.grad``'s). A complex output that is not holomorphic in a complex input (``np.conj``)
+    has no complex Jacobian: a ``ValueError`` says to split it into real and imaginary parts.
+
     Example:
         >>> import numpy as np, zygotepy as zp
         >>> x = np.array([1.0, 2.0])
@@ -107,6 +176,11 @@ def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int =
         >>> zp.jacobian(lambda p: p["a"] * p["b"], {"a": x, "b": 3.0})
         ({'a': array([[3., 0.],
                [0., 3.]]), 'b': array([1., 2.])},)
+        >>> z = np.array([1 + 2j])
+        >>> zp.jacobian(lambda z: z ** 2, z, mode="forward"), zp.jacobian(lambda z: z ** 2, z, mode="reverse")
+        ((array([[2.+4.j]]),), (array([[2.+4.j]]),))
+        >>> zp.jacobian(lambda z: np.abs(z) ** 2, z)
+        (array([[2.+4.j]]),)
     """
     check_keywords("jacobian", f, kwargs)
     return _jacobian(f, args, kwargs, mode, chunk, tuple(range(len(args))), has_aux)
@@ -117,6 +191,8 @@ def _gradient_of(f: Any, nargs: int, kwargs: dict[str, Any]) -> Any:
     def grad_f(*xs: Any) -> Any:
         grads = rc.tree_map(lambda x, g: g, xs, gradient(f, *xs, **kwargs))
         return grads[0] if nargs == 1 else grads
+
+    grad_f.__qualname__ = f"the gradient of {callable_name(f)}"
     return grad_f
 
 

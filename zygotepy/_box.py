@@ -10,7 +10,6 @@ Conversions that would silently drop the gradient outside rewritten code (``__fl
 
 from __future__ import annotations
 
-import inspect
 import operator
 import types
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from zygotepy import _dispatch
-from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
@@ -148,36 +146,6 @@ def _hash(self: Box) -> int:
 
 
 _NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})
-#: (class, attribute name) -> how a box reads it; bounded: user classes may come and go.
-_ATTRIBUTE_KINDS = BoundedCache(1024)
-
-
-def _attribute_kind(cls: type, name: str) -> tuple[str, Any]:
-    key = (cls, name)
-    kind = _ATTRIBUTE_KINDS.get(key)
-    if kind is None:
-        try:
-            attr = inspect.getattr_static(cls, name)
-        except AttributeError:
-            kind = ("data", None)
-        else:
-            if isinstance(attr, types.FunctionType):
-                kind = ("method", attr)
-            elif isinstance(attr, (staticmethod, classmethod)):
-                kind = ("class", None)
-            elif isinstance(attr, property):
-                kind = ("property", attr.fget)
-            elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
-                                   types.BuiltinFunctionType)):
-                kind = ("cmethod", getattr(cls, name))
-            elif hasattr(type(attr), "__get__"):
-                kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
-            else:
-                kind = ("class", None)  # a plain class-level constant
-        _ATTRIBUTE_KINDS.put(key, kind)
-    return kind
-
-
 def _getattr(self: Box, name: str) -> Any:
     value = object.__getattribute__(self, "_zp_value")
     if name in _NUMPY_EXPORTS:
@@ -186,17 +154,35 @@ def _getattr(self: Box, name: str) -> Any:
         return getattr(unbox_all(value), name)
     primal = unbox_all(value)
     if name in getattr(primal, "__dict__", ()):
+        kind, attr = _dispatch.attribute_kind(type(primal), name)
+        if kind == "cached":  # a cache is a function of the fields: recompute it from them
+            return _dispatch.call_from_box(attr, self)
         return _dispatch.call_from_box(getattr, self, name)  # an instance attribute shadows the class's
-    kind, attr = _attribute_kind(type(primal), name)
+    kind, attr = _dispatch.attribute_kind(type(primal), name)
     if kind == "method":
         return types.MethodType(attr, self)
     if kind == "cmethod":
         return BoundBoxMethod(attr, self)
-    if kind == "property":
+    if kind == "property" or kind == "cached":  # run (rewritten) on the box; a cache is not filled
         return _dispatch.call_from_box(attr, self)
+    if kind == "hook":
+        return _dispatch.call_from_box(attr, self, name)
     if kind == "class":
         return getattr(value, name)
     return _dispatch.call_from_box(getattr, self, name)
+
+
+def _copy(self: Box, memo: Any = None) -> Any:
+    """``copy.copy``/``copy.deepcopy`` of a traced value: an array is copied by ``np.copy`` (its
+    gradient flows to the original); a number is immutable and is its own copy."""
+    value = unbox_all(self)
+    if isinstance(value, np.ndarray):
+        return _dispatch.call_from_box(np.copy, self)
+    if isinstance(value, (int, float, complex, np.generic)):
+        return self
+    raise UntraceableError(
+        f"copying a traced {type(value).__name__} inside {user_code()} is not differentiable here; "
+        "copy its fields one by one, or build a new object from them")
 
 
 def _call_box(self: Box, *args: Any, **kwargs: Any) -> Any:
@@ -213,6 +199,7 @@ _METHODS = {
     "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__len__": _len,
     "__bool__": _bool, "__index__": _index, "__int__": _int, "__str__": _str, "__repr__": _repr,
     "__format__": _format, "__hash__": _hash, "__getattr__": _getattr,
+    "__copy__": _copy, "__deepcopy__": _copy,
     "__float__": _refuse("float"), "__complex__": _refuse("complex"),
     "__array__": _refuse("NumPy array"),
 }

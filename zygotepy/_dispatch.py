@@ -19,11 +19,13 @@
 from __future__ import annotations
 
 import collections
+import contextvars
 import copy
 import functools
 import heapq
 import inspect
 import operator
+import sys
 import types
 from typing import Any
 
@@ -34,16 +36,19 @@ from rulescore._checks import callable_name
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import LIBRARY_CALL, UntraceableError
+from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 from zygotepy._views import latest, note_view
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
     list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
-    issubclass, hasattr, setattr, callable, id, super, object, slice, vars, dir, iter,
+    issubclass, hasattr, setattr, object.__setattr__, callable, id, super, object, slice, vars, dir, iter,
     types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
     heapq.heappush, heapq.heappop, heapq.heapify, heapq.heappushpop, heapq.heapreplace,
+    *(getattr(heapq, n) for n in ("_heapify_max", "_heappop_max", "_heapreplace_max", "heapify_max",
+                                  "heappop_max", "heapreplace_max", "heappush_max", "heappushpop_max")
+      if hasattr(heapq, n)),  # nsmallest/nlargest's helpers (public from Python 3.14)
     collections.deque, copy.copy, operator.itemgetter, operator.attrgetter,
 })
 CONTAINERS = (tuple, list, dict)
@@ -130,15 +135,19 @@ def call_from_box(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return traced_call(levels, fn, args, kwargs, True)
 
 
-ESCAPED = ("a traced value was used where its differentiation is not active (it finished, it runs in "
-           "another thread, or this is the body of a rule or checkpoint it belongs to); pass the value "
-           "as an argument instead of capturing it")
+def escaped() -> str:
+    """The error for a traced value used outside its differentiation, naming the user's code."""
+    return (f"a traced value was used in {user_code()} where its differentiation is not active (it "
+            "finished, it runs in another thread, or this is the body of a rule or checkpoint it "
+            "belongs to). Pass the value as an argument instead of capturing it; to keep a value "
+            "for after the differentiation (a log, a history), store zygotepy.dropgrad(value), "
+            "its plain value")
 
 
 def _refuse_escaped(args: Any, kwargs: Any) -> None:
     for a in (*args, *kwargs.values()):
         if type(a) is Box:
-            raise UntraceableError(ESCAPED)
+            raise UntraceableError(escaped())
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -161,6 +170,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if (tf is types.MethodType and not RRULES.has_rules(fn) and not FRULES.has_rules(fn)
             and not ADJOINTS.has_rules(fn)) or tf is BoundBoxMethod:
         fn, args, tf = fn.__func__, (fn.__self__, *args), type(fn.__func__)
+        if random_source(args[0]):
+            note_random_source(args[0])
     elif tf is Box:  # a traced callable object: call its class's __call__ with the box as self
         fn, args = type(unbox_all(fn)).__call__, (fn, *args)
         tf = type(fn)
@@ -214,7 +225,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if recurse:
         target = top.python_target(fn, top.with_params)
         if target is None and fn is operator.getitem:
-            method = _python_dunder(type(unbox_all(args[0])), "__getitem__")  # np.r_[a, b]
+            method = python_dunder(type(unbox_all(args[0])), "__getitem__")  # np.r_[a, b]
             if method is not None:
                 return call(method, *args)
         if target is not None:
@@ -226,6 +237,100 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+def random_source(obj: Any) -> bool:
+    """Whether ``obj``'s methods draw random numbers (a ``Generator`` or ``RandomState``): a
+    checkpointed region notes the state of each one it draws from, so the recomputation draws
+    the same numbers. ``numpy.random`` is not imported for this: without it, none exists."""
+    random = sys.modules.get("numpy.random")
+    return random is not None and type(obj) in (random.Generator, random.RandomState)
+
+
+#: The region being watched: ``id -> (source, state before its first draw)``, or ``None``.
+RANDOM_DRAWS: contextvars.ContextVar[dict[int, tuple[Any, Any]] | None] = contextvars.ContextVar(
+    "zygotepy_random_draws", default=None)
+
+
+def note_random_source(source: Any) -> None:
+    """Remember ``source``'s state before the watched region's first draw from it."""
+    draws = RANDOM_DRAWS.get()
+    if draws is not None and id(source) not in draws:
+        draws[id(source)] = (source, random_state(source))
+
+
+def random_state(source: Any) -> Any:
+    """The state of a ``Generator`` (its bit generator's) or a ``RandomState``."""
+    return source.bit_generator.state if type(source) is np.random.Generator else source.get_state()
+
+
+def set_random_state(source: Any, state: Any) -> None:
+    if type(source) is np.random.Generator:
+        source.bit_generator.state = state
+    else:
+        source.set_state(state)
+
+
+#: (class, attribute name) -> how a box reads it; bounded: user classes may come and go.
+ATTRIBUTE_KINDS = BoundedCache(1024)
+
+
+def attribute_kind(cls: type, name: str) -> tuple[str, Any]:
+    """How an attribute of a ``cls`` instance is read: ``("method", function)``, ``("cmethod",
+    C method)``, ``("property", getter)``, ``("cached", cached_property function)``, ``("hook",
+    Python __getattr__)`` (not on the class), ``("class", None)`` or ``("data", None)``."""
+    key = (cls, name)
+    kind = ATTRIBUTE_KINDS.get(key)
+    if kind is None:
+        try:
+            attr = inspect.getattr_static(cls, name)
+        except AttributeError:  # a field, or made by a Python __getattr__ (run in C: rewrite it)
+            hook = inspect.getattr_static(cls, "__getattr__", None)
+            kind = ("hook", hook) if isinstance(hook, types.FunctionType) else ("data", None)
+        else:
+            if isinstance(attr, types.FunctionType):
+                kind = ("method", attr)
+            elif isinstance(attr, (staticmethod, classmethod)):
+                kind = ("class", None)
+            elif isinstance(attr, property):
+                kind = ("property", attr.fget)
+            elif isinstance(attr, functools.cached_property):
+                kind = ("cached", attr.func)
+            elif isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                                   types.BuiltinFunctionType)):
+                kind = ("cmethod", _scalar_method(cls, name))
+            elif hasattr(type(attr), "__get__"):
+                kind = ("data", None)  # any other descriptor (slots, NamedTuple fields, ...)
+            else:
+                kind = ("class", None)  # a plain class-level constant
+        ATTRIBUTE_KINDS.put(key, kind)
+    return kind
+
+
+def _scalar_method(cls: type, name: str) -> Any:
+    """``cls.name``; for a NumPy scalar's method without rules (``np.float64.reshape``), the NumPy
+    function it computes (``np.reshape``), whose rules then apply."""
+    method = getattr(cls, name)
+    if issubclass(cls, np.generic) and not RRULES.has_rules(method):
+        function = getattr(np, name, None)
+        if function is not None and RRULES.has_rules(function):
+            return function
+    return method
+
+
+def python_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` for a plain object in code rewritten for implicit parameters: a Python
+    property, ``cached_property`` or ``__getattr__`` runs through the dispatcher (Python would
+    call it from C, where the parameters it reads are not seen); a cache is not filled."""
+    cls = type(obj)
+    if cls is types.ModuleType or cls is Box:
+        return getattr(obj, name)
+    kind, attr = attribute_kind(cls, name)
+    if (kind == "property" or kind == "cached") and attr is not None:
+        return call(attr, obj)
+    if kind == "hook" and name not in getattr(obj, "__dict__", ()):
+        return call(attr, obj, name)
+    return getattr(obj, name)
 
 
 #: Operators whose operands may be user classes defining them in Python: those methods are
@@ -241,10 +346,10 @@ OPERATOR_DUNDERS: dict[Any, tuple[str, str | None]] = {
 _NOT_USER: Any = object()
 #: (class, operator name) -> its Python method or None; bounded: user classes may come and go.
 _PYTHON_DUNDERS = BoundedCache(1024)
-_NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
+NUMERIC_TYPES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, list, tuple})
 
 
-def _python_dunder(cls: type, name: str) -> Any:
+def python_dunder(cls: type, name: str) -> Any:
     """The Python-level ``name`` method of a user class, or ``None`` (cached)."""
     key = (cls, name)
     try:
@@ -252,7 +357,7 @@ def _python_dunder(cls: type, name: str) -> Any:
     except KeyError:
         pass
     method = None
-    if cls not in _NUMERIC_TYPES and not issubclass(cls, (np.ndarray, np.generic)):
+    if cls not in NUMERIC_TYPES and not issubclass(cls, (np.ndarray, np.generic)):
         for klass in cls.__mro__:
             if name in klass.__dict__:
                 candidate = klass.__dict__[name]
@@ -267,7 +372,7 @@ def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> An
     a = args[0]
     ta = type(a._zp_value) if type(a) is Box else type(a)
     if ta is not float and ta is not np.ndarray and ta is not Box:
-        method = _python_dunder(type(unbox_all(a)), forward)
+        method = python_dunder(type(unbox_all(a)), forward)
         if method is not None:
             result = call(method, *args)
             if result is not NotImplemented:
@@ -276,7 +381,7 @@ def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> An
         b = args[1]
         tb = type(b._zp_value) if type(b) is Box else type(b)
         if tb is not float and tb is not np.ndarray:
-            method = _python_dunder(type(unbox_all(b)), reflected)
+            method = python_dunder(type(unbox_all(b)), reflected)
             if method is not None:
                 result = call(method, b, a)
                 if result is not NotImplemented:
@@ -364,7 +469,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
         if tr is not None and tr.level > level:
             best = tr
     if best is not None and not (best.level < len(levels) and levels[best.level] is best):
-        raise UntraceableError(ESCAPED)
+        raise UntraceableError(escaped())
     return best
 
 

@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore._checks import callable_name
 from rulescore._zeros import NoTangent, ZeroTangent
 from zygotepy._adjoint import adjoint
 from zygotepy._backward import backward
-from zygotepy._dispatch import call, innermost, unbox
+from zygotepy._dispatch import RANDOM_DRAWS, call, innermost, random_state, set_random_state, unbox
+from zygotepy._errors import UntraceableError
 from zygotepy._reverse import ReverseTrace, _assemble, _box_args, _seeds, pullback
-from zygotepy._trace import LEVELS, new_trace, unbox_all
+from zygotepy._trace import LEVELS, Trace, new_trace, unbox_all
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -141,15 +143,22 @@ def forward(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     """``f(*args)``, with its intermediate values recomputed in the backward pass, not stored.
 
-    NumPy's global random state is saved before the forward pass and restored around the
-    recomputation, so seeded random code sees the same numbers twice. Implicit parameters used
-    inside ``f`` get their gradients; a traced value captured by ``f`` from outside (not passed
-    as an argument) raises an error instead of losing its gradient.
+    The recomputation draws the same random numbers: every ``np.random.Generator`` and
+    ``RandomState`` (NumPy's global one included) that ``f`` draws from, captured or passed in,
+    is put back to its state before the forward pass while ``f`` is recomputed, then returned
+    to where it was. Implicit parameters used inside ``f`` get their gradients; a traced value
+    captured by ``f`` from outside (not passed as an argument) raises an error instead of
+    losing its gradient.
 
     Example:
         >>> import numpy as np, zygotepy as zp
         >>> zp.gradient(lambda x: zp.checkpointed(lambda h: np.tanh(h).sum(), x), np.zeros(2))
         (array([1., 1.]),)
+        >>> rng = np.random.default_rng(0)
+        >>> def dropout(h):
+        ...     return np.sum(h * (rng.random(h.shape) > 0.5))
+        >>> zp.gradient(lambda x: zp.checkpointed(dropout, x), np.ones(4))
+        (array([1., 0., 0., 0.]),)
     """
     levels = LEVELS.get()
     if not levels:
@@ -164,34 +173,81 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         traced.append(r is not None)
         if r is not None:
             routes.append((i, r))
-    random_state = np.random.get_state()
+
+    implicit = trace.params  # not the trace: its tape will hold run, and a cycle would outlive it
+
+    def run(draws: dict[int, tuple[Any, Any]]) -> tuple[Trace, list[Any], Any]:
+        """``f`` on a trace of its own (outer levels active), noting the random sources it draws from."""
+        token = RANDOM_DRAWS.set(draws)
+        try:
+            with new_trace(ReverseTrace, implicit) as sub:
+                # arguments that were constants outside stay constants: no cotangent is built for them
+                boxed = [_box_args(sub, p) if t else p for p, t in zip(primals, traced, strict=True)]
+                out = call(f, *boxed)
+        finally:
+            RANDOM_DRAWS.reset(token)
+        enclosing = RANDOM_DRAWS.get()
+        if enclosing is not None:  # a region inside a watched region: the enclosing one drew too
+            for key, entry in draws.items():
+                enclosing.setdefault(key, entry)
+        return sub, boxed, out
+
+    global_state = np.random.get_state()  # NumPy's global functions draw without a method call
+    drawn: dict[int, tuple[Any, Any]] = {}
     token = LEVELS.set(levels[: trace.level])
     try:
-        y = call(f, *primals)
+        sub, _, out = run(drawn)
     finally:
         LEVELS.reset(token)
+    y = unbox(out, sub)[0]
+    del sub, out  # the forward tape is dropped here: only the inputs are kept
+    forward_print = _fingerprint(y)
     params = list(trace.params.values())
     routes += [(len(args) + k, trace.param_box(p)) for k, p in enumerate(params)]
     if not routes:
         return y
+    sources = list(drawn.values())
 
     def checkpointed_pullback(ybar: Any) -> tuple[Any, ...]:
-        saved = np.random.get_state()
-        np.random.set_state(random_state)
+        now = [(source, random_state(source)) for source, _ in sources]
+        global_now = np.random.get_state()
+        np.random.set_state(global_state)
+        for source, before in sources:
+            set_random_state(source, before)
         try:
-            with new_trace(ReverseTrace, trace.params) as sub:
-                # arguments that were constants outside stay constants: no cotangent is built for them
-                boxed = [_box_args(sub, p) if t else p for p, t in zip(primals, traced, strict=True)]
-                seeds = _seeds(call(f, *boxed), sub, ybar)  # the recomputed output is not kept
+            sub, boxed, out = run({})
+            if _fingerprint(unbox(out, sub)[0]) != forward_print:
+                raise UntraceableError(
+                    f"checkpointed: recomputing {callable_name(f)} in the backward pass gave another "
+                    "result than the forward pass, so its gradient would be wrong. It reads something "
+                    "that changed in between (random numbers drawn by code without source, the time, "
+                    "state updated after the call). Draw random numbers from an np.random.Generator "
+                    "called in Python code, pass them in as an argument, or do not checkpoint it.")
+            seeds = _seeds(out, sub, ybar)
+            del out  # the recomputed output is not kept
             cts = backward(sub, seeds, once=True)
         finally:
-            np.random.set_state(saved)
+            for source, state in now:
+                set_random_state(source, state)
+            np.random.set_state(global_now)
         param_cts = [cts[sub.param_boxes[id(p)]._zp_index] if id(p) in sub.param_boxes else ZeroTangent()
                      for p in params]
         arg_cts = (_assemble(b, cts) if t else ZeroTangent() for b, t in zip(boxed, traced, strict=True))
         return (NoTangent(), *arg_cts, *param_cts)
 
     return trace.box(y, checkpointed_pullback, tuple(routes), len(args) + len(params))
+
+
+def _fingerprint(y: Any) -> tuple[Any, ...]:
+    """The numbers in ``y`` (shapes, dtypes and a hash of their bytes), to tell a recomputation
+    that differs from the forward pass without keeping the forward pass's output."""
+    prints = []
+    for leaf in rc.tree_flatten(y)[0]:
+        v = unbox_all(leaf)
+        if isinstance(v, (np.ndarray, np.generic, int, float, complex)):
+            a = np.asarray(v)
+            prints.append((a.shape, a.dtype.str, hash(a.tobytes())))
+    return tuple(prints)
 
 
 __all__ = ["checkpointed", "dropgrad", "forward", "hook", "ignore", "isderiving", "refresh", "showgrad"]

@@ -11,6 +11,8 @@ the dispatcher, which uses it for every Python function without a rule.
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib.util
 import operator
 import os
@@ -52,6 +54,12 @@ _DISPATCHER = type(np.diff)
 #: Library functions never differentiated through: they build arrays from another array's memory
 #: (a traced value has none), so they need a rule on the function that calls them.
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
+#: Standard-library code run as it is, traced values and all: it only formats or moves them
+#: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
+_AS_IS = (*_package_dirs(("logging",)), "<frozen ")
+#: Standard-library functions run as they are: copying reaches a traced value's own
+#: ``__copy__``/``__deepcopy__`` (:mod:`zygotepy._box`), which copies it differentiably.
+_AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
 
 
 def inplace(op: Any, iop: Any, x: Any, v: Any, target: str = "") -> Any:
@@ -61,6 +69,12 @@ def inplace(op: Any, iop: Any, x: Any, v: Any, target: str = "") -> Any:
     update is written into that array's traced value (:mod:`zygotepy._views`), so every reference
     reads it, and the target keeps the array."""
     levels = LEVELS.get()
+    if levels and type(x) is not Box and type(x) not in _dispatch.NUMERIC_TYPES:
+        method = _dispatch.python_dunder(type(x), _INPLACE_DUNDERS.get(op, ""))
+        if method is not None:  # a user class's own __iadd__: differentiated through
+            result = _dispatch.call(method, x, v)
+            if result is not NotImplemented:
+                return result
     if levels and type(x) is not set and not _dispatch.plain_container(x) and (
         type(x) is Box or type(v) is Box or _dispatch.innermost(levels, (x, v), {}, False)
         or (levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))
@@ -79,6 +93,11 @@ def _shared(levels: tuple[Any, ...], x: Any, refs: int) -> bool:
     v = unbox_all(x)
     return type(v) is np.ndarray and (
         refs > _LOCAL_ONLY_REFCOUNT or v.base is not None or _views.shadowed(levels, v))
+
+
+_INPLACE_DUNDERS = {operator.add: "__iadd__", operator.sub: "__isub__", operator.mul: "__imul__",
+                    operator.truediv: "__itruediv__", operator.floordiv: "__ifloordiv__",
+                    operator.mod: "__imod__", operator.pow: "__ipow__", operator.matmul: "__imatmul__"}
 
 
 def _write(levels: tuple[Any, ...], target: Any, index: Any, value: Any) -> None:
@@ -169,6 +188,17 @@ def compare(op: Any, a: Any, b: Any) -> Any:
     return op(a, b)
 
 
+def attribute(x: Any, name: str) -> Any:
+    """``x.name`` in code rewritten for implicit parameters: ``x`` may be a parameter (``W.T``),
+    and a property of a plain object runs rewritten (see :func:`zygotepy._dispatch.python_attribute`)."""
+    return _dispatch.python_attribute(param(x), name)
+
+
+def user_locals(names: dict[str, Any]) -> dict[str, Any]:
+    """``locals()`` in rewritten code: the user's names, without the engine's (``_zp_...``)."""
+    return {k: v for k, v in names.items() if not k.startswith("_zp_")}
+
+
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: reading a list, tuple or dict only moves a reference (no dispatch, unless
     implicit parameters may be inside); anything else goes through the dispatcher."""
@@ -181,9 +211,10 @@ def getitem(x: Any, index: Any) -> Any:
 
 
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
-HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_call": _dispatch.call, "_zp_slice": slice,
-                           "_zp_setitem": setitem, "_zp_store": store, "_zp_inplace": inplace,
-                           "_zp_getitem": getitem, "_zp_compare": compare, **OPERATOR_HELPERS}
+HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_locals": user_locals,
+                           "_zp_call": _dispatch.call, "_zp_slice": slice, "_zp_setitem": setitem,
+                           "_zp_store": store, "_zp_inplace": inplace, "_zp_getitem": getitem,
+                           "_zp_compare": compare, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -262,10 +293,14 @@ def python_target(fn: Any, params: bool = False) -> Any:
     functions through their Python implementation), but only when they receive a traced value:
     a call on constants runs the library code as it is."""
     tf = type(fn)
+    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
+        return python_target(fn.__wrapped__, params)
     if tf is types.FunctionType:
         filename = fn.__code__.co_filename
         if filename.startswith(_ENGINE_DIR) and os.path.basename(filename).startswith("_"):
             return fn  # the engine's own API (nested gradient, hooks) manages traces itself
+        if filename.startswith(_AS_IS) or fn in _AS_IS_FUNCTIONS:
+            return fn
         if _skipped(fn):
             return None
         if filename.startswith(_LIBRARY_DIRS):
@@ -279,6 +314,8 @@ def python_target(fn: Any, params: bool = False) -> Any:
             return _library_target(fn, implementation, params)
         return None
     if tf is type:
+        if _has_post_init(fn):
+            return _post_init_constructor(fn)
         init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
         if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
                 and init.__code__.co_filename[:1] != "<"):
@@ -309,6 +346,49 @@ def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
             LIBRARY_CALL.reset(token)
 
     return run
+
+
+def _has_post_init(cls: Any) -> bool:
+    """A dataclass with a Python ``__post_init__`` (its generated ``__init__`` has no source)."""
+    init = getattr(cls.__init__, "__code__", None)
+    return (hasattr(cls, "__dataclass_fields__") and cls.__new__ is object.__new__
+            and init is not None and init.co_filename.startswith("<")
+            and isinstance(getattr(cls, "__post_init__", None), types.FunctionType) and not _skipped(cls))
+
+
+#: Per dataclass, the constructor that runs its ``__post_init__`` rewritten.
+_POST_INIT_CONSTRUCTORS = WeakBoundedCache(256)
+
+
+def _post_init_constructor(cls: Any) -> Any:
+    """A dataclass's constructor whose ``__post_init__`` goes through the dispatcher.
+
+    The generated ``__init__`` assigns the fields and calls ``__post_init__`` from code without
+    source. It runs on an instance of a subclass whose ``__post_init__`` only records the
+    init-only values it is given; the instance then becomes a ``cls`` and the real
+    ``__post_init__`` is called through the dispatcher with them."""
+    try:
+        return _POST_INIT_CONSTRUCTORS[cls]
+    except KeyError:
+        pass
+    received: dict[int, tuple[Any, ...]] = {}
+
+    def record(self: Any, *init_only: Any) -> None:
+        received[id(self)] = init_only
+
+    namespace = {"__slots__": (), "__post_init__": record, "__module__": cls.__module__,
+                 "__qualname__": cls.__qualname__}
+    shadow = types.new_class(cls.__name__, (cls,), exec_body=lambda ns: ns.update(namespace))
+
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        obj: Any = object.__new__(shadow)
+        cls.__init__(obj, *args, **kwargs)
+        object.__setattr__(obj, "__class__", cls)
+        _dispatch.call(cls.__post_init__, obj, *received.pop(id(obj), ()))
+        return obj
+
+    _POST_INIT_CONSTRUCTORS.put(cls, construct)
+    return construct
 
 
 def _constructor(cls: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)

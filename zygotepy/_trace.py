@@ -145,8 +145,15 @@ NO_RULE: Any = object()
 _GC_LOCK = threading.Lock()
 
 
+#: Frames the engine may run per call of differentiated code (the dispatcher's and the call's
+#: own): while a trace runs, the recursion limit is this many times the user's, so code that
+#: recurses as deep as it could without the engine still runs.
+DEPTH_FACTOR = 4
+
+
 class _GCPause:
-    """Pause Python's cyclic garbage collector while a trace runs (see :func:`gc_paused`).
+    """Pause Python's cyclic garbage collector while a trace runs (see :func:`gc_paused`), and
+    scale the recursion limit by :data:`DEPTH_FACTOR` (restored with the collector).
 
     A class rather than a generator-based context manager: it is entered several times per
     ``gradient`` call, and this costs a fraction of a ``contextlib`` wrapper."""
@@ -154,26 +161,33 @@ class _GCPause:
     __slots__ = ()
     holders = 0
     was_enabled = False
+    user_limit = 0
 
     def __enter__(self) -> None:
         with _GC_LOCK:
             if _GCPause.holders == 0:
                 _GCPause.was_enabled = gc.isenabled()
                 gc.disable()
+                _GCPause.user_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(_GCPause.user_limit * DEPTH_FACTOR)
             _GCPause.holders += 1
 
     def __exit__(self, *exc: object) -> None:
         with _GC_LOCK:
             _GCPause.holders -= 1
-            if _GCPause.holders == 0 and _GCPause.was_enabled:
-                gc.enable()
+            if _GCPause.holders == 0:
+                if _GCPause.was_enabled:
+                    gc.enable()
+                if sys.getrecursionlimit() == _GCPause.user_limit * DEPTH_FACTOR:  # the user left it
+                    sys.setrecursionlimit(_GCPause.user_limit)
 
 
 _GC_PAUSE = _GCPause()
 
 
 def gc_paused() -> _GCPause:
-    """Pause Python's cyclic garbage collector while a trace runs.
+    """Pause Python's cyclic garbage collector while a trace runs (and let differentiated code
+    recurse as deep as it could undifferentiated).
 
     A tape of a million nodes makes every full collection scan a million objects, which more
     than doubles the cost of a long program; the tape itself holds no reference cycles, so

@@ -53,8 +53,9 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
                                                *_COMPARISONS.values()]}
 #: The free variables rewritten code expects besides the original's own: the engine's runtime
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
-HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_call", "_zp_slice", "_zp_setitem", "_zp_store",
-                                 "_zp_inplace", "_zp_getitem", "_zp_compare", *OPERATOR_HELPERS)
+HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
+                                 "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem", "_zp_compare",
+                                 *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -110,9 +111,11 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load):
-            node.value = self._param(node.value)
-        return node
+        if not self.params or not isinstance(node.ctx, ast.Load):
+            return node
+        # obj.name -> _zp_attr(obj, "name"): a parameter's box, and properties run rewritten
+        return ast.copy_location(ast.Call(func=_name("_zp_attr", node),
+                                          args=[node.value, ast.Constant(node.attr)], keywords=[]), node)
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
@@ -138,6 +141,10 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in _LEFT_ALONE:
+            if node.func.id in ("locals", "vars") and not node.args and not node.keywords:
+                # the helpers are free variables of the rewritten code: hide them from locals()
+                hidden = ast.Call(func=_name("_zp_locals", node), args=[node], keywords=[])
+                return ast.copy_location(hidden, node)
             return node
         return ast.copy_location(
             ast.Call(func=_name("_zp_call", node), args=[node.func, *node.args], keywords=node.keywords),

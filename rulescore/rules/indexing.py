@@ -57,12 +57,17 @@ def _override(value: Any) -> Any:
 
 
 def _plain_index(index: Any) -> Any:
-    """The index with lists turned into arrays (NumPy reads them as integer/boolean arrays)."""
+    """The index with lists turned into arrays (NumPy reads them as integer/boolean arrays; an
+    empty list as an empty integer array, not the float array ``np.asarray([])`` makes)."""
     if isinstance(index, list):
-        return np.asarray(index)
+        return _list_index(index)
     if isinstance(index, tuple):
-        return tuple(np.asarray(i) if isinstance(i, list) else i for i in index)
+        return tuple(_list_index(i) if isinstance(i, list) else i for i in index)
     return index
+
+
+def _list_index(index: list[Any]) -> Any:
+    return np.asarray(index) if index else np.zeros(0, np.intp)
 
 
 def _may_repeat(index: Any) -> bool:
@@ -283,14 +288,14 @@ NONDIFF_ATTRIBUTES = frozenset({
 
 _NUMERIC = (np.ndarray, np.generic, int, float, complex)
 
-_MISSING: Any = object()
-
-
 def _read(x: Any, name: str, default: tuple[Any, ...]) -> tuple[Any, bool]:
-    """``(getattr(x, name, *default), whether the default was used)``."""
+    """``(getattr(x, name, *default), whether the default was used)``. No sentinel default: an
+    engine differentiating this function would hand back the sentinel wrapped, and ``is`` fails."""
     if default:
-        y = getattr(x, name, _MISSING)
-        return (default[0], True) if y is _MISSING else (y, False)
+        try:
+            return getattr(x, name), False
+        except AttributeError:
+            return default[0], True
     return getattr(x, name), False
 
 

@@ -2,9 +2,9 @@
 
 One table, :data:`RULES`: the element-wise ufuncs from their named partials
 (:func:`rulescore.partials_rules`, pullbacks named ``<ufunc>_pullback``), hand-written rules for
-the others (``absolute`` and ``conjugate``, not holomorphic; the two-output
+the others (``absolute``, ``conjugate`` and ``sign``, not holomorphic; the two-output
 ``divmod``/``modf``/``frexp``; ``np.real``/``np.imag``/``np.angle``), and the ufuncs with no
-derivative (:data:`NON_DIFFERENTIABLE`: ``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``,
+derivative (:data:`NON_DIFFERENTIABLE`: ``floor``, ``ceil``, ``trunc``, ``rint``,
 comparisons, ``logical_*``, ``isnan``/``isinf``/``isfinite``, bitwise operations,
 ``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``gcd``, ``lcm``, ...).
 The generalised ufuncs ``matmul``/``vecdot``/``matvec``/``vecmat`` are in
@@ -21,7 +21,9 @@ Conventions:
 - Complex: holomorphic functions multiply the cotangent by the conjugate of the derivative.
   ``absolute``, ``angle``, ``real`` and ``imag`` are real-valued functions of a complex ``z``: their
   gradient is ``df/dRe(z) + 1j * df/dIm(z)`` (ChainRules), e.g. ``z / |z| * real(ybar)`` for
-  ``absolute``; ``conjugate`` maps ``ybar`` to ``conj(ybar)``.
+  ``absolute``; ``conjugate`` maps ``ybar`` to ``conj(ybar)``. ``sign`` of a complex ``z`` is
+  ``z / |z|``, smooth away from ``0`` (its derivative there is taken as ``0``); of a real ``x``
+  it is piecewise constant, with derivative ``0``.
 - ``where=mask``: the primal is computed as NumPy does (entries where ``mask`` is ``False`` are
   left uninitialised) and every cotangent and tangent is zero there.
 - ``out=`` is refused with a ``TypeError`` naming the ufunc: writing into an existing array is
@@ -323,6 +325,36 @@ def conjugate_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
     return y, fit(y, mask(where, conj(tangents[1])))
 
 
+def _unit_over_modulus(x: Any, y: Any) -> Any:
+    """``sign(x) / |x|`` (``0`` at ``0``), given ``y = sign(x)``."""
+    r = np.absolute(x)
+    nz = r != 0
+    return np.where(nz, y / np.where(nz, r, 1), 0)
+
+
+def sign_rrule(x: Any, **kwargs: Any) -> Any:
+    where = check_kwargs(np.sign, kwargs)
+    y = np.sign(x, **kwargs)
+
+    def sign_pullback(ybar: Any) -> Any:
+        if not is_complex(x):
+            return _NT, _ZT  # piecewise constant
+        # d sign = i sign Im(conj(sign) dz) / |z|, so its adjoint is i sign Im(ybar conj(sign)) / |z|
+        g = 1j * _unit_over_modulus(x, y) * np.imag(ybar * np.conj(y))
+        return _NT, proj(x, mask(where, g))
+
+    return y, sign_pullback
+
+
+def sign_frule(tangents: Any, x: Any, **kwargs: Any) -> Any:
+    where = check_kwargs(np.sign, kwargs)
+    y = np.sign(x, **kwargs)
+    if not is_complex(x):
+        return y, _ZT
+    ydot = 1j * _unit_over_modulus(x, y) * np.imag(np.conj(y) * tangents[1])
+    return y, fit(y, mask(where, ydot))
+
+
 def divmod_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
     where = check_kwargs(np.divmod, kwargs)
     out = np.divmod(x, y, **kwargs)
@@ -438,7 +470,7 @@ def angle_frule(tangents: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 _NON_DIFFERENTIABLE_NAMES = (
-    "sign", "floor", "ceil", "trunc", "rint", "floor_divide", "heaviside", "signbit", "spacing",
+    "floor", "ceil", "trunc", "rint", "floor_divide", "heaviside", "signbit", "spacing",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "isnat", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_count", "invert", "left_shift",
@@ -506,6 +538,7 @@ RULES: tuple[RulePair, ...] = (
     partials_rules(np.ldexp, ldexp_partials, **_UFUNC),
     RulePair(np.absolute, absolute_rrule, absolute_frule),
     RulePair(np.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(np.sign, sign_rrule, sign_frule),
     RulePair(np.divmod, divmod_rrule, divmod_frule),
     RulePair(np.modf, modf_rrule, modf_frule),
     RulePair(np.frexp, frexp_rrule, frexp_frule),

@@ -28,12 +28,13 @@ import rulescore as rc
 
 autograd = pytest.importorskip("autograd")
 pytest.importorskip("scipy")
+autograd_scipy = pytest.importorskip("autograd.scipy")
 import autograd.numpy as anp  # noqa: E402
 from autograd.core import primitive_vjps  # noqa: E402
 
 import zygotepy as zp  # noqa: E402
 
-for _info in pkgutil.walk_packages(autograd.scipy.__path__, "autograd.scipy."):
+for _info in pkgutil.walk_packages(autograd_scipy.__path__, "autograd.scipy."):
     importlib.import_module(_info.name)
 
 #: autograd's own plumbing (boxes, containers, adjoint helpers): not NumPy or SciPy functions.

@@ -147,7 +147,7 @@ C4 = S.arrays(shape=(4,), dtype=np.complex128)
 NONDIFF = [
     case(uf, args, max_examples=2)
     for uf, args in [
-        (np.sign, (A34,)), (np.floor, (A34,)), (np.ceil, (A34,)), (np.trunc, (A34,)), (np.rint, (A34,)),
+        (np.floor, (A34,)), (np.ceil, (A34,)), (np.trunc, (A34,)), (np.rint, (A34,)),
         (np.floor_divide, (A34, arr(AWAY0, (4,)))), (np.heaviside, (A34, 0.5)), (np.signbit, (A34,)),
         (np.spacing, (A34,)), (np.equal, (A34, A4)), (np.not_equal, (A34, A4)),
         (np.less, (A34, A4)), (np.less_equal, (A34, A4)), (np.greater, (A34, A4)),
@@ -220,6 +220,9 @@ OTHER_CASES = [
     case(np.angle, (quadrant1((3,)),), "deg", {"deg": True}),
     case(np.angle, (quadrant1((3,)), True), "deg-positional"),
     case(np.angle, (S.scalars(0.3, 3.0, complex),), "python-complex"),
+    case(np.sign, (quadrant1((3, 4)),), "complex"),
+    case(np.sign, (S.scalars(0.3, 3.0, complex),), "python-complex"),
+    case(np.sign, (arr(AWAY0, (3, 4)),), "real"),
 ]
 
 CASES = [
@@ -362,6 +365,9 @@ def test_non_holomorphic_functions_follow_chainrules() -> None:
     assert isinstance(_pullback(np.imag, np.ones(2))[1], rc.ZeroTangent)
     assert np.allclose(_pullback(np.conjugate, z, ybar=np.array([1j, 1.0]))[1], [-1j, 1.0])
     assert np.allclose(_pullback(np.sin, np.array([1j]))[1], np.conj(np.cos(1j)))
+    # sign(z) = z/|z| moves only along the circle: at z = 1, a cotangent i pulls back to i, 1 to 0
+    assert np.allclose(_pullback(np.sign, np.array([1 + 0j, 2 + 0j]), ybar=np.array([1j, 1.0]))[1], [1j, 0])
+    assert isinstance(_pullback(np.sign, np.array([-2.0, 3.0]))[1], rc.ZeroTangent)
 
 
 def test_multi_output_cotangents() -> None:
