@@ -33,6 +33,7 @@ from rulescore._helpers import (
 )
 from rulescore._linear import deflinear, linear_rules
 from rulescore._namespace import array_namespace
+from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
 from rulescore._rule_pair import RulePair, register_rules
@@ -46,9 +47,11 @@ __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
-    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "deflinear", "fields_of",
+    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "declare_parameters",
+    "deflinear", "fields_of",
     "frule", "frule_via_ad", "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable",
-    "non_differentiable_rules", "partials_rules", "project", "register_rules", "RulePair", "rebuild", "rrule",
+    "non_differentiable_rules", "parameters_of", "partials_rules", "project", "register_rules", "RulePair",
+    "rebuild", "rrule",
     "rrule_via_ad", "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves",
     "tree_map", "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
 ]

@@ -36,7 +36,7 @@ from rulescore._checks import callable_name
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import UntraceableError, user_code
+from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
 from zygotepy._views import latest, note_view
 
@@ -220,6 +220,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
+    if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
+        args, kwargs = bind_traced_keywords(fn, args, kwargs)
     dunders = OPERATOR_DUNDERS.get(fn) if tf is types.BuiltinFunctionType else None
     if dunders is not None:
         result = _user_operator(dunders, args)
@@ -239,6 +241,10 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             return y
     if recurse:
         target = top.python_target(fn, top.with_params)
+        if target is None and fn is operator.getitem:
+            method = python_dunder(type(unbox_all(args[0])), "__getitem__")  # np.r_[a, b]
+            if method is not None:
+                return call(method, *args)
         if target is not None:
             if top.log is not None:
                 log_call(top, fn, args, "traced through")
@@ -417,16 +423,47 @@ def _user_class(fn: Any) -> bool:
 def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: Trace) -> Any:
     where = [f"argument {i + 1}" for i, a in enumerate(args) if _contains(a, trace)]
     where += [f"keyword {k!r}" for k, v in kwargs.items() if _contains(v, trace)]
-    name = callable_name(fn)
+    name = public_name(fn, args)
     reason = trace.missing_rule(fn)
     if reason is not None:
         raise UntraceableError(reason)
+    library = LIBRARY_CALL.get()
+    if library is not None:
+        outer = public_name(*library)
+        raise UntraceableError(
+            f"{name} has no rrule and cannot be differentiated through, but it received a traced value as "
+            f"{', '.join(where)} inside {outer}, which has no rule and was differentiated through "
+            f"its source. Register a rule for {outer}: @rulescore.rrule.register({outer}) (see "
+            "docs/writing-rules.md), or keep traced values out of this call."
+        )
     raise UntraceableError(
         f"{name} has no rrule and cannot be differentiated through (it is not a Python function "
         f"with source), but it received a traced value as {', '.join(where)}. Register a rule: "
         f"@rulescore.rrule.register({name}) (see docs/writing-rules.md), or keep traced values out "
         f"of this call."
     )
+
+
+def public_name(fn: Any, args: tuple[Any, ...] = ()) -> str:
+    """The name a user reaches ``fn`` by, for errors: a method unbound by the dispatcher is named
+    through its instance (``scipy.stats.norm.logpdf``, not ``rv_continuous.logpdf``); NumPy's
+    array methods and ``_operator`` by their public modules (``numpy.ndarray.partition``).
+
+    Example:
+        >>> import numpy as np
+        >>> public_name(np.ndarray.partition), public_name(np.diff)
+        ('numpy.ndarray.partition', 'numpy.diff')
+    """
+    owner = args[0] if args else None
+    attribute = getattr(fn, "__name__", "") if type(fn) is types.FunctionType else ""
+    if attribute and owner is not None and not isinstance(owner, type) and (
+            getattr(type(owner), attribute, None) is fn):
+        return callable_name(getattr(owner, attribute))  # the method bound to the instance again
+    name = callable_name(fn)
+    for private, public in (("_operator.", "operator."), ("ndarray.", "numpy.ndarray.")):
+        if name.startswith(private):
+            return public + name[len(private):]
+    return name
 
 
 def _contains(x: Any, trace: Trace) -> bool:
@@ -588,13 +625,48 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
 NOT_FAST: Any = object()
 
 
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def bind_traced_keywords(fn: Any, args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Move each traced keyword argument that names a positional parameter of ``fn`` into its
+    slot (the slots before it get their defaults), so a rule's pullback gives its cotangent:
+    ``logsumexp(a, b=w)`` is differentiated as ``logsumexp(a, None, w)``."""
+    traced = [k for k, v in kwargs.items() if _scan(v, True) is not None]
+    if not traced:
+        return args, kwargs
+    signature = rc.parameters_of(fn, args)
+    if signature is None:
+        return args, kwargs
+    positional = [p for p in signature.parameters.values() if p.kind in _POSITIONAL]
+    names = [p.name for p in positional]
+    last = max((names.index(k) for k in traced if k in names), default=-1)
+    if last < len(args):
+        return args, kwargs
+    bound, rest = list(args), dict(kwargs)
+    for p in positional[len(args):last + 1]:
+        if p.name in rest:
+            bound.append(rest.pop(p.name))
+        elif p.default is not inspect.Parameter.empty:
+            bound.append(p.default)
+        else:
+            return args, kwargs  # a required parameter is missing: let the call raise as it would
+    return tuple(bound), rest
+
+
 def refuse_traced_keywords(fn: Any, kwargs: dict[str, Any], trace: Trace) -> None:
-    """Rules (rrules and frules) differentiate positional arguments only: say so, naming the keyword."""
+    """Rules (rrules and frules) give derivatives for positional arguments only; a traced keyword
+    left after :func:`bind_traced_keywords` names no positional parameter (keyword-only, or
+    ``**kwargs``): say so, naming the keyword."""
     for k, v in kwargs.items():
         if unbox(v, trace)[1] is not None:
             raise UntraceableError(
-                f"{callable_name(fn)} received a traced value as keyword argument {k!r}; rules "
-                "differentiate positional arguments only, so pass it positionally"
+                f"{callable_name(fn)} received a traced value as keyword argument {k!r}, which is "
+                "not one of its positional parameters (keyword-only or collected by **kwargs), and "
+                "its rule gives derivatives for positional arguments only. Pass the value through the "
+                "equivalent positional parameter (np.clip(x, lo, hi) rather than min=lo), or declare "
+                "the parameters with rulescore.declare_parameters (docs/writing-rules.md)"
             )
 
 

@@ -3,13 +3,21 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import warnings
+from typing import Any
 
 import rulescore
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+#: The outermost NumPy or SciPy function being differentiated through its source (it has no rule)
+#: and its positional arguments, or ``None`` outside library code: errors inside it name it.
+LIBRARY_CALL: contextvars.ContextVar[tuple[Any, tuple[Any, ...]] | None] = contextvars.ContextVar(
+    "zygotepy_library_call", default=None)
 
 
 class UntraceableError(TypeError):

@@ -26,11 +26,14 @@ from rulescore._checks import callable_name
 from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
-from zygotepy._errors import UntraceableError, user_code
+from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
-_SKIP_MODULES = ("numpy", "scipy", "zygotepy")
+_SKIP_MODULES = ("zygotepy",)
+#: Libraries whose Python code is differentiated through when no rule applies, but only for calls
+#: that receive a traced value (a constant call runs as it is, at full speed).
+_LIBRARY_MODULES = ("numpy", "scipy")
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -43,8 +46,14 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-#: Library code called as it is (its NumPy calls reach rules through NumPy's own protocols).
+#: The engine's code, called as it is.
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
+_LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
+#: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
+_DISPATCHER = type(np.diff)
+#: Library functions never differentiated through: they build arrays from another array's memory
+#: (a traced value has none), so they need a rule on the function that calls them.
+_OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: Standard-library code run as it is, traced values and all: it only formats or moves them
 #: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
 _AS_IS = (*_package_dirs(("logging",)), "<frozen ")
@@ -279,12 +288,13 @@ def _skipped(fn: Any) -> bool:
 
 #: How :func:`python_target` treats the functions of a code object: the engine's own (run as
 #: they are: nested gradients, hooks manage traces themselves), standard-library code run as it
-#: is (``_AS_IS``), library code (not traced),
+#: is (``_AS_IS``), library code not traced, NumPy's and SciPy's Python code (differentiated
+#: through when it receives a traced value),
 #: code made by the rewriter (a closure of rewritten code, made afresh per call: already
 #: traced) or code to rewrite. Decided from the code alone, once: nested differentiation calls
 #: ``python_target`` for every helper and pullback a rule body calls. Bounded; holds code objects.
 _ENGINE_OWN, _AS_IS_CODE, _LIBRARY = "engine", "as-is", "library"
-_GENERATED_CODE, _REWRITE = "generated", "rewrite"
+_GENERATED_CODE, _REWRITE, _LIBRARY_SOURCE = "generated", "rewrite", "library source"
 _CODE_KINDS = BoundedCache(4096)
 
 
@@ -297,11 +307,17 @@ def _code_kind(fn: types.FunctionType) -> str:
         return _AS_IS_CODE
     if _skipped(fn):
         return _LIBRARY
-    return _GENERATED_CODE if is_generated(code) else _REWRITE
+    if is_generated(code):
+        return _GENERATED_CODE  # also a lambda or nested function of library code already rewritten
+    return _LIBRARY_SOURCE if filename.startswith(_LIBRARY_DIRS) else _REWRITE
 
 
 def python_target(fn: Any, params: bool = False) -> Any:
-    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code."""
+    """What to run to differentiate through ``fn``, or ``None`` if it is not Python code.
+
+    NumPy's and SciPy's Python functions are differentiated through too (NumPy's dispatching
+    functions through their Python implementation), but only when they receive a traced value:
+    a call on constants runs the library code as it is."""
     tf = type(fn)
     if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
         return python_target(fn.__wrapped__, params)
@@ -313,7 +329,14 @@ def python_target(fn: Any, params: bool = False) -> Any:
             _CODE_KINDS.put(code, kind)
         if kind is _REWRITE:
             return transformed(fn, params)
+        if kind is _LIBRARY_SOURCE:
+            return None if fn in _OPAQUE else _library_target(fn, fn, params)
         return None if kind is _LIBRARY else fn
+    if tf is _DISPATCHER:
+        implementation = fn._implementation
+        if type(implementation) is types.FunctionType and not _skipped(implementation):
+            return _library_target(fn, implementation, params)
+        return None
     if tf is type:
         if _has_post_init(fn):
             return _post_init_constructor(fn)
@@ -327,6 +350,26 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
+    """Run library code (``fn``, the code of ``public``) rewritten when a traced value is among
+    the arguments (inside containers and objects too: a frozen SciPy distribution holds its
+    parameters), else as it is. Errors inside it name ``public``, the function the user called."""
+    target = transformed(fn, params)  # fn itself without source: then operator overloading only
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if _dispatch.innermost(LEVELS.get(), args, kwargs, True) is None:
+            return fn(*args, **kwargs)
+        if LIBRARY_CALL.get() is not None:
+            return target(*args, **kwargs)
+        token = LIBRARY_CALL.set((public, args))
+        try:
+            return target(*args, **kwargs)
+        finally:
+            LIBRARY_CALL.reset(token)
+
+    return run
 
 
 def _has_post_init(cls: Any) -> bool:

@@ -22,7 +22,7 @@ import weakref
 from typing import Any
 
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import warn_user
+from zygotepy._errors import LIBRARY_CALL, warn_user
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -507,6 +507,8 @@ def _warn_no_source(fn: types.FunctionType, why: str = "no source") -> None:
     code = fn.__code__
     if code in _WARNED or (code.co_name.startswith("__") and code.co_name.endswith("__")):
         return  # generated dunders (dataclasses, namedtuples) only assign: nothing to see
+    if LIBRARY_CALL.get() is not None:
+        return  # a library's generated helper (SciPy's ``_parse_args``): not the user's to fix
     _WARNED.add(code)
     warn_user(
         f"zygotepy: {why} for {code.co_qualname} ({code.co_filename}); it is differentiated by "

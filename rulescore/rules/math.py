@@ -4,7 +4,7 @@ One table, :data:`RULES`: element-wise functions from their named partials
 (:func:`rulescore.partials_rules`, each pullback named ``<f>_pullback``), hand-written rules for
 the functions of sequences (``fsum``, ``prod``, ``dist``, ``sumprod``) and the two-output
 ``frexp`` and ``modf``, and the integer-valued and predicate functions (:data:`NON_DIFFERENTIABLE`:
-``floor``, ``ceil``, ``trunc``, ``isfinite``, ``factorial``, ``gcd``, ``nextafter``, ``ulp``, ...).
+``floor``, ``ceil``, ``trunc``, ``isfinite``, ``factorial``, ``gcd``, ``ulp``, ...).
 
 Partials are written with NumPy and operators so that they differentiate again (second
 derivatives through the rules) when an engine traces them. Python floats do not divide by zero
@@ -279,8 +279,7 @@ def modf_frule(tangents: Any, x: Any) -> Any:
 #: Integer-valued and predicate functions: no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
     math.floor, math.ceil, math.trunc, math.isfinite, math.isinf, math.isnan, math.isclose,
-    math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.nextafter,
-    math.ulp,
+    math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.ulp,
 )
 
 _PYTHON_3_11 = (
@@ -319,6 +318,7 @@ _PARTIALS: dict[Any, Any] = {
     math.atan2: atan2_partials,
     math.pow: pow_partials,
     math.copysign: ufuncs.copysign_partials,
+    math.nextafter: ufuncs.nextafter_partials,
     math.fmod: ufuncs.fmod_partials,
     math.remainder: ufuncs.fmod_partials,
     math.ldexp: ufuncs.ldexp_partials,

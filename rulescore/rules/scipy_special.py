@@ -143,10 +143,12 @@ def _central_difference(f: Any, args: tuple[Any, ...], i: int, step: Any) -> Any
     return (at(-2) - 8 * at(-1) + 8 * at(1) - at(2)) / (12 * step)
 
 
-def zeta_partials(x: Any, q: Any) -> Any:
-    # d/dx has no closed form: a central difference, with a step that keeps off the pole at 1
+def zeta_partials(x: Any, q: Any = None) -> Any:
+    # d/dx has no closed form: a central difference, with a step that keeps off the pole at 1;
+    # zeta(x) alone is Riemann's zeta (defined below 1 too)
     step = 1e-3 * np.minimum(np.maximum(np.abs(x), 1), np.abs(np.subtract(x, 1)))
-    return _central_difference(sp.zeta, (x, q), 0, step), -x * sp.zeta(np.add(x, 1), q)
+    dx = _central_difference(sp.zeta, (x,) if q is None else (x, q), 0, step)
+    return dx if q is None else (dx, -x * sp.zeta(np.add(x, 1), q))
 
 
 def _gammainc_density(a: Any, x: Any) -> Any:

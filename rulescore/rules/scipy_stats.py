@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +43,7 @@ import scipy.special as sp
 import scipy.stats as st
 
 from rulescore._linear import dense_tangent
+from rulescore._parameters import declare_parameters
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -536,3 +539,32 @@ RULES: tuple[RulePair, ...] = (
     RulePair(_DIRICHLET.pdf, dirichlet_pdf_rrule, dirichlet_pdf_frule, (_DIRICHLET,)),
     RulePair(_MVN.entropy, mvn_entropy_rrule, mvn_entropy_frule, (_MVN,)),
 )
+
+
+# -- parameters, for engines binding keywords (``norm.logpdf(x, loc=mu, scale=s)``) ------------
+
+def _parameter(name: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+
+
+def distribution_parameters(args: tuple[Any, ...], first: str = "x", scale: bool = True) -> Any:
+    """The positional parameters of a distribution method called as ``method(dist, x, ...)``:
+    ``x`` (or ``q``, ``k``), the instance's shapes, ``loc`` and (continuous) ``scale``.
+
+    Example:
+        >>> import scipy.stats as st
+        >>> str(distribution_parameters((st.t,)))
+        '(self, x, df, loc=0.0, scale=1.0)'
+    """
+    if not args or type(args[0]) not in CONTINUOUS and type(args[0]) not in DISCRETE:
+        return None
+    shapes = [s.strip() for s in (args[0].shapes or "").split(",") if s.strip()]
+    return inspect.Signature([_parameter("self"), _parameter(first), *map(_parameter, shapes),
+                              _parameter("loc", 0.0), *([_parameter("scale", 1.0)] if scale else [])])
+
+
+for _method in _METHODS:
+    declare_parameters(_method, functools.partial(
+        distribution_parameters, first="q" if _method is st.rv_continuous.ppf else "x"))
+for _method in (st.rv_discrete.logpmf, st.rv_discrete.pmf, st.rv_discrete.cdf):
+    declare_parameters(_method, functools.partial(distribution_parameters, first="k", scale=False))

@@ -834,10 +834,10 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.argwhere,
     np.flatnonzero, np.searchsorted, np.lexsort, np.unravel_index, np.ravel_multi_index,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
-    np.eye, np.identity, np.tri, np.logspace, np.geomspace, np.indices,
+    np.eye, np.identity, np.tri, np.indices,
     np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
-    np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes,
+    np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes, np.broadcast,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
 )
 
@@ -892,26 +892,33 @@ def fill_rules(f: Any) -> RulePair:
     return RulePair(f, fill_rrule, fill_frule, wrt=(1,))
 
 
-def linspace_rrule(start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
+def linspace_rrule(start: Any, stop: Any, *rest: Any, **kwargs: Any) -> Any:
     """``start + (stop - start) * t`` for fixed fractions ``t``: linear in both endpoints."""
-    if kwargs.get("retstep"):
+    if kwargs.get("retstep") or (len(rest) > 2 and rest[2]):
         raise TypeError("numpy.linspace: retstep=True is not supported under differentiation")
-    y = np.linspace(start, stop, num, **kwargs)
-    t = np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True))
+    y = np.linspace(start, stop, *rest, **kwargs)
+    t = _linspace_fractions(rest, kwargs)
 
     def linspace_pullback(ybar: Any) -> Any:
         tt = np.reshape(t, (-1,) + (1,) * (np.ndim(ybar) - 1))
         sbar, ebar = np.sum(ybar * (1 - tt), axis=0), np.sum(ybar * tt, axis=0)
         return (NoTangent(), project(start, sbar if np.ndim(start) else np.sum(sbar)),
-                project(stop, ebar if np.ndim(stop) else np.sum(ebar)), NoTangent())
+                project(stop, ebar if np.ndim(stop) else np.sum(ebar)), *(NoTangent() for _ in rest))
 
     return y, linspace_pullback
 
 
-def linspace_frule(tangents: Any, start: Any, stop: Any, num: int = 50, **kwargs: Any) -> Any:
-    y = np.linspace(start, stop, num, **kwargs)
-    t = np.reshape(np.linspace(0.0, 1.0, num, endpoint=kwargs.get("endpoint", True)),
-                   (-1,) + (1,) * (np.ndim(y) - 1))
+def _linspace_fractions(rest: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The fractions ``t`` of ``linspace(start, stop, *rest, **kwargs)`` (num and endpoint
+    positional or by keyword)."""
+    num = rest[0] if rest else kwargs.get("num", 50)
+    endpoint = rest[1] if len(rest) > 1 else kwargs.get("endpoint", True)
+    return np.linspace(0.0, 1.0, num, endpoint=endpoint)
+
+
+def linspace_frule(tangents: Any, start: Any, stop: Any, *rest: Any, **kwargs: Any) -> Any:
+    y = np.linspace(start, stop, *rest, **kwargs)
+    t = np.reshape(_linspace_fractions(rest, kwargs), (-1,) + (1,) * (np.ndim(y) - 1))
     s, e = dense_tangent(start, tangents[1]), dense_tangent(stop, tangents[2])
     return y, project(y, s * (1 - t) + e * t + np.zeros_like(y))
 

@@ -6,7 +6,7 @@ the others (``absolute``, ``conjugate`` and ``sign``, not holomorphic; the two-o
 ``divmod``/``modf``/``frexp``; ``np.real``/``np.imag``/``np.angle``), and the ufuncs with no
 derivative (:data:`NON_DIFFERENTIABLE`: ``floor``, ``ceil``, ``trunc``, ``rint``,
 comparisons, ``logical_*``, ``isnan``/``isinf``/``isfinite``, bitwise operations,
-``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``nextafter``, ``gcd``, ``lcm``, ...).
+``floor_divide``, ``heaviside``, ``signbit``, ``spacing``, ``gcd``, ``lcm``, ...).
 The generalised ufuncs ``matmul``/``vecdot``/``matvec``/``vecmat`` are in
 :mod:`rulescore.rules.contractions`.
 
@@ -268,6 +268,11 @@ def copysign_partials(x: Any, y: Any) -> Any:
     return np.copysign(1.0, x) * np.copysign(1.0, y), _ZT
 
 
+def nextafter_partials(x: Any, y: Any) -> Any:
+    """``nextafter(x, y)`` is ``x`` moved by one ulp toward ``y``: slope one in ``x``, none in ``y``."""
+    return 1.0 + 0.0 * np.add(x, y), _ZT
+
+
 def fmod_partials(x: Any, y: Any, result: Any) -> Any:
     """``fmod(x, y) = x - n * y`` for the integer ``n = rint((x - result) / y)``."""
     return 1, -np.rint((x - result) / y)
@@ -466,7 +471,7 @@ def angle_frule(tangents: Any, z: Any, *args: Any, **kwargs: Any) -> Any:
 
 _NON_DIFFERENTIABLE_NAMES = (
     "floor", "ceil", "trunc", "rint", "floor_divide", "heaviside", "signbit", "spacing",
-    "nextafter", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "isnat", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_count", "invert", "left_shift",
     "right_shift", "gcd", "lcm",
@@ -535,6 +540,7 @@ _PARTIALS: dict[Any, Any] = {
     np.fmax: fmax_partials,
     np.fmin: fmin_partials,
     np.copysign: copysign_partials,
+    np.nextafter: nextafter_partials,
     np.fmod: fmod_partials,
     np.remainder: remainder_partials,
     np.ldexp: ldexp_partials,

@@ -148,12 +148,21 @@ def test_rrule_without_frule_is_refused():
 
 
 
-def test_traced_keyword_arguments_are_refused_in_forward_mode_as_in_reverse():
+def test_traced_keyword_arguments_bind_to_their_positions_in_forward_mode_as_in_reverse():
     c = np.array([1.0, 2.0, 3.0])
-    for run in (lambda: zp.jvp(lambda lo: np.clip(c, a_min=lo, a_max=10.0), (1.5,), (1.0,)),
-                lambda: zp.jacobian(lambda lo: np.clip(c, a_min=lo, a_max=10.0), 1.5, mode="forward"),
-                lambda: zp.gradient(lambda lo: np.sum(np.clip(c, a_min=lo, a_max=10.0)), 1.5)):
-        with pytest.raises(zp.UntraceableError, match="keyword argument 'a_min'"):
+    expected = np.array([1.0, 0.0, 0.0])  # lo = 1.5 clips only the first entry
+    _, tangent = zp.jvp(lambda lo: np.clip(c, a_min=lo, a_max=10.0), (1.5,), (1.0,))
+    np.testing.assert_allclose(tangent, expected)
+    np.testing.assert_allclose(zp.jacobian(lambda lo: np.clip(c, a_min=lo, a_max=10.0), 1.5, mode="forward"),
+                               [expected])
+    assert zp.gradient(lambda lo: np.sum(np.clip(c, a_min=lo, a_max=10.0)), 1.5) == (1.0,)
+
+
+def test_traced_keyword_only_arguments_are_refused_in_forward_mode_as_in_reverse():
+    c = np.array([1.0, 2.0, 3.0])
+    for run in (lambda: zp.jvp(lambda lo: np.clip(c, min=lo), (1.5,), (1.0,)),
+                lambda: zp.gradient(lambda lo: np.sum(np.clip(c, min=lo)), 1.5)):
+        with pytest.raises(zp.UntraceableError, match="argument 'min', which is not one of its positional"):
             run()
 
 

@@ -93,6 +93,7 @@ BINARY = [
     (np.add, R, R), (np.subtract, R, R), (np.multiply, R, R), (np.divide, R, AWAY0),
     (np.power, (0.5, 3.0), R), (np.float_power, (0.5, 3.0), R), (np.arctan2, R, (0.3, 3.0)),
     (np.hypot, AWAY0, R), (np.logaddexp, R, R), (np.logaddexp2, R, R), (np.copysign, AWAY0, AWAY0),
+    (np.nextafter, R, R),
     (np.fmod, (2.3, 2.6), (0.97, 1.0)), (np.remainder, (2.3, 2.6), (0.97, 1.0)),
 ]
 
@@ -148,7 +149,7 @@ NONDIFF = [
     for uf, args in [
         (np.floor, (A34,)), (np.ceil, (A34,)), (np.trunc, (A34,)), (np.rint, (A34,)),
         (np.floor_divide, (A34, arr(AWAY0, (4,)))), (np.heaviside, (A34, 0.5)), (np.signbit, (A34,)),
-        (np.spacing, (A34,)), (np.nextafter, (A34, A4)), (np.equal, (A34, A4)), (np.not_equal, (A34, A4)),
+        (np.spacing, (A34,)), (np.equal, (A34, A4)), (np.not_equal, (A34, A4)),
         (np.less, (A34, A4)), (np.less_equal, (A34, A4)), (np.greater, (A34, A4)),
         (np.greater_equal, (A34, A4)), (np.logical_and, (A34, A4)), (np.logical_or, (A34, A4)),
         (np.logical_xor, (A34, A4)), (np.logical_not, (A34,)), (np.isnan, (A34,)), (np.isinf, (A34,)),
