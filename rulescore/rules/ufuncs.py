@@ -127,8 +127,8 @@ def exp2_partials(x: Any, result: Any) -> Any:
     return result * _LN2
 
 
-def expm1_partials(x: Any) -> Any:
-    return np.exp(x)  # not result + 1: that cancels for x << 0
+def expm1_partials(x: Any, xp: Any = np) -> Any:
+    return xp.exp(x)  # not result + 1: that cancels for x << 0
 
 
 def log_partials(x: Any) -> Any:
@@ -163,48 +163,48 @@ def reciprocal_partials(x: Any, result: Any) -> Any:
     return -result * result
 
 
-def sin_partials(x: Any) -> Any:
-    return np.cos(x)
+def sin_partials(x: Any, xp: Any = np) -> Any:
+    return xp.cos(x)
 
 
-def cos_partials(x: Any) -> Any:
-    return -np.sin(x)
+def cos_partials(x: Any, xp: Any = np) -> Any:
+    return -xp.sin(x)
 
 
 def tan_partials(x: Any, result: Any) -> Any:
     return 1 + result * result
 
 
-def arcsin_partials(x: Any) -> Any:
-    return 1 / np.sqrt(1 - x * x)
+def arcsin_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / xp.sqrt(1 - x * x)
 
 
-def arccos_partials(x: Any) -> Any:
-    return -1 / np.sqrt(1 - x * x)
+def arccos_partials(x: Any, xp: Any = np) -> Any:
+    return -1 / xp.sqrt(1 - x * x)
 
 
 def arctan_partials(x: Any) -> Any:
     return 1 / (1 + x * x)
 
 
-def sinh_partials(x: Any) -> Any:
-    return np.cosh(x)
+def sinh_partials(x: Any, xp: Any = np) -> Any:
+    return xp.cosh(x)
 
 
-def cosh_partials(x: Any) -> Any:
-    return np.sinh(x)
+def cosh_partials(x: Any, xp: Any = np) -> Any:
+    return xp.sinh(x)
 
 
 def tanh_partials(x: Any, result: Any) -> Any:
     return 1 - result * result
 
 
-def arcsinh_partials(x: Any) -> Any:
-    return 1 / np.sqrt(x * x + 1)
+def arcsinh_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / xp.sqrt(x * x + 1)
 
 
-def arccosh_partials(x: Any) -> Any:
-    return 1 / (np.sqrt(x - 1) * np.sqrt(x + 1))
+def arccosh_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1))
 
 
 def arctanh_partials(x: Any) -> Any:
@@ -219,17 +219,17 @@ def degrees_partials(x: Any) -> Any:
     return _DEG
 
 
-def arctan2_partials(y: Any, x: Any) -> Any:
+def arctan2_partials(y: Any, x: Any, xp: Any = np) -> Any:
     den = x * x + y * y
     nz = den != 0
-    den = np.where(nz, den, 1)
-    return np.where(nz, x / den, 0), np.where(nz, -y / den, 0)
+    den = xp.where(nz, den, 1)
+    return xp.where(nz, x / den, 0), xp.where(nz, -y / den, 0)
 
 
-def hypot_partials(x: Any, y: Any, result: Any) -> Any:
+def hypot_partials(x: Any, y: Any, result: Any, xp: Any = np) -> Any:
     nz = result != 0
-    r = np.where(nz, result, 1)
-    return np.where(nz, x / r, 0), np.where(nz, y / r, 0)
+    r = xp.where(nz, result, 1)
+    return xp.where(nz, x / r, 0), xp.where(nz, y / r, 0)
 
 
 def logaddexp_partials(x: Any, y: Any) -> Any:
@@ -240,26 +240,26 @@ def logaddexp2_partials(x: Any, y: Any) -> Any:
     return np.exp2(-np.logaddexp2(0, y - x)), np.exp2(-np.logaddexp2(0, x - y))
 
 
-def _split(first: Any, tie: Any) -> Any:
+def _split(first: Any, tie: Any, xp: Any = np) -> Any:
     """Weights of the two arguments of a max/min: the chosen one gets 1, a tie 0.5 each."""
-    w = np.where(first, 1.0, np.where(tie, 0.5, 0.0))
+    w = xp.where(first, 1.0, xp.where(tie, 0.5, 0.0))
     return w, 1.0 - w
 
 
-def maximum_partials(x: Any, y: Any) -> Any:
-    return _split((x > y) | np.isnan(x), x == y)
+def maximum_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x > y) | xp.isnan(x), x == y, xp)
 
 
-def minimum_partials(x: Any, y: Any) -> Any:
-    return _split((x < y) | np.isnan(x), x == y)
+def minimum_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x < y) | xp.isnan(x), x == y, xp)
 
 
-def fmax_partials(x: Any, y: Any) -> Any:
-    return _split((x > y) | np.isnan(y), x == y)
+def fmax_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x > y) | xp.isnan(y), x == y, xp)
 
 
-def fmin_partials(x: Any, y: Any) -> Any:
-    return _split((x < y) | np.isnan(y), x == y)
+def fmin_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x < y) | xp.isnan(y), x == y, xp)
 
 
 def copysign_partials(x: Any, y: Any) -> Any:
@@ -450,50 +450,50 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
 _UFUNC: dict[str, Any] = {"check_kwargs": check_kwargs, "errstate": True}
 
 RULES: tuple[RulePair, ...] = (
-    partials_rules(np.add, add_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.subtract, subtract_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.multiply, multiply_partials, **_UFUNC),
-    partials_rules(np.divide, divide_partials, **_UFUNC),
+    partials_rules(np.add, add_partials, needs_inputs=False, native="add", **_UFUNC),
+    partials_rules(np.subtract, subtract_partials, needs_inputs=False, native="subtract", **_UFUNC),
+    partials_rules(np.multiply, multiply_partials, native="multiply", **_UFUNC),
+    partials_rules(np.divide, divide_partials, native="divide", **_UFUNC),
     partials_rules(np.power, pow_partials, **_UFUNC),
     partials_rules(np.float_power, float_power_partials, **_UFUNC),
-    partials_rules(np.negative, negative_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.positive, positive_partials, needs_inputs=False, **_UFUNC),
+    partials_rules(np.negative, negative_partials, needs_inputs=False, native="negative", **_UFUNC),
+    partials_rules(np.positive, positive_partials, needs_inputs=False, native="positive", **_UFUNC),
     partials_rules(np.fabs, sign_partials, **_UFUNC),
-    partials_rules(np.exp, exp_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.exp2, exp2_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.expm1, expm1_partials, **_UFUNC),
-    partials_rules(np.log, log_partials, **_UFUNC),
-    partials_rules(np.log2, log2_partials, **_UFUNC),
-    partials_rules(np.log10, log10_partials, **_UFUNC),
-    partials_rules(np.log1p, log1p_partials, **_UFUNC),
-    partials_rules(np.sqrt, sqrt_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.cbrt, cbrt_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.square, square_partials, **_UFUNC),
-    partials_rules(np.reciprocal, reciprocal_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.sin, sin_partials, **_UFUNC),
-    partials_rules(np.cos, cos_partials, **_UFUNC),
-    partials_rules(np.tan, tan_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.arcsin, arcsin_partials, **_UFUNC),
-    partials_rules(np.arccos, arccos_partials, **_UFUNC),
-    partials_rules(np.arctan, arctan_partials, **_UFUNC),
-    partials_rules(np.sinh, sinh_partials, **_UFUNC),
-    partials_rules(np.cosh, cosh_partials, **_UFUNC),
-    partials_rules(np.tanh, tanh_partials, needs_inputs=False, **_UFUNC),
-    partials_rules(np.arcsinh, arcsinh_partials, **_UFUNC),
-    partials_rules(np.arccosh, arccosh_partials, **_UFUNC),
-    partials_rules(np.arctanh, arctanh_partials, **_UFUNC),
-    partials_rules(np.deg2rad, radians_partials, **_UFUNC),
-    partials_rules(np.radians, radians_partials, **_UFUNC),
-    partials_rules(np.rad2deg, degrees_partials, **_UFUNC),
-    partials_rules(np.degrees, degrees_partials, **_UFUNC),
-    partials_rules(np.arctan2, arctan2_partials, **_UFUNC),
-    partials_rules(np.hypot, hypot_partials, **_UFUNC),
+    partials_rules(np.exp, exp_partials, needs_inputs=False, native="exp", **_UFUNC),
+    partials_rules(np.exp2, exp2_partials, needs_inputs=False, native="exp2", **_UFUNC),
+    partials_rules(np.expm1, expm1_partials, native="expm1", **_UFUNC),
+    partials_rules(np.log, log_partials, native="log", **_UFUNC),
+    partials_rules(np.log2, log2_partials, native="log2", **_UFUNC),
+    partials_rules(np.log10, log10_partials, native="log10", **_UFUNC),
+    partials_rules(np.log1p, log1p_partials, native="log1p", **_UFUNC),
+    partials_rules(np.sqrt, sqrt_partials, needs_inputs=False, native="sqrt", **_UFUNC),
+    partials_rules(np.cbrt, cbrt_partials, needs_inputs=False, native="cbrt", **_UFUNC),
+    partials_rules(np.square, square_partials, native="square", **_UFUNC),
+    partials_rules(np.reciprocal, reciprocal_partials, needs_inputs=False, native="reciprocal", **_UFUNC),
+    partials_rules(np.sin, sin_partials, native="sin", **_UFUNC),
+    partials_rules(np.cos, cos_partials, native="cos", **_UFUNC),
+    partials_rules(np.tan, tan_partials, needs_inputs=False, native="tan", **_UFUNC),
+    partials_rules(np.arcsin, arcsin_partials, native="asin", **_UFUNC),
+    partials_rules(np.arccos, arccos_partials, native="acos", **_UFUNC),
+    partials_rules(np.arctan, arctan_partials, native="atan", **_UFUNC),
+    partials_rules(np.sinh, sinh_partials, native="sinh", **_UFUNC),
+    partials_rules(np.cosh, cosh_partials, native="cosh", **_UFUNC),
+    partials_rules(np.tanh, tanh_partials, needs_inputs=False, native="tanh", **_UFUNC),
+    partials_rules(np.arcsinh, arcsinh_partials, native="asinh", **_UFUNC),
+    partials_rules(np.arccosh, arccosh_partials, native="acosh", **_UFUNC),
+    partials_rules(np.arctanh, arctanh_partials, native="atanh", **_UFUNC),
+    partials_rules(np.deg2rad, radians_partials, native="deg2rad", **_UFUNC),
+    partials_rules(np.radians, radians_partials, native="radians", **_UFUNC),
+    partials_rules(np.rad2deg, degrees_partials, native="rad2deg", **_UFUNC),
+    partials_rules(np.degrees, degrees_partials, native="degrees", **_UFUNC),
+    partials_rules(np.arctan2, arctan2_partials, native="atan2", **_UFUNC),
+    partials_rules(np.hypot, hypot_partials, native="hypot", **_UFUNC),
     partials_rules(np.logaddexp, logaddexp_partials, **_UFUNC),
     partials_rules(np.logaddexp2, logaddexp2_partials, **_UFUNC),
-    partials_rules(np.maximum, maximum_partials, **_UFUNC),
-    partials_rules(np.minimum, minimum_partials, **_UFUNC),
-    partials_rules(np.fmax, fmax_partials, **_UFUNC),
-    partials_rules(np.fmin, fmin_partials, **_UFUNC),
+    partials_rules(np.maximum, maximum_partials, native="maximum", native_complex=False, **_UFUNC),
+    partials_rules(np.minimum, minimum_partials, native="minimum", native_complex=False, **_UFUNC),
+    partials_rules(np.fmax, fmax_partials, native="fmax", native_complex=False, **_UFUNC),
+    partials_rules(np.fmin, fmin_partials, native="fmin", native_complex=False, **_UFUNC),
     partials_rules(np.copysign, copysign_partials, **_UFUNC),
     partials_rules(np.fmod, fmod_partials, **_UFUNC),
     partials_rules(np.remainder, remainder_partials, **_UFUNC),

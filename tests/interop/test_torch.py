@@ -84,7 +84,29 @@ def test_native_tier_on_tensors() -> None:
     np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), np.diag(F.softsign_d2(X)))
     np.testing.assert_allclose(func.jacfwd(g)(x), np.diag(1 / (1 + np.abs(X)) ** 2))
     with pytest.raises(TypeError, match="native=True"):
-        rtorch.wrap(np.sin, native=True)(x)
+        rtorch.wrap(F.logistic, native=True)(x)
+
+
+@pytest.mark.parametrize(("f", "ref"), [(np.sin, torch.sin), (np.tanh, torch.tanh), (np.arctan, torch.atan)])
+def test_library_ufuncs_run_on_tensors(f, ref) -> None:
+    g = rtorch.wrap(f, native=True)
+    x = tensor(X)
+    want = func.hessian(lambda x: ref(x).sum())(x)
+    np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), want, rtol=1e-12)
+    np.testing.assert_allclose(func.vmap(func.grad(lambda x: g(x).sum()))(x[:, None]),
+                               func.vmap(func.grad(lambda x: ref(x).sum()))(x[:, None]), rtol=1e-12)
+    y = x.clone().requires_grad_()
+    (dy,) = torch.autograd.grad(g(y).sum(), y, create_graph=True)
+    (d2,) = torch.autograd.grad(dy.sum(), y)
+    np.testing.assert_allclose(d2, want.diagonal(), rtol=1e-12)
+
+
+def test_library_binary_ufunc_on_tensors_sums_broadcast_cotangents() -> None:
+    g = rtorch.wrap(np.maximum, native=True)
+    x, y = tensor(X).requires_grad_(), torch.tensor(0.0, dtype=torch.float64, requires_grad=True)
+    g(x, y).sum().backward()
+    np.testing.assert_allclose(x.grad, X > 0)
+    np.testing.assert_allclose(y.grad, np.sum(X < 0))
 
 
 @pytest.mark.parametrize("f", [np.sin, F.softsign])
