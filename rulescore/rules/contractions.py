@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -58,12 +59,19 @@ def _product_tangent(f: Callable[..., Any], y: Any, args: tuple[Any, ...], tange
 # -- matmul ---------------------------------------------------------------------------------------
 
 
-def _conj_t(a: Any) -> Any:
-    return np.swapaxes(conj(a), -1, -2)
+def _conj_t(a: Any, xp: Any = np) -> Any:
+    if xp is np:
+        return np.swapaxes(conj(a), -1, -2)
+    return xp.matrix_transpose(xp.conj(a) if is_complex_array(xp, a) else a)
 
 
-def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
-    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks.
+def _xp_conj(a: Any, xp: Any) -> Any:
+    return conj(a) if xp is np else xp.conj(a) if is_complex_array(xp, a) else a
+
+
+def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
+    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks,
+    computed in the array namespace ``xp`` (NumPy, or the operands' own: the native tier).
 
     Example:
         >>> import numpy as np
@@ -80,19 +88,19 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
         other = y if wrt == 0 else x
         if type(other) is np.ndarray and other.dtype.kind != "c":
             return zbar @ other.T if wrt == 0 else other.T @ zbar  # real matrices: no conjugate
-        return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
+        return zbar @ _conj_t(y, xp) if wrt == 0 else _conj_t(x, xp) @ zbar
     if xd == 1 and yd == 1:
-        return zbar * conj(y) if wrt == 0 else conj(x) * zbar
+        return zbar * _xp_conj(y, xp) if wrt == 0 else _xp_conj(x, xp) * zbar
     g = zbar
     if xd == 1:
-        g = np.expand_dims(g, -2)
+        g = xp.expand_dims(g, axis=-2)
     if yd == 1:
-        g = np.expand_dims(g, -1)
+        g = xp.expand_dims(g, axis=-1)
     if wrt == 0:
-        dx = g @ _conj_t(np.expand_dims(y, -1) if yd == 1 else y)
-        return np.squeeze(dx, axis=-2) if xd == 1 else dx
-    dy = _conj_t(np.expand_dims(x, 0) if xd == 1 else x) @ g
-    return np.squeeze(dy, axis=-1) if yd == 1 else dy
+        dx = g @ _conj_t(xp.expand_dims(y, axis=-1) if yd == 1 else y, xp)
+        return xp.squeeze(dx, axis=-2) if xd == 1 else dx
+    dy = _conj_t(xp.expand_dims(x, axis=0) if xd == 1 else x, xp) @ g
+    return xp.squeeze(dy, axis=-1) if yd == 1 else dy
 
 
 def matmul_operator_rrule(x: Any, y: Any) -> Any:
@@ -104,10 +112,26 @@ def matmul_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
     """``np.matmul`` and ``np.linalg.matmul``."""
     if kwargs:
         check_kwargs(np.matmul, kwargs)
+    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+        return _native_matmul(xp, x, y, kwargs), _matmul_pullback_of(x, y)
     return np.matmul(x, y, **kwargs), _matmul_pullback_of(x, y)
 
 
+def _native_matmul(xp: Any, x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
+    """``x @ y`` in the operands' own namespace (the native tier): no NumPy keywords."""
+    if any(v is not None for v in kwargs.values()):
+        raise TypeError(f"numpy.matmul: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes no "
+                        f"keyword arguments; got {sorted(kwargs)}: call it on NumPy arrays for those")
+    return xp.matmul(x, y)
+
+
 def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
+    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+        def native_matmul_pullback(zbar: Any) -> Any:
+            return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
+                    unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
+
+        return native_matmul_pullback
     xa, ya = as_arrays((x, y))
 
     def matmul_pullback(zbar: Any) -> Any:
@@ -120,14 +144,29 @@ def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
 
 def matmul_operator_frule(tangents: Any, x: Any, y: Any) -> Any:
     z = x @ y
+    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+        return z, _native_matmul_tangent(xp, z, x, y, tangents)
     return z, _product_tangent(operator.matmul, z, (x, y), tangents, (0, 1))
 
 
 def matmul_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
     if kwargs:
         check_kwargs(np.matmul, kwargs)
+    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+        z = _native_matmul(xp, x, y, kwargs)
+        return z, _native_matmul_tangent(xp, z, x, y, tangents)
     z = np.matmul(x, y, **kwargs)
     return z, _product_tangent(np.matmul, z, (x, y), tangents, (0, 1))
+
+
+def _native_matmul_tangent(xp: Any, z: Any, x: Any, y: Any, tangents: Any) -> Any:
+    """``xdot @ y + x @ ydot`` in the operands' own namespace (zero tangents skipped)."""
+    xdot, ydot = tangents[1], tangents[2]
+    terms = [t for t in ((None if isinstance(xdot, AbstractZero) else xp.matmul(xdot, y)),
+                         (None if isinstance(ydot, AbstractZero) else xp.matmul(x, ydot))) if t is not None]
+    if not terms:
+        return _ZT
+    return unbroadcast_to(xp, z, terms[0] if len(terms) == 1 else terms[0] + terms[1])
 
 
 # -- vecdot, matvec, vecmat -----------------------------------------------------------------------

@@ -199,3 +199,17 @@ def test_native_tier_runs_without_callbacks() -> None:
     np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jax.vmap(g)(v)))(xs), 1 / (1 + np.abs(xs)) ** 2)
     with pytest.raises(TypeError, match="native=True"):
         rjax.wrap(F.logistic, native=True)(x)
+
+
+@pytest.mark.parametrize(("f", "kwargs", "ref"), [
+    (np.sum, {"axis": 1}, jnp.sum), (np.mean, {}, jnp.mean), (np.var, {"axis": 0, "ddof": 1}, jnp.var),
+    (np.std, {"axis": (0, 1)}, jnp.std), (np.max, {"axis": 1, "keepdims": True}, jnp.max),
+    (np.ndarray.sum, {}, jnp.sum), (np.matmul, {}, jnp.matmul)], ids=lambda v: getattr(v, "__name__", ""))
+def test_library_reductions_and_matmul_run_natively(f, kwargs, ref) -> None:
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((3, 4)))
+    args = (x, x.T) if f is np.matmul else (x,)
+    g = rjax.wrap(f, native=True)
+    hess = jax.jit(jax.hessian(lambda *a: jnp.sum(jnp.sin(g(*a, **kwargs)))))
+    assert "callback" not in hess.lower(*args).as_text()
+    want = jax.hessian(lambda *a: jnp.sum(jnp.sin(ref(*a, **kwargs))))(*args)
+    np.testing.assert_allclose(hess(*args), want, rtol=1e-10, atol=1e-12)

@@ -114,3 +114,17 @@ def test_forward_over_forward_raises_instead_of_returning_zeros(f) -> None:
     g = rtorch.wrap(f)
     with pytest.raises(NotImplementedError, match="forward over forward"):
         func.jacfwd(func.jacfwd(g))(tensor(X))
+
+
+@pytest.mark.parametrize(("f", "kwargs", "ref"), [
+    (np.sum, {"axis": 1}, lambda v, axis: v.sum(dim=axis)), (np.mean, {}, torch.mean),
+    (np.var, {"axis": 0, "ddof": 1}, lambda v, axis, ddof: torch.var(v, dim=axis, correction=ddof)),
+    (np.max, {"axis": 1, "keepdims": True}, lambda v, axis, keepdims: torch.amax(v, dim=axis, keepdim=keepdims)),
+    (np.matmul, {}, torch.matmul)], ids=lambda v: getattr(v, "__name__", ""))
+def test_library_reductions_and_matmul_on_tensors(f, kwargs, ref) -> None:
+    x = tensor(np.random.default_rng(0).standard_normal((3, 4)))
+    args = (x, x.T) if f is np.matmul else (x,)
+    g = rtorch.wrap(f, native=True)
+    got = func.hessian(lambda *a: torch.sin(g(*a, **kwargs)).sum())(*args)
+    np.testing.assert_allclose(got, func.hessian(lambda *a: torch.sin(ref(*a, **kwargs)).sum())(*args),
+                               rtol=1e-10, atol=1e-12)
