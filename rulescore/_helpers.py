@@ -137,18 +137,11 @@ def partials_rules(
 
     def partials_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
-        t0 = type(args[0]) if args else float
-        if native is not None and t0 is not np.ndarray and t0 is not float and \
-                (xp := foreign_namespace(args)) is not None:
+        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
+                                            or type(args[-1]) not in _NUMPY_TYPES) \
+                and (xp := foreign_namespace(args)) is not None:
             return native_rrule(xp, args, kwargs)  # NumPy would convert them (or warn, for a tensor)
-        try:
-            y = f(*args, **kwargs)
-        except Exception:  # a JAX tracer, a tensor on a device: the native tier, if f has one
-            if native is None or (xp := foreign_namespace(args)) is None:
-                raise
-            return native_rrule(xp, args, kwargs)
-        if native is not None and type(y) not in _NUMPY_RESULTS and (xp := foreign_namespace(args)) is not None:
-            return native_rrule(xp, args, kwargs)  # NumPy converted them (a CPU tensor): compute natively
+        y = f(*args, **kwargs)
         if not needs_inputs:
             args = tuple([stand_in(a) for a in args])
 
@@ -180,18 +173,11 @@ def partials_rules(
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
-        t0 = type(args[0]) if args else float
-        if native is not None and t0 is not np.ndarray and t0 is not float and \
-                (xp := foreign_namespace(args)) is not None:
+        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
+                                            or type(args[-1]) not in _NUMPY_TYPES) \
+                and (xp := foreign_namespace(args)) is not None:
             return native_frule(xp, tangents, args, kwargs)
-        try:
-            y = f(*args, **kwargs)
-        except Exception:  # as in the rrule: the native tier, if f has one
-            if native is None or (xp := foreign_namespace(args)) is None:
-                raise
-            return native_frule(xp, tangents, args, kwargs)
-        if native is not None and type(y) not in _NUMPY_RESULTS and (xp := foreign_namespace(args)) is not None:
-            return native_frule(xp, tangents, args, kwargs)
+        y = f(*args, **kwargs)
         ds = quiet_partials_at(as_arrays(args), y, where)
         ydot: Any = _ZT
         for a, d, xdot in zip(args, ds, tangents[1:], strict=True):
@@ -208,9 +194,11 @@ def partials_rules(
     return RulePair(f, partials_rrule, partials_frule, types)
 
 
-#: Types of NumPy's results: anything else came from a foreign array (a CPU tensor NumPy converted).
-_NUMPY_RESULTS = frozenset({float, complex, bool, int, np.ndarray, np.float64, np.float32, np.float16,
-                            np.complex128, np.complex64, np.bool_, np.int64})
+#: Argument types NumPy computes with: the first or last argument of any other type (a JAX or
+#: PyTorch array) sends an element-wise rule with a native tier there (the binary ufuncs' rules
+#: see both; a middle argument does not exist).
+_NUMPY_TYPES = frozenset({float, complex, bool, int, list, tuple, np.ndarray, np.float64, np.float32,
+                          np.float16, np.complex128, np.complex64, np.bool_, np.int64, np.int32})
 
 
 def _native_rules(name: str, native: str | None, native_complex: bool, partials: Callable[..., Any],
@@ -255,7 +243,8 @@ def _native_rules(name: str, native: str | None, native_complex: bool, partials:
             ydot = term if ydot is None else ydot + term
         if ydot is None:
             return y, _ZT
-        ydot = xp.broadcast_to(ydot, tuple(y.shape)) if tuple(getattr(ydot, "shape", ())) != tuple(y.shape) else ydot
+        if tuple(getattr(ydot, "shape", ())) != tuple(y.shape):
+            ydot = xp.broadcast_to(ydot, tuple(y.shape))
         return y, unbroadcast_to(xp, y, ydot if hasattr(ydot, "shape") else xp.asarray(ydot))
 
     return native_rrule, native_frule

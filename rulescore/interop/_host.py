@@ -98,6 +98,8 @@ def is_dynamic(x: Any) -> bool:
 
     Python ints, bools, strings and other objects stay static (closed over, no tangent).
     """
+    if isinstance(x, type):  # a dtype given as a class (np.float32): static
+        return False
     return isinstance(x, (float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__") \
         or type(x).__module__.split(".")[0] in ("jax", "jaxlib", "torch")
 

@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore.rules._common import is_complex
 from rulescore.rules._on_import import when_imported
 
@@ -213,12 +213,13 @@ _NATIVE = {"sum": "sum", "mean": "mean", "var": "var", "std": "std", "max": "max
 
 def _native_reduction(xp: Any, name: str, x: Any, axes: tuple[int, ...], kw: dict[str, Any]) -> Any:
     """``name`` of ``x`` in its own array namespace ``xp``: axes, ``keepdims`` and ``ddof`` only."""
+    allowed = ("axis", "keepdims", "ddof", "correction")
     given = sorted(k for k, v in kw.items() if v is not _NOVALUE and v is not None
-                   and k not in ("axis", "keepdims", "ddof", "correction") and not (k == "where" and v is True))
+                   and not (k == "where" and v is True) and k not in allowed)
     if name not in _NATIVE or given:
-        raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes axis, "
-                        f"keepdims and ddof only{'; got ' + ', '.join(given) if given else ''}: call it on "
-                        "NumPy arrays for the rest")
+        raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        f"axis, keepdims and ddof only{'; got ' + ', '.join(given) if given else ''}: call "
+                        "it on NumPy arrays for the rest")
     options: dict[str, Any] = {"axis": axes, "keepdims": bool(_opt(kw, "keepdims", False))}
     if name in ("var", "std"):
         ddof = _opt(kw, "correction", None)

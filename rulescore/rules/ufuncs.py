@@ -39,6 +39,10 @@ Conventions:
   ``logaddexp``'s are ``exp(-logaddexp(0, y - x))``, which neither overflows nor cancels.
 
 The ufunc methods (``np.add.reduce``, ``.accumulate``, ``.outer``, ``.at``) are not covered here.
+
+Native tier: the ufuncs whose primal and partials have array-API spellings name them
+(``native="asin"``; the partials take ``xp=np``), so their rules run on JAX arrays and PyTorch
+tensors too (:func:`rulescore.partials_rules`); NumPy input takes the NumPy path unchanged.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def _plain(t: Any, like: Any) -> Any:
     if isinstance(like, (tuple, list, dict)):
         keys = like.keys() if isinstance(like, dict) else range(len(like))
         parts = {k: _plain(t[k] if not isinstance(t, dict) else t.get(k), like[k]) for k in keys}
-        return parts if isinstance(like, dict) else type(like)(parts[k] for k in keys)
+        return parts if isinstance(like, dict) else _rebuilt(like, [parts[k] for k in keys])
     return t
 
 
@@ -145,17 +145,22 @@ def _like(g: Any, primal: Any) -> Any:
     if isinstance(primal, dict):
         return {k: _like(g[k], v) for k, v in primal.items()}
     if isinstance(primal, (tuple, list)):
-        return type(primal)(_like(a, b) for a, b in zip(g, primal, strict=True))
+        return _rebuilt(primal, [_like(a, b) for a, b in zip(g, primal, strict=True)])
     if isinstance(primal, np.ndarray):
         return np.asarray(g)
     return type(primal)(np.asarray(g)[()])
+
+
+def _rebuilt(like: Any, items: list[Any]) -> Any:
+    """A tuple or list of ``like``'s type holding ``items`` (a named tuple takes them as fields)."""
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _tree_map(fn: Callable[[Any], Any], x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _tree_map(fn, v) for k, v in x.items()}
     if isinstance(x, (tuple, list)):
-        return type(x)(_tree_map(fn, v) for v in x)
+        return _rebuilt(x, [_tree_map(fn, v) for v in x])
     return None if x is None else fn(x)
 
 

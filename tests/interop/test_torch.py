@@ -119,7 +119,8 @@ def test_forward_over_forward_raises_instead_of_returning_zeros(f) -> None:
 @pytest.mark.parametrize(("f", "kwargs", "ref"), [
     (np.sum, {"axis": 1}, lambda v, axis: v.sum(dim=axis)), (np.mean, {}, torch.mean),
     (np.var, {"axis": 0, "ddof": 1}, lambda v, axis, ddof: torch.var(v, dim=axis, correction=ddof)),
-    (np.max, {"axis": 1, "keepdims": True}, lambda v, axis, keepdims: torch.amax(v, dim=axis, keepdim=keepdims)),
+    (np.max, {"axis": 1, "keepdims": True},
+     lambda v, axis, keepdims: torch.amax(v, dim=axis, keepdim=keepdims)),
     (np.matmul, {}, torch.matmul)], ids=lambda v: getattr(v, "__name__", ""))
 def test_library_reductions_and_matmul_on_tensors(f, kwargs, ref) -> None:
     x = tensor(np.random.default_rng(0).standard_normal((3, 4)))
