@@ -122,6 +122,9 @@ def _native_matmul(xp: Any, x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
     if any(v is not None for v in kwargs.values()):
         raise TypeError(f"numpy.matmul: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes no "
                         f"keyword arguments; got {sorted(kwargs)}: call it on NumPy arrays for those")
+    if x.dtype != y.dtype:  # PyTorch's matmul does not promote (complex @ real)
+        raise TypeError(f"numpy.matmul: the native rule takes operands of one dtype; got {x.dtype} and "
+                        f"{y.dtype}: call it on NumPy arrays for mixed dtypes")
     return xp.matmul(x, y)
 
 
