@@ -16,6 +16,7 @@ import numpy as np
 from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
+from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -24,12 +25,12 @@ _NT = NoTangent()
 _ZT = ZeroTangent()
 
 
-def _wants_result(partials: Callable[..., Any]) -> bool:
+def _wants(partials: Callable[..., Any], name: str) -> bool:
     code = getattr(partials, "__code__", None)
     if code is not None:  # a Python function: its code names its parameters (cheaper at import)
-        return "result" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        return name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     try:
-        return "result" in inspect.signature(partials).parameters
+        return name in inspect.signature(partials).parameters
     except (TypeError, ValueError):
         return False
 
@@ -78,6 +79,8 @@ def partials_rules(
     needs_inputs: bool = True,
     check_kwargs: Callable[[Any, dict[str, Any]], Any] | None = None,
     errstate: bool = False,
+    native: str | None = None,
+    native_complex: bool = True,
 ) -> RulePair:
     """The frule and rrule of an element-wise ``f`` derived from its partial derivatives (not
     registered: put the pair in a family's ``RULES`` table, or call :func:`scalar_rule`).
@@ -99,6 +102,12 @@ def partials_rules(
       ``False``. Without it keyword arguments are passed to ``f`` unchecked.
     - ``errstate=True``: partials are evaluated with NumPy's division-by-zero warnings off (an
       infinite derivative, such as that of ``sqrt`` at ``0``, is the true limit, not an error).
+    - ``native="name"``: the native tier. On non-NumPy arrays (JAX, PyTorch, CuPy: see
+      :func:`rulescore.array_namespace`) the primal is ``xp.name`` of their array namespace and
+      the partials receive ``xp=`` (when they take it) to compute with, so the rules run on
+      those arrays (traced by ``jax.jit``, on any device); NumPy input takes the usual path.
+      ``native_complex=False``: the native primal refuses complex arrays (NumPy's order of
+      complex numbers, for ``maximum``, which array libraries do not define).
 
     Example:
         >>> import numpy as np, rulescore as rc
@@ -119,7 +128,8 @@ def partials_rules(
     """
     name = callable_name(f).rsplit(".", 1)[-1]
     pullback_name = f"{name}_pullback"
-    with_result = _wants_result(partials)
+    with_result = _wants(partials, "result")
+    native_rrule, native_frule = _native_rules(name, native, native_complex, partials, with_result)
 
     def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
         d = partials(*args, result=y) if with_result else partials(*args)
@@ -136,6 +146,10 @@ def partials_rules(
 
     def partials_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
+        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
+                                            or type(args[-1]) not in _NUMPY_TYPES) \
+                and (xp := foreign_namespace(args)) is not None:
+            return native_rrule(xp, args, kwargs)  # NumPy would convert them (or warn, for a tensor)
         y = f(*args, **kwargs)
         if not needs_inputs:
             args = tuple([stand_in(a) for a in args])
@@ -171,6 +185,10 @@ def partials_rules(
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
+        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
+                                            or type(args[-1]) not in _NUMPY_TYPES) \
+                and (xp := foreign_namespace(args)) is not None:
+            return native_frule(xp, tangents, args, kwargs)
         y = f(*args, **kwargs)
         ds = quiet_partials_at(as_arrays(args), y, where)
         ydot: Any = _ZT
@@ -186,6 +204,73 @@ def partials_rules(
     partials_rrule.__name__ = partials_rrule.__qualname__ = f"{name}_rrule"
     partials_frule.__name__ = partials_frule.__qualname__ = f"{name}_frule"
     return RulePair(f, partials_rrule, partials_frule, types)
+
+
+#: Argument types NumPy computes with: the first or last argument of any other type (a JAX or
+#: PyTorch array) sends an element-wise rule with a native tier there (the binary ufuncs' rules
+#: see both; a middle argument does not exist).
+_NUMPY_TYPES = frozenset({float, complex, bool, int, list, tuple, np.ndarray, np.float64, np.float32,
+                          np.float16, np.complex128, np.complex64, np.bool_, np.int64, np.int32})
+
+
+def _native_rules(name: str, native: str | None, native_complex: bool, partials: Callable[..., Any],
+                  with_result: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule of :func:`partials_rules` on arrays of another array namespace ``xp``."""
+    with_xp = _wants(partials, "xp")
+
+    def native_partials(xp: Any, args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
+        options = {"xp": xp} if with_xp else {}
+        d = partials(*args, result=y, **options) if with_result else partials(*args, **options)
+        return d if type(d) is tuple else (d,)
+
+    def native_primal(xp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        primal = getattr(xp, native or "", None)
+        if primal is None or any(v is not None for k, v in kwargs.items() if k != "where") or \
+                kwargs.get("where", True) is not True:
+            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays) of the arrays' own "
+                            f"namespace ({getattr(xp, '__name__', xp)}) with no keyword arguments; "
+                            f"got {sorted(kwargs)}: call it on NumPy arrays for those")
+        if not native_complex and any(is_complex_array(xp, a) for a in args):
+            raise TypeError(f"numpy.{name}: its native rule takes real arrays only (NumPy orders complex "
+                            "numbers lexicographically; array libraries do not): call it on NumPy arrays")
+        return primal(*args)
+
+    def native_rrule(xp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        y = native_primal(xp, args, kwargs)
+
+        def partials_pullback(ybar: Any) -> Any:
+            ds = native_partials(xp, args, y)
+            return (_NT, *[_native_cotangent(xp, a, ybar, d) for a, d in zip(args, ds, strict=True)])
+
+        partials_pullback.__qualname__ = partials_pullback.__name__ = f"{name}_pullback"
+        return y, partials_pullback
+
+    def native_frule(xp: Any, tangents: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        y = native_primal(xp, args, kwargs)
+        ydot: Any = None
+        for d, xdot in zip(native_partials(xp, args, y), tangents[1:], strict=True):
+            if xdot is None or isinstance(xdot, AbstractZero) or isinstance(d, AbstractZero):
+                continue
+            term = _times(d, xdot)
+            ydot = term if ydot is None else ydot + term
+        if ydot is None:
+            return y, _ZT
+        if tuple(getattr(ydot, "shape", ())) != tuple(y.shape):
+            ydot = xp.broadcast_to(ydot, tuple(y.shape))
+        return y, unbroadcast_to(xp, y, ydot if hasattr(ydot, "shape") else xp.asarray(ydot))
+
+    return native_rrule, native_frule
+
+
+def _native_cotangent(xp: Any, x: Any, ybar: Any, d: Any) -> Any:
+    """``ybar * conj(d)`` summed back onto the argument ``x`` (an array of namespace ``xp``)."""
+    if isinstance(d, AbstractZero) or not hasattr(x, "shape"):
+        return d if isinstance(d, AbstractZero) else _NT  # a Python number: a constant here
+    if type(d) is int and d in (1, -1):
+        g = ybar if d == 1 else -ybar
+    else:
+        g = ybar * (xp.conj(d) if is_complex_array(xp, d) else d)
+    return unbroadcast_to(xp, x, g if hasattr(g, "shape") else xp.asarray(g))
 
 
 def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec, **options: Any) -> None:

@@ -29,7 +29,7 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents",
-           "merge_leaves", "op_name", "remember", "rule_op"]
+           "merge_leaves", "op_name", "remember", "rule_op", "rule_primal"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -98,6 +98,8 @@ def is_dynamic(x: Any) -> bool:
 
     Python ints, bools, strings and other objects stay static (closed over, no tangent).
     """
+    if isinstance(x, type):  # a dtype given as a class (np.float32): static
+        return False
     return isinstance(x, (float, complex, np.ndarray, np.generic)) or hasattr(x, "__array_namespace__") \
         or type(x).__module__.split(".")[0] in ("jax", "jaxlib", "torch")
 
@@ -248,9 +250,11 @@ def op_name(f: Any) -> str:
 def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
             kwargs: dict[str, Any], xs_example: Sequence[Any],
             out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
-            concrete: Sequence[Any] | None = None) -> HostOp:
+            concrete: Sequence[Any] | None = None, primal_from_rule: bool = False) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
-    op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule."""
+    op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule.
+    ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
+    has a native tier, see :func:`rule_primal`)."""
     name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
@@ -262,7 +266,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
 
     def fun(*xs: Any) -> tuple[Any, ...]:
         xp = array_namespace(*xs)
-        return tuple(_as_array(v, xp) for v in flatten(f(*merge(xs), **kwargs))[0])
+        y = rule_primal(f, merge(xs), kwargs) if primal_from_rule else f(*merge(xs), **kwargs)
+        return tuple(_as_array(v, xp) for v in flatten(y)[0])
 
     def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
         args = merge(xs)
@@ -307,6 +312,23 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         out = _output_of(name, lambda xs: f(*merge(xs), **kwargs), in_specs, concrete)
     op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
     return op
+
+
+def rule_primal(f: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """``f(*args, **kwargs)`` as ``f``'s rrule computes it: for a NumPy function whose rule has a
+    native tier (``np.sin`` on JAX tracers or tensors runs ``xp.sin``), where ``f`` itself
+    would convert its arguments to NumPy arrays.
+
+    Example:
+        >>> import numpy as np
+        >>> float(rule_primal(np.sin, (0.0,), {}))
+        0.0
+    """
+    found = rrule(f, *args, **kwargs)
+    if found is None:
+        raise TypeError(f"no rrule for {op_name(f)} at these arguments: register one with "
+                        f"@rc.rrule.register({op_name(f)})")
+    return found[0]
 
 
 def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[Spec, ...],

@@ -44,6 +44,7 @@ from rulescore.interop._host import (
     op_name,
     remember,
     rule_op,
+    rule_primal,
 )
 
 __all__ = ["wrap"]
@@ -108,15 +109,28 @@ def _jvp_fn(op: HostOp) -> Callable[..., list[Any]]:
     return lambda *a: op.jvp(a[:n], a[n:])
 
 
+def _on_cpu(args: Any) -> bool:
+    """Concrete (eager) arrays, all on the CPU: a native op computes them with NumPy, which needs
+    no XLA compilation per shape (under ``jit``, or on an accelerator, it runs as JAX operations)."""
+    return all(isinstance(a, np.ndarray) or (not isinstance(a, jax.core.Tracer) and isinstance(a, jax.Array)
+                                             and all(d.platform == "cpu" for d in a.devices())) for a in args)
+
+
+def _native(fn: Callable[..., Any], args: Any) -> list[Any]:
+    if _on_cpu(args):
+        return [jnp.asarray(v) for v in fn(*(np.asarray(a) for a in args))]
+    return list(fn(*args))
+
+
 def _call_impl(*args: Any, op: HostOp) -> list[Any]:
     if op.native:
-        return list(op.fun(*args))
+        return _native(op.fun, args)
     return _run_host(_host(op, "call"), *args)
 
 
 def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
     if op.native:
-        return list(_jvp_fn(op)(*args))
+        return _native(_jvp_fn(op), args)
     return _run_host(_host(op, "jvp"), *args)
 
 
@@ -158,7 +172,9 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     cts = [jnp.conj(_instantiate(c, jnp.zeros(sh, dt)))
            for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
-    xbars = op.vjp(primals, cts) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op)
+    n_in = len(primals)
+    xbars = _native(lambda *a: op.vjp(a[:n_in], a[n_in:]), (*primals, *cts)) if op.native \
+        else call_p.bind(*primals, *cts, op=op.vjp_op)
     return [None] * n + [jnp.conj(v) for v in xbars]
 
 
@@ -236,11 +252,22 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
                kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | None:
     """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
     here, nothing computed), else ``None``."""
+    def call(via_rule: bool) -> Any:
+        def primal(*d: Any) -> Any:
+            args = structure.rebuild(merge_leaves(d, static, mask))
+            return rule_primal(f, args, kwargs) if via_rule else f(*args, **kwargs)
+
+        return jax.eval_shape(primal, *sds)
+
     try:
-        out = jax.eval_shape(lambda *d: f(*structure.rebuild(merge_leaves(d, static, mask)), **kwargs), *sds)
+        try:
+            out, via_rule = call(False), False
+        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
+            out, via_rule = call(True), True
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
-        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
+        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
+                     primal_from_rule=via_rule)
         cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
         jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
     except Exception:  # f or its rule needs NumPy arrays: the host tier

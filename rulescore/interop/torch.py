@@ -39,6 +39,7 @@ from rulescore.interop._host import (
     op_name,
     remember,
     rule_op,
+    rule_primal,
 )
 
 __all__ = ["wrap"]
@@ -57,8 +58,8 @@ def _device(xs: Any) -> Any:
 
 
 def _run(fn: Callable[..., Any], op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
-    if op.native:
-        return tuple(fn(*xs))
+    if op.native:  # an input returned as it is (np.positive) must be a view: PyTorch saves the inputs
+        return tuple(o.view_as(o) if any(o is x for x in xs) else o for o in fn(*xs))
     return tuple(_tensor(v, _device(xs)) for v in fn(*(_numpy(x) for x in xs)))
 
 
@@ -123,9 +124,14 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     nothing computed), else ``None``."""
     try:
         merged = structure.rebuild(merge_leaves(metas, static, mask))
-        leaves, out_structure = flatten(f(*merged, **kwargs))
+        try:
+            out, via_rule = f(*merged, **kwargs), False
+        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
+            out, via_rule = rule_primal(f, merged, kwargs), True
+        leaves, out_structure = flatten(out)
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
-        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True)
+        op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
+                     primal_from_rule=via_rule)
         op.vjp(metas, [torch.ones(sh, dtype=v.dtype, device="meta")
                        for (sh, _), v, d in zip(specs, leaves, op.diff_out, strict=True) if d])
     except Exception:  # f or its rule needs NumPy arrays: the host tier

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
-from rulescore._zeros import NoTangent
+from rulescore._zeros import AbstractZero, NoTangent
 from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj
 
 _NT = NoTangent()
@@ -38,12 +39,19 @@ _NT = NoTangent()
 # -- matmul ---------------------------------------------------------------------------------------
 
 
-def _conj_t(a: Any) -> Any:
-    return np.swapaxes(conj(a), -1, -2)
+def _conj_t(a: Any, xp: Any = np) -> Any:
+    if xp is np:
+        return np.swapaxes(conj(a), -1, -2)
+    return xp.matrix_transpose(xp.conj(a) if is_complex_array(xp, a) else a)
 
 
-def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
-    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks.
+def _xp_conj(a: Any, xp: Any) -> Any:
+    return conj(a) if xp is np else xp.conj(a) if is_complex_array(xp, a) else a
+
+
+def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
+    """The unprojected cotangent of ``x @ y`` for operand ``wrt`` (0: x, 1: y), any ranks,
+    computed in the array namespace ``xp`` (NumPy, or the operands' own: the native tier).
 
     Example:
         >>> import numpy as np
@@ -60,22 +68,28 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int) -> Any:
         other = y if wrt == 0 else x
         if type(other) is np.ndarray and other.dtype.kind != "c":
             return zbar @ other.T if wrt == 0 else other.T @ zbar  # real matrices: no conjugate
-        return zbar @ _conj_t(y) if wrt == 0 else _conj_t(x) @ zbar
+        return zbar @ _conj_t(y, xp) if wrt == 0 else _conj_t(x, xp) @ zbar
     if xd == 1 and yd == 1:
-        return zbar * conj(y) if wrt == 0 else conj(x) * zbar
+        return zbar * _xp_conj(y, xp) if wrt == 0 else _xp_conj(x, xp) * zbar
     g = zbar
     if xd == 1:
-        g = np.expand_dims(g, -2)
+        g = xp.expand_dims(g, axis=-2)
     if yd == 1:
-        g = np.expand_dims(g, -1)
+        g = xp.expand_dims(g, axis=-1)
     if wrt == 0:
-        dx = g @ _conj_t(np.expand_dims(y, -1) if yd == 1 else y)
-        return np.squeeze(dx, axis=-2) if xd == 1 else dx
-    dy = _conj_t(np.expand_dims(x, 0) if xd == 1 else x) @ g
-    return np.squeeze(dy, axis=-1) if yd == 1 else dy
+        dx = g @ _conj_t(xp.expand_dims(y, axis=-1) if yd == 1 else y, xp)
+        return xp.squeeze(dx, axis=-2) if xd == 1 else dx
+    dy = _conj_t(xp.expand_dims(x, axis=0) if xd == 1 else x, xp) @ g
+    return xp.squeeze(dy, axis=-1) if yd == 1 else dy
 
 
 def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
+    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+        def native_matmul_pullback(zbar: Any) -> Any:
+            return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
+                    unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
+
+        return native_matmul_pullback
     xa, ya = as_arrays((x, y))
 
     def matmul_pullback(zbar: Any) -> Any:
@@ -123,10 +137,13 @@ def _vecmat_pullback_of(v: Any, a: Any) -> Callable[[Any], Any]:
     return vecmat_pullback
 
 
-def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]]) -> RulePair:
+def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]],
+                  native: str | None = None) -> RulePair:
     """The rules of the bilinear product ``f(x, y, **ufunc_kwargs)`` (``matmul``, ``vecdot``,
     ``matvec``, ``vecmat``, ``x @ y``): the pullback ``pullback_of(x, y)`` builds, and the
-    frule that is the product rule ``f(xdot, y) + f(x, ydot)``.
+    frule that is the product rule ``f(xdot, y) + f(x, ydot)``. ``native``: the array API's
+    name of the product, computed in the operands' own namespace on non-NumPy arrays (the
+    native tier; ``pullback_of`` must then handle them too).
 
     Example:
         >>> import numpy as np
@@ -140,17 +157,41 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
     def product_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
         if kwargs:
             check_kwargs(f, kwargs)
+        if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+            return _native_product(xp, native, x, y, kwargs), pullback_of(x, y)
         return f(x, y, **kwargs), pullback_of(x, y)
 
     def product_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
         if kwargs:
             check_kwargs(f, kwargs)
+        if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
+            z = _native_product(xp, native, x, y, kwargs)
+            return z, _native_product_tangent(xp, native, z, x, y, tangents)
         z = f(x, y, **kwargs)
         return z, product_tangent(f, z, (x, y), tangents, (0, 1))
 
     product_rrule.__name__ = product_rrule.__qualname__ = f"{name}_rrule"
     product_frule.__name__ = product_frule.__qualname__ = f"{name}_frule"
     return RulePair(f, product_rrule, product_frule)
+
+
+def _native_product(xp: Any, name: str, x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
+    """``x @ y`` (or another product) in the operands' own namespace (the native tier)."""
+    if any(v is not None for v in kwargs.values()):
+        raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes no "
+                        f"keyword arguments; got {sorted(kwargs)}: call it on NumPy arrays for those")
+    if x.dtype != y.dtype:  # PyTorch's matmul does not promote (complex @ real)
+        raise TypeError(f"numpy.{name}: the native rule takes operands of one dtype; got {x.dtype} and "
+                        f"{y.dtype}: call it on NumPy arrays for mixed dtypes")
+    return getattr(xp, name)(x, y)
+
+
+def _native_product_tangent(xp: Any, name: str, z: Any, x: Any, y: Any, tangents: Any) -> Any:
+    """``f(xdot, y) + f(x, ydot)`` in the operands' own namespace (zero tangents skipped)."""
+    product = getattr(xp, name)
+    terms = [product(t, y) if i == 0 else product(x, t)
+             for i, t in enumerate(tangents[1:3]) if not isinstance(t, AbstractZero)]
+    return unbroadcast_to(xp, z, terms[0] if len(terms) == 1 else terms[0] + terms[1])
 
 
 def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
@@ -423,7 +464,7 @@ def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     return y, product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
 
 
-_MATMUL = product_rules(np.matmul, _matmul_pullback_of)
+_MATMUL = product_rules(np.matmul, _matmul_pullback_of, native="matmul")
 
 _GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
     product_rules(getattr(np, name), pullback_of)
@@ -432,7 +473,7 @@ _GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
     if isinstance(getattr(np, name, None), np.ufunc))
 
 RULES: tuple[RulePair, ...] = (
-    product_rules(operator.matmul, _matmul_pullback_of),
+    product_rules(operator.matmul, _matmul_pullback_of, native="matmul"),
     _MATMUL,
     RulePair(np.linalg.matmul, _MATMUL.rrule, _MATMUL.frule),
     RulePair(np.linalg.vecdot, linalg_vecdot_rrule, linalg_vecdot_frule),

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._linear import dense_tangent
+from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import tangent_type
@@ -102,7 +103,10 @@ def _not_args(n: int) -> tuple[NoTangent, ...]:
 
 
 class _Call:
-    """One call of a reduction: its arguments, result and geometry."""
+    """One call of a reduction: its arguments, result and geometry; ``xp`` is the array
+    namespace the pullback computes with (NumPy, or the input's own in the native tier)."""
+
+    xp: Any = np
 
     def __init__(self, name: str, params: tuple[str, ...], compute: Callable[..., Any], x: Any,
                  args: tuple[Any, ...], kwargs: dict[str, Any], default_axis: Any = None) -> None:
@@ -120,38 +124,52 @@ class _Call:
             self.count = x.size
         else:
             self.kw = _bind(name, params, args, kwargs)
-            self.y = compute(x, *args, **kwargs)
             self.shape = _shape(x)
             self.axes = normalize_axes(_opt(self.kw, "axis", default_axis), len(self.shape))
+            xp = None if type(x) is np.ndarray else foreign_namespace((x,))
+            if xp is not None:  # the native tier: a JAX or PyTorch array (see _native_reduction)
+                self.xp = xp
+                self.y = _native_reduction(xp, name, x, self.axes, self.kw)
+            else:
+                self.y = compute(x, *args, **kwargs)
             self.kshape = _keep_shape(self.shape, self.axes)
             self.keepdims = bool(_opt(self.kw, "keepdims", False))
             self.where = _opt(self.kw, "where", True)
             self.count = math.prod(self.shape[a] for a in self.axes)
-        self.dtype = _cotangent_dtype(x)
-        self.complex = self.dtype.kind == "c"
+        if self.xp is np:
+            self.dtype = _cotangent_dtype(x)
+            self.complex = self.dtype.kind == "c"
+        else:
+            self.complex = is_complex_array(self.xp, x)
 
     def cotangents(self, xbar: Any) -> tuple[Any, ...]:
         """The pullback's result: ``xbar`` projected on the input, ``NoTangent()`` for the rest."""
+        if self.xp is not np:
+            return (_NT, unbroadcast_to(self.xp, self.x, self.xp.broadcast_to(xbar, self.shape)),
+                    *_not_args(self.nargs))
         return (_NT, project(self.x, xbar), *_not_args(self.nargs))
 
     def tangent(self, xdot: Any, push: Callable[[_Call, Any], Any]) -> Any:
-        """The frule's output tangent: ``push(self, xdot)`` projected on the result."""
+        """The frule's output tangent: ``push(self, xdot)`` projected on the result (the frule
+        runs only when ``xdot`` is non-zero: ``wrt=(0,)``)."""
+        if self.xp is not np:
+            return unbroadcast_to(self.xp, self.y, push(self, xdot))
         return project(self.y, push(self, np.asarray(dense_tangent(self.x, xdot))))
 
     def keep(self, v: Any) -> Any:
         """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""
-        return np.reshape(v, self.kshape)
+        return self.xp.reshape(v, self.kshape)
 
     def spread(self, ybar: Any) -> Any:
         """The cotangent of the result, broadcast back to the input's shape: a read-only view,
         so a pullback downstream can see that it is constant along the broadcast axes."""
         if not self.keepdims and len(self.axes) == len(self.shape):
-            return np.broadcast_to(ybar, self.shape)  # a full reduction's cotangent is a number
-        return np.broadcast_to(self.keep(ybar), self.shape)
+            return self.xp.broadcast_to(ybar, self.shape)  # a full reduction's cotangent is a number
+        return self.xp.broadcast_to(self.keep(ybar), self.shape)
 
     def reduce(self, v: Any) -> Any:
         """Sum ``v`` (of the input's shape) over the reduced axes, as the primal does."""
-        return np.sum(v, axis=self.axes, keepdims=self.keepdims)
+        return self.xp.sum(v, axis=self.axes, keepdims=self.keepdims)
 
     def masked(self, v: Any) -> Any:
         return v if self.where is True else v * self.where
@@ -161,6 +179,26 @@ class _Call:
         if self.where is True:
             return self.count
         return np.sum(np.broadcast_to(self.where, self.shape), axis=self.axes, keepdims=True)
+
+
+#: The reductions with a native tier: their array-API names (``correction`` is NumPy's ``ddof``).
+_NATIVE = {"sum": "sum", "mean": "mean", "var": "var", "std": "std", "max": "max", "min": "min"}
+
+
+def _native_reduction(xp: Any, name: str, x: Any, axes: tuple[int, ...], kw: dict[str, Any]) -> Any:
+    """``name`` of ``x`` in its own array namespace ``xp``: axes, ``keepdims`` and ``ddof`` only."""
+    allowed = ("axis", "keepdims", "ddof", "correction")
+    given = sorted(k for k, v in kw.items() if v is not _NOVALUE and v is not None
+                   and not (k == "where" and v is True) and k not in allowed)
+    if name not in _NATIVE or given:
+        raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        f"axis, keepdims and ddof only{'; got ' + ', '.join(given) if given else ''}: call "
+                        "it on NumPy arrays for the rest")
+    options: dict[str, Any] = {"axis": axes, "keepdims": bool(_opt(kw, "keepdims", False))}
+    if name in ("var", "std"):
+        ddof = _opt(kw, "correction", None)
+        options["correction"] = _opt(kw, "ddof", 0) if ddof is None else ddof
+    return getattr(xp, _NATIVE[name])(x, **options)
 
 
 # sum, nansum, add.reduce ------------------------------------------------------------------------
@@ -246,7 +284,7 @@ def _var_parts(c: _Call) -> tuple[Any, Any]:
     mean = _opt(c.kw, "mean", None)
     if mean is None:
         if c.where is True:
-            mean = np.mean(c.x, axis=c.axes, keepdims=True)
+            mean = c.xp.mean(c.x, axis=c.axes, keepdims=True)
         else:
             mean = np.mean(c.x, axis=c.axes, keepdims=True, where=c.where)
     n = c.counts()
@@ -265,7 +303,7 @@ def _var_grad(c: _Call, ybar: Any) -> Any:
 
 def _var_push(c: _Call, xdot: Any) -> Any:
     centred, weight = _var_parts(c)
-    inner = np.real(np.conj(centred) * xdot) if c.complex else centred * xdot
+    inner = c.xp.real(c.xp.conj(centred) * xdot) if c.complex else centred * xdot
     return c.reduce(inner * (2 * weight))
 
 
@@ -290,7 +328,7 @@ def _extremum_weights(c: _Call) -> Any:
     hits = (c.x == y) | ((c.x != c.x) & (y != y))
     if c.where is not True:
         hits = hits & c.where
-    return hits / np.maximum(np.sum(hits, axis=c.axes, keepdims=True), 1)
+    return hits / c.xp.maximum(c.xp.sum(hits, axis=c.axes, keepdims=True), 1)
 
 
 def _extremum_grad(c: _Call, ybar: Any) -> Any:

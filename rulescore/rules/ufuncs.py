@@ -41,6 +41,10 @@ Conventions:
   ``logaddexp``'s are ``exp(-logaddexp(0, y - x))``, which neither overflows nor cancels.
 
 The ufunc methods (``np.add.reduce``, ``.accumulate``, ``.outer``, ``.at``) are not covered here.
+
+Native tier: the ufuncs whose primal and partials have array-API spellings name them
+(``native="asin"``; the partials take ``xp=np``), so their rules run on JAX arrays and PyTorch
+tensors too (:func:`rulescore.partials_rules`); NumPy input takes the NumPy path unchanged.
 """
 
 from __future__ import annotations
@@ -129,8 +133,8 @@ def exp2_partials(x: Any, result: Any) -> Any:
     return result * _LN2
 
 
-def expm1_partials(x: Any) -> Any:
-    return np.exp(x)  # not result + 1: that cancels for x << 0
+def expm1_partials(x: Any, xp: Any = np) -> Any:
+    return xp.exp(x)  # not result + 1: that cancels for x << 0
 
 
 def log_partials(x: Any) -> Any:
@@ -165,48 +169,48 @@ def reciprocal_partials(x: Any, result: Any) -> Any:
     return -result * result
 
 
-def sin_partials(x: Any) -> Any:
-    return np.cos(x)
+def sin_partials(x: Any, xp: Any = np) -> Any:
+    return xp.cos(x)
 
 
-def cos_partials(x: Any) -> Any:
-    return -np.sin(x)
+def cos_partials(x: Any, xp: Any = np) -> Any:
+    return -xp.sin(x)
 
 
 def tan_partials(x: Any, result: Any) -> Any:
     return 1 + result * result
 
 
-def arcsin_partials(x: Any) -> Any:
-    return 1 / np.sqrt(1 - x * x)
+def arcsin_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / xp.sqrt(1 - x * x)
 
 
-def arccos_partials(x: Any) -> Any:
-    return -1 / np.sqrt(1 - x * x)
+def arccos_partials(x: Any, xp: Any = np) -> Any:
+    return -1 / xp.sqrt(1 - x * x)
 
 
 def arctan_partials(x: Any) -> Any:
     return 1 / (1 + x * x)
 
 
-def sinh_partials(x: Any) -> Any:
-    return np.cosh(x)
+def sinh_partials(x: Any, xp: Any = np) -> Any:
+    return xp.cosh(x)
 
 
-def cosh_partials(x: Any) -> Any:
-    return np.sinh(x)
+def cosh_partials(x: Any, xp: Any = np) -> Any:
+    return xp.sinh(x)
 
 
 def tanh_partials(x: Any, result: Any) -> Any:
     return 1 - result * result
 
 
-def arcsinh_partials(x: Any) -> Any:
-    return 1 / np.sqrt(x * x + 1)
+def arcsinh_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / xp.sqrt(x * x + 1)
 
 
-def arccosh_partials(x: Any) -> Any:
-    return 1 / (np.sqrt(x - 1) * np.sqrt(x + 1))
+def arccosh_partials(x: Any, xp: Any = np) -> Any:
+    return 1 / (xp.sqrt(x - 1) * xp.sqrt(x + 1))
 
 
 def arctanh_partials(x: Any) -> Any:
@@ -221,17 +225,17 @@ def degrees_partials(x: Any) -> Any:
     return _DEG
 
 
-def arctan2_partials(y: Any, x: Any) -> Any:
+def arctan2_partials(y: Any, x: Any, xp: Any = np) -> Any:
     den = x * x + y * y
     nz = den != 0
-    den = np.where(nz, den, 1)
-    return np.where(nz, x / den, 0), np.where(nz, -y / den, 0)
+    den = xp.where(nz, den, 1)
+    return xp.where(nz, x / den, 0), xp.where(nz, -y / den, 0)
 
 
-def hypot_partials(x: Any, y: Any, result: Any) -> Any:
+def hypot_partials(x: Any, y: Any, result: Any, xp: Any = np) -> Any:
     nz = result != 0
-    r = np.where(nz, result, 1)
-    return np.where(nz, x / r, 0), np.where(nz, y / r, 0)
+    r = xp.where(nz, result, 1)
+    return xp.where(nz, x / r, 0), xp.where(nz, y / r, 0)
 
 
 def logaddexp_partials(x: Any, y: Any) -> Any:
@@ -242,26 +246,26 @@ def logaddexp2_partials(x: Any, y: Any) -> Any:
     return np.exp2(-np.logaddexp2(0, y - x)), np.exp2(-np.logaddexp2(0, x - y))
 
 
-def _split(first: Any, tie: Any) -> Any:
+def _split(first: Any, tie: Any, xp: Any = np) -> Any:
     """Weights of the two arguments of a max/min: the chosen one gets 1, a tie 0.5 each."""
-    w = np.where(first, 1.0, np.where(tie, 0.5, 0.0))
+    w = xp.where(first, 1.0, xp.where(tie, 0.5, 0.0))
     return w, 1.0 - w
 
 
-def maximum_partials(x: Any, y: Any) -> Any:
-    return _split((x > y) | np.isnan(x), x == y)
+def maximum_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x > y) | xp.isnan(x), x == y, xp)
 
 
-def minimum_partials(x: Any, y: Any) -> Any:
-    return _split((x < y) | np.isnan(x), x == y)
+def minimum_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x < y) | xp.isnan(x), x == y, xp)
 
 
-def fmax_partials(x: Any, y: Any) -> Any:
-    return _split((x > y) | np.isnan(y), x == y)
+def fmax_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x > y) | xp.isnan(y), x == y, xp)
 
 
-def fmin_partials(x: Any, y: Any) -> Any:
-    return _split((x < y) | np.isnan(y), x == y)
+def fmin_partials(x: Any, y: Any, xp: Any = np) -> Any:
+    return _split((x < y) | xp.isnan(y), x == y, xp)
 
 
 def copysign_partials(x: Any, y: Any) -> Any:
@@ -545,12 +549,33 @@ _PARTIALS: dict[Any, Any] = {
     np.remainder: remainder_partials,
     np.ldexp: ldexp_partials,
 }
+#: The ufuncs with a native tier (their rules also run on JAX and PyTorch arrays, through the array
+#: API's function of the same meaning: see ``native=`` of :func:`rulescore.partials_rules`).
+_NATIVE = frozenset({np.add, np.subtract, np.multiply, np.divide, np.negative, np.positive, np.exp,
+                     np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.square,
+                     np.reciprocal, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh,
+                     np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.deg2rad, np.radians,
+                     np.rad2deg, np.degrees, np.arctan2, np.hypot, np.maximum, np.minimum, np.fmax,
+                     np.fmin})
+#: The ordered ones: NumPy orders complex numbers, array libraries do not (host tier for complex).
+_ORDERED = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
+#: NumPy's names that the array API spells differently.
+_ARRAY_API_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                    "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2"}
+
+
+def _native_name(f: Any) -> str | None:
+    """The array API's name of the ufunc ``f`` if it has a native tier."""
+    return _ARRAY_API_NAMES.get(f.__name__, f.__name__) if f in _NATIVE else None
+
+
 #: The ufuncs whose partials read the result only: the pullback need not keep the inputs.
 _FROM_RESULT = frozenset({np.add, np.subtract, np.negative, np.positive, np.exp, np.exp2, np.sqrt,
                           np.cbrt, np.reciprocal, np.tan, np.tanh})
 
 RULES: tuple[RulePair, ...] = (
-    *(partials_rules(f, partials, needs_inputs=f not in _FROM_RESULT,
+    *(partials_rules(f, partials, needs_inputs=f not in _FROM_RESULT, native=_native_name(f),
+                     native_complex=f not in _ORDERED,
                      **(_UFUNC_NO_DIVISION if f in _NO_DIVISION else _UFUNC))
       for f, partials in _PARTIALS.items()),
     RulePair(np.absolute, absolute_rrule, absolute_frule),

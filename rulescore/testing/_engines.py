@@ -95,6 +95,10 @@ class _System:
     def _conj(self, x: Any) -> Any:
         return np.conj(x) if self.conjugate and np.iscomplexobj(x) else x
 
+    def conj_in_system(self, x: Any) -> Any:
+        """``x`` (an array of the system, maybe traced) in the other complex convention."""
+        return x.conj() if self.conjugate and np.iscomplexobj(x) else x
+
     def pullback(self, fn_sys: Any, args: tuple[Any, ...]) -> tuple[Any, Any]:
         """``(y, back)`` in NumPy for a function of the system; non-float arguments closed over."""
         dyn = [i for i, a in enumerate(args) if _is_float_tree(a)]
@@ -130,7 +134,7 @@ def _plain(t: Any, like: Any) -> Any:
     if isinstance(like, (tuple, list, dict)):
         keys = like.keys() if isinstance(like, dict) else range(len(like))
         parts = {k: _plain(t[k] if not isinstance(t, dict) else t.get(k), like[k]) for k in keys}
-        return parts if isinstance(like, dict) else type(like)(parts[k] for k in keys)
+        return parts if isinstance(like, dict) else _rebuilt(like, [parts[k] for k in keys])
     return t
 
 
@@ -141,17 +145,22 @@ def _like(g: Any, primal: Any) -> Any:
     if isinstance(primal, dict):
         return {k: _like(g[k], v) for k, v in primal.items()}
     if isinstance(primal, (tuple, list)):
-        return type(primal)(_like(a, b) for a, b in zip(g, primal, strict=True))
+        return _rebuilt(primal, [_like(a, b) for a, b in zip(g, primal, strict=True)])
     if isinstance(primal, np.ndarray):
         return np.asarray(g)
     return type(primal)(np.asarray(g)[()])
+
+
+def _rebuilt(like: Any, items: list[Any]) -> Any:
+    """A tuple or list of ``like``'s type holding ``items`` (a named tuple takes them as fields)."""
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _tree_map(fn: Callable[[Any], Any], x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _tree_map(fn, v) for k, v in x.items()}
     if isinstance(x, (tuple, list)):
-        return type(x)(_tree_map(fn, v) for v in x)
+        return _rebuilt(x, [_tree_map(fn, v) for v in x])
     return None if x is None else fn(x)
 
 
@@ -246,6 +255,7 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
         >>> import numpy as np, rulescore.testing as rct
         >>> rct.check_systems(np.tanh, (np.array([0.1, 0.7]),), {}, ["zygotepy"])
     """
+    from rulescore.testing._testers import _nondiff_rule
     from rulescore.testing._testers import test_rrule as check_rrule
 
     if systems == "all":
@@ -260,6 +270,9 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
             raise ValueError(f"test_rrule(..., engines={systems!r}): {name} is not installed")
 
         lifted = functools.partial(system.lift(f), **kwargs)
+        if _nondiff_rule(rc.rrule, f, _unmarked(args)):
+            _check_zero_gradients(f, _unmarked(args), kwargs, system, lifted)
+            continue
 
         def system_rrule(fn: Any, *a: Any, _s: _System = system, _fn: Any = lifted, **_kw: Any) -> Any:
             y, back = _s.pullback(_fn, a)
@@ -272,9 +285,34 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
             _check_second_order(f, args, kwargs, system, lifted, options)
 
 
+def _check_zero_gradients(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], system: _System,
+                          lifted: Callable[..., Any]) -> None:
+    """A rule declared non-differentiable (``rc.non_differentiable``): the system gives ``f``'s
+    value and zero gradients (finite differences may see a slope the rule chose to ignore)."""
+    y, back = system.pullback(lifted, args)
+    for got, want in zip(_leaves(y), _leaves(f(*args, **kwargs)), strict=True):
+        np.testing.assert_allclose(got, want, err_msg=f"{system.name}: {_name(f)}'s value")
+    ybar = _tree_map(np.ones_like, y)
+    for i, g in enumerate(back(ybar)):
+        for leaf in _leaves(g):
+            assert not np.any(np.asarray(leaf)), (
+                f"{system.name}: {_name(f)} is declared non-differentiable, but argument {i + 1} got "
+                f"the gradient {leaf!r}")
+
+
+def _leaves(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        return [v for item in x.values() for v in _leaves(item)]
+    if isinstance(x, (tuple, list)):
+        return [v for item in x for v in _leaves(item)]
+    return [] if x is None else [x]
+
+
 def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], system: _System,
                         lifted: Callable[..., Any], options: dict[str, Any]) -> None:
-    """The system's pullback of ``f`` as a function of ``(args, ybar)``, checked like a rule."""
+    """The system's pullback of ``f`` as a function of ``(args, ybar)``, differentiated by the
+    system, against finite differences of rulescore's own pullback (the same function once the
+    first-order check passed, and NumPy-cheap to evaluate: one system call per check)."""
     from rulescore.testing._testers import test_rrule as check_rrule
 
     y = f(*args, **kwargs)
@@ -284,13 +322,14 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
     ybar = _like(_tree_map(lambda v: rng.standard_normal(np.shape(v)).astype(np.result_type(v)), y), y)
 
     def gradient_sys(*a: Any) -> Any:
+        """f's gradient in the system, in rulescore's complex convention (conjugated there)."""
         _, back = system.vjp(lifted, *a[:-1])
-        return tuple(back(a[-1]))
+        return tuple(_tree_map(system.conj_in_system, back(_tree_map(system.conj_in_system, a[-1]))))
 
     def gradient(*a: Any) -> Any:
-        """f's gradient, as the system computes it (NumPy in, NumPy out)."""
-        _, back = system.pullback(lifted, a[:-1])
-        return back(a[-1])
+        """f's gradient, as rulescore's rrule computes it (NumPy in, NumPy out)."""
+        _, back = rc.rrule(f, *a[:-1], **kwargs)
+        return tuple(_like(_plain(g, x), x) for g, x in zip(back(a[-1])[1:], a[:-1], strict=True))
 
     def second_rrule(fn: Any, *a: Any) -> Any:
         yy, back = system.pullback(gradient_sys, a)

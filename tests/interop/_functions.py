@@ -80,3 +80,16 @@ def softsign_frule(tangents, x):
 
 def softsign_d2(x):
     return -2 * np.sign(x) / (1 + np.abs(x)) ** 3
+
+
+def logistic(x):
+    """A NumPy function with a NumPy rule: the host (callback) tier."""
+    return 1 / (1 + np.exp(-x))
+
+
+rc.scalar_rule(logistic, lambda x, result: result * (1 - result))
+
+
+def logistic_d2(x):
+    s = logistic(x)
+    return s * (1 - s) * (1 - 2 * s)

@@ -84,7 +84,29 @@ def test_native_tier_on_tensors() -> None:
     np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), np.diag(F.softsign_d2(X)))
     np.testing.assert_allclose(func.jacfwd(g)(x), np.diag(1 / (1 + np.abs(X)) ** 2))
     with pytest.raises(TypeError, match="native=True"):
-        rtorch.wrap(np.sin, native=True)(x)
+        rtorch.wrap(F.logistic, native=True)(x)
+
+
+@pytest.mark.parametrize(("f", "ref"), [(np.sin, torch.sin), (np.tanh, torch.tanh), (np.arctan, torch.atan)])
+def test_library_ufuncs_run_on_tensors(f, ref) -> None:
+    g = rtorch.wrap(f, native=True)
+    x = tensor(X)
+    want = func.hessian(lambda x: ref(x).sum())(x)
+    np.testing.assert_allclose(func.hessian(lambda x: g(x).sum())(x), want, rtol=1e-12)
+    np.testing.assert_allclose(func.vmap(func.grad(lambda x: g(x).sum()))(x[:, None]),
+                               func.vmap(func.grad(lambda x: ref(x).sum()))(x[:, None]), rtol=1e-12)
+    y = x.clone().requires_grad_()
+    (dy,) = torch.autograd.grad(g(y).sum(), y, create_graph=True)
+    (d2,) = torch.autograd.grad(dy.sum(), y)
+    np.testing.assert_allclose(d2, want.diagonal(), rtol=1e-12)
+
+
+def test_library_binary_ufunc_on_tensors_sums_broadcast_cotangents() -> None:
+    g = rtorch.wrap(np.maximum, native=True)
+    x, y = tensor(X).requires_grad_(), torch.tensor(0.0, dtype=torch.float64, requires_grad=True)
+    g(x, y).sum().backward()
+    np.testing.assert_allclose(x.grad, X > 0)
+    np.testing.assert_allclose(y.grad, np.sum(X < 0))
 
 
 @pytest.mark.parametrize("f", [np.sin, F.softsign])
@@ -92,3 +114,18 @@ def test_forward_over_forward_raises_instead_of_returning_zeros(f) -> None:
     g = rtorch.wrap(f)
     with pytest.raises(NotImplementedError, match="forward over forward"):
         func.jacfwd(func.jacfwd(g))(tensor(X))
+
+
+@pytest.mark.parametrize(("f", "kwargs", "ref"), [
+    (np.sum, {"axis": 1}, lambda v, axis: v.sum(dim=axis)), (np.mean, {}, torch.mean),
+    (np.var, {"axis": 0, "ddof": 1}, lambda v, axis, ddof: torch.var(v, dim=axis, correction=ddof)),
+    (np.max, {"axis": 1, "keepdims": True},
+     lambda v, axis, keepdims: torch.amax(v, dim=axis, keepdim=keepdims)),
+    (np.matmul, {}, torch.matmul)], ids=lambda v: getattr(v, "__name__", ""))
+def test_library_reductions_and_matmul_on_tensors(f, kwargs, ref) -> None:
+    x = tensor(np.random.default_rng(0).standard_normal((3, 4)))
+    args = (x, x.T) if f is np.matmul else (x,)
+    g = rtorch.wrap(f, native=True)
+    got = func.hessian(lambda *a: torch.sin(g(*a, **kwargs)).sum())(*args)
+    np.testing.assert_allclose(got, func.hessian(lambda *a: torch.sin(ref(*a, **kwargs)).sum())(*args),
+                               rtol=1e-10, atol=1e-12)
