@@ -4,8 +4,10 @@ element-wise, reduction, contraction and linear-algebra families.
 
 Each check is :func:`rulescore.testing.check_systems`: the exporter's vjp against finite
 differences of ``f`` (NumPy), and the exporter's vjp of its vjp against finite differences of
-rulescore's own pullback (NumPy): one exporter call per order, so every case runs by default.
-``RULESCORE_INTEROP_EXAMPLES`` sets the hypothesis examples per case (default 1).
+rulescore's own pullback (NumPy): one exporter call per order. The suite runs the first case of
+each family and a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of
+minutes); ``RULESCORE_INTEROP_REGISTRY=all`` runs every case. ``RULESCORE_INTEROP_EXAMPLES`` sets
+the hypothesis examples per case (default 1).
 
 Cases that fail today are listed in :data:`KNOWN_FAILURES` with the reason (they run, marked
 ``xfail``): the open part of issue 15.
@@ -35,6 +37,8 @@ FAMILIES = sorted(p.stem.removeprefix("test_") for p in _RULES.glob("test_*.py")
 #: families whose second derivatives are checked
 SECOND_ORDER = {"ufuncs", "reductions", "contractions", "linalg"}
 EXAMPLES = int(os.environ.get("RULESCORE_INTEROP_EXAMPLES", "1"))
+#: one case in SAMPLE per family runs by default (besides the first); all with the variable set
+SAMPLE = 1 if os.environ.get("RULESCORE_INTEROP_REGISTRY") == "all" else 6
 
 _DOMAIN = ("the exporter finds output shapes by calling f on arrays of ones or random values, outside "
            "this function's domain, and under jax.vjp / torch.func it does not use the actual inputs")
@@ -64,6 +68,9 @@ KNOWN_FAILURES: dict[str, str] = {
     "jax-scipy_linalg-scipy.logm-spd": "the output spec found from the example call is complex (logm of "
                                        "ones), the function's output at an SPD matrix is real",
     "jax-scipy_linalg-scipy.sqrtm-spd": "fails under JAX: not diagnosed yet",
+    "jax-numeric-numpy.real_if_close-complex": "the output dtype depends on the values (real when the "
+                                               "imaginary parts are small): the spec found from an example "
+                                               "call is real",
 }
 
 
@@ -71,7 +78,9 @@ def _cases() -> list[Any]:
     params = []
     for family in FAMILIES:
         module = importlib.import_module(f"tests.rulescore.rules.test_{family}")
-        for case in module.CASES:
+        for k, case in enumerate(module.CASES):
+            if k % SAMPLE:
+                continue
             for system in ("jax", "torch"):
                 name = f"{system}-{family}-{case_id(case)}"
                 known = KNOWN_FAILURES.get(name)
