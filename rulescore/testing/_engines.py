@@ -324,7 +324,10 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
     def gradient_sys(*a: Any) -> Any:
         """f's gradient in the system, in rulescore's complex convention (conjugated there)."""
         _, back = system.vjp(lifted, *a[:-1])
-        return tuple(_tree_map(system.conj_in_system, back(_tree_map(system.conj_in_system, a[-1]))))
+        # element by element: under a second system level the cotangents arrive as the
+        # system's own traced sequence (autograd's SequenceBox), not a tuple
+        return tuple(_tree_map(system.conj_in_system, g)
+                     for g in back(_tree_map(system.conj_in_system, a[-1])))
 
     def gradient(*a: Any) -> Any:
         """f's gradient, as rulescore's rrule computes it (NumPy in, NumPy out)."""
