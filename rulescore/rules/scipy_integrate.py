@@ -43,6 +43,7 @@ import numpy as np
 import scipy.integrate as si
 
 from rulescore._config import HasForwardsMode, HasReverseMode
+from rulescore._helpers import ignore_derivatives
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
@@ -227,54 +228,57 @@ def simpson_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
 class _Flow:
     """An initial value problem as solved: the dynamics ``f(t, y)`` (the user's function through
     the AD system), the initial time and state, the output times and states, and ``integrate``,
-    which solves an augmented system ``z' = rhs(t, z)`` from one time to others with the
-    solver and tolerances of the call (``integrate(rhs, z0, t0, times) -> (len(times), m)``)."""
+    which solves an augmented system ``z' = rhs(t, z, *args)`` from one time to others with the
+    solver and tolerances of the call (``integrate(rhs, z0, t0, times, args) -> (len(times), m)``)."""
 
-    def __init__(self, f: UserFunction, tfirst: bool, t0: float, y0: Any, times: Any, ys: Any,
-                 integrate: Callable[[Any, Any, float, Any], Any]) -> None:
+    def __init__(self, f: UserFunction, tfirst: bool, t0: Any, y0: Any, times: Any, ys: Any,
+                 integrate: Callable[[Any, Any, Any, Any, tuple[Any, ...]], Any]) -> None:
         self.f, self.tfirst, self.t0, self.y0 = f, tfirst, t0, np.ravel(np.asarray(y0, dtype=float))
-        self.times, self.ys, self.integrate = np.asarray(times, dtype=float), ys, integrate
+        self.times, self.ys, self.integrate = times, ys, integrate
         self.n = self.y0.size
 
-    def _at(self, t: float) -> dict[str, tuple[Any, ...]]:
+    def _at(self, t: Any) -> dict[str, tuple[Any, ...]]:
         return {"before": (t,)} if self.tfirst else {"after": (t,)}
 
-    def rate(self, t: float, y: Any) -> Any:
-        return self.f.value(y, **self._at(float(t)))
+    def rate(self, t: Any, y: Any) -> Any:
+        return self.f.value(y, **self._at(t))
 
-    def adjoint(self, g: Any) -> tuple[Any, Any, Any, float]:
+    def adjoint(self, g: Any) -> tuple[Any, Any, Any, Any]:
         """``(y0bar, paramsbar, timesbar, t0bar)`` for the cotangent ``g`` of the output states:
         the adjoint ODE ``a' = -(df/dy)^T a``, ``p' = -(df/dp)^T a`` solved backwards from each
-        output time to the one before, along with the state (restarted from the stored one)."""
+        output time to the one before, along with the state (restarted from the stored one).
+        The parameters reach the adjoint dynamics through the solver's ``args``, so a second
+        derivative differentiates this solve with the solver's rule."""
         n = self.n
         a, pbar = np.zeros(n), np.zeros(self.f.params.size)
-        tbar = np.zeros(len(self.times))
+        tbars = []
 
-        def augmented(t: float, z: Any) -> Any:
-            rate, ybar, parbar, _ = self.f.vjp(z[:n], z[n:2 * n], **self._at(float(t)))
+        def augmented(t: Any, z: Any, *args: Any) -> Any:
+            rate, ybar, parbar, _ = self.f.vjp(z[:n], z[n:2 * n], args=args, **self._at(t))
             return np.concatenate([rate, -ybar, -parbar])
 
         for k in range(len(self.times) - 1, -1, -1):
-            tbar[k] = g[k] @ self.rate(self.times[k], self.ys[k])
+            tbars.append(g[k] @ self.rate(self.times[k], self.ys[k]))
             a = a + g[k]
-            t_prev, y_prev = (self.times[k - 1], self.ys[k - 1]) if k else (self.t0, self.y0)
+            t_prev = self.times[k - 1] if k else self.t0
             if t_prev != self.times[k]:
                 z = self.integrate(augmented, np.concatenate([self.ys[k], a, pbar]), self.times[k],
-                                   np.array([t_prev]))[-1]
+                                   np.reshape(t_prev, 1), self.f.params.args)[-1]
                 a, pbar = z[n:2 * n], z[2 * n:]
-        return a, pbar, tbar, -float(a @ self.rate(self.t0, self.y0))
+        return a, pbar, np.stack(tbars[::-1]), -(a @ self.rate(self.t0, self.y0))
 
     def tangent(self, y0dot: Any, pdot: Any, timesdot: Any, t0dot: float) -> Any:
         """The tangent of the output states: the variational equation ``s' = (df/dy) s +
         (df/dp) pdot`` solved forwards with the state, plus the motion of the output times."""
         n = self.n
 
-        def augmented(t: float, z: Any) -> Any:
-            rate, sdot = self.f.jvp(z[:n], z[n:], pdot, **self._at(float(t)))
+        def augmented(t: Any, z: Any, pdot: Any, *args: Any) -> Any:
+            rate, sdot = self.f.jvp(z[:n], z[n:], pdot, args=args, **self._at(t))
             return np.concatenate([rate, sdot])
 
         s0 = np.ravel(y0dot) - self.rate(self.t0, self.y0) * t0dot
-        s = self.integrate(augmented, np.concatenate([self.y0, s0]), self.t0, self.times)[:, n:]
+        s = self.integrate(augmented, np.concatenate([self.y0, s0]), self.t0, self.times,
+                           (pdot, *self.f.params.args))[:, n:]
         rates = np.stack([self.rate(t, y) for t, y in zip(self.times, self.ys, strict=True)])
         return s + rates * np.asarray(timesdot)[:, None]
 
@@ -301,23 +305,25 @@ class _Odeint:
         self.out = si.odeint(func, y0, t, *rest, **kwargs)
         tolerances = {k: options[k] for k in _ODEINT_TOLERANCES}
 
-        def integrate(rhs: Any, z0: Any, start: float, times: Any) -> Any:
-            return si.odeint(rhs, z0, np.concatenate([[start], times]), tfirst=True, **tolerances)[1:]
+        def integrate(rhs: Any, z0: Any, start: Any, times: Any, args: tuple[Any, ...]) -> Any:
+            return si.odeint(rhs, z0, np.concatenate([np.reshape(start, 1), times]), args,
+                             tfirst=True, **tolerances)[1:]
 
         ys = self.out[0] if self.full else self.out
         f = UserFunction(config, func, np.ravel(np.asarray(y0, dtype=float)), self.params)
-        self.flow = _Flow(f, bool(options["tfirst"]), float(np.ravel(t)[0]), y0, np.ravel(t), ys, integrate)
+        self.flow = _Flow(f, bool(options["tfirst"]), np.ravel(t)[0], y0, np.ravel(t), ys, integrate)
 
 
 def odeint_rrule(config: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: Any) -> Any:
     call = _Odeint(config, func, y0, t, rest, kwargs)
 
     def odeint_pullback(ybar: Any) -> Any:
-        g = _part(ybar, 0) if call.full else ybar
-        if g is None:  # only the solver's report was used
-            return NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest)
-        y0bar, pbar, tbar, t0bar = call.flow.adjoint(np.asarray(g, dtype=float))
-        tbar[0] += t0bar
+        if call.full and _part(ybar, 1) is not None:
+            raise NotImplementedError("the rule for scipy.integrate.odeint differentiates the "
+                                      "solution, not the solver's report (full_output's dict)")
+        g = dense(_part(ybar, 0), call.out[0]) if call.full else ybar
+        y0bar, pbar, tbar, t0bar = call.flow.adjoint(g)
+        tbar = np.concatenate([tbar[:1] + t0bar, tbar[1:]])
         argsbar = (call.params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), proj(y0, np.reshape(y0bar, np.shape(y0))),
                 _time_cotangent(t, tbar), *argsbar, *(NoTangent() for _ in rest[1:]))
@@ -330,7 +336,7 @@ def odeint_frule(config: Any, tangents: Any, func: Any, y0: Any, t: Any, *rest: 
     y0dot = dense(tangents[2], np.ravel(np.asarray(y0, dtype=float)))
     tdot = _time_tangent(tangents[3], np.ravel(t))
     pdot = call.params.flat_tangent(tangents[4]) if rest else np.zeros(call.params.size)
-    ydot = call.flow.tangent(y0dot, pdot, np.ravel(tdot), float(np.ravel(tdot)[0]))
+    ydot = call.flow.tangent(y0dot, pdot, tdot, tdot[0])
     if call.full:
         return call.out, tangent_type(tuple)(project(call.out[0], ydot), NoTangent())
     return call.out, project(call.out, ydot)
@@ -358,8 +364,9 @@ class _SolveIvp:
         tolerances = {k: extra[k] for k in _IVP_TOLERANCES if k in extra}
         method = options["method"]
 
-        def integrate(rhs: Any, z0: Any, start: float, times: Any) -> Any:
-            sol = si.solve_ivp(rhs, (start, times[-1]), z0, method=method, t_eval=times, **tolerances)
+        def integrate(rhs: Any, z0: Any, start: Any, times: Any, args: tuple[Any, ...]) -> Any:
+            sol = si.solve_ivp(rhs, (start, times[-1]), z0, method=method, t_eval=times, args=args,
+                               **tolerances)
             if not sol.success:
                 raise RuntimeError(f"scipy.integrate.solve_ivp's rule: the sensitivity equations "
                                    f"failed to solve ({sol.message}); loosen or tighten rtol/atol")
@@ -367,23 +374,28 @@ class _SolveIvp:
 
         self.t_eval, self.t_span = options["t_eval"], t_span
         f = UserFunction(config, fun, np.ravel(np.asarray(y0, dtype=float)), self.params)
-        self.flow = _Flow(f, True, float(t_span[0]), y0, self.sol.t, self.sol.y.T, integrate)
+        self.flow = _Flow(f, True, t_span[0], y0, self._times(), self.sol.y.T, integrate)
+
+    def _times(self) -> Any:
+        """The output times as functions of the arguments: ``t_eval``, or the solver's own
+        steps, of which only the ends (those of ``t_span``) move."""
+        if self.t_eval is not None:
+            return np.ravel(self.t_eval)
+        steps = ignore_derivatives(self.sol.t[1:-1])
+        return np.concatenate([np.reshape(self.t_span[0], 1), steps, np.reshape(self.t_span[1], 1)])
 
     def cotangents(self, ybar: Any, t_span: Any, y0: Any, rest: tuple[Any, ...]) -> tuple[Any, ...]:
         check_fields("integrate.solve_ivp", self.sol, ybar, ("y",))
-        g = field(ybar, "y")
-        if g is None:
-            return (NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest))
-        g = np.asarray(g, dtype=float).T
+        g = field(ybar, "y", self.sol.y).T
         if self.t_eval is None and np.any(g[1:-1]):
             raise NotImplementedError(
                 "the rule for scipy.integrate.solve_ivp: without t_eval the solution is reported at "
                 "the solver's own steps, which move with the parameters; only the states at the "
                 "ends of t_span have a derivative. Pass t_eval= for the times you use")
         y0bar, pbar, tbar, t0bar = self.flow.adjoint(g)
-        span = np.array([t0bar, 0.0])
+        span = t0bar * np.array([1.0, 0.0])
         if self.t_eval is None:  # the output times are the solver's: only the ends move
-            span += [tbar[0], tbar[-1]]
+            span = span + np.stack([tbar[0], tbar[-1]])
         by_name = {"t_eval": _time_cotangent(self.t_eval, tbar), "args": self.params.cotangent(pbar)}
         rest_cts = [by_name.get(name, NoTangent()) for name in _IVP_NAMES[3:3 + len(rest)]]
         return (NoTangent(), NoTangent(), _time_cotangent(t_span, span),
@@ -393,15 +405,16 @@ class _SolveIvp:
         by_name = dict(zip(_IVP_NAMES, tangents[1:], strict=False))
         y0dot = dense(by_name["y0"], self.flow.y0)
         spandot = _time_tangent(by_name["t_span"], self.t_span)
-        if self.t_eval is None:
-            timesdot = np.zeros(len(self.sol.t))
-            timesdot[0], timesdot[-1] = spandot[0], spandot[-1]
+        if self.t_eval is None:  # the output times are the solver's: only the ends move
+            middle = np.zeros(len(self.sol.t) - 2)
+            timesdot = np.concatenate([spandot[:1], middle, spandot[-1:]])
         else:
             timesdot = _time_tangent(by_name.get("t_eval", ZeroTangent()), self.sol.t)
         pdot = self.params.flat_tangent(by_name.get("args", ZeroTangent()))
-        ydot = self.flow.tangent(y0dot, pdot, timesdot, float(spandot[0]))
+        ydot = self.flow.tangent(y0dot, pdot, timesdot, spandot[0])
         if self.t_eval is None:  # the solver's own steps move with the parameters: no derivative
-            ydot[1:-1] = np.nan
+            inner = np.arange(len(self.sol.t)) % (len(self.sol.t) - 1) != 0
+            ydot = np.where(inner[:, None], np.nan, ydot)
         return tangent_type(type(self.sol))({"y": project(self.sol.y, ydot.T)})
 
 
@@ -423,7 +436,10 @@ def solve_ivp_frule(config: Any, tangents: Any, fun: Any, t_span: Any, y0: Any, 
 # -- quad: differentiating under the integral sign ------------------------------------------------
 
 class _Quad:
-    """A ``quad`` call: its result, the integrand through the AD system and the end points."""
+    """A ``quad`` call: its result, the integrand through the AD system and the end points.
+
+    The derivatives are integrals again (of the integrand's partials, with the parameters passed
+    through ``quad``'s ``args``), so a second derivative differentiates them with this rule."""
 
     def __init__(self, config: Any, func: Any, a: Any, b: Any, rest: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -435,29 +451,28 @@ class _Quad:
         self.out = si.quad(func, a, b, *rest, **kwargs)
         self.params = Params(options["args"])
         self.f = UserFunction(config, func, 0.0, self.params)
-        self.a, self.b = float(a), float(b)
+        self.a, self.b = a, b
         self.accuracy = {"epsabs": options["epsabs"], "epsrel": options["epsrel"],
                          "limit": options["limit"], "points": options["points"]}
 
-    def end(self, x: float, scale: float) -> float:
+    def end(self, x: Any, scale: Any) -> Any:
         """The integrand at an end point times ``scale`` (zero at an infinite end)."""
-        return scale * float(self.f.value(np.array([x]))[0]) if np.isfinite(x) else 0.0
+        return scale * self.f.value(np.reshape(x, 1))[0] if np.isfinite(x) else 0.0
 
-    def params_cotangent(self, vbar: float) -> Any:
-        if not self.params.size:
-            return np.zeros(0)
+    def integral(self, integrand: Any, args: tuple[Any, ...]) -> Any:
+        return si.quad(integrand, self.a, self.b, args, **self.accuracy)[0]
 
-        def partials(x: float) -> Any:
-            return self.f.vjp(np.array([x]), np.array([vbar]))[2]
+    def params_cotangent(self) -> Any:
+        """The partials of the integral in the parameters (flat): one integral each."""
+        def partial(x: Any, k: int, *args: Any) -> Any:
+            return self.f.vjp(np.reshape(x, 1), np.ones(1), args=args)[2][k]
+        parts = [self.integral(partial, (k, *self.params.args)) for k in range(self.params.size)]
+        return np.stack(parts) if parts else np.zeros(0)
 
-        options = {k: v for k, v in self.accuracy.items() if k != "points" or v is not None}
-        options["limit"] = max(self.accuracy["limit"], 2000)
-        return si.quad_vec(partials, self.a, self.b, **options)[0]
-
-    def params_tangent(self, pdot: Any) -> float:
-        def partial(x: float) -> float:
-            return float(self.f.jvp(np.array([x]), np.zeros(1), pdot)[1][0])
-        return float(si.quad(partial, self.a, self.b, **self.accuracy)[0])
+    def params_tangent(self, pdot: Any) -> Any:
+        def partial(x: Any, pdot: Any, *args: Any) -> Any:
+            return self.f.jvp(np.reshape(x, 1), np.zeros(1), pdot, args=args)[1][0]
+        return self.integral(partial, (pdot, *self.params.args))
 
 
 def _end_cotangent(x: Any, ct: Any) -> Any:
@@ -472,11 +487,8 @@ def quad_rrule(config: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any
         if any(_part(ybar, i) is not None for i in range(1, len(call.out))):
             raise NotImplementedError("the rule for scipy.integrate.quad differentiates the integral "
                                       "(the first output), not the error estimate or report")
-        vbar = _part(ybar, 0)
-        if vbar is None:
-            return NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *(NoTangent() for _ in rest)
-        vbar = float(vbar)
-        argsbar = (call.params.cotangent(call.params_cotangent(vbar)),) if rest else ()
+        vbar = _part(ybar, 0)  # not a zero: the others are refused above
+        argsbar = (call.params.cotangent(vbar * call.params_cotangent()),) if rest else ()
         return (NoTangent(), NoTangent(), _end_cotangent(a, call.end(call.a, -vbar)),
                 _end_cotangent(b, call.end(call.b, vbar)), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -485,12 +497,9 @@ def quad_rrule(config: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any
 
 def quad_frule(config: Any, tangents: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
     call = _Quad(config, func, a, b, rest, kwargs)
-    vdot = 0.0
-    for x, t, sign in ((call.a, tangents[2], -1.0), (call.b, tangents[3], 1.0)):
-        if not isinstance(t, AbstractZero):
-            vdot += call.end(x, sign * float(t))
-    if rest and not isinstance(tangents[4], AbstractZero):
-        vdot += call.params_tangent(call.params.flat_tangent(tangents[4]))
+    vdot = call.end(call.b, tangents[3]) - call.end(call.a, tangents[2])
+    if rest:
+        vdot = vdot + call.params_tangent(call.params.flat_tangent(tangents[4]))
     return call.out, tangent_type(tuple)(proj(call.out[0], vdot), *(ZeroTangent() for _ in call.out[1:]))
 
 
