@@ -36,6 +36,8 @@ Example:
 
 from __future__ import annotations
 
+import abc
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -45,34 +47,85 @@ import scipy.integrate as si
 from rulescore._config import HasForwardsMode, HasReverseMode
 from rulescore._helpers import ignore_derivatives
 from rulescore._linear import dense_tangent
+from rulescore._parameters import declare_parameters
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj
 from rulescore.rules._user_functions import Params, UserFunction, check_fields, dense, field
 from rulescore.rules.linalg import _part
 
-_NAMES = ("x", "dx", "axis")
+_P = inspect.Parameter
+#: The positional form of the rules of ``trapezoid`` and ``simpson``: ``simpson`` takes ``dx``
+#: and ``axis`` by keyword only; declared (below) so a traced ``dx=`` reaches its slot.
+_SAMPLED = inspect.Signature([_P("y", _P.POSITIONAL_OR_KEYWORD)] + [
+    _P(name, _P.POSITIONAL_OR_KEYWORD, default=default) for name, default in (("x", None), ("dx", 1.0), ("axis", -1))])
 
 
-class _Trapezoid:
-    """A ``trapezoid`` call: the samples and spacing moved to the last axis, and its partials."""
+class _Sampled(abc.ABC):
+    """A ``trapezoid`` or ``simpson`` call in the positional form ``(y, x, dx, axis)``: the
+    samples on the last axis, the interval widths ``h`` and the partials shared by both rules
+    (the value is ``sum(w(h) * y)`` with weights ``w`` homogeneous of degree one in ``h``)."""
+
+    primal: Any
 
     def __init__(self, y: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        options = dict(zip(_NAMES, args, strict=False))
-        options.update(kwargs)
-        self.x, self.dx, self.axis = options.get("x"), options.get("dx", 1.0), options.get("axis", -1)
-        self.value = si.trapezoid(y, *args, **kwargs)
+        bound = _SAMPLED.bind(y, *args, **kwargs)
+        bound.apply_defaults()
+        self.x, self.dx, self.axis = (bound.arguments[k] for k in ("x", "dx", "axis"))
+        self.value = self.primal(y, x=self.x, dx=self.dx, axis=self.axis)
         self.y = np.moveaxis(np.asarray(y, dtype=float), self.axis, -1)
         if self.x is None:
-            self.widths = np.full(self.y.shape[-1] - 1, float(self.dx))
+            self.h = self.dx * np.ones(self.y.shape[-1] - 1)
         else:
             xs = np.asarray(self.x, dtype=float)
-            self.widths = np.diff(xs if xs.ndim == 1 else np.moveaxis(xs, self.axis, -1), axis=-1)
+            self.h = np.diff(xs if xs.ndim == 1 else np.moveaxis(xs, self.axis, -1), axis=-1)
+
+    @abc.abstractmethod
+    def y_partials(self) -> Any:
+        """The weights, ``(..., n)``: the partials of the value in the samples."""
+
+    @abc.abstractmethod
+    def x_cotangent(self, ybar: Any) -> Any:
+        """The cotangent of ``x`` (given) for the cotangent ``ybar`` of the value."""
+
+    @abc.abstractmethod
+    def x_tangent(self, xdot: Any) -> Any:
+        """The value's tangent along the tangent ``xdot`` of ``x`` (given)."""
+
+    def dx_partial(self, y: Any) -> Any:
+        """The partial in ``dx``: the value at unit spacing (the weights are linear in it)."""
+        return self.primal(y, dx=1.0, axis=self.axis)
+
+    def cotangents(self, ybar: Any, y: Any, nargs: int) -> tuple[Any, ...]:
+        """The pullback's cotangents, for ``y`` and the ``nargs`` arguments given positionally."""
+        ybar = np.asarray(ybar, dtype=float)
+        ycot = proj(y, np.moveaxis(ybar[..., None] * self.y_partials(), -1, self.axis))
+        spaced = self.x is None  # by dx; else by x, and dx is unused
+        by_name = {"x": NoTangent() if spaced else self.x_cotangent(ybar),
+                   "dx": proj(self.dx, np.sum(ybar * self.dx_partial(y))) if spaced else ZeroTangent(),
+                   "axis": NoTangent()}
+        return (NoTangent(), ycot, *(by_name[name] for name in ("x", "dx", "axis")[:nargs]))
+
+    def tangent(self, tangents: Any, y: Any, nargs: int) -> Any:
+        """The frule's tangent from those of ``y`` and of the ``nargs`` positional arguments."""
+        t = np.moveaxis(np.asarray(dense_tangent(y, tangents[1]), dtype=float), self.axis, -1)
+        ydot = np.sum(t * self.y_partials(), axis=-1)
+        if nargs >= 1 and self.x is not None:
+            ydot = ydot + self.x_tangent(dense_tangent(self.x, tangents[2]))
+        if nargs >= 2 and self.x is None:
+            ydot = ydot + tangents[3] * self.dx_partial(y)
+        return proj(self.value, np.broadcast_to(ydot, np.shape(self.value)))
+
+
+class _Trapezoid(_Sampled):
+    """A ``trapezoid`` call: the weights are half the widths of the neighbouring intervals."""
+
+    primal = staticmethod(si.trapezoid)
 
     def y_partials(self) -> Any:
-        w = np.broadcast_to(self.widths, (*self.y.shape[:-1], self.y.shape[-1] - 1)) / 2
+        w = np.broadcast_to(self.h, (*self.y.shape[:-1], self.y.shape[-1] - 1)) / 2
         pad = np.zeros((*w.shape[:-1], 1))
         return np.concatenate([w, pad], axis=-1) + np.concatenate([pad, w], axis=-1)
 
@@ -81,51 +134,32 @@ class _Trapezoid:
         pad = np.zeros((*s.shape[:-1], 1))
         return np.concatenate([pad, s], axis=-1) - np.concatenate([s, pad], axis=-1)
 
-    def cotangents(self, ybar: Any, y: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        ybar = np.asarray(ybar, dtype=float)[..., None]
-        ycot = proj(y, np.moveaxis(ybar * self.y_partials(), -1, self.axis))
-        rest: list[Any] = [NoTangent() for _ in args]
-        if args and self.x is not None:
-            xcot = ybar * self.x_partials()
-            if np.ndim(self.x) == 1:
-                xcot = np.sum(np.reshape(xcot, (-1, xcot.shape[-1])), axis=0)
-            else:
-                xcot = np.moveaxis(xcot, -1, self.axis)
-            rest[0] = proj(self.x, xcot)
-        if len(args) >= 2 and self.x is None:
-            rest[1] = proj(self.dx, ybar[..., 0] * self.value / self.dx)
-        return (NoTangent(), ycot, *rest)
+    def x_cotangent(self, ybar: Any) -> Any:
+        xcot = ybar[..., None] * self.x_partials()
+        if np.ndim(self.x) == 1:
+            xcot = np.sum(np.reshape(xcot, (-1, xcot.shape[-1])), axis=0)
+        else:
+            xcot = np.moveaxis(xcot, -1, self.axis)
+        return proj(self.x, xcot)
+
+    def x_tangent(self, xdot: Any) -> Any:
+        t = np.asarray(xdot, dtype=float)
+        t = t if t.ndim == 1 else np.moveaxis(t, self.axis, -1)
+        return np.sum(t * self.x_partials(), axis=-1)
 
 
 def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Trapezoid(y, args, kwargs)
 
     def trapezoid_pullback(ybar: Any) -> Any:
-        return call.cotangents(ybar, y, args)
+        return call.cotangents(ybar, y, len(args))
 
     return call.value, trapezoid_pullback
 
 
-def _samples_tangent(call: Any, ydot: Any) -> Any:
-    """The part of a quadrature's tangent from the samples' (weights times tangents, summed)."""
-    if isinstance(ydot, AbstractZero):
-        return 0.0
-    t = np.moveaxis(np.asarray(ydot, dtype=float), call.axis, -1)
-    return np.sum(t * call.y_partials(), axis=-1)
-
-
 def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Trapezoid(y, args, kwargs)
-    # any one of the tangents may be zero: those of y and x become dense zeros
-    t = np.moveaxis(np.asarray(dense_tangent(y, tangents[1]), dtype=float), call.axis, -1)
-    ydot = np.sum(t * call.y_partials(), axis=-1)
-    if len(args) >= 1 and call.x is not None:
-        t = np.asarray(dense_tangent(call.x, tangents[2]), dtype=float)
-        t = t if t.ndim == 1 else np.moveaxis(t, call.axis, -1)
-        ydot = ydot + np.sum(t * call.x_partials(), axis=-1)
-    if len(args) >= 2 and call.x is None:
-        ydot = ydot + tangents[3] * call.value / call.dx
-    return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
+    return call.value, call.tangent(tangents, y, len(args))
 
 
 # -- simpson ---------------------------------------------------------------------------------
@@ -164,27 +198,17 @@ def _simpson_weights_dot(h: Any, hdot: Any) -> Any:
     return np.imag(_simpson_weights(h + 1j * step * hdot)) / step
 
 
-class _Simpson:
-    """A ``simpson`` call: samples and widths on the last axis, the weights and their derivatives."""
+class _Simpson(_Sampled):
+    """A ``simpson`` call: its weights and their derivatives in the widths."""
+
+    primal = staticmethod(si.simpson)
 
     def __init__(self, y: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        options = bind_arguments(si.simpson, (y, *args), kwargs)
-        self.x, self.dx, self.axis = options["x"], options["dx"], options["axis"]
-        self.value = si.simpson(y, *args, **kwargs)
-        self.y = np.moveaxis(np.asarray(y, dtype=float), self.axis, -1)
-        n = self.y.shape[-1]
-        if self.x is None:
-            self.h = np.full(n - 1, float(self.dx))
-        else:
-            xs = np.asarray(self.x, dtype=float)
-            self.h = np.diff(xs if xs.ndim == 1 else np.moveaxis(xs, self.axis, -1), axis=-1)
+        super().__init__(y, args, kwargs)
         self.weights = _simpson_weights(self.h)
 
     def y_partials(self) -> Any:
         return self.weights
-
-    def y_cotangent(self, ybar: Any, y: Any) -> Any:
-        return proj(y, np.moveaxis(ybar[..., None] * self.weights, -1, self.axis))
 
     def x_cotangent(self, ybar: Any) -> Any:
         m = self.h.shape[-1]
@@ -208,19 +232,17 @@ def simpson_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Simpson(y, args, kwargs)
 
     def simpson_pullback(ybar: Any) -> Any:
-        ybar = np.asarray(ybar, dtype=float)
-        rest = (call.x_cotangent(ybar),) if args and args[0] is not None else tuple(NoTangent() for _ in args)
-        return NoTangent(), call.y_cotangent(ybar, y), *rest
+        return call.cotangents(ybar, y, len(args))
 
     return call.value, simpson_pullback
 
 
 def simpson_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     call = _Simpson(y, args, kwargs)
-    ydot = _samples_tangent(call, tangents[1])
-    if args and args[0] is not None and not isinstance(tangents[2], AbstractZero):
-        ydot = ydot + call.x_tangent(tangents[2])
-    return call.value, proj(call.value, np.broadcast_to(ydot, np.shape(call.value)))
+    return call.value, call.tangent(tangents, y, len(args))
+
+
+declare_parameters(si.simpson, _SAMPLED)
 
 
 # -- odeint, solve_ivp: adjoint and forward sensitivities --------------------------------------
