@@ -60,7 +60,8 @@ _P = inspect.Parameter
 #: The positional form of the rules of ``trapezoid`` and ``simpson``: ``simpson`` takes ``dx``
 #: and ``axis`` by keyword only; declared (below) so a traced ``dx=`` reaches its slot.
 _SAMPLED = inspect.Signature([_P("y", _P.POSITIONAL_OR_KEYWORD)] + [
-    _P(name, _P.POSITIONAL_OR_KEYWORD, default=default) for name, default in (("x", None), ("dx", 1.0), ("axis", -1))])
+    _P(name, _P.POSITIONAL_OR_KEYWORD, default=default)
+    for name, default in (("x", None), ("dx", 1.0), ("axis", -1))])
 
 
 class _Sampled(abc.ABC):
@@ -526,12 +527,13 @@ def quad_frule(config: Any, tangents: Any, func: Any, a: Any, b: Any, *rest: Any
 
 
 RULES: tuple[RulePair, ...] = (
-    RulePair(si.trapezoid, trapezoid_rrule, trapezoid_frule),
-    RulePair(si.simpson, simpson_rrule, simpson_frule),
+    RulePair(si.trapezoid, trapezoid_rrule, trapezoid_frule, wrt=(0, 1, 2)),
+    RulePair(si.simpson, simpson_rrule, simpson_frule, wrt=(0, 1, 2)),
     RulePair(si.odeint, odeint_rrule, config=HasReverseMode),
-    RulePair(si.odeint, frule=odeint_frule, config=HasForwardsMode),
+    RulePair(si.odeint, frule=odeint_frule, config=HasForwardsMode, wrt=(1, 2, 3)),  # y0, t, args
     RulePair(si.solve_ivp, solve_ivp_rrule, config=HasReverseMode),
-    RulePair(si.solve_ivp, frule=solve_ivp_frule, config=HasForwardsMode),
+    # t_span, y0, t_eval, args
+    RulePair(si.solve_ivp, frule=solve_ivp_frule, config=HasForwardsMode, wrt=(1, 2, 4, 8)),
     RulePair(si.quad, quad_rrule, config=HasReverseMode),
-    RulePair(si.quad, frule=quad_frule, config=HasForwardsMode),
+    RulePair(si.quad, frule=quad_frule, config=HasForwardsMode, wrt=(1, 2, 3)),  # a, b, args
 )

@@ -181,7 +181,7 @@ def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
         return out, xdot
 
     return (RulePair(solver, bracketing_rrule, config=HasReverseMode),
-            RulePair(solver, frule=bracketing_frule, config=HasForwardsMode))
+            RulePair(solver, frule=bracketing_frule, config=HasForwardsMode, wrt=(3,)))  # args only
 
 
 # -- root_scalar -----------------------------------------------------------------------------------
@@ -363,12 +363,13 @@ def result_getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any
 
 def _rules() -> tuple[RulePair, ...]:
     pairs = [pair for solver in _BRACKETING for pair in _bracketing_rules(solver)]
-    for solver, rrule_impl, frule_impl in ((so.root_scalar, root_scalar_rrule, root_scalar_frule),
-                                           (so.root, root_rrule, root_frule),
-                                           (so.fixed_point, fixed_point_rrule, fixed_point_frule),
-                                           (so.minimize, minimize_rrule, minimize_frule)):
+    # the solutions move with args only (at position 1 of root_scalar, 2 of the others)
+    for solver, rrule_impl, frule_impl, args_at in ((so.root_scalar, root_scalar_rrule, root_scalar_frule, 1),
+                                                    (so.root, root_rrule, root_frule, 2),
+                                                    (so.fixed_point, fixed_point_rrule, fixed_point_frule, 2),
+                                                    (so.minimize, minimize_rrule, minimize_frule, 2)):
         pairs.append(RulePair(solver, rrule_impl, config=HasReverseMode))
-        pairs.append(RulePair(solver, frule=frule_impl, config=HasForwardsMode))
+        pairs.append(RulePair(solver, frule=frule_impl, config=HasForwardsMode, wrt=(args_at,)))
     pairs.append(RulePair(getattr, result_getattr_rrule, result_getattr_frule, (so.OptimizeResult,),
                           wrt=(0,)))
     return tuple(pairs)

@@ -263,7 +263,8 @@ def test_simpson_rules_take_the_declared_positional_form() -> None:
     assert y == si.simpson(SAMPLES, dx=0.3)
     dxbar = back(2.0)[3]
     np.testing.assert_allclose(dxbar, 2.0 * fd(lambda d: si.simpson(SAMPLES, dx=d), 0.3), rtol=1e-8)
-    _, ydot = rc.frule((rc.NoTangent(), rc.ZeroTangent(), rc.NoTangent(), 1.0), si.simpson, SAMPLES, None, 0.3)
+    tangents = (rc.NoTangent(), rc.ZeroTangent(), rc.NoTangent(), 1.0)
+    _, ydot = rc.frule(tangents, si.simpson, SAMPLES, None, 0.3)
     np.testing.assert_allclose(ydot, dxbar / 2.0, rtol=1e-12)
     x = np.cumsum(np.full(6, 0.25))
     assert isinstance(rc.rrule(si.simpson, SAMPLES, x, 0.3)[1](1.0)[3], rc.ZeroTangent)

@@ -2,7 +2,8 @@
 scipy_optimize.py): a rule's pullback calls the solver again, with the parameters in ``args``,
 so the outer level of a nested differentiation uses the same rule. Each case is checked as
 reverse over reverse (a gradient of a gradient), forward over reverse (``zp.hessian``, a jvp of
-a gradient), against closed forms and against finite differences of the first derivative."""
+a gradient) and reverse over forward (a gradient of a jvp), against closed forms and against
+finite differences of the first derivative."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def odeint_end(p: Any) -> Any:
 
 
 def solve_ivp_end(p: Any) -> Any:
-    sol = si.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), np.array([p[1]]), t_eval=TIMES, args=(p[0],), **TOL)
+    sol = si.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), np.array([p[1]]), t_eval=TIMES, args=(p[0],),
+                       **TOL)
     return sol.y[0, -1]
 
 
@@ -41,13 +43,17 @@ def decay_hessian(k: float, y0: float) -> Any:
 
 
 def nested_derivatives(f: Any, p: Any) -> dict[str, Any]:
-    """The Hessian of ``f`` at ``p`` three ways."""
+    """The Hessian of ``f`` at ``p`` four ways."""
     def gradient(q: Any) -> Any:
         return zp.gradient(f, q)[0]
 
-    return {"hessian": zp.hessian(f, p),
-            "jacobian of the gradient": zp.jacobian(gradient, p)[0],
-            "jvps of the gradient": np.stack([zp.jvp(gradient, (p,), (e,))[1] for e in np.eye(p.size)], axis=1)}
+    def slope(e: Any) -> Any:
+        return lambda q: zp.jvp(f, (q,), (e,))[1]
+
+    jvps = [zp.jvp(gradient, (p,), (e,))[1] for e in np.eye(p.size)]
+    return {"hessian": zp.hessian(f, p), "jacobian of the gradient": zp.jacobian(gradient, p)[0],
+            "jvps of the gradient": np.stack(jvps, axis=1),
+            "gradients of jvps": np.stack([zp.gradient(slope(e), p)[0] for e in np.eye(p.size)])}
 
 
 @pytest.mark.parametrize("f", [odeint_end, solve_ivp_end], ids=["odeint", "solve_ivp"])
@@ -80,6 +86,8 @@ def test_quad_second_derivative_is_the_integral_of_the_second_partial() -> None:
     exact = (2 - np.exp(-k) * (k ** 2 + 2 * k + 2)) / k ** 3  # the integral of x^2 exp(-k x) on [0, 1]
     slope = lambda k: zp.gradient(quad_integral, k)[0]  # noqa: E731
     np.testing.assert_allclose(zp.gradient(slope, k)[0], exact, rtol=1e-9)
+    np.testing.assert_allclose(zp.gradient(lambda k: zp.jvp(quad_integral, (k,), (1.0,))[1], k)[0], exact,
+                               rtol=1e-9)
     np.testing.assert_allclose(zp.jvp(slope, (k,), (1.0,))[1], exact, rtol=1e-9)
     np.testing.assert_allclose(zp.hessian(quad_integral, k), exact, rtol=1e-9)
     np.testing.assert_allclose(exact, fd(slope, k, h=1e-4), rtol=1e-6)
@@ -155,6 +163,7 @@ def test_root_second_derivative_matches_the_closed_form(name: str) -> None:
     exact = -6 * x / (3 * x ** 2 + 1) ** 3
     slope = lambda a: zp.gradient(solve, a)[0]  # noqa: E731
     np.testing.assert_allclose(zp.gradient(slope, a)[0], exact, rtol=1e-8)
+    np.testing.assert_allclose(zp.gradient(lambda a: zp.jvp(solve, (a,), (1.0,))[1], a)[0], exact, rtol=1e-8)
     np.testing.assert_allclose(zp.jvp(slope, (a,), (1.0,))[1], exact, rtol=1e-8)
     np.testing.assert_allclose(zp.hessian(solve, a), exact, rtol=1e-8)
     np.testing.assert_allclose(exact, fd(slope, a, h=1e-4), rtol=1e-6)
