@@ -7,7 +7,10 @@ partial in ``y_i`` is half the width of the two neighbouring intervals, in ``x_i
 ``s_{i-1} - s_i``. Simpson's rule is ``sum_i w_i(h) y_i``, with weights rational in the interval
 widths ``h`` (SciPy's formula, with its correction of the last interval for an even number of
 samples): the weights are computed here and differentiated in ``h`` by complex step, which is
-exact to rounding for rational functions. A repeated sample point has no derivative (NaN).
+exact to rounding for rational functions. A repeated sample point has no derivative (NaN). Both
+rules take the positional form ``(y, x, dx, axis)``; ``simpson`` takes ``dx`` and ``axis`` by
+keyword only, so that form is declared (:func:`rulescore.declare_parameters`) and an engine
+passes a traced ``dx=`` to the rule in its slot.
 
 ``odeint``, ``solve_ivp`` and ``quad`` take a user function, which these rules differentiate by
 calling back into the AD system that runs them (they ask for its config: ``rc.rrule_via_ad``
@@ -24,8 +27,12 @@ function:
 - ``solve_ivp`` without ``t_eval`` reports the solver's own steps, which move with the
   parameters: only the states at the ends of ``t_span`` have a derivative (a cotangent on the
   others raises; their tangents are NaN). ``events=`` and ``dense_output=True`` are refused.
-- ``quad`` differentiates under the integral sign (``quad_vec`` with the call's ``epsabs``,
-  ``epsrel``); its error estimate is not differentiable and ``weight=`` is refused.
+- ``quad`` differentiates under the integral sign (one ``quad`` per parameter, with the call's
+  ``epsabs``, ``epsrel``, ``limit``, ``points``); its error estimate is not differentiable and
+  ``weight=`` is refused.
+- second derivatives: the adjoint, sensitivity and parameter integrals are solved by calling
+  the solver again with the parameters in its ``args`` (never captured in a closure), so an
+  outer differentiation applies the same rule to them.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.integrate as si

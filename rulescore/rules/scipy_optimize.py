@@ -14,7 +14,9 @@ user's function is differentiated as any other; ``dr/dx`` is formed densely (``n
 solver's result (tighten ``xtol``/``tol`` for more). Where the theorem does not apply the
 rules refuse: a singular ``dr/dx`` (a double root, a degenerate minimum) raises, and so does
 ``minimize`` with constraints or with a bound active at the solution. Brackets and starting
-points get a zero cotangent (the solution does not move with them).
+points get a zero cotangent (the solution does not move with them). The pullbacks and frules
+are plain NumPy on the products the AD system gives, so a second derivative differentiates
+them again (and the solver's call inside the rule with this same rule).
 
 ``OptimizeResult`` (and ``OdeResult``) fields read as attributes (``sol.x``) are differentiable:
 a ``getattr`` rule for them is registered here.
