@@ -52,7 +52,6 @@ import numpy as np
 import scipy.integrate as si
 
 from rulescore._config import HasForwardsMode, HasReverseMode
-from rulescore._helpers import ignore_derivatives
 from rulescore._linear import dense_tangent
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project
@@ -404,28 +403,26 @@ class _SolveIvp:
 
         self.t_eval, self.t_span = options["t_eval"], t_span
         f = UserFunction(config, fun, np.ravel(np.asarray(y0, dtype=float)), self.params)
-        self.flow = _Flow(f, True, t_span[0], y0, self._times(), self.sol.y.T, integrate)
-
-    def _times(self) -> Any:
-        """The output times as functions of the arguments: ``t_eval``, or the solver's own
-        steps, of which only the ends (those of ``t_span``) move."""
-        if self.t_eval is not None:
-            return np.ravel(self.t_eval)
-        steps = ignore_derivatives(self.sol.t[1:-1])
-        return np.concatenate([np.reshape(self.t_span[0], 1), steps, np.reshape(self.t_span[1], 1)])
+        if self.t_eval is None:  # the solver's own steps: only the ends (of t_span) are differentiated
+            times, states = np.stack([t_span[0], t_span[1]]), self.sol.y.T[np.array([0, -1])]
+        else:
+            times, states = np.ravel(self.t_eval), self.sol.y.T
+        self.flow = _Flow(f, True, t_span[0], y0, times, states, integrate)
 
     def cotangents(self, ybar: Any, t_span: Any, y0: Any, rest: tuple[Any, ...]) -> tuple[Any, ...]:
         check_fields("integrate.solve_ivp", self.sol, ybar, ("y",))
         g = field(ybar, "y", self.sol.y).T
-        if self.t_eval is None and np.any(g[1:-1]):
-            raise NotImplementedError(
-                "the rule for scipy.integrate.solve_ivp: without t_eval the solution is reported at "
-                "the solver's own steps, which move with the parameters; only the states at the "
-                "ends of t_span have a derivative. Pass t_eval= for the times you use")
+        if self.t_eval is None:
+            if np.any(g[1:-1]):
+                raise NotImplementedError(
+                    "the rule for scipy.integrate.solve_ivp: without t_eval the solution is reported "
+                    "at the solver's own steps, which move with the parameters; only the states at "
+                    "the ends of t_span have a derivative. Pass t_eval= for the times you use")
+            g = g[np.array([0, -1])]
         y0bar, pbar, tbar, t0bar = self.flow.adjoint(g)
         span = t0bar * np.array([1.0, 0.0])
-        if self.t_eval is None:  # the output times are the solver's: only the ends move
-            span = span + np.stack([tbar[0], tbar[-1]])
+        if self.t_eval is None:  # the output times are the ends of t_span
+            span = span + tbar
         by_name = {"t_eval": _time_cotangent(self.t_eval, tbar), "args": self.params.cotangent(pbar)}
         rest_cts = [by_name.get(name, NoTangent()) for name in _IVP_NAMES[3:3 + len(rest)]]
         return (NoTangent(), NoTangent(), _time_cotangent(t_span, span),
@@ -435,16 +432,15 @@ class _SolveIvp:
         by_name = dict(zip(_IVP_NAMES, tangents[1:], strict=False))
         y0dot = dense(by_name["y0"], self.flow.y0)
         spandot = _time_tangent(by_name["t_span"], self.t_span)
-        if self.t_eval is None:  # the output times are the solver's: only the ends move
-            middle = np.zeros(len(self.sol.t) - 2)
-            timesdot = np.concatenate([spandot[:1], middle, spandot[-1:]])
+        if self.t_eval is None:  # the output times are the ends of t_span
+            timesdot = spandot
         else:
             timesdot = _time_tangent(by_name.get("t_eval", ZeroTangent()), self.sol.t)
         pdot = self.params.flat_tangent(by_name.get("args", ZeroTangent()))
         ydot = self.flow.tangent(y0dot, pdot, timesdot, spandot[0])
         if self.t_eval is None:  # the solver's own steps move with the parameters: no derivative
-            inner = np.arange(len(self.sol.t)) % (len(self.sol.t) - 1) != 0
-            ydot = np.where(inner[:, None], np.nan, ydot)
+            steps = np.full((len(self.sol.t) - 2, self.flow.n), np.nan)
+            ydot = np.concatenate([ydot[:1], steps, ydot[1:]])
         return tangent_type(type(self.sol))({"y": project(self.sol.y, ydot.T)})
 
 

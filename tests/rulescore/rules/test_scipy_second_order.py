@@ -167,3 +167,36 @@ def test_root_second_derivative_matches_the_closed_form(name: str) -> None:
     np.testing.assert_allclose(zp.jvp(slope, (a,), (1.0,))[1], exact, rtol=1e-8)
     np.testing.assert_allclose(zp.hessian(solve, a), exact, rtol=1e-8)
     np.testing.assert_allclose(exact, fd(slope, a, h=1e-4), rtol=1e-6)
+
+
+def odeint_at(T: Any) -> Any:
+    return si.odeint(decay, 1.0, np.stack([0.0, T]), (0.7,), **TOL)[-1, 0]
+
+
+def solve_ivp_at(T: Any) -> Any:
+    """Without ``t_eval``: the state at the end of ``t_span`` (the solver's own steps between)."""
+    return si.solve_ivp(lambda t, y, k: -k * y, (0.0, T), np.array([1.0]), args=(0.7,), **TOL).y[0, -1]
+
+
+def odeint_full_output(k: Any) -> Any:
+    ys, _ = si.odeint(decay, 1.0, np.array([0.0, 1.2]), (k,), full_output=True, **TOL)
+    return ys[-1, 0]
+
+
+def gaussian_tail(k: Any) -> Any:
+    return si.quad(lambda x, k: np.exp(-k * x * x), 0.0, np.inf, args=(k,))[0]  # sqrt(pi / k) / 2
+
+
+@pytest.mark.parametrize(("f", "exact"), [
+    (odeint_at, 0.49 * np.exp(-0.84)), (solve_ivp_at, 0.49 * np.exp(-0.84)),
+    (odeint_full_output, 1.44 * np.exp(-0.84)),
+], ids=["odeint-end-time", "solve_ivp-end-of-span", "odeint-full-output"])
+def test_second_derivatives_in_times_and_with_full_output(f: Any, exact: float) -> None:
+    x = 0.7 if f is odeint_full_output else 1.2
+    np.testing.assert_allclose(zp.hessian(f, x), exact, rtol=1e-7)
+    np.testing.assert_allclose(zp.gradient(lambda x: zp.gradient(f, x)[0], x)[0], exact, rtol=1e-7)
+
+
+def test_quad_over_an_infinite_interval_at_second_order() -> None:
+    k = 1.3
+    np.testing.assert_allclose(zp.hessian(gaussian_tail, k), 3 * np.sqrt(np.pi) / 8 * k ** -2.5, rtol=1e-8)
