@@ -6,6 +6,12 @@ slots before it with their defaults, so the rule's pullback gives its cotangent.
 callable's parameters: :func:`inspect.signature` where there is one, or a declaration where the
 callable has none or hides its parameters behind ``*args, **kwds`` (a ufunc, a SciPy
 distribution method): :func:`declare_parameters`.
+
+A declaration is the positional form the callable's *rules* take, and may place parameters the
+callable takes by keyword only (``scipy.integrate.simpson``'s ``dx``): an engine binds such a
+keyword into its slot for the rule only (the callable itself is still called as written), and
+the pullback returns its cotangent there; the rule passes it on by keyword
+(docs/writing-rules.md, "Keyword-only parameters").
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ _DECLARED: dict[Any, inspect.Signature | Callable[[tuple[Any, ...]], inspect.Sig
 
 
 def declare_parameters(f: Any, parameters: inspect.Signature | Callable[[tuple[Any, ...]], Any]) -> None:
-    """Declare the parameters of ``f`` for keyword binding: an :class:`inspect.Signature`, or a
-    function of a call's positional arguments returning one (or ``None``) when they depend on
-    the call (a SciPy distribution's shapes depend on the instance).
+    """Declare the parameters of ``f``'s rules for keyword binding: an :class:`inspect.Signature`,
+    or a function of a call's positional arguments returning one (or ``None``) when they depend
+    on the call (a SciPy distribution's shapes depend on the instance). A keyword-only parameter
+    of ``f`` declared positional reaches the rules in that position.
 
     Example:
         >>> import inspect, rulescore as rc

@@ -220,6 +220,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
+    given = args, kwargs  # f's own call: a declared positional form is its rules' only
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args, kwargs = bind_traced_keywords(fn, args, kwargs)
     dunders = OPERATOR_DUNDERS.get(fn) if tf is types.BuiltinFunctionType else None
@@ -239,6 +240,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         y = trace.differentiate(fn, args, kwargs)
         if y is not NO_RULE:
             return y
+    args, kwargs = given
     if recurse:
         target = top.python_target(fn, top.with_params)
         if target is None and fn is operator.getitem:

@@ -7,6 +7,12 @@ The extra arguments a solver passes on (its ``args`` tuple) are split into the d
 ones (real floats and float arrays, lists of floats) and the others (integers, strings,
 callables, ``None``), which get ``NoTangent()``.
 
+Second derivatives run a solver rule's pullback (or frule) under the AD system again. So the
+products here take the parameters as arguments (``args=``), and the rules pass them to the
+solvers they call for adjoint and sensitivity problems through ``args`` as well, never in a
+closure: the outer level then differentiates that solve with the same rule, parameters
+included.
+
 Example:
     >>> import numpy as np
     >>> p = Params((np.array([1.0, 2.0]), 3, 0.5))
@@ -22,9 +28,10 @@ import numpy as np
 
 from rulescore._config import RuleConfig, frule_via_ad, rrule_via_ad
 from rulescore._fitting import proj
+from rulescore._linear import dense_tangent
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._thunks import unthunk
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules.linalg import _given, _part
 
 TupleTangent = tangent_type(tuple)
 
@@ -43,18 +50,9 @@ def _differentiable(a: Any) -> bool:
 
 
 def dense(ct: Any, like: Any) -> Any:
-    """A cotangent or tangent from an AD system as a float array shaped like ``like`` (zeros
-    for a zero, ``None`` or ``NoTangent()``; a tangent of a tuple or list entry by entry)."""
-    ct = unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return np.zeros(np.shape(like))
-    if isinstance(ct, Tangent):
-        ct = ct.backing
-    if isinstance(ct, (tuple, list)):
-        likes = like if isinstance(like, (tuple, list)) else list(np.asarray(like))
-        parts = [dense(c, x) for c, x in zip(ct, likes, strict=True)]
-        return np.reshape(np.array(parts, dtype=float), np.shape(like))
-    return np.reshape(np.asarray(ct, dtype=float), np.shape(like))
+    """A cotangent or tangent from an AD system (which may give a zero, or a tangent of a list
+    entry by entry) as a float array shaped like ``like``."""
+    return np.reshape(np.asarray(dense_tangent(like, ct), dtype=float), np.shape(like))
 
 
 class Params:
@@ -62,9 +60,14 @@ class Params:
 
     def __init__(self, args: Any) -> None:
         self.is_tuple = isinstance(args, tuple)
-        self.args: tuple[Any, ...] = args if self.is_tuple else (() if args is None else (args,))
+        if not self.is_tuple:  # one argument, or none (solve_ivp's default args=None)
+            args = tuple(a for a in (args,) if a is not None)
+        self.args: tuple[Any, ...] = args
         self.where = tuple(i for i, a in enumerate(self.args) if _differentiable(a))
-        sizes = [int(np.size(self.args[i])) for i in self.where]
+        # plain stand-ins for the differentiable entries (those may be traced by an outer level,
+        # and the products run inside solvers, where such a level is not active)
+        self.likes = {i: _plain_like(self.args[i]) for i in self.where}
+        sizes = [int(np.size(self.likes[i])) for i in self.where]
         self.bounds = np.cumsum([0, *sizes])
         self.size = int(self.bounds[-1])
 
@@ -82,46 +85,53 @@ class Params:
 
     def flat(self, cts: tuple[Any, ...]) -> Any:
         """One flat vector from per-argument cotangents (or tangents) of ``args``."""
-        return np.concatenate([np.ravel(dense(cts[i], self.args[i])) for i in self.where] + [np.zeros(0)])
+        return np.concatenate([np.ravel(dense(cts[i], self.likes[i])) for i in self.where] + [np.zeros(0)])
 
     def flat_tangent(self, argsdot: Any) -> Any:
         """The flat vector of a tangent of ``args`` (a zero, a tuple or a structural tangent)."""
-        if isinstance(argsdot, AbstractZero) or argsdot is None:
-            return np.zeros(self.size)
-        if isinstance(argsdot, Tangent):
-            argsdot = argsdot.backing
-        return self.flat(tuple(argsdot) if self.is_tuple else (argsdot,))
+        if not self.is_tuple:
+            return self.flat((argsdot,))
+        return self.flat(tuple(_part(argsdot, i) for i in range(len(self.args))))
 
     def tangents(self, flat: Any) -> tuple[Any, ...]:
         """Per-argument tangents of ``args`` from a flat vector (``NoTangent()`` for the others)."""
         parts: list[Any] = [NoTangent()] * len(self.args)
         for i, piece in zip(self.where, self.pieces(flat), strict=True):
-            parts[i] = np.reshape(piece, np.shape(self.args[i])) if np.ndim(self.args[i]) else float(piece[0])
+            parts[i] = np.reshape(piece, np.shape(self.likes[i])) if np.ndim(self.likes[i]) else piece[0]
         return tuple(parts)
+
+
+def _plain_like(a: Any) -> Any:
+    """Zeros in the form of a differentiable argument: an array, or nested lists for a list."""
+    zeros = np.zeros(np.shape(a))
+    return zeros.tolist() if isinstance(a, (list, tuple)) else zeros
 
 
 class UserFunction:
     """``f(*before, x, *after, *args)``: the user's function of a flat float vector ``x`` (and of
     the flat parameter vector), differentiated by the AD system behind ``config``.
 
-    ``before``/``after`` are the fixed arguments around ``x`` (a solver's time ``t``, for one).
+    ``before``/``after`` are the fixed arguments around ``x`` (a solver's time ``t``, for one);
+    ``args`` replaces the parameters' values (a solver calling back with its own ``args``).
     """
 
     def __init__(self, config: RuleConfig, f: Any, like: Any, params: Params) -> None:
-        self.config, self.f, self.like, self.params = config, f, like, params
+        self.config, self.f, self.shape, self.params = config, f, np.shape(like), params
 
-    def _call_args(self, x: Any, before: tuple[Any, ...], after: tuple[Any, ...]) -> tuple[Any, ...]:
-        xs = np.reshape(x, np.shape(self.like)) if np.ndim(self.like) else float(np.ravel(x)[0])
-        return (*before, xs, *after, *self.params.args)
+    def _call_args(self, x: Any, before: tuple[Any, ...], after: tuple[Any, ...],
+                   args: tuple[Any, ...] | None) -> tuple[Any, ...]:
+        xs = np.reshape(x, self.shape) if self.shape else np.ravel(x)[0]
+        return (*before, xs, *after, *(self.params.args if args is None else args))
 
-    def value(self, x: Any, before: tuple[Any, ...] = (), after: tuple[Any, ...] = ()) -> Any:
-        return np.ravel(np.asarray(self.f(*self._call_args(x, before, after)), dtype=float))
+    def value(self, x: Any, before: tuple[Any, ...] = (), after: tuple[Any, ...] = (),
+              args: tuple[Any, ...] | None = None) -> Any:
+        return np.ravel(np.asarray(self.f(*self._call_args(x, before, after, args)), dtype=float))
 
-    def vjp(self, x: Any, ybar: Any, before: tuple[Any, ...] = (), after: tuple[Any, ...] = ()
-            ) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    def vjp(self, x: Any, ybar: Any, before: tuple[Any, ...] = (), after: tuple[Any, ...] = (),
+            args: tuple[Any, ...] | None = None) -> tuple[Any, Any, Any, tuple[Any, ...]]:
         """``(f, xbar, paramsbar, fixedbars)``: the value (flat), the cotangents of ``x`` and of the
         parameters (flat), and those of the fixed arguments as the AD system gave them."""
-        primals = self._call_args(x, before, after)
+        primals = self._call_args(x, before, after, args)
         y, back = rrule_via_ad(self.config, self.f, *primals)
         cts = back(_like_output(y, ybar))[1:]
         k = len(before)
@@ -129,28 +139,21 @@ class UserFunction:
                 self.params.flat(cts[k + 1 + len(after):]), (*cts[:k], *cts[k + 1:k + 1 + len(after)]))
 
     def jvp(self, x: Any, xdot: Any, pdot: Any, before: tuple[Any, ...] = (),
-            after: tuple[Any, ...] = ()) -> tuple[Any, Any]:
+            after: tuple[Any, ...] = (), args: tuple[Any, ...] | None = None) -> tuple[Any, Any]:
         """``(f, fdot)`` (flat) along ``xdot`` and the flat parameter tangent ``pdot``."""
-        primals = self._call_args(x, before, after)
+        primals = self._call_args(x, before, after, args)
         xs = primals[len(before)]
         tangents = (NoTangent(), *(ZeroTangent() for _ in before),
-                    np.reshape(xdot, np.shape(xs)) if np.ndim(xs) else float(np.ravel(xdot)[0]),
+                    np.reshape(xdot, np.shape(xs)) if np.ndim(xs) else np.ravel(xdot)[0],
                     *(ZeroTangent() for _ in after), *self.params.tangents(pdot))
         y, ydot = frule_via_ad(self.config, tangents, self.f, *primals)
         return np.ravel(np.asarray(y, dtype=float)), np.ravel(dense(ydot, y))
 
 
-def field(t: Any, name: str) -> Any:
+def field(t: Any, name: str, like: Any) -> Any:
     """Entry ``name`` of a cotangent of a SciPy result object (``OptimizeResult``, ``OdeResult``,
-    ``RootResults``), or ``None`` for a zero."""
-    if isinstance(t, Tangent):
-        t = t.backing
-    if isinstance(t, dict):
-        t = t.get(name)
-    elif isinstance(t, tuple):  # not a cotangent of a result object
-        return None
-    t = unthunk(t)
-    return None if t is None or isinstance(t, AbstractZero) else t
+    ``RootResults``) as a float array shaped like ``like`` (zeros where the entry is unused)."""
+    return dense(_part(t, 0, name), like)
 
 
 def check_fields(solver: str, result: Any, t: Any, differentiated: tuple[str, ...],
@@ -164,7 +167,7 @@ def check_fields(solver: str, result: Any, t: Any, differentiated: tuple[str, ..
         return
     values = result if isinstance(result, dict) else vars(result)
     for name, ct in backing.items():
-        if name in differentiated or name in stationary or ct is None or isinstance(ct, AbstractZero):
+        if name in differentiated or name in stationary or _given(ct) is None:
             continue
         value = values.get(name)
         if isinstance(value, (float, np.floating, np.ndarray)) and np.asarray(value).dtype.kind == "f":
@@ -178,5 +181,5 @@ def _like_output(y: Any, ybar: Any) -> Any:
     if isinstance(y, (list, tuple)):
         return type(y)(float(v) for v in np.ravel(ybar))
     if np.ndim(y) == 0:
-        return float(np.ravel(ybar)[0])
+        return np.ravel(ybar)[0]
     return np.reshape(ybar, np.shape(y))

@@ -14,7 +14,9 @@ user's function is differentiated as any other; ``dr/dx`` is formed densely (``n
 solver's result (tighten ``xtol``/``tol`` for more). Where the theorem does not apply the
 rules refuse: a singular ``dr/dx`` (a double root, a degenerate minimum) raises, and so does
 ``minimize`` with constraints or with a bound active at the solution. Brackets and starting
-points get a zero cotangent (the solution does not move with them).
+points get a zero cotangent (the solution does not move with them). The pullbacks and frules
+are plain NumPy on the products the AD system gives, so a second derivative differentiates
+them again (and the solver's call inside the rule with this same rule).
 
 ``OptimizeResult`` (and ``OdeResult``) fields read as attributes (``sol.x``) are differentiable:
 a ``getattr`` rule for them is registered here.
@@ -36,9 +38,9 @@ from rulescore._config import HasForwardsMode, HasReverseMode, frule_via_ad, rru
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj
-from rulescore.rules._user_functions import Params, UserFunction, check_fields, field
+from rulescore.rules._user_functions import Params, UserFunction, check_fields, dense, field
 from rulescore.rules.indexing import _dict_entry
 from rulescore.rules.linalg import _part
 
@@ -153,8 +155,7 @@ def _full_output_root(name: str, out: Any, ybar: Any) -> Any:
     """The cotangent of the root from ``(root, RootResults)``: both hold it."""
     report = _part(ybar, 1)
     check_fields(f"optimize.{name}", out[1], report, ("root",))
-    parts = [p for p in (_part(ybar, 0), field(report, "root")) if p is not None]
-    return sum(parts) if parts else None
+    return dense(_part(ybar, 0), out[0]) + field(report, "root", out[0])
 
 
 def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
@@ -165,8 +166,7 @@ def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
         def bracketing_pullback(ybar: Any) -> Any:
             xbar = _full_output_root(solver.__name__, out, ybar) if full else ybar
             params = residual.user.params
-            pbar = (np.zeros(params.size) if xbar is None
-                    else _implicit_cotangent(solver.__name__, residual, np.array([root]), _flat(xbar)))
+            pbar = _implicit_cotangent(solver.__name__, residual, np.reshape(root, 1), np.reshape(xbar, 1))
             argsbar = (params.cotangent(pbar),) if rest else ()
             return (NoTangent(), NoTangent(), ZeroTangent(), ZeroTangent(), *argsbar,
                     *(NoTangent() for _ in rest[1:]))
@@ -177,13 +177,13 @@ def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
                          **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
         pdot = residual.user.params.flat_tangent(tangents[4] if rest else ZeroTangent())
-        xdot = proj(root, _implicit_tangent(solver.__name__, residual, np.array([root]), pdot)[0])
+        xdot = proj(root, _implicit_tangent(solver.__name__, residual, np.reshape(root, 1), pdot)[0])
         if full:
             return out, tangent_type(tuple)(xdot, tangent_type(type(out[1]))(root=xdot))
         return out, xdot
 
     return (RulePair(solver, bracketing_rrule, config=HasReverseMode),
-            RulePair(solver, frule=bracketing_frule, config=HasForwardsMode))
+            RulePair(solver, frule=bracketing_frule, config=HasForwardsMode, wrt=(3,)))  # args only
 
 
 # -- root_scalar -----------------------------------------------------------------------------------
@@ -200,9 +200,8 @@ def root_scalar_rrule(config: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
 
     def root_scalar_pullback(ybar: Any) -> Any:
         check_fields("optimize.root_scalar", out, ybar, ("root",))
-        xbar, params = field(ybar, "root"), residual.user.params
-        pbar = (np.zeros(params.size) if xbar is None
-                else _implicit_cotangent("root_scalar", residual, np.array([out.root]), _flat(xbar)))
+        xbar, params = field(ybar, "root", out.root), residual.user.params
+        pbar = _implicit_cotangent("root_scalar", residual, np.reshape(out.root, 1), np.reshape(xbar, 1))
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -212,7 +211,7 @@ def root_scalar_rrule(config: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
 def root_scalar_frule(config: Any, tangents: Any, f: Any, *rest: Any, **kwargs: Any) -> Any:
     out, residual = _root_scalar_call(config, f, rest, kwargs)
     pdot = residual.user.params.flat_tangent(tangents[2] if rest else ZeroTangent())
-    xdot = float(_implicit_tangent("root_scalar", residual, np.array([out.root]), pdot)[0])
+    xdot = _implicit_tangent("root_scalar", residual, np.reshape(out.root, 1), pdot)[0]
     return out, tangent_type(type(out))(root=xdot)
 
 
@@ -231,9 +230,8 @@ def root_rrule(config: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) -> Any
 
     def root_pullback(ybar: Any) -> Any:
         check_fields("optimize.root", out, ybar, ("x",), ("fun",))
-        xbar, params = field(ybar, "x"), residual.user.params
-        pbar = (np.zeros(params.size) if xbar is None
-                else _implicit_cotangent("root", residual, _flat(out.x), _flat(xbar)))
+        xbar, params = field(ybar, "x", out.x), residual.user.params
+        pbar = _implicit_cotangent("root", residual, _flat(out.x), np.ravel(xbar))
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), ZeroTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -293,8 +291,7 @@ def _active(bounds: Any, x: Any) -> bool:
     if isinstance(bounds, so.Bounds):
         lb, ub = bounds.lb, bounds.ub
     else:
-        lb, ub = (np.array([np.nan if v is None else v for v in side], dtype=float)
-                  for side in zip(*bounds, strict=True))
+        lb, ub = (np.array(side, dtype=float) for side in zip(*bounds, strict=True))  # None: nan
     near = 1e-7 * np.maximum(1.0, np.abs(x))
     return bool(np.any(np.abs(x - lb) <= near) or np.any(np.abs(x - ub) <= near))
 
@@ -322,14 +319,10 @@ def minimize_rrule(config: Any, fun: Any, x0: Any, *rest: Any, **kwargs: Any) ->
 
     def minimize_pullback(ybar: Any) -> Any:
         check_fields("optimize.minimize", out, ybar, ("x", "fun"), ("jac",))
-        xbar, funbar = field(ybar, "x"), field(ybar, "fun")
-        xbar = np.zeros(x.size) if xbar is None else _flat(xbar)
-        pbar = np.zeros(params.size)
-        if funbar is not None:  # the optimal value: f's own partials (its x partial is ~0)
-            _, fx, fp, _ = UserFunction(config, _objective(fun, options), out.x, params).vjp(x, funbar)
-            xbar, pbar = xbar + fx, pbar + fp
-        if np.any(xbar):
-            pbar = pbar + _implicit_cotangent("minimize", residual, x, xbar)
+        # the optimal value: f's own partials (its x partial is ~0 but kept), then the minimiser
+        objective = UserFunction(config, _objective(fun, options), out.x, params)
+        _, fx, fp, _ = objective.vjp(x, field(ybar, "fun", out.fun))
+        pbar = fp + _implicit_cotangent("minimize", residual, x, np.ravel(field(ybar, "x", out.x)) + fx)
         argsbar = (params.cotangent(pbar),) if rest else ()
         return (NoTangent(), NoTangent(), ZeroTangent(), *argsbar, *(NoTangent() for _ in rest[1:]))
 
@@ -367,20 +360,20 @@ def result_getattr_rrule(x: Any, name: Any, *default: Any) -> Any:
 
 def result_getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any:
     y = getattr(x, name, *default)
-    if name not in x or isinstance(tangents[1], AbstractZero):
-        return y, ZeroTangent()
-    return y, _dict_entry(tangents[1], name)
+    return y, _dict_entry(tangents[1], name) if name in x else ZeroTangent()
 
 
 def _rules() -> tuple[RulePair, ...]:
     pairs = [pair for solver in _BRACKETING for pair in _bracketing_rules(solver)]
-    for solver, rrule_impl, frule_impl in ((so.root_scalar, root_scalar_rrule, root_scalar_frule),
-                                           (so.root, root_rrule, root_frule),
-                                           (so.fixed_point, fixed_point_rrule, fixed_point_frule),
-                                           (so.minimize, minimize_rrule, minimize_frule)):
+    # the solutions move with args only (at position 1 of root_scalar, 2 of the others)
+    for solver, rrule_impl, frule_impl, args_at in ((so.root_scalar, root_scalar_rrule, root_scalar_frule, 1),
+                                                    (so.root, root_rrule, root_frule, 2),
+                                                    (so.fixed_point, fixed_point_rrule, fixed_point_frule, 2),
+                                                    (so.minimize, minimize_rrule, minimize_frule, 2)):
         pairs.append(RulePair(solver, rrule_impl, config=HasReverseMode))
-        pairs.append(RulePair(solver, frule=frule_impl, config=HasForwardsMode))
-    pairs.append(RulePair(getattr, result_getattr_rrule, result_getattr_frule, (so.OptimizeResult,)))
+        pairs.append(RulePair(solver, frule=frule_impl, config=HasForwardsMode, wrt=(args_at,)))
+    pairs.append(RulePair(getattr, result_getattr_rrule, result_getattr_frule, (so.OptimizeResult,),
+                          wrt=(0,)))
     return tuple(pairs)
 
 

@@ -232,3 +232,39 @@ def test_solve_ivp_refuses_what_has_no_derivative() -> None:
         engine_rrule(si.solve_ivp, lambda_first, (0.0, 1.0), np.ones(2), events=lambda t, y, th: y[0])
     with pytest.raises(NotImplementedError, match="weight"):
         engine_rrule(si.quad, integrand, 0.0, 1.0, (1.0, 1.0), weight="cos", wvar=2.0)
+
+
+# -- keyword arguments: simpson's dx is keyword-only, declared positional for its rules ----------
+
+SAMPLES = np.array([1.0, 2.0, 4.0, 3.0, 5.0, 4.5])
+KEYWORDS = {
+    "simpson(y, dx=)": lambda p: si.simpson(SAMPLES * p[0], dx=p[1]),
+    "simpson(y, x=)": lambda p: si.simpson(SAMPLES, x=np.cumsum(np.full(6, p[1])) * p[0]),
+    "simpson(y, dx=, axis=)": lambda p: np.sum(si.simpson(np.outer(SAMPLES, p), dx=p[1] ** 2, axis=0)),
+    "trapezoid(y, dx=)": lambda p: si.trapezoid(SAMPLES * p[0], dx=p[1]),
+    "trapezoid(y, x=)": lambda p: si.trapezoid(SAMPLES, x=np.cumsum(np.full(6, p[1])) * p[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORDS))
+def test_traced_spacing_keywords_differentiate(name: str) -> None:
+    f, p = KEYWORDS[name], np.array([0.7, 0.3])
+    (g,) = zp.gradient(f, p)
+    np.testing.assert_allclose(g, fd(f, p), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(zp.jvp(f, (p,), (np.array([1.0, -2.0]),))[1], fd(f, p) @ [1.0, -2.0],
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_simpson_rules_take_the_declared_positional_form() -> None:
+    """``(y, x, dx, axis)``: the pullback gives ``dx``'s cotangent in its slot (zero when ``x``
+    is given, which SciPy then uses instead), and the frule reads its tangent there."""
+    assert list(rc.parameters_of(si.simpson).parameters) == ["y", "x", "dx", "axis"]
+    y, back = rc.rrule(si.simpson, SAMPLES, None, 0.3)
+    assert y == si.simpson(SAMPLES, dx=0.3)
+    dxbar = back(2.0)[3]
+    np.testing.assert_allclose(dxbar, 2.0 * fd(lambda d: si.simpson(SAMPLES, dx=d), 0.3), rtol=1e-8)
+    tangents = (rc.NoTangent(), rc.ZeroTangent(), rc.NoTangent(), 1.0)
+    _, ydot = rc.frule(tangents, si.simpson, SAMPLES, None, 0.3)
+    np.testing.assert_allclose(ydot, dxbar / 2.0, rtol=1e-12)
+    x = np.cumsum(np.full(6, 0.25))
+    assert isinstance(rc.rrule(si.simpson, SAMPLES, x, 0.3)[1](1.0)[3], rc.ZeroTangent)

@@ -1,0 +1,56 @@
+"""A declared positional form (rulescore.declare_parameters) is that of a callable's rules: a
+traced keyword-only argument is bound into its slot for the rule, and the callable itself is
+still called as the user wrote it when no rule applies (the engine then differentiates its
+source)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+import rulescore as rc
+import zygotepy as zp
+from tests.zygotepy.finite_differences import fd
+
+P = inspect.Parameter
+
+
+def spread(x: Any, *, width: Any = 1.0) -> Any:
+    return np.sum(np.exp(-((x / width) ** 2)))
+
+
+def spread_rrule(x: float, *given: Any, **kwargs: Any) -> Any:
+    width = given[0] if given else kwargs.get("width", 1.0)
+    e = np.exp(-((x / width) ** 2))
+
+    def spread_pullback(ybar: Any) -> Any:
+        widthbar = ybar * e * 2 * x ** 2 / width ** 3
+        return rc.NoTangent(), ybar * e * (-2 * x / width ** 2), *(widthbar for _ in given)
+
+    return spread(x, width=width), spread_pullback
+
+
+rc.declare_parameters(spread, inspect.Signature(
+    [P("x", P.POSITIONAL_OR_KEYWORD), P("width", P.POSITIONAL_OR_KEYWORD, default=1.0)]))
+rc.rrule.register(spread, float)(spread_rrule)  # floats only: arrays go through the source
+
+
+def test_a_traced_keyword_only_argument_reaches_the_rule_in_its_declared_slot() -> None:
+    def f(w: float) -> Any:
+        return spread(0.8, width=w)
+
+    with rc.checking():
+        (g,) = zp.gradient(f, 1.5)
+    np.testing.assert_allclose(g, fd(f, 1.5), rtol=1e-7)
+
+
+def test_without_a_rule_the_callable_is_called_as_written() -> None:
+    x = np.array([0.8, -0.3])
+
+    def f(w: float) -> Any:
+        return spread(x, width=w)  # no rule for an array: differentiated through spread's source
+
+    (g,) = zp.gradient(f, 1.5)
+    np.testing.assert_allclose(g, fd(f, 1.5), rtol=1e-7)
