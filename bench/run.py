@@ -213,8 +213,8 @@ def parse_systems(text: str | None) -> tuple[str, ...]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and a 512x512 big workload")
-    parser.add_argument("--only", default="", help=f"comma-separated workloads: {', '.join(WORKLOADS)}; or the group "
-                        f"{', '.join(GROUPS)} ({', '.join(GROUPS['issue18'])})")
+    parser.add_argument("--only", default="", help=f"comma-separated workloads: {', '.join(WORKLOADS)}; "
+                        f"or the group {', '.join(GROUPS)} ({', '.join(GROUPS['issue18'])})")
     parser.add_argument("--systems", default="", help=f"comma-separated systems: {', '.join(SYSTEMS)}")
     parser.add_argument(
         "--repeat", type=int, default=None, help="timing rounds per case (default 9, quick 3)"
