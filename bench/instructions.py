@@ -11,7 +11,11 @@ two commits can be compared side by side::
 Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
-first gradient, counted once).
+first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
+``tanh`` and Hessian-vector product) with ``nested_tanh_autograd`` and ``hvp_autograd``, the
+same computations in HIPS autograd, for a ratio that load does not move::
+
+    python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
 """
 
 from __future__ import annotations
@@ -53,7 +57,55 @@ def f(params):
     return np.sum(h ** 2) / h.shape[0]
 """,
 }
+_NESTED = """
+import numpy as np
+x = np.linspace(-2.0, 2.0, 200)
+rng = np.random.default_rng(8)
+a = rng.standard_normal((50, 50))
+A = a @ a.T / 50
+xh, vh = rng.standard_normal(50), rng.standard_normal(50)
+"""
+_TANH_ZP = """
+def tanh_derivatives(x):
+    out, f = [], np.tanh
+    for _ in range(4):
+        f = (lambda g: lambda v: zp.gradient(lambda w: np.sum(g(w)), v)[0])(f)
+        out.append(f(x))
+    return out
+"""
+_TANH_AG = """
+import autograd, autograd.numpy as anp
+def tanh_derivatives(x):
+    out, f = [], anp.tanh
+    for _ in range(4):
+        f = autograd.elementwise_grad(f)
+        out.append(f(x))
+    return out
+"""
+_HVP_ZP = """
+def lse(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m))) + 0.5 * (x @ (A @ x))
+def hvp(x, v):
+    return zp.jvp(lambda u: zp.gradient(lse, u)[0], (x,), (v,))[1]
+"""
+_HVP_AG = """
+import autograd, autograd.numpy as anp
+def lse(x):
+    m = anp.max(x)
+    return m + anp.log(anp.sum(anp.exp(x - m))) + 0.5 * anp.dot(x, anp.dot(A, x))
+hvp = autograd.hessian_vector_product(lse)
+"""
+# Workload 8's nested cases (bench/wl_nested.py), and the same with HIPS autograd for reference:
+# a ratio of instruction counts that load on the machine does not move.
+WORKLOADS.update({
+    "nested_tanh": _NESTED + _TANH_ZP, "nested_tanh_autograd": _NESTED + _TANH_AG,
+    "hvp": _NESTED + _HVP_ZP, "hvp_autograd": _NESTED + _HVP_AG,
+})
 ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))"}
+#: What one measured call is, when not ``zp.gradient(f, arg)``.
+CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_autograd": "tanh_derivatives(x)",
+         "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)"}
 
 PROGRAM = """
 import sys
@@ -61,9 +113,9 @@ sys.path.insert(0, {source!r})
 import zygotepy as zp
 {body}
 arg = {arg}
-zp.gradient(f, arg)  # warm: the rewrite and the caches are not what is measured
+{call}  # warm: the rewrite and the caches are not what is measured
 for _ in range({n}):
-    zp.gradient(f, arg)
+    {call}
 """
 
 FIRST_CALL = """
@@ -91,9 +143,10 @@ def count(program: str) -> int:
 
 
 def per_call(source: str, workload: str, n: int) -> float:
-    body, arg = WORKLOADS[workload], ARGS[workload]
-    many = count(PROGRAM.format(source=source, body=body, arg=arg, n=n))
-    none = count(PROGRAM.format(source=source, body=body, arg=arg, n=0))
+    body, arg = WORKLOADS[workload], ARGS.get(workload, "None")
+    run = CALLS.get(workload, "zp.gradient(f, arg)")
+    many = count(PROGRAM.format(source=source, body=body, arg=arg, call=run, n=n))
+    none = count(PROGRAM.format(source=source, body=body, arg=arg, call=run, n=0))
     return (many - none) / n
 
 

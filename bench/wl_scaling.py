@@ -9,12 +9,16 @@ of the tape costs.
 
 from __future__ import annotations
 
+import gc
 import math
+import statistics
+import time
 import tracemalloc
 from typing import Any
 
+import harness
 import numpy as np
-from harness import ZYGOTE, Config, Grid, Section, Target, measure, mismatch, threads_note
+from harness import ZYGOTE, Config, Grid, Section, Stats, Target, measure, mismatch, threads_note
 
 OPS = (1_000, 10_000, 100_000, 1_000_000)
 X_ARRAY = np.linspace(0.1, 0.8, 8)
@@ -58,15 +62,31 @@ def _peak(fn: Any) -> int:
         tracemalloc.stop()
 
 
+#: Timing rounds for the long chains (one call per round): 1e6 operations cost tens of seconds
+#: per gradient, so its one round is the call that checks the answer.
+LONG_ROUNDS = {100_000: 3, 1_000_000: 1}
+
+
+def _timed(fn: Any) -> tuple[Any, float, float]:
+    """``(result, seconds by the harness clock, CPU time / wall time)`` of one call."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    start = harness.clock()
+    out = fn()
+    seconds = harness.clock() - start
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return out, seconds, cpu / wall if wall > 0 else 1.0
+
+
 def run(cfg: Config) -> Section:
     section = Section(
         "scaling",
         "9. Scaling with the number of operations",
         "`y = sin(y) * x + 0.1` repeated to 1e3 ... 1e6 recorded operations (three per step), "
         "zygotepy's gradient with respect to x: on a Python float (`math.sin`) and on a vector of "
-        "8 (`np.sin`, summed). Time per operation is the median of interleaved rounds (fewer "
-        "rounds for the long chains); peak memory per operation is tracemalloc's peak over one "
-        "further call.",
+        "8 (`np.sin`, summed). Time per operation: the median of interleaved rounds for up to 1e4 "
+        "operations, of 3 single calls at 1e5, one call at 1e6 (the call whose answer is "
+        "checked); peak memory per operation is tracemalloc's peak over one further call.",
     )
     if not cfg.wants(ZYGOTE):
         return section
@@ -78,26 +98,36 @@ def run(cfg: Config) -> Section:
         steps = n // 3
         cases[("float", n)] = lambda steps=steps: zp.gradient(scalar_chain, 0.7, steps=steps)
         cases[("vector of 8", n)] = lambda steps=steps: zp.gradient(array_chain, X_ARRAY, steps=steps)
+    long_samples: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for (kind, n), fn in list(cases.items()):  # no benchmark times a wrong answer
         x = 0.7 if kind == "float" else X_ARRAY
-        problem, _ = mismatch(fn()[0], chain_grad(x, n // 3), rtol=1e-9)
+        out, seconds, ratio = _timed(fn)
+        problem, _ = mismatch(out[0], chain_grad(x, n // 3), rtol=1e-9)
         if problem is not None:
             cfg.problems.append(f"[scaling] {kind}, {n} operations: {problem}")
             del cases[(kind, n)]
-    short = {k: fn for k, fn in cases.items() if k[1] <= 10_000}
-    long = {k: fn for k, fn in cases.items() if k[1] > 10_000}
+        elif n in LONG_ROUNDS:
+            long_samples[(kind, n)] = [(seconds, ratio)]
+    short = {k: fn for k, fn in cases.items() if k[1] not in LONG_ROUNDS}
     stats = measure({str(k): fn for k, fn in short.items()}, cfg.repeat, cfg.min_time)
-    stats |= measure({str(k): fn for k, fn in long.items()}, min(cfg.repeat, 3), 0.0)
+    for n, rounds in LONG_ROUNDS.items():  # interleaved: one call of each kind per round
+        for _ in range(rounds - 1):
+            for key in [k for k in long_samples if k[1] == n]:
+                long_samples[key].append(_timed(cases[key])[1:])
+    for key, samples in long_samples.items():
+        times = [t for t, _ in samples]
+        stats[str(key)] = Stats(statistics.median(times), min(times), max(times), len(times), 1,
+                                statistics.median(r for _, r in samples))
     rows, per_op = [], {}
     for (kind, n), fn in cases.items():
         st = stats[str((kind, n))]
         peak = _peak(fn)
         per_op[(kind, n)] = st.median / n
         rows.append([kind, f"{n:,}", f"{st.median * 1e9 / n:.0f} ns", f"{peak / n:.0f} B",
-                     f"{st.median:.3g} s", threads_note(st)])
+                     f"{st.median:.3g} s", str(st.samples), threads_note(st)])
     section.tables.append(Grid("gradient cost per recorded operation",
                                ["argument", "operations", "time / op", "peak memory / op",
-                                "gradient time", "note"], rows))
+                                "gradient time", "samples", "note"], rows))
     for kind in ("float", "vector of 8"):
         first, last = per_op.get((kind, ops[0])), per_op.get((kind, ops[-1]))
         if first and last:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import rulescore as rc
 from rulescore._arithmetic import add
 from rulescore._contract import check_count, plain_cotangent
@@ -62,12 +64,16 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
         cts[i] = None
         if once:
             tape[i] = None
-        ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
-        if ct is None:
-            continue
+        tc = type(ct)
+        if tc is not float and tc is not np.ndarray and tc is not np.float64:
+            ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
+            if ct is None:
+                continue
         pullback, routes, nargs = node
         del node
-        in_cts = check_count(call(pullback, ct) if nested else pullback(ct), nargs, pullback)
+        in_cts = call(pullback, ct) if nested else pullback(ct)
+        if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
+            check_count(in_cts, nargs, pullback)  # raises, naming the pullback
         del pullback, ct  # with ``once``, what the pullback kept is freed now
         for argpos, target in routes:
             c = in_cts[argpos + 1]

@@ -32,7 +32,10 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
+from rulescore._fitting import proj, stand_in
+from rulescore._projection import project
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
@@ -116,6 +119,11 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         top = levels[-1]
         if (not top.with_params and top.log is None and not RRULES.has_rules(fn)
                 and not FRULES.has_rules(fn) and not ADJOINTS.has_rules(fn)):
+            kept = PASS_THROUGH.get(fn)
+            if kept is not None and not kwargs:
+                y = _pass_through(fn, args, kept)
+                if y is not NOT_FAST:
+                    return y
             target = top.python_target(fn, False)
             if target is not None:
                 return target(*args, **kwargs)
@@ -133,6 +141,35 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             if y is not NOT_FAST:
                 return y
     return _resolve(levels, fn, args, kwargs, True)
+
+
+#: rulescore's structural helpers that pullbacks call on every cotangent, by the position of
+#: the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
+#: primal's type, shape and dtype), ``conj`` (a real value) and ``stand_in`` (anything but an
+#: array; an array gives a constant of its shape and dtype). Their branches read only types,
+#: shapes and dtypes, which boxing does not change, so the plain call on the unboxed values
+#: says what the traced call would do; when the answer is the argument itself, the traced call
+#: would return the box unchanged: nested levels skip tracing these bodies line by line.
+PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, conj: 0, stand_in: 0}
+_PLAIN_NUMBERS = (float, np.float64, np.ndarray)
+
+
+def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
+    """``fn(*args)`` for a :data:`PASS_THROUGH` helper on floats and arrays (boxed or not) when
+    it hands back ``args[kept]`` (or, for ``stand_in``, a constant); ``NOT_FAST`` otherwise."""
+    if len(args) <= kept:
+        return NOT_FAST
+    plain = []
+    for a in args:
+        p = unbox_all(a)
+        tp = type(p)
+        if tp not in _PLAIN_NUMBERS or (tp is np.ndarray and p.dtype.kind not in "fc"):
+            return NOT_FAST
+        plain.append(p)
+    y = fn(*plain)
+    if y is plain[kept]:
+        return args[kept]
+    return y if fn is stand_in else NOT_FAST  # a stand-in depends on the shape and dtype alone
 
 
 def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:

@@ -338,17 +338,38 @@ def python_target(fn: Any, params: bool = False) -> Any:
             return _library_target(fn, implementation, params)
         return None
     if tf is type:
-        if _has_post_init(fn):
-            return _post_init_constructor(fn)
-        init = fn.__dict__.get("__init__") if "__init__" in fn.__dict__ else None
-        if (isinstance(init, types.FunctionType) and fn.__new__ is object.__new__ and not _skipped(fn)
-                and init.__code__.co_filename[:1] != "<"):
-            return _constructor(fn)
-        return None
+        init = fn.__init__
+        try:
+            known, target = _CLASS_TARGETS[fn]
+            if known is init:
+                return target
+        except KeyError:
+            pass
+        target = _class_target(fn)
+        _CLASS_TARGETS.put(fn, (init, target))
+        return target
     method = tf.__dict__.get("__call__") or next(
         (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
+    return None
+
+
+#: Per class, ``(its __init__ when decided, what constructs it differentiably or None)``: rule
+#: bodies traced by outer levels construct ``Thunk``s, ``NoTangent()``s and bookkeeping objects
+#: on most calls; deciding means reading the class's file and attributes.
+_CLASS_TARGETS = WeakBoundedCache(256)
+
+
+def _class_target(cls: Any) -> Any:
+    """What constructs ``cls`` with its Python ``__init__`` (or ``__post_init__``) traced, or
+    ``None`` for a class constructed as it is."""
+    if _has_post_init(cls):
+        return _post_init_constructor(cls)
+    init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else None
+    if (isinstance(init, types.FunctionType) and cls.__new__ is object.__new__ and not _skipped(cls)
+            and init.__code__.co_filename[:1] != "<"):
+        return _constructor(cls)
     return None
 
 
