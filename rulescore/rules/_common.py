@@ -1,6 +1,9 @@
 """Helpers shared by the rule families: the one place each is defined (or, for those the core
 needs too, imported from: :func:`proj`, :func:`fit`, :func:`stand_in`, :func:`as_arrays`,
-:func:`as_array_tangent` from :mod:`rulescore._fitting`; :func:`conj` is the public ``rc.conj``).
+:func:`as_array_tangent` from :mod:`rulescore._fitting`; :func:`entries` from
+:mod:`rulescore._contract`, which reads a structural tangent as the rule contract hands it;
+:func:`product_tangent` from :mod:`rulescore._linear`; :func:`mask` (a ufunc's ``where=``) from
+:mod:`rulescore._helpers`; :func:`conj` is the public ``rc.conj``).
 
 Derivatives used by several families (``pow``, ``abs``) are here too, so each is written once.
 """
@@ -14,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import conj
-from rulescore._contract import plain_entry
+from rulescore._contract import entries
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
+from rulescore._helpers import mask
+from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project
-from rulescore._tangent import Tangent, tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._tangent import tangent_type
+from rulescore._zeros import NoTangent, ZeroTangent
 
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
@@ -111,24 +116,6 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def entries(t: Any, n: int) -> list[Any]:
-    """The ``n`` entries of a structural (tuple/list) tangent, each as a rule reads it
-    (:func:`~rulescore._contract.plain_entry`); a zero gives ``n`` zeros.
-
-    Example:
-        >>> import rulescore as rc
-        >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
-        ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
-    """
-    if isinstance(t, AbstractZero):
-        return [_ZT] * n
-    if isinstance(t, Tangent):
-        items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
-    else:
-        items = list(t)
-    return [plain_entry(v) for v in items]
-
-
 def spread(xs: Any, ybar: Any) -> Any:
     """Cotangent of the iterable ``xs`` for ``y = sum(xs)``: ``ybar`` in every entry.
 
@@ -149,46 +136,19 @@ def spread(xs: Any, ybar: Any) -> Any:
 
 
 def sum_dots(xs: Any, xsdot: Any) -> Any:
-    """Forward tangent of ``sum(xs)`` given the tangent of ``xs`` (zeros stay zeros).
+    """Forward tangent of ``sum(xs)`` given the tangent of ``xs`` (a zero gives a zero).
 
     Example:
         >>> import rulescore as rc
         >>> sum_dots([1.0, 2.0], rc.Tangent[list](0.5, 0.25))
         0.75
     """
-    if isinstance(xsdot, AbstractZero):
-        return xsdot
     if isinstance(xs, np.ndarray):
-        return np.sum(xsdot, axis=0)
+        return np.sum(dense_tangent(xs, xsdot), axis=0)
     total: Any = _ZT
     for v in entries(xsdot, len(xs)):
         total = total + v
     return total
-
-
-def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positions: Any) -> Any:
-    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions`` (a
-    product: ``matmul``, ``kron``, ``einsum``): ``sum_p f(..., xdot_p, ...)`` over the operands
-    whose tangent is not zero (the rule contract leaves the others zero), fitted to ``y``.
-
-    Example:
-        >>> import numpy as np, rulescore as rc
-        >>> product_tangent(np.multiply, 6.0, (2.0, 3.0), (None, 1.0, rc.ZeroTangent()), (0, 1))
-        3.0
-    """
-    operands = list(args)
-    for p in positions:  # a list given to NumPy is an array, and so is its tangent
-        if type(args[p]) is list or type(args[p]) is tuple:
-            operands[p] = np.asarray(args[p])
-    ydot: Any = _ZT
-    for p in positions:
-        t = tangents[1 + p]
-        if isinstance(t, AbstractZero):
-            continue
-        targs = list(operands)
-        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
-        ydot = ydot + f(*targs)
-    return fit(y, ydot)
 
 
 # -- pow: builtins.pow, operator.pow, math.pow, numpy.power, numpy.float_power -----------------
@@ -321,19 +281,6 @@ def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
 
 
 # -- two-output functions: divmod, modf, frexp (builtins/math/numpy share the derivatives) -------
-
-
-def mask(where: Any, g: Any) -> Any:
-    """``g`` zeroed where the ufunc's ``where`` mask is ``False`` (``where=None``: no mask).
-
-    Example:
-        >>> import numpy as np
-        >>> mask(np.array([True, False]), np.ones(2))
-        array([1., 0.])
-    """
-    if where is None or isinstance(g, AbstractZero):
-        return g
-    return np.where(where, g, 0)
 
 
 def divmod_cotangents(x: Any, y: Any, quotient: Any, outbar: Any, where: Any = None) -> Any:

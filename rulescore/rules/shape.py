@@ -38,12 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import mask as masked
 from rulescore.rules._common import normalize_axes, product_tangent
 
@@ -62,8 +63,9 @@ def _nots(n: int) -> tuple[Any, ...]:
 
 def _project(x: Any, dx: Any) -> Any:
     """``rc.project``, also for (nested) lists and tuples given one array for all their entries:
-    the array is cut into entries with ``np.unstack`` (a differentiable rule of this module)."""
-    if type(x) in (list, tuple) and not isinstance(dx, (Tangent, AbstractZero)):
+    the array is cut into entries with ``np.unstack`` (a differentiable rule of this module);
+    a tangent value (a ``Tangent``, a zero) is ``rc.project``'s already."""
+    if type(x) in (list, tuple) and not isinstance(dx, AbstractTangent):
         entries = list(dx) if isinstance(dx, (list, tuple)) else (list(np.unstack(dx)) if x else [])
         return project(x, [_project(v, e) for v, e in zip(x, entries, strict=True)])
     return project(x, dx)
