@@ -29,14 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, linear_rules, product_tangent
 from rulescore._projection import project
 from rulescore._registry import frule, rrule
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex
+from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, family_rules, is_complex
 from rulescore.rules.shape import take_adjoint
 
 _NT = NoTangent()
@@ -681,24 +680,20 @@ def correlate_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) ->
 #: Rounding: piecewise constant, so no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (np.round, np.around, np.ndarray.round)
 
-RULES: tuple[RulePair, ...] = (
-    RulePair(np.diff, diff_rrule, diff_frule),
-    RulePair(np.ptp, ptp_rrule, ptp_frule),
-    partials_rules(np.sinc, sinc_partials),
-    RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule, wrt=(0,)),
-    RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule, wrt=(0,)),
-    RulePair(np.gradient, gradient_rrule, gradient_frule),
-    RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule, wrt=(0,)),
-    RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
-    linear_rules(np.rollaxis, rollaxis_transpose),
-    RulePair(np.select, select_rrule, select_frule),
-    RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule, (_AXIS_CONCATENATOR,),
-             wrt=(1,)),
-    RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
-    RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
-    RulePair(np.ndarray.tolist, tolist_rrule, tolist_frule),
-    RulePair(np.interp, interp_rrule, interp_frule),
-    RulePair(np.convolve, convolve_rrule, convolve_frule),
-    RulePair(np.correlate, correlate_rrule, correlate_frule),
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    (np.diff, np.ptp, np.gradient, np.select, np.ndarray.tolist, np.interp, np.convolve, np.correlate),
+    partials={np.sinc: sinc_partials},
+    pairs=(  # the frules of these differentiate their first argument only (or the key's entries)
+        RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule, wrt=(0,)),
+        RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule, wrt=(0,)),
+        RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule, wrt=(0,)),
+        RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
+        RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
+                 (_AXIS_CONCATENATOR,), wrt=(1,)),
+        linear_rules(np.rollaxis, rollaxis_transpose),
+    ),
+    non_differentiable=NON_DIFFERENTIABLE,
 )
