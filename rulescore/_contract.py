@@ -79,6 +79,25 @@ def plain_entry(v: Any) -> Any:
     return _ZT if v is None else v
 
 
+def entries(t: Any, n: int) -> list[Any]:
+    """The ``n`` entries of a structural (tuple/list) tangent, each read by :func:`plain_entry`;
+    a zero gives ``n`` zeros. A rule reads the parts of a tuple output's cotangent (or of a
+    list argument's tangent) with it and never tests for zeros itself.
+
+    Example:
+        >>> import rulescore as rc
+        >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
+        ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
+    """
+    if isinstance(t, AbstractZero):
+        return [_ZT] * n
+    if isinstance(t, Tangent):
+        items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
+    else:
+        items = list(t)
+    return [plain_entry(v) for v in items]
+
+
 def _plain_entries(t: Tangent[Any]) -> Any:
     """``t`` with plain entries, or ``None`` when every entry is a zero."""
     backing = t.backing

@@ -72,6 +72,22 @@ def _times(d: Any, xdot: Any) -> Any:
     return d * xdot
 
 
+def mask(where: Any, g: Any) -> Any:
+    """``g`` zeroed where the ufunc's ``where`` mask is ``False`` (``where=None``: no mask); a
+    zero ``g`` (an absent entry of a tuple output's cotangent, which the rule contract hands
+    rules as ``ZeroTangent()``) stays a zero, so the rules that mask never test for zeros.
+
+    Example:
+        >>> import numpy as np
+        >>> from rulescore._helpers import mask
+        >>> mask(np.array([True, False]), np.ones(2))
+        array([1., 0.])
+    """
+    if where is None or isinstance(g, AbstractZero):
+        return g
+    return np.where(where, g, 0)
+
+
 def partials_rules(
     f: Any,
     partials: Callable[..., Any],

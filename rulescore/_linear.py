@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import callable_name
+from rulescore._fitting import as_array_tangent, fit
 from rulescore._projection import project
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
@@ -21,6 +22,7 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 _NT = NoTangent()
+_ZT = ZeroTangent()
 
 
 def dense_tangent(x: Any, t: Any) -> Any:
@@ -43,6 +45,32 @@ def dense_tangent(x: Any, t: Any) -> Any:
         dt = np.result_type(x)
         return np.zeros(np.shape(x), dtype=dt if dt.kind in "fc" else np.float64)
     return t
+
+
+def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positions: Any) -> Any:
+    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions`` (a
+    product: ``matmul``, ``kron``, ``einsum``): ``sum_p f(..., xdot_p, ...)`` over the operands
+    whose tangent is not zero (the rule contract leaves the others zero: skipping them here is
+    why no product rule tests for zeros), fitted to ``y``.
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> product_tangent(np.multiply, 6.0, (2.0, 3.0), (None, 1.0, rc.ZeroTangent()), (0, 1))
+        3.0
+    """
+    operands = list(args)
+    for p in positions:  # a list given to NumPy is an array, and so is its tangent
+        if type(args[p]) is list or type(args[p]) is tuple:
+            operands[p] = np.asarray(args[p])
+    ydot: Any = _ZT
+    for p in positions:
+        t = tangents[1 + p]
+        if isinstance(t, AbstractZero):
+            continue
+        targs = list(operands)
+        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
+        ydot = ydot + f(*targs)
+    return fit(y, ydot)
 
 
 def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> RulePair:

@@ -1,6 +1,9 @@
 """Helpers shared by the rule families: the one place each is defined (or, for those the core
 needs too, imported from: :func:`proj`, :func:`fit`, :func:`stand_in`, :func:`as_arrays`,
-:func:`as_array_tangent` from :mod:`rulescore._fitting`; :func:`conj` is the public ``rc.conj``).
+:func:`as_array_tangent` from :mod:`rulescore._fitting`; :func:`entries` from
+:mod:`rulescore._contract`, which reads a structural tangent as the rule contract hands it;
+:func:`product_tangent` from :mod:`rulescore._linear`; :func:`mask` (a ufunc's ``where=``) from
+:mod:`rulescore._helpers`; :func:`conj` is the public ``rc.conj``).
 
 Derivatives used by several families (``pow``, ``abs``) are here too, so each is written once.
 """
@@ -9,22 +12,28 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from rulescore._arithmetic import conj
-from rulescore._contract import plain_entry
+from rulescore._checks import callable_name
+from rulescore._contract import entries
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
+from rulescore._helpers import mask, non_differentiable_rules, partials_rules
+from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project
-from rulescore._tangent import Tangent, tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._rule_pair import RulePair
+from rulescore._tangent import tangent_type
+from rulescore._zeros import NoTangent, ZeroTangent
 
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
-    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit", "frexp_cotangents",
-    "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents", "modf_tangent", "normalize_axes",
-    "pow_grad_p", "pow_grad_x", "pow_partials", "product_tangent", "proj", "spread", "stand_in", "sum_dots",
+    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "family_rules", "fit",
+    "frexp_cotangents", "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents",
+    "modf_tangent", "normalize_axes", "pow_grad_p", "pow_grad_x", "pow_partials", "product_tangent",
+    "proj", "spread", "stand_in", "sum_dots",
 ]
 
 _NT = NoTangent()
@@ -49,6 +58,46 @@ def bind_arguments(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dic
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def family_rules(namespace: Mapping[str, Any] | None = None, named: Iterable[Any] = (), *,
+                 partials: Mapping[Any, Callable[..., Any]] | None = None, pairs: Iterable[RulePair] = (),
+                 non_differentiable: Iterable[Any] = ()) -> tuple[RulePair, ...]:
+    """A family's ``RULES`` table from its tables, the one way every family builds it.
+
+    ``named`` lists the callables whose rules the family module (``namespace``, its
+    ``globals()``) defines under the library's names: ``f`` has ``<f.__name__>_rrule`` and
+    ``<f.__name__>_frule``; an entry ``(f, "stem")`` reads ``stem_rrule`` and ``stem_frule``
+    (an alias such as ``operator.concat``, which ``add``'s rules serve). ``partials`` maps an
+    element-wise callable to its partials (:func:`~rulescore.partials_rules`), ``pairs`` are
+    rule pairs made by the other helpers (``linear_rules``, a pair with ``wrt=`` or ``types``),
+    and the ``non_differentiable`` callables get :func:`~rulescore.non_differentiable_rules`.
+
+    Example:
+        >>> import math, rulescore as rc
+        >>> def sqrt_partials(x, y): return (0.5 / y,)
+        >>> def fsum_rrule(xs): ...
+        >>> def fsum_frule(tangents, xs): ...
+        >>> table = family_rules(globals(), (math.fsum,), partials={math.sqrt: sqrt_partials},
+        ...                      non_differentiable=(math.floor,))
+        >>> [(pair.primal.__name__, pair.kind) for pair in table]
+        [('sqrt', 'rule'), ('fsum', 'rule'), ('floor', 'non_differentiable')]
+    """
+    return (
+        *(partials_rules(f, d) for f, d in (partials or {}).items()),
+        *(_named_pair(namespace or {}, entry) for entry in named),
+        *pairs,
+        *(non_differentiable_rules(f) for f in non_differentiable),
+    )
+
+
+def _named_pair(namespace: Mapping[str, Any], entry: Any) -> RulePair:
+    f, stem = entry if isinstance(entry, tuple) else (entry, entry.__name__)
+    try:
+        return RulePair(f, namespace[f"{stem}_rrule"], namespace[f"{stem}_frule"])
+    except KeyError as missing:
+        raise LookupError(f"the rule table lists {callable_name(f)}, but its module defines no {missing}; "
+                          f"name its rules {stem}_rrule and {stem}_frule") from None
 
 
 _GUFUNC_KEYWORDS = ("axes", "axis", "keepdims")
@@ -111,24 +160,6 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def entries(t: Any, n: int) -> list[Any]:
-    """The ``n`` entries of a structural (tuple/list) tangent, each as a rule reads it
-    (:func:`~rulescore._contract.plain_entry`); a zero gives ``n`` zeros.
-
-    Example:
-        >>> import rulescore as rc
-        >>> entries(rc.Tangent[tuple](1.0, None), 2), entries(rc.ZeroTangent(), 2)
-        ([1.0, ZeroTangent()], [ZeroTangent(), ZeroTangent()])
-    """
-    if isinstance(t, AbstractZero):
-        return [_ZT] * n
-    if isinstance(t, Tangent):
-        items = list(t.backing) if isinstance(t.backing, tuple) else [t[i] for i in range(n)]
-    else:
-        items = list(t)
-    return [plain_entry(v) for v in items]
-
-
 def spread(xs: Any, ybar: Any) -> Any:
     """Cotangent of the iterable ``xs`` for ``y = sum(xs)``: ``ybar`` in every entry.
 
@@ -149,46 +180,19 @@ def spread(xs: Any, ybar: Any) -> Any:
 
 
 def sum_dots(xs: Any, xsdot: Any) -> Any:
-    """Forward tangent of ``sum(xs)`` given the tangent of ``xs`` (zeros stay zeros).
+    """Forward tangent of ``sum(xs)`` given the tangent of ``xs`` (a zero gives a zero).
 
     Example:
         >>> import rulescore as rc
         >>> sum_dots([1.0, 2.0], rc.Tangent[list](0.5, 0.25))
         0.75
     """
-    if isinstance(xsdot, AbstractZero):
-        return xsdot
     if isinstance(xs, np.ndarray):
-        return np.sum(xsdot, axis=0)
+        return np.sum(dense_tangent(xs, xsdot), axis=0)
     total: Any = _ZT
     for v in entries(xsdot, len(xs)):
         total = total + v
     return total
-
-
-def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positions: Any) -> Any:
-    """The tangent of ``y = f(*args)`` for ``f`` linear in each argument at ``positions`` (a
-    product: ``matmul``, ``kron``, ``einsum``): ``sum_p f(..., xdot_p, ...)`` over the operands
-    whose tangent is not zero (the rule contract leaves the others zero), fitted to ``y``.
-
-    Example:
-        >>> import numpy as np, rulescore as rc
-        >>> product_tangent(np.multiply, 6.0, (2.0, 3.0), (None, 1.0, rc.ZeroTangent()), (0, 1))
-        3.0
-    """
-    operands = list(args)
-    for p in positions:  # a list given to NumPy is an array, and so is its tangent
-        if type(args[p]) is list or type(args[p]) is tuple:
-            operands[p] = np.asarray(args[p])
-    ydot: Any = _ZT
-    for p in positions:
-        t = tangents[1 + p]
-        if isinstance(t, AbstractZero):
-            continue
-        targs = list(operands)
-        targs[p] = as_array_tangent(t) if operands[p] is not args[p] else t
-        ydot = ydot + f(*targs)
-    return fit(y, ydot)
 
 
 # -- pow: builtins.pow, operator.pow, math.pow, numpy.power, numpy.float_power -----------------
@@ -321,19 +325,6 @@ def abs_dot(x: Any, y: Any, xdot: Any) -> Any:
 
 
 # -- two-output functions: divmod, modf, frexp (builtins/math/numpy share the derivatives) -------
-
-
-def mask(where: Any, g: Any) -> Any:
-    """``g`` zeroed where the ufunc's ``where`` mask is ``False`` (``where=None``: no mask).
-
-    Example:
-        >>> import numpy as np
-        >>> mask(np.array([True, False]), np.ones(2))
-        array([1., 0.])
-    """
-    if where is None or isinstance(g, AbstractZero):
-        return g
-    return np.where(where, g, 0)
 
 
 def divmod_cotangents(x: Any, y: Any, quotient: Any, outbar: Any, where: Any = None) -> Any:

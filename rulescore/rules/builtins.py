@@ -28,21 +28,22 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import conj
-from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules import operators
 from rulescore.rules._common import (
     divmod_cotangents,
     divmod_tangent,
     entries,
+    family_rules,
     fit,
     proj,
     spread,
     sum_dots,
 )
-from rulescore.rules.operators import abs_frule, abs_rrule, pow_frule, pow_rrule
+from rulescore.rules.operators import pow_frule, pow_rrule
 
 _NT = NoTangent()
 _ZT = ZeroTangent()
@@ -246,16 +247,19 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
 _SEQUENCES = (list, tuple, np.ndarray)
 _SEQUENCES_AND_NUMBERS = (list, tuple, np.ndarray, int, float, complex, np.generic)
 
-RULES: tuple[RulePair, ...] = (
-    RulePair(builtins.abs, abs_rrule, abs_frule),
-    RulePair(builtins.float, float_rrule, float_frule),
-    RulePair(builtins.complex, complex_rrule, complex_frule),
-    RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
-    choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
-    choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
-    RulePair(builtins.pow, builtin_pow_rrule, builtin_pow_frule),
-    RulePair(builtins.divmod, divmod_rrule, divmod_frule),
-    RulePair(float.conjugate, conjugate_rrule, conjugate_frule),
-    RulePair(complex.conjugate, conjugate_rrule, conjugate_frule),
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+#: The builtins with rules of their own (``float_rrule``, ``float_frule``, ...; ``pow`` adds the
+#: modulus in ``builtin_pow_rrule``).
+_NAMED = (builtins.float, builtins.complex, (builtins.pow, "builtin_pow"), builtins.divmod, float.conjugate,
+          complex.conjugate)
+
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    _NAMED,
+    pairs=(
+        RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
+        RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
+        choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
+        choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
+    ),
+    non_differentiable=NON_DIFFERENTIABLE,
 )

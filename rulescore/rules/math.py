@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
@@ -34,6 +33,7 @@ from rulescore.rules import ufuncs
 from rulescore.rules._common import (
     conj,
     entries,
+    family_rules,
     fit,
     frexp_cotangents,
     frexp_tangent,
@@ -282,12 +282,6 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.ulp,
 )
 
-_PYTHON_3_11 = (
-    (partials_rules(math.exp2, ufuncs.exp2_partials), partials_rules(math.cbrt, cbrt_partials))
-    if hasattr(math, "cbrt") else ())
-_PYTHON_3_12 = (RulePair(math.sumprod, sumprod_rrule, sumprod_frule),) if hasattr(math, "sumprod") else ()
-_PYTHON_3_13 = (partials_rules(math.fma, fma_partials),) if hasattr(math, "fma") else ()
-
 #: The partial derivatives of each function of ``math`` (those of NumPy's ufuncs where they agree).
 _PARTIALS: dict[Any, Any] = {
     math.sin: ufuncs.sin_partials,
@@ -324,17 +318,13 @@ _PARTIALS: dict[Any, Any] = {
     math.ldexp: ufuncs.ldexp_partials,
     math.log: log_partials,  # one or two arguments
     math.hypot: hypot_partials,
+    **({math.exp2: ufuncs.exp2_partials, math.cbrt: cbrt_partials} if hasattr(math, "cbrt") else {}),  # 3.11
+    **({math.fma: fma_partials} if hasattr(math, "fma") else {}),  # 3.13
 }
 
-RULES: tuple[RulePair, ...] = (
-    *(partials_rules(f, partials) for f, partials in _PARTIALS.items()),
-    RulePair(math.fsum, fsum_rrule, fsum_frule),
-    RulePair(math.prod, prod_rrule, prod_frule),
-    RulePair(math.dist, dist_rrule, dist_frule),
-    RulePair(math.frexp, frexp_rrule, frexp_frule),
-    RulePair(math.modf, modf_rrule, modf_frule),
-    *_PYTHON_3_11,
-    *_PYTHON_3_12,
-    *_PYTHON_3_13,
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
-)
+#: The functions with rules of their own (``fsum_rrule``, ``fsum_frule``, ...).
+_NAMED = (math.fsum, math.prod, math.dist, math.frexp, math.modf,
+          *((math.sumprod,) if hasattr(math, "sumprod") else ()))  # sumprod: Python 3.12
+
+RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED, partials=_PARTIALS,
+                                           non_differentiable=NON_DIFFERENTIABLE)

@@ -29,14 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
-from rulescore._linear import dense_tangent, linear_rules
+from rulescore._linear import dense_tangent, linear_rules, product_tangent
 from rulescore._projection import project
 from rulescore._registry import frule, rrule
 from rulescore._rule_pair import RulePair
-from rulescore._tangent import Tangent, tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex
+from rulescore._tangent import tangent_type
+from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, family_rules, is_complex
 from rulescore.rules.shape import take_adjoint
 
 _NT = NoTangent()
@@ -48,10 +47,6 @@ __all__ = ["NON_DIFFERENTIABLE", "RULES"]
 
 def _nots(n: int) -> tuple[Any, ...]:
     return (_NT,) * n
-
-
-def _given(t: Any) -> bool:
-    return not isinstance(t, AbstractZero)
 
 
 def _scalar_sum(x: Any, dx: Any) -> Any:
@@ -180,10 +175,7 @@ def nan_to_num_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def nan_to_num_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.nan_to_num(x, *args, **kwargs)
-    xdot = tangents[1]
-    if not _given(xdot):
-        return y, _ZT
-    return y, project(y, _finite_part(x, xdot))
+    return y, project(y, _finite_part(x, tangents[1]))
 
 
 def real_if_close_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
@@ -200,8 +192,6 @@ def real_if_close_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any
     closeness to real, which ``np.real_if_close`` of the tangent would test)."""
     y = np.real_if_close(a, *args, **kwargs)
     adot = tangents[1]
-    if not _given(adot):
-        return y, _ZT
     return y, project(y, adot if is_complex(y) else np.real(adot))
 
 
@@ -252,6 +242,20 @@ def _coordinate_cotangent(f: Any, ybar: Any, h: Any, axis: int, edge_order: Any)
     return out
 
 
+def _coordinate_derivative(f: Any, h: Any, hdot: Any, axis: int, edge_order: Any) -> Any:
+    """The derivative of ``np.gradient(f, h)`` in the coordinate array ``h`` along ``hdot``: one
+    complex step (exact to rounding, as in :func:`_coordinate_cotangent`), taken on the real and
+    imaginary parts of ``f`` apart (``np.gradient`` is linear in ``f``)."""
+    step = 1e-30
+    hc = np.asarray(h, dtype=np.float64) + 1j * step * np.asarray(hdot, dtype=np.float64)
+
+    def moved(part: Any) -> Any:
+        return np.imag(np.gradient(np.asarray(part, dtype=np.complex128), hc, axis=axis,
+                                   edge_order=edge_order)) / step
+
+    return moved(np.real(f)) + 1j * moved(np.imag(f)) if is_complex(f) else moved(f)
+
+
 def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> Any:
     """Linear in ``f`` along each axis (``M_axis @ f``, ``M`` built by ``np.gradient`` itself);
     a scalar spacing ``h`` scales the result by ``1/h``; a coordinate array's cotangent comes from
@@ -267,9 +271,8 @@ def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1)
         bars = entries(ybar, len(axes)) if len(axes) > 1 else [ybar]
         fbar: Any = 0
         hbars: list[Any] = [0] * len(hs)
-        for i, (ax, m, yi, gi) in enumerate(zip(axes, mats, ys, bars, strict=True)):
-            if isinstance(gi, AbstractZero):
-                continue
+        for i, (ax, m, yi, g) in enumerate(zip(axes, mats, ys, bars, strict=True)):
+            gi = dense_tangent(yi, g)
             fbar = fbar + _along(np.swapaxes(m, 0, 1), gi, ax)
             if np.ndim(hs[i]) == 0:
                 hbars[i] = -np.sum(np.real(conj(yi) * gi)) / hs[i]
@@ -287,10 +290,6 @@ def gradient_rrule(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1)
 
 def gradient_frule(tangents: Any, f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> Any:
     y = np.gradient(f, *varargs, axis=axis, edge_order=edge_order)
-    for t, h in zip(tangents[2:], varargs, strict=True):
-        if _given(t) and np.ndim(h) > 0:
-            raise NotImplementedError("numpy.gradient's frule: no tangent for a coordinate array; "
-                                      "use reverse mode (zp.gradient) or a scalar spacing")
     axes = _gradient_axes(f, axis)
     hs = _gradient_spacings(varargs, len(axes))
     fdot = dense_tangent(f, tangents[1])
@@ -304,8 +303,10 @@ def gradient_frule(tangents: Any, f: Any, *varargs: Any, axis: Any = None, edge_
     dots = []
     for ax, h, hdot, yi in zip(axes, hs, hdots, ys, strict=True):
         d = _along(_gradient_matrix(np.shape(f)[ax], h, edge_order, dtype), fdot, ax)
-        if _given(hdot):
-            d = d - yi * (hdot / h)
+        if np.ndim(h) > 0:
+            d = d + _coordinate_derivative(f, h, dense_tangent(h, hdot), ax, edge_order)
+        else:
+            d = d - yi * (hdot / h)  # a zero hdot subtracts nothing
         dots.append(project(yi, d))
     return y, (TupleTangent(*dots) if len(axes) > 1 else dots[0])
 
@@ -343,8 +344,6 @@ def take_along_axis_rrule(arr: Any, indices: Any, *args: Any, **kwargs: Any) -> 
 
 def take_along_axis_frule(tangents: Any, arr: Any, indices: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.take_along_axis(arr, indices, *args, **kwargs)
-    if not _given(tangents[1]):
-        return y, _ZT
     return y, project(y, np.take_along_axis(dense_tangent(arr, tangents[1]), indices, *args, **kwargs))
 
 
@@ -378,8 +377,6 @@ def _gather(v: Any, perm: Any, axis: Any) -> Any:
 def partition_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     perm, axis = _partition_perm(a, args, kwargs)
     y = _gather(a, perm, axis)
-    if not _given(tangents[1]):
-        return y, _ZT
     return y, project(y, _gather(dense_tangent(a, tangents[1]), perm, axis))
 
 
@@ -469,8 +466,6 @@ def concatenator_getitem_frule(tangents: Any, obj: Any, key: Any) -> Any:
     y = obj[key]
     items, where = _entries(key)
     kdot = tangents[2]
-    if not _given(kdot):
-        return y, _ZT
     dots = entries(kdot, len(items)) if isinstance(key, tuple) else [kdot]
     zeros = {i: np.zeros(np.shape(items[i])) for i in where}
     base = _concat_with(obj, items, zeros)
@@ -501,19 +496,14 @@ def item_rrule(x: Any, *args: Any) -> Any:
 
 def item_frule(tangents: Any, x: Any, *args: Any) -> Any:
     y = x.item(*args)
-    if not _given(tangents[1]):
-        return y, _ZT
     return y, project(y, np.asarray(dense_tangent(x, tangents[1])).item(*args))
 
 
 def _dense_list(y: Any, t: Any) -> Any:
-    """The cotangent of a ``tolist()`` result as nested lists of numbers."""
+    """The cotangent of a ``tolist()`` result as nested lists of numbers (zeros where absent)."""
     if isinstance(y, list):
-        if isinstance(t, AbstractZero):
-            t = [_ZT] * len(y)
-        parts = t.backing if isinstance(t, Tangent) else t
-        return [_dense_list(v, e) for v, e in zip(y, parts, strict=True)]
-    return 0.0 if isinstance(t, AbstractZero) else t
+        return [_dense_list(v, e) for v, e in zip(y, entries(t, len(y)), strict=True)]
+    return dense_tangent(y, t)
 
 
 def tolist_rrule(x: Any) -> Any:
@@ -534,8 +524,6 @@ def _as_list_tangent(v: Any) -> Any:
 
 def tolist_frule(tangents: Any, x: Any) -> Any:
     y = x.tolist()
-    if not _given(tangents[1]):
-        return y, _ZT
     return y, _as_list_tangent(np.asarray(dense_tangent(x, tangents[1])).tolist())
 
 
@@ -612,10 +600,10 @@ def interp_frule(tangents: Any, x: Any, xp: Any, fp: Any, *args: Any, **kwargs: 
     xpdot, fpdot = np.asarray(xpdot), np.asarray(fpdot)
     ydot = (c.slope * xdot + w0 * fpdot[c.j] + w1 * fpdot[j1]
             + c.slope * (c.t - 1) * xpdot[c.j] - c.slope * c.t * xpdot[j1])
-    if len(args) >= 1 and left is not None and _given(ts[3]):
-        ydot = ydot + np.where(c.below, ts[3], 0)
-    if len(args) >= 2 and right is not None and _given(ts[4]):
-        ydot = ydot + np.where(c.above, ts[4], 0)
+    if len(args) >= 1 and left is not None:
+        ydot = ydot + np.where(c.below, dense_tangent(left, ts[3]), 0)
+    if len(args) >= 2 and right is not None:
+        ydot = ydot + np.where(c.above, dense_tangent(right, ts[4]), 0)
     return c.y, _scalar_sum(c.y, ydot) if np.ndim(c.y) == 0 else project(c.y, ydot)
 
 
@@ -661,13 +649,11 @@ def _bilinear_frule(f: Any, tangents: Any, a: Any, v: Any, args: tuple[Any, ...]
                     kwargs: dict[str, Any]) -> Any:
     """The frule of ``f(a, v, ...)``, linear in each of ``a`` and ``v``."""
     y = f(a, v, *args, **kwargs)
-    adot, vdot = tangents[1], tangents[2]
-    ydot: Any = 0
-    if _given(adot):
-        ydot = ydot + f(dense_tangent(a, adot), v, *args, **kwargs)
-    if _given(vdot):
-        ydot = ydot + f(a, dense_tangent(v, vdot), *args, **kwargs)
-    return y, project(y, ydot)
+
+    def pair(a_: Any, v_: Any) -> Any:
+        return f(a_, v_, *args, **kwargs)
+
+    return y, product_tangent(pair, y, (a, v), tangents, (0, 1))
 
 
 def convolve_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
@@ -694,23 +680,20 @@ def correlate_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) ->
 #: Rounding: piecewise constant, so no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (np.round, np.around, np.ndarray.round)
 
-RULES: tuple[RulePair, ...] = (
-    RulePair(np.diff, diff_rrule, diff_frule),
-    RulePair(np.ptp, ptp_rrule, ptp_frule),
-    partials_rules(np.sinc, sinc_partials),
-    RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule),
-    RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule),
-    RulePair(np.gradient, gradient_rrule, gradient_frule),
-    RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule),
-    RulePair(np.partition, partition_rrule, partition_frule),
-    linear_rules(np.rollaxis, rollaxis_transpose),
-    RulePair(np.select, select_rrule, select_frule),
-    RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule, (_AXIS_CONCATENATOR,)),
-    RulePair(np.ndarray.item, item_rrule, item_frule),
-    RulePair(np.generic.item, item_rrule, item_frule),
-    RulePair(np.ndarray.tolist, tolist_rrule, tolist_frule),
-    RulePair(np.interp, interp_rrule, interp_frule),
-    RulePair(np.convolve, convolve_rrule, convolve_frule),
-    RulePair(np.correlate, correlate_rrule, correlate_frule),
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    (np.diff, np.ptp, np.gradient, np.select, np.ndarray.tolist, np.interp, np.convolve, np.correlate),
+    partials={np.sinc: sinc_partials},
+    pairs=(  # the frules of these differentiate their first argument only (or the key's entries)
+        RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule, wrt=(0,)),
+        RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule, wrt=(0,)),
+        RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule, wrt=(0,)),
+        RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
+        RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
+                 (_AXIS_CONCATENATOR,), wrt=(1,)),
+        linear_rules(np.rollaxis, rollaxis_transpose),
+    ),
+    non_differentiable=NON_DIFFERENTIABLE,
 )

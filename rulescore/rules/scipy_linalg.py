@@ -31,11 +31,12 @@ import numpy as np
 import scipy.linalg as sl
 
 from rulescore._checks import callable_name
+from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
-from rulescore._zeros import AbstractZero, NoTangent
-from rulescore.rules._common import bind_arguments, proj
+from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules._common import bind_arguments, entries, family_rules, proj
 from rulescore.rules.linalg import _eigh_grad, _fold, _part, _unfold
 
 
@@ -48,10 +49,6 @@ def _real(f: Any, *arrays: Any) -> None:
 
 def _t(a: Any) -> Any:
     return np.swapaxes(a, -1, -2)
-
-
-def _zero(t: Any) -> bool:
-    return isinstance(t, AbstractZero)
 
 
 # -- expm, logm, sqrtm: through their Frechet derivatives -------------------------------------
@@ -133,11 +130,10 @@ def expm_frechet_rrule(a: Any, e: Any, *args: Any, **kwargs: Any) -> Any:
 
     def expm_frechet_pullback(ybar: Any) -> Any:
         # the result is the top row of expm(m), m = [[a, e], [0, a]]: pull back through expm(m)
-        expm_bar, l_bar = (_part(ybar, 0), _part(ybar, 1)) if both else (None, ybar)
+        expm_bar, l_bar = entries(ybar, 2) if both else (ZeroTangent(), ybar)
         m = _blocks2(a, e)
         zero = np.zeros(m.shape[:-2] + (n, n))
-        top = np.concatenate([zero if expm_bar is None else expm_bar + zero,
-                              zero if l_bar is None else l_bar + zero], axis=-1)
+        top = np.concatenate([expm_bar + zero, l_bar + zero], axis=-1)  # a zero part adds nothing
         mbar_full = np.concatenate([top, np.zeros_like(top)], axis=-2)
         mbar = sl.expm_frechet(_t(m), mbar_full, compute_expm=False)
         return (NoTangent(), project(a, mbar[..., :n, :n] + mbar[..., n:, n:]),
@@ -152,8 +148,7 @@ def expm_frechet_frule(tangents: Any, a: Any, e: Any, *args: Any, **kwargs: Any)
     out = sl.expm_frechet(a, e, *args, **kwargs)
     n = np.shape(a)[-1]
     m = _blocks2(a, e)
-    adot = np.zeros(np.shape(a)) if _zero(tangents[1]) else tangents[1]
-    edot = np.zeros(np.shape(e)) if _zero(tangents[2]) else tangents[2]
+    adot, edot = dense_tangent(a, tangents[1]), dense_tangent(e, tangents[2])
     mdot = sl.expm_frechet(m, _blocks2(adot, edot) + np.zeros_like(m), compute_expm=False)
     if not both:
         return out, project(out, mdot[..., :n, n:])
@@ -335,9 +330,8 @@ def solve_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any
     options = _solve_options(args, kwargs)
     assume_a, x, lower = _solve_parts(a, b, options)
     full = _effective(a, assume_a, lower)
-    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
-    if not _zero(tangents[1]):
-        rhs = rhs - _effective(np.asarray(tangents[1], dtype=float), assume_a, lower) @ _as_matrix(x)
+    adot = np.asarray(dense_tangent(a, tangents[1]), dtype=float)
+    rhs = _as_matrix(dense_tangent(b, tangents[2])) - _effective(adot, assume_a, lower) @ _as_matrix(x)
     return x, project(x, np.reshape(np.linalg.solve(full, rhs), np.shape(x)))
 
 
@@ -383,10 +377,8 @@ def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: 
     _real(sl.solve_triangular, a, b)
     trans, lower, unit = _triangular_options(args, kwargs)
     x = sl.solve_triangular(a, b, *args, **kwargs)
-    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
-    if not _zero(tangents[1]):
-        adot = _triangle(np.asarray(tangents[1], dtype=float), lower, unit)
-        rhs = rhs - (_t(adot) if trans else adot) @ _as_matrix(x)
+    adot = _triangle(np.asarray(dense_tangent(a, tangents[1]), dtype=float), lower, unit)
+    rhs = _as_matrix(dense_tangent(b, tangents[2])) - (_t(adot) if trans else adot) @ _as_matrix(x)
     xdot = np.linalg.solve(_triangular_matrix(a, trans, lower, unit), rhs)
     return x, project(x, np.reshape(xdot, np.shape(x)))
 
@@ -414,10 +406,7 @@ def cho_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     inverse = sl.solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
 
     def cho_factor_pullback(ybar: Any) -> Any:
-        cbar = ybar[0]
-        if isinstance(cbar, AbstractZero):  # only the flag was used
-            return NoTangent(), cbar, *(NoTangent() for _ in args)
-        cbar = np.asarray(cbar, dtype=float)
+        cbar = np.asarray(dense_tangent(c, entries(ybar, 2)[0]), dtype=float)
         read = _packed(_lower_factor(cbar, lower), lower)
         s = inverse.T @ _phi(factor.T @ _lower_factor(cbar, lower)) @ inverse
         sym = (s + s.T) / 2
@@ -461,11 +450,10 @@ def cho_solve_frule(tangents: Any, c_and_lower: Any, b: Any, *args: Any, **kwarg
     c, lower = c_and_lower
     _real(sl.cho_solve, c, b)
     x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
-    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
-    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
-        factor = _lower_factor(c, lower)
-        factor_dot = _lower_factor(np.asarray(tangents[1][0], dtype=float), lower)
-        rhs = rhs - (factor_dot @ factor.T + factor @ factor_dot.T) @ _as_matrix(x)
+    factor = _lower_factor(c, lower)
+    factor_dot = _lower_factor(np.asarray(dense_tangent(c, entries(tangents[1], 2)[0]), dtype=float), lower)
+    rhs = (_as_matrix(dense_tangent(b, tangents[2]))
+           - (factor_dot @ factor.T + factor @ factor_dot.T) @ _as_matrix(x))
     return x, project(x, np.reshape(sl.cho_solve(c_and_lower, rhs), np.shape(x)))
 
 
@@ -495,10 +483,7 @@ def lu_factor_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     low, up = _unpack_lu(lu)
 
     def lu_factor_pullback(ybar: Any) -> Any:
-        lubar = ybar[0]
-        if isinstance(lubar, AbstractZero):  # only the pivots were used
-            return NoTangent(), lubar, *(NoTangent() for _ in args)
-        lubar = np.asarray(lubar, dtype=float)
+        lubar = np.asarray(dense_tangent(lu, entries(ybar, 2)[0]), dtype=float)
         inner = np.tril(low.T @ np.tril(lubar, -1), -1) + np.triu(np.triu(lubar) @ up.T)
         abar_perm = sl.solve_triangular(low, sl.solve_triangular(up, inner.T, lower=False).T,
                                         lower=True, unit_diagonal=True, trans=1)
@@ -547,12 +532,10 @@ def lu_solve_frule(tangents: Any, lu_and_piv: Any, b: Any, *args: Any, **kwargs:
     _real(sl.lu_solve, lu, b)
     trans = _lu_trans(args, kwargs)
     x = sl.lu_solve(lu_and_piv, b, *args, **kwargs)
-    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[2]) else _as_matrix(tangents[2])
-    if not _zero(tangents[1]) and not _zero(tangents[1][0]):
-        low, up = _unpack_lu(lu)
-        ludot = np.asarray(tangents[1][0], dtype=float)
-        adot = _unpermute(np.tril(ludot, -1) @ up + low @ np.triu(ludot), _permutation(piv))
-        rhs = rhs - (adot.T if trans else adot) @ _as_matrix(x)
+    low, up = _unpack_lu(lu)
+    ludot = np.asarray(dense_tangent(lu, entries(tangents[1], 2)[0]), dtype=float)
+    adot = _unpermute(np.tril(ludot, -1) @ up + low @ np.triu(ludot), _permutation(piv))
+    rhs = _as_matrix(dense_tangent(b, tangents[2])) - (adot.T if trans else adot) @ _as_matrix(x)
     return x, project(x, np.reshape(sl.lu_solve(lu_and_piv, rhs, trans=trans), np.shape(x)))
 
 
@@ -574,11 +557,7 @@ def solve_sylvester_frule(tangents: Any, a: Any, b: Any, q: Any) -> Any:
     _real(sl.solve_sylvester, a, b, q)
     x = sl.solve_sylvester(a, b, q)
     adot, bdot, qdot = tangents[1:]
-    rhs = np.zeros_like(x) if _zero(qdot) else np.asarray(qdot, dtype=float)
-    if not _zero(adot):
-        rhs = rhs - adot @ x
-    if not _zero(bdot):
-        rhs = rhs - x @ bdot
+    rhs = dense_tangent(q, qdot) - dense_tangent(a, adot) @ x - x @ dense_tangent(b, bdot)
     return x, project(x, sl.solve_sylvester(a, b, rhs))
 
 
@@ -598,9 +577,8 @@ def solve_continuous_lyapunov_frule(tangents: Any, a: Any, q: Any) -> Any:
     _real(sl.solve_continuous_lyapunov, a, q)
     x = sl.solve_continuous_lyapunov(a, q)
     adot, qdot = tangents[1:]
-    rhs = np.zeros_like(x) if _zero(qdot) else np.asarray(qdot, dtype=float)
-    if not _zero(adot):
-        rhs = rhs - adot @ x - x @ _t(adot)
+    adot = dense_tangent(a, adot)
+    rhs = dense_tangent(q, qdot) - adot @ x - x @ _t(adot)
     return x, project(x, sl.solve_continuous_lyapunov(a, rhs))
 
 
@@ -635,7 +613,7 @@ def block_diag_rrule(*arrs: Any) -> Any:
 
 def block_diag_frule(tangents: Any, *arrs: Any) -> Any:
     y = sl.block_diag(*arrs)
-    dots = [np.zeros(np.shape(a)) if _zero(t) else t for a, t in zip(arrs, tangents[1:], strict=True)]
+    dots = [dense_tangent(a, t) for a, t in zip(arrs, tangents[1:], strict=True)]
     return y, project(y, sl.block_diag(*dots))
 
 
@@ -686,28 +664,14 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
     _real(sl.solve_banded, ab, b)
     x = sl.solve_banded(l_and_u, ab, b, *args, **kwargs)
     a = _band_to_dense(l_and_u, np.asarray(ab, dtype=float))
-    rhs = np.zeros_like(_as_matrix(x)) if _zero(tangents[3]) else _as_matrix(tangents[3])
-    if not _zero(tangents[2]):
-        rhs = rhs - _band_to_dense(l_and_u, np.asarray(tangents[2], dtype=float)) @ _as_matrix(x)
+    abdot = np.asarray(dense_tangent(ab, tangents[2]), dtype=float)
+    rhs = _as_matrix(dense_tangent(b, tangents[3])) - _band_to_dense(l_and_u, abdot) @ _as_matrix(x)
     return x, project(x, np.reshape(np.linalg.solve(a, rhs), np.shape(x)))
 
 
-RULES: tuple[RulePair, ...] = (
-    RulePair(sl.expm, expm_rrule, expm_frule),
-    RulePair(sl.expm_frechet, expm_frechet_rrule, expm_frechet_frule),
-    RulePair(sl.eigh, eigh_rrule, eigh_frule),
-    RulePair(sl.logm, logm_rrule, logm_frule),
-    RulePair(sl.sqrtm, sqrtm_rrule, sqrtm_frule),
-    RulePair(sl.inv, inv_rrule, inv_frule),
-    RulePair(sl.det, det_rrule, det_frule),
-    RulePair(sl.solve, solve_rrule, solve_frule),
-    RulePair(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule),
-    RulePair(sl.cho_factor, cho_factor_rrule, cho_factor_frule),
-    RulePair(sl.cho_solve, cho_solve_rrule, cho_solve_frule),
-    RulePair(sl.lu_factor, lu_factor_rrule, lu_factor_frule),
-    RulePair(sl.lu_solve, lu_solve_rrule, lu_solve_frule),
-    RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
-    RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
-    RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),
-    RulePair(sl.solve_banded, solve_banded_rrule, solve_banded_frule),
-)
+#: The functions with rules (``expm_rrule``, ``expm_frule``, ...).
+_NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, sl.solve, sl.solve_triangular,
+          sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
+          sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
+
+RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED)

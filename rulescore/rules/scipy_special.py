@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
-from rulescore.rules._common import proj
+from rulescore.rules._common import family_rules, proj
 
 _SQRT_PI_2 = np.sqrt(np.pi) / 2
 _SQRT_2PI = np.sqrt(2 * np.pi)
@@ -353,12 +352,11 @@ _PARTIALS: dict[Any, Any] = {
     sp.betainc: betainc_partials,
 }
 
-RULES: tuple[RulePair, ...] = (
-    *(partials_rules(f, partials) for f, partials in _PARTIALS.items()),
-    RulePair(sp.polygamma, polygamma_rrule, polygamma_frule),
-    RulePair(sp.multigammaln, multigammaln_rrule, multigammaln_frule),
-    normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad),
-    normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push),
-    RulePair(sp.yn, yn_rrule, yn_frule),
-    non_differentiable_rules(sp.gammasgn),
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    (sp.polygamma, sp.multigammaln, sp.yn),  # polygamma_rrule, polygamma_frule, ...
+    partials=_PARTIALS,
+    pairs=(normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad),
+           normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push)),
+    non_differentiable=(sp.gammasgn,),
 )

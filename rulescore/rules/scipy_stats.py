@@ -46,7 +46,7 @@ from rulescore._linear import dense_tangent
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import proj
 
 Partials = tuple[Any, ...]
@@ -435,8 +435,7 @@ def pmf_rrule(dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
 def pmf_frule(tangents: Any, dist: Any, k: Any, *args: Any, **kwds: Any) -> Any:
     logp, d = _discrete_partials(dist, k, args, kwds)
     y = np.exp(logp)
-    pairs = [(p, t) for p, t in zip(d, tangents[3:], strict=False) if not isinstance(p, AbstractZero)]
-    return y, _push(y, tuple(y * p for p, _ in pairs), tuple(t for _, t in pairs))
+    return y, _push(y, tuple(y * p for p in d), tangents[3:])  # a zero partial (loc's) adds nothing
 
 
 def _poisson_cdf_partial(dist: Any, k: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> tuple[Any, Any]:
@@ -507,10 +506,7 @@ def mvn_entropy_rrule(dist: Any, *args: Any, **kwds: Any) -> Any:
 
 def mvn_entropy_frule(tangents: Any, dist: Any, *args: Any, **kwds: Any) -> Any:
     y = dist.entropy(*args, **kwds)
-    cdot = tangents[3] if len(tangents) > 3 else ZeroTangent()
-    if isinstance(cdot, AbstractZero):
-        return y, ZeroTangent()
-    return y, project(y, np.sum(_entropy_partial(args, kwds) * cdot))
+    return y, project(y, np.sum(_entropy_partial(args, kwds) * tangents[3]))  # wrt=(2,): cov's
 
 
 #: The partials of each ``rv_continuous`` method with a rule.
@@ -537,7 +533,7 @@ RULES: tuple[RulePair, ...] = (
     *(RulePair(st.rv_discrete.pmf, pmf_rrule, pmf_frule, (dist,)) for dist in DISCRETE),
     RulePair(st.rv_discrete.cdf, poisson_cdf_rrule, poisson_cdf_frule, (type(st.poisson),)),
     RulePair(_DIRICHLET.pdf, dirichlet_pdf_rrule, dirichlet_pdf_frule, (_DIRICHLET,)),
-    RulePair(_MVN.entropy, mvn_entropy_rrule, mvn_entropy_frule, (_MVN,)),
+    RulePair(_MVN.entropy, mvn_entropy_rrule, mvn_entropy_frule, (_MVN,), wrt=(2,)),
 )
 
 

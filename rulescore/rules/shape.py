@@ -38,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules._common import family_rules, normalize_axes, product_tangent
 from rulescore.rules._common import mask as masked
-from rulescore.rules._common import normalize_axes, product_tangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 
@@ -62,8 +62,9 @@ def _nots(n: int) -> tuple[Any, ...]:
 
 def _project(x: Any, dx: Any) -> Any:
     """``rc.project``, also for (nested) lists and tuples given one array for all their entries:
-    the array is cut into entries with ``np.unstack`` (a differentiable rule of this module)."""
-    if type(x) in (list, tuple) and not isinstance(dx, (Tangent, AbstractZero)):
+    the array is cut into entries with ``np.unstack`` (a differentiable rule of this module);
+    a tangent value (a ``Tangent``, a zero) is ``rc.project``'s already."""
+    if type(x) in (list, tuple) and not isinstance(dx, AbstractTangent):
         entries = list(dx) if isinstance(dx, (list, tuple)) else (list(np.unstack(dx)) if x else [])
         return project(x, [_project(v, e) for v, e in zip(x, entries, strict=True)])
     return project(x, dx)
@@ -1015,34 +1016,36 @@ _TRANSPOSES: dict[Any, Any] = {
     np.ndarray.conjugate: conj_transpose,
 }
 
-RULES: tuple[RulePair, ...] = (
-    *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
-    *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
-    RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
-    # joining and splitting
-    *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
-    RulePair(np.append, append_rrule, append_frule),
-    *(linear_rules(f, split_transpose(f))
-      for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
-    # pad is affine: its frule pads the tangent with zeros
-    RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
-    RulePair(np.where, where_rrule, where_frule),
-    RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
-    RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
-    # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
-    RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
-    RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
-    RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule, wrt=(0,)),
-    RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
-    RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
-             wrt=(0,)),
-    astype_rules(np.ndarray.astype),
-    astype_rules(np.astype),
-    # constructors whose values depend on an argument, and scalar types
-    fill_rules(np.full),
-    fill_rules(np.full_like),
-    RulePair(np.linspace, linspace_rrule, linspace_frule),
-    RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
-    *(partials_rules(t, _unit_partial) for t in SCALAR_TYPES),
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE + INTEGER_TYPES),
+RULES: tuple[RulePair, ...] = family_rules(
+    partials=dict.fromkeys(SCALAR_TYPES, _unit_partial),
+    pairs=(
+        *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
+        *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
+        RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
+        # joining and splitting
+        *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
+        RulePair(np.append, append_rrule, append_frule),
+        *(linear_rules(f, split_transpose(f))
+          for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
+        # pad is affine: its frule pads the tangent with zeros
+        RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
+        RulePair(np.where, where_rrule, where_frule),
+        RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+        RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+        # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
+        RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
+        RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
+        RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule, wrt=(0,)),
+        RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
+        RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
+                 wrt=(0,)),
+        astype_rules(np.ndarray.astype),
+        astype_rules(np.astype),
+        # constructors whose values depend on an argument, and scalar types
+        fill_rules(np.full),
+        fill_rules(np.full_like),
+        RulePair(np.linspace, linspace_rrule, linspace_frule),
+        RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
+    ),
+    non_differentiable=NON_DIFFERENTIABLE + INTEGER_TYPES,
 )

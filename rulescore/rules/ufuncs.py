@@ -50,11 +50,12 @@ tensors too (:func:`rulescore.partials_rules`); NumPy input takes the NumPy path
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import non_differentiable_rules, partials_rules
+from rulescore._helpers import partials_rules
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import (
@@ -65,6 +66,7 @@ from rulescore.rules._common import (
     conj,
     divmod_cotangents,
     divmod_tangent,
+    family_rules,
     fit,
     frexp_cotangents,
     frexp_tangent,
@@ -486,106 +488,98 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
 )
 
 
-#: The options every element-wise ufunc rule takes: ``out=`` refused, ``where=`` masked, and
-#: infinite derivatives (``sqrt`` at ``0``) returned without a warning.
-_UFUNC: dict[str, Any] = {"check_kwargs": check_kwargs, "errstate": True}
-#: The same for ufuncs whose partials never divide: no ``np.errstate`` around them, which costs
-#: several times the partial itself on a scalar (``np.sin`` of a float).
-_UFUNC_NO_DIVISION: dict[str, Any] = {"check_kwargs": check_kwargs}
-_NO_DIVISION = frozenset({np.add, np.subtract, np.multiply, np.negative, np.positive, np.fabs, np.exp,
-                          np.exp2, np.square, np.sin, np.cos, np.sinh, np.cosh, np.tanh, np.deg2rad,
-                          np.radians, np.rad2deg, np.degrees, np.maximum, np.minimum, np.fmax, np.fmin,
-                          np.copysign, np.ldexp})
+@dataclass(frozen=True)
+class _Ufunc:
+    """What the rules of one element-wise ufunc need to know, in its row of :data:`_PARTIALS`.
 
-#: The partial derivatives of each element-wise ufunc.
-_PARTIALS: dict[Any, Any] = {
-    np.add: add_partials,
-    np.subtract: subtract_partials,
-    np.multiply: multiply_partials,
-    np.divide: divide_partials,
-    np.power: pow_partials,
-    np.float_power: float_power_partials,
-    np.negative: negative_partials,
-    np.positive: positive_partials,
-    np.fabs: sign_partials,
-    np.exp: exp_partials,
-    np.exp2: exp2_partials,
-    np.expm1: expm1_partials,
-    np.log: log_partials,
-    np.log2: log2_partials,
-    np.log10: log10_partials,
-    np.log1p: log1p_partials,
-    np.sqrt: sqrt_partials,
-    np.cbrt: cbrt_partials,
-    np.square: square_partials,
-    np.reciprocal: reciprocal_partials,
-    np.sin: sin_partials,
-    np.cos: cos_partials,
-    np.tan: tan_partials,
-    np.arcsin: arcsin_partials,
-    np.arccos: arccos_partials,
-    np.arctan: arctan_partials,
-    np.sinh: sinh_partials,
-    np.cosh: cosh_partials,
-    np.tanh: tanh_partials,
-    np.arcsinh: arcsinh_partials,
-    np.arccosh: arccosh_partials,
-    np.arctanh: arctanh_partials,
-    np.deg2rad: radians_partials,
-    np.radians: radians_partials,
-    np.rad2deg: degrees_partials,
-    np.degrees: degrees_partials,
-    np.arctan2: arctan2_partials,
-    np.hypot: hypot_partials,
-    np.logaddexp: logaddexp_partials,
-    np.logaddexp2: logaddexp2_partials,
-    np.maximum: maximum_partials,
-    np.minimum: minimum_partials,
-    np.fmax: fmax_partials,
-    np.fmin: fmin_partials,
-    np.copysign: copysign_partials,
-    np.nextafter: nextafter_partials,
-    np.fmod: fmod_partials,
-    np.remainder: remainder_partials,
-    np.ldexp: ldexp_partials,
+    ``partials`` are its partial derivatives; ``divides``: they may divide by zero (``sqrt`` at
+    ``0``), so they run under ``np.errstate`` (which costs several times the partial itself on a
+    scalar: ``np.sin`` of a float goes without); ``from_result``: they read the result only, so the
+    pullback need not keep the inputs; ``native``: the rules also run on JAX and PyTorch arrays,
+    through the array API's function of the same meaning (``native=`` of
+    :func:`rulescore.partials_rules`); ``ordered``: NumPy orders complex numbers and array libraries
+    do not, so complex arrays take the host tier.
+    """
+
+    partials: Any
+    divides: bool = True
+    from_result: bool = False
+    native: bool = False
+    ordered: bool = False
+
+
+#: Every element-wise ufunc with a derivative, one row each: its partials and the facts of
+#: :class:`_Ufunc`.
+_PARTIALS: dict[Any, _Ufunc] = {
+    #                                            divides from_result native ordered
+    np.add:         _Ufunc(add_partials,         False,  True,       True,  False),
+    np.subtract:    _Ufunc(subtract_partials,    False,  True,       True,  False),
+    np.multiply:    _Ufunc(multiply_partials,    False,  False,      True,  False),
+    np.divide:      _Ufunc(divide_partials,      True,   False,      True,  False),
+    np.power:       _Ufunc(pow_partials,         True,   False,      False, False),
+    np.float_power: _Ufunc(float_power_partials, True,   False,      False, False),
+    np.negative:    _Ufunc(negative_partials,    False,  True,       True,  False),
+    np.positive:    _Ufunc(positive_partials,    False,  True,       True,  False),
+    np.fabs:        _Ufunc(sign_partials,        False,  False,      False, False),
+    np.exp:         _Ufunc(exp_partials,         False,  True,       True,  False),
+    np.exp2:        _Ufunc(exp2_partials,        False,  True,       True,  False),
+    np.expm1:       _Ufunc(expm1_partials,       True,   False,      True,  False),
+    np.log:         _Ufunc(log_partials,         True,   False,      True,  False),
+    np.log2:        _Ufunc(log2_partials,        True,   False,      True,  False),
+    np.log10:       _Ufunc(log10_partials,       True,   False,      True,  False),
+    np.log1p:       _Ufunc(log1p_partials,       True,   False,      True,  False),
+    np.sqrt:        _Ufunc(sqrt_partials,        True,   True,       True,  False),
+    np.cbrt:        _Ufunc(cbrt_partials,        True,   True,       True,  False),
+    np.square:      _Ufunc(square_partials,      False,  False,      True,  False),
+    np.reciprocal:  _Ufunc(reciprocal_partials,  True,   True,       True,  False),
+    np.sin:         _Ufunc(sin_partials,         False,  False,      True,  False),
+    np.cos:         _Ufunc(cos_partials,         False,  False,      True,  False),
+    np.tan:         _Ufunc(tan_partials,         True,   True,       True,  False),
+    np.arcsin:      _Ufunc(arcsin_partials,      True,   False,      True,  False),
+    np.arccos:      _Ufunc(arccos_partials,      True,   False,      True,  False),
+    np.arctan:      _Ufunc(arctan_partials,      True,   False,      True,  False),
+    np.sinh:        _Ufunc(sinh_partials,        False,  False,      True,  False),
+    np.cosh:        _Ufunc(cosh_partials,        False,  False,      True,  False),
+    np.tanh:        _Ufunc(tanh_partials,        False,  True,       True,  False),
+    np.arcsinh:     _Ufunc(arcsinh_partials,     True,   False,      True,  False),
+    np.arccosh:     _Ufunc(arccosh_partials,     True,   False,      True,  False),
+    np.arctanh:     _Ufunc(arctanh_partials,     True,   False,      True,  False),
+    np.deg2rad:     _Ufunc(radians_partials,     False,  False,      True,  False),
+    np.radians:     _Ufunc(radians_partials,     False,  False,      True,  False),
+    np.rad2deg:     _Ufunc(degrees_partials,     False,  False,      True,  False),
+    np.degrees:     _Ufunc(degrees_partials,     False,  False,      True,  False),
+    np.arctan2:     _Ufunc(arctan2_partials,     True,   False,      True,  False),
+    np.hypot:       _Ufunc(hypot_partials,       True,   False,      True,  False),
+    np.logaddexp:   _Ufunc(logaddexp_partials,   True,   False,      False, False),
+    np.logaddexp2:  _Ufunc(logaddexp2_partials,  True,   False,      False, False),
+    np.maximum:     _Ufunc(maximum_partials,     False,  False,      True,  True),
+    np.minimum:     _Ufunc(minimum_partials,     False,  False,      True,  True),
+    np.fmax:        _Ufunc(fmax_partials,        False,  False,      True,  True),
+    np.fmin:        _Ufunc(fmin_partials,        False,  False,      True,  True),
+    np.copysign:    _Ufunc(copysign_partials,    False,  False,      False, False),
+    np.nextafter:   _Ufunc(nextafter_partials,   True,   False,      False, False),
+    np.fmod:        _Ufunc(fmod_partials,        True,   False,      False, False),
+    np.remainder:   _Ufunc(remainder_partials,   True,   False,      False, False),
+    np.ldexp:       _Ufunc(ldexp_partials,       False,  False,      False, False),
 }
-#: The ufuncs with a native tier (their rules also run on JAX and PyTorch arrays, through the array
-#: API's function of the same meaning: see ``native=`` of :func:`rulescore.partials_rules`).
-_NATIVE = frozenset({np.add, np.subtract, np.multiply, np.divide, np.negative, np.positive, np.exp,
-                     np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.square,
-                     np.reciprocal, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh,
-                     np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.deg2rad, np.radians,
-                     np.rad2deg, np.degrees, np.arctan2, np.hypot, np.maximum, np.minimum, np.fmax,
-                     np.fmin})
-#: The ordered ones: NumPy orders complex numbers, array libraries do not (host tier for complex).
-_ORDERED = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
+
 #: NumPy's names that the array API spells differently.
 _ARRAY_API_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
                     "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2"}
 
 
-def _native_name(f: Any) -> str | None:
-    """The array API's name of the ufunc ``f`` if it has a native tier."""
-    return _ARRAY_API_NAMES.get(f.__name__, f.__name__) if f in _NATIVE else None
+def _ufunc_rules(f: Any, row: _Ufunc) -> RulePair:
+    """The rules of the element-wise ufunc ``f`` from its row: ``out=`` refused, ``where=``
+    masked, infinite derivatives returned without a warning."""
+    native = _ARRAY_API_NAMES.get(f.__name__, f.__name__) if row.native else None
+    return partials_rules(f, row.partials, needs_inputs=not row.from_result, native=native,
+                          native_complex=not row.ordered, check_kwargs=check_kwargs, errstate=row.divides)
 
 
-#: The ufuncs whose partials read the result only: the pullback need not keep the inputs.
-_FROM_RESULT = frozenset({np.add, np.subtract, np.negative, np.positive, np.exp, np.exp2, np.sqrt,
-                          np.cbrt, np.reciprocal, np.tan, np.tanh})
-
-RULES: tuple[RulePair, ...] = (
-    *(partials_rules(f, partials, needs_inputs=f not in _FROM_RESULT, native=_native_name(f),
-                     native_complex=f not in _ORDERED,
-                     **(_UFUNC_NO_DIVISION if f in _NO_DIVISION else _UFUNC))
-      for f, partials in _PARTIALS.items()),
-    RulePair(np.absolute, absolute_rrule, absolute_frule),
-    RulePair(np.conjugate, conjugate_rrule, conjugate_frule),
-    RulePair(np.sign, sign_rrule, sign_frule),
-    RulePair(np.divmod, divmod_rrule, divmod_frule),
-    RulePair(np.modf, modf_rrule, modf_frule),
-    RulePair(np.frexp, frexp_rrule, frexp_frule),
-    RulePair(np.real, real_rrule, real_frule),
-    RulePair(np.imag, imag_rrule, imag_frule),
-    RulePair(np.angle, angle_rrule, angle_frule),
-    *(non_differentiable_rules(f) for f in NON_DIFFERENTIABLE),
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    # the ufuncs with rules of their own (absolute_rrule, absolute_frule, ...)
+    (np.absolute, np.conjugate, np.sign, np.divmod, np.modf, np.frexp, np.real, np.imag, np.angle),
+    pairs=tuple(_ufunc_rules(f, row) for f, row in _PARTIALS.items()),
+    non_differentiable=NON_DIFFERENTIABLE,
 )

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 import rulescore as rc
@@ -146,10 +147,19 @@ def test_round_is_non_differentiable() -> None:
     assert back(np.ones(2)) == (rc.NoTangent(), rc.NoTangent())
 
 
-def test_gradient_frule_refuses_a_coordinate_tangent() -> None:
-    f, x = np.arange(4.0) ** 2, np.array([0.0, 1.0, 3.0, 4.0])
-    with pytest.raises(NotImplementedError, match="coordinate"):
-        rc.frule((rc.NoTangent(), np.ones(4), np.ones(4)), np.gradient, f, x)
+@given(st.lists(st.floats(-2, 2), min_size=5, max_size=5), st.lists(st.floats(-1, 1), min_size=5, max_size=5),
+       st.booleans(), st.sampled_from([1, 2]))
+def test_gradient_frule_moves_coordinates_like_finite_differences(values: list[float], direction: list[float],
+                                                                  complex_f: bool, edge_order: int) -> None:
+    """A coordinate array's tangent (real or complex ``f``) agrees with a central difference."""
+    x, hdot = np.array([0.0, 1.0, 2.5, 3.0, 4.5]), np.array(direction)
+    f = np.array(values) * (1 + 0.5j if complex_f else 1.0)
+    fdot = np.cos(np.arange(5.0))
+    _, ydot = rc.frule((rc.NoTangent(), fdot, hdot), np.gradient, f, x, edge_order=edge_order)
+    eps = 1e-6
+    expected = (np.gradient(f + eps * fdot, x + eps * hdot, edge_order=edge_order)
+                - np.gradient(f - eps * fdot, x - eps * hdot, edge_order=edge_order)) / (2 * eps)
+    np.testing.assert_allclose(ydot, expected, rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------------
