@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import callable_name
+from rulescore.rules.writes import IN_PLACE
 from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
@@ -332,6 +333,10 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if kind is _LIBRARY_SOURCE:
             return None if fn in _OPAQUE else _library_target(fn, fn, params)
         return None if kind is _LIBRARY else fn
+    if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
+        functional = IN_PLACE.get(fn)
+        if functional is not None:  # np.place, np.add.at, ...: a functional update of the array
+            return _in_place(fn, functional)
     if tf is _DISPATCHER:
         implementation = fn._implementation
         if type(implementation) is types.FunctionType and not _skipped(implementation):
@@ -350,6 +355,23 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+def _in_place(fn: Any, functional: Any) -> Any:
+    """Run ``fn``, a NumPy function writing into its first argument (``np.add.at(a, i, b)``), as
+    ``a = functional(a, i, b)`` on the traced value of the array owning ``a``'s memory
+    (:mod:`zygotepy._views`), when a traced value is involved; else as it is."""
+
+    def write(target: Any, *args: Any, **kwargs: Any) -> None:
+        levels = LEVELS.get()
+        if _dispatch.innermost(levels, (target, *args), kwargs, False) is None and not (
+                type(target) is np.ndarray and _views.shadowed(levels, target)):
+            fn(target, *args, **kwargs)
+            return
+        current = param(_views.latest(levels, target, _dispatch.call))
+        _write(levels, target, None, _dispatch.call(functional, current, *args, **kwargs))
+
+    return write
 
 
 def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
