@@ -287,7 +287,7 @@ def ufunc_at_rrule(ufunc: np.ufunc, a: Any, indices: Any, *b: Any) -> Any:
             for bbar, vbar in zip(bbars, vbars, strict=True):
                 bbar[visits] = dense_tangent(bbar[visits], vbar)
         b_cts = (project(v, unbroadcast(np.reshape(bbar, at.shape), np.shape(v)))
-                 for v, bbar in zip(b, bbars, strict=True))
+                 if np.result_type(v).kind in "fc" else _NT for v, bbar in zip(b, bbars, strict=True))
         return (_NT, _NT, project(a, np.reshape(g, np.shape(a))), _NT, *b_cts)
 
     return y, ufunc_at_pullback
