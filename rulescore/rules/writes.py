@@ -28,12 +28,13 @@ import numpy as np
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import NoTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufunc_methods import AT_UFUNCS, ufunc_at
 
 __all__ = ["IN_PLACE", "RULES", "copyto", "fill", "place", "put", "putmask"]
 
 _NT = NoTangent()
+_ZT = ZeroTangent()
 
 
 def _written(a: Any, write: Callable[..., Any], *args: Any, **kwargs: Any) -> np.ndarray:
@@ -150,7 +151,9 @@ def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at
             vbar = np.zeros(np.size(values), dtype=taken.dtype)
             np.add.at(vbar, src, taken)
             cts = [_NT] * len(args)
-            cts[at - 1] = project(values, vbar.reshape(np.shape(values)))
+            # nothing written (SciPy places its bounds under masks that are often all False): a
+            # zero, not zeros, so no pullback upstream multiplies it by an infinite bound
+            cts[at - 1] = project(values, vbar.reshape(np.shape(values))) if pos.size else _ZT
             return (_NT, project(a, flat.reshape(np.shape(a))), *cts)
 
         write_pullback.__name__ = write_pullback.__qualname__ = f"{name}_pullback"
