@@ -49,7 +49,8 @@ def broadcast_arrays_rrule(*args: Any, **kwargs: Any) -> Any:
 
 def broadcast_arrays_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     y = np.broadcast_arrays(*args, **kwargs)
-    dots = np.broadcast_arrays(*(dense_tangent(a, t) for a, t in zip(args, tangents[1:], strict=True)), **kwargs)
+    dense = (dense_tangent(a, t) for a, t in zip(args, tangents[1:], strict=True))
+    dots = np.broadcast_arrays(*dense, **kwargs)
     return y, project(y, dots)
 
 

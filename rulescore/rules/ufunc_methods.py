@@ -297,11 +297,14 @@ def ufunc_at_frule(tangents: Any, ufunc: np.ufunc, a: Any, indices: Any, *b: Any
     y = ufunc_at(ufunc, a, indices, *b)
     at = _AtRounds(a, indices, b)
     current = np.array(a, copy=True).reshape(-1)
-    dot = np.array(dense_tangent(a, tangents[2]), dtype=np.result_type(y, np.float64), copy=True).reshape(-1)
-    bdots = [np.ravel(np.broadcast_to(dense_tangent(v, t), at.shape)) for v, t in zip(b, tangents[4:], strict=True)]
+    dtype = np.result_type(y, np.float64)
+    dot = np.array(dense_tangent(a, tangents[2]), dtype=dtype, copy=True).reshape(-1)
+    bdots = [np.ravel(np.broadcast_to(dense_tangent(v, t), at.shape))
+             for v, t in zip(b, tangents[4:], strict=True)]
     for visits in at.rounds:
         p = at.flat[visits]
-        step = frule((_NT, dot[p], *(d[visits] for d in bdots)), ufunc, current[p], *(v[visits] for v in at.b))
+        step = frule((_NT, dot[p], *(d[visits] for d in bdots)), ufunc, current[p],
+                     *(v[visits] for v in at.b))
         if step is None:
             raise _refuse_at(ufunc)
         current[p] = step[0]

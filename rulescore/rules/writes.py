@@ -1,14 +1,14 @@
 """Functional forms of NumPy's functions that write into their first argument, and their rules.
 
 ``np.place(a, mask, vals)``, ``np.putmask(a, mask, values)``, ``np.put(a, ind, v)`` (and
-``ndarray.put``), ``np.copyto(dst, src, where=...)``, ``ndarray.fill(value)`` and ``ufunc.at`` (whose functional
-form is :func:`rulescore.rules.ufunc_methods.ufunc_at`) change ``a``
-in place and return ``None``, which no rule can express. Each has a functional form here with
-the same arguments that returns the written copy and leaves ``a`` alone (as JAX's
+``ndarray.put``), ``np.copyto(dst, src, where=...)``, ``ndarray.fill(value)`` and ``ufunc.at``
+(its functional form is :func:`rulescore.rules.ufunc_methods.ufunc_at`) change ``a`` in place
+and return ``None``, which no rule can express. Each has a functional form here with the same
+arguments that returns the written copy and leaves ``a`` alone (as JAX's
 ``x.at[i].set(v)``): ``place(a, mask, vals)`` is ``a`` after ``np.place(a, mask, vals)``. An
 engine turns the in-place call into ``a = place(a, mask, vals)`` on the traced value of the
 array owning ``a``'s memory (:data:`IN_PLACE` maps each NumPy callable to its form; zygotepy
-does so in ``zygotepy._views``).
+does so in ``zygotepy._runtime``, through ``zygotepy._views``).
 
 Each write puts some elements of the values (``vals`` repeated cyclically for ``place`` and
 ``putmask``, broadcast for ``copyto``) at some positions of ``a``: the derivative in ``a`` is
@@ -150,7 +150,7 @@ def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at
             flat[pos] = 0
             vbar = np.zeros(np.size(values), dtype=taken.dtype)
             np.add.at(vbar, src, taken)
-            cts = [_NT] * len(args)
+            cts: list[Any] = [_NT] * len(args)
             # nothing written (SciPy places its bounds under masks that are often all False): a
             # zero, not zeros, so no pullback upstream multiplies it by an infinite bound
             cts[at - 1] = project(values, vbar.reshape(np.shape(values))) if pos.size else _ZT

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import rulescore.testing.strategies as S
 from rulescore.rules.writes import copyto, fill, place, put, putmask
