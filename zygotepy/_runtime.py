@@ -104,17 +104,7 @@ _INPLACE_DUNDERS = {operator.add: "__iadd__", operator.sub: "__isub__", operator
 def _write(levels: tuple[Any, ...], target: Any, index: Any, value: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
     owning ``target``'s memory, never in place (:mod:`zygotepy._views`)."""
-    from rulescore.rules.indexing import setindex
-
-    home, current, where = _views.locate(levels, target)
-    if index is not None:
-        index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
-    if where is None or where is Ellipsis:
-        index = ... if index is None else index
-    else:
-        index = where if index is None else tuple(p[index] for p in where)
-    new = _dispatch.call(setindex, param(current), index, value)
-    _views.record_write(levels, home, new)
+    _views.write(levels, target, index, value, _dispatch.call)
 
 
 def store(container: Any, index: Any, value: Any) -> None:

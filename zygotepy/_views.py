@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore.rules.indexing import setindex
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import Box, Trace, unbox_all
 
@@ -167,6 +168,47 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
             return v, target, None  # an argument that is a view of the caller's array: its own value
         raise _refuse_view(v, "a view of an array the engine did not see being made")
     return own, own, _where(v, own)
+
+
+def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: Any) -> None:
+    """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
+    owning ``target``'s memory, never in place; ``call`` is the dispatcher's (an implicit
+    parameter's array becomes its box there)."""
+    home, current, where = locate(levels, target)
+    if index is not None:
+        index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
+    if where is None or where is Ellipsis:
+        index = ... if index is None else index
+    else:
+        index = where if index is None else tuple(p[index] for p in where)
+    record_write(levels, home, call(setindex, current, index, value))
+
+
+def ufunc_into(levels: tuple[Trace, ...], uf: np.ufunc, args: tuple[Any, ...], kwargs: dict[str, Any],
+               call: Any) -> Any:
+    """``uf(*args, out=o, where=w)`` with a traced value involved: the result (kept from ``o``
+    where ``w`` is False) written into the traced value of ``o`` (:func:`write`), and ``o``
+    returned, as NumPy returns it. ``call`` is the dispatcher's."""
+    if len(args) > uf.nin:  # out given positionally
+        args, kwargs = args[:uf.nin], {**kwargs, "out": args[uf.nin]}
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    targets = out if type(out) is tuple else (out,)
+    where = kwargs.pop("where", True)
+    if not any(type(v) is Box for v in (*args, *targets, where)) and not any(
+            type(t) is np.ndarray and shadowed(levels, t) for t in targets):
+        return uf(*args, out=out, where=where, **kwargs)
+    target = targets[0]
+    if len(targets) != 1 or np.result_type(unbox_all(target)).kind not in "fc":
+        raise UntraceableError(
+            f"inside {user_code()}, numpy.{uf.__name__} writes a traced value into out= "
+            f"{'arrays' if len(targets) != 1 else 'an array of ' + str(unbox_all(target).dtype)}, "
+            "where its derivative would be lost: use the returned value (drop out=) instead")
+    value = call(uf, *args, **kwargs)
+    if where is not True:
+        value = call(np.where, where, value, latest(levels, target, call))
+    write(levels, target, None, value, call)
+    return out
 
 
 def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:

@@ -128,68 +128,60 @@ def _assemble(x: Any, bars: list[Any], axes: list[int], xm: Any) -> Any:
     return project(x, np.moveaxis(front, list(range(len(axes))), axes))
 
 
-def _reduce_rules(uf: np.ufunc) -> RulePair:
-    def reduce_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y, p, xm, axes = _folding("reduce", uf, _REDUCE_PARAMS, x, args, kwargs)
-        initial = p.get("initial", _NOVALUE)
-        n = np.shape(xm)[0]
-        _, backs = _fold(uf, xm, initial) if n else ([], [])
+def _fold_frule(method: str, uf: np.ufunc, params: tuple[str, ...]) -> Any:
+    """The frule of ``uf.reduce`` or ``uf.accumulate``: the tangent pushed through the fold with
+    ``uf``'s frule; ``reduce`` gives the last running tangent, ``accumulate`` all of them."""
 
-        def reduce_pullback(ybar: Any) -> Any:
-            gbar: list[Any] = [_ZT] * n
-            if n:
-                gbar[-1] = np.reshape(ybar, np.shape(xm)[1:])
-            bars = _unfold(backs, gbar, n, initial is not _NOVALUE)
-            return (_NT, _assemble(x, bars, axes, xm), *((_NT,) * len(args)))
-
-        reduce_pullback.__name__ = reduce_pullback.__qualname__ = f"{uf.__name__}_reduce_pullback"
-        return y, reduce_pullback
-
-    def reduce_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y, p, xm, _ = _folding("reduce", uf, _REDUCE_PARAMS, x, args, kwargs)
+    def fold_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        y, p, xm, axes = _folding(method, uf, params, x, args, kwargs)
         if np.shape(xm)[0] == 0:
             return y, _ZT
         dm, _ = _front(dense_tangent(x, tangents[1]), p["axis"])
         initial = p.get("initial", _NOVALUE)
         acc, dot, start = (xm[0], dm[0], 1) if initial is _NOVALUE else (initial, _ZT, 0)
+        dots = [dot] * start
         for k in range(start, np.shape(xm)[0]):
             acc, dot = frule((_NT, dot, dm[k]), uf, acc, xm[k])
-        return y, project(y, np.reshape(dense_tangent(y, dot), np.shape(y)))
+            dots.append(dense_tangent(acc, dot))
+        ydot = dots[-1] if method == "reduce" else np.moveaxis(np.stack(dots), 0, axes[0])
+        return y, project(y, np.reshape(ydot, np.shape(y)))
 
-    reduce_rrule.__name__ = reduce_rrule.__qualname__ = f"{uf.__name__}_reduce_rrule"
-    reduce_frule.__name__ = reduce_frule.__qualname__ = f"{uf.__name__}_reduce_frule"
-    return RulePair(uf.reduce, reduce_rrule, reduce_frule, wrt=(0,))
+    fold_frule.__name__ = fold_frule.__qualname__ = f"{uf.__name__}_{method}_frule"
+    return fold_frule
 
 
-def _accumulate_rules(uf: np.ufunc) -> RulePair:
-    def accumulate_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y, _, xm, axes = _folding("accumulate", uf, _ACCUMULATE_PARAMS, x, args, kwargs)
+def _fold_rrule(method: str, uf: np.ufunc, params: tuple[str, ...]) -> Any:
+    """The rrule of ``uf.reduce`` or ``uf.accumulate``: the fold's pullbacks run backwards from
+    the cotangent of the last running value (``reduce``) or of every one (``accumulate``)."""
+
+    def fold_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y, p, xm, axes = _folding(method, uf, params, x, args, kwargs)
+        initial = p.get("initial", _NOVALUE)
         n = np.shape(xm)[0]
-        _, backs = _fold(uf, xm, _NOVALUE) if n else ([], [])
+        _, backs = _fold(uf, xm, initial) if n else ([], [])
 
-        def accumulate_pullback(ybar: Any) -> Any:
-            gm = np.moveaxis(ybar, axes[0], 0)
-            bars = _unfold(backs, [gm[k] for k in range(n)], n, False)
+        def fold_pullback(ybar: Any) -> Any:
+            if method == "reduce":
+                gbar: list[Any] = [_ZT] * n
+                if n:
+                    gbar[-1] = np.reshape(ybar, np.shape(xm)[1:])
+            else:
+                gm = np.moveaxis(ybar, axes[0], 0)
+                gbar = [gm[k] for k in range(n)]
+            bars = _unfold(backs, gbar, n, initial is not _NOVALUE)
             return (_NT, _assemble(x, bars, axes, xm), *((_NT,) * len(args)))
 
-        accumulate_pullback.__name__ = accumulate_pullback.__qualname__ = f"{uf.__name__}_accumulate_pullback"
-        return y, accumulate_pullback
+        fold_pullback.__name__ = fold_pullback.__qualname__ = f"{uf.__name__}_{method}_pullback"
+        return y, fold_pullback
 
-    def accumulate_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y, _, xm, axes = _folding("accumulate", uf, _ACCUMULATE_PARAMS, x, args, kwargs)
-        if np.shape(xm)[0] == 0:
-            return y, _ZT
-        dm = np.moveaxis(dense_tangent(x, tangents[1]), axes[0], 0)
-        acc, dot = xm[0], dm[0]
-        dots = [dot]
-        for k in range(1, np.shape(xm)[0]):
-            acc, dot = frule((_NT, dot, dm[k]), uf, acc, xm[k])
-            dots.append(dense_tangent(acc, dot))
-        return y, project(y, np.moveaxis(np.stack(dots), 0, axes[0]))
+    fold_rrule.__name__ = fold_rrule.__qualname__ = f"{uf.__name__}_{method}_rrule"
+    return fold_rrule
 
-    accumulate_rrule.__name__ = accumulate_rrule.__qualname__ = f"{uf.__name__}_accumulate_rrule"
-    accumulate_frule.__name__ = accumulate_frule.__qualname__ = f"{uf.__name__}_accumulate_frule"
-    return RulePair(uf.accumulate, accumulate_rrule, accumulate_frule, wrt=(0,))
+
+def _fold_rules(method: str, uf: np.ufunc) -> RulePair:
+    params = _REDUCE_PARAMS if method == "reduce" else _ACCUMULATE_PARAMS
+    return RulePair(getattr(uf, method), _fold_rrule(method, uf, params), _fold_frule(method, uf, params),
+                    wrt=(0,))
 
 
 def _outer_rules(uf: np.ufunc) -> RulePair:
@@ -317,8 +309,8 @@ def ufunc_at_frule(tangents: Any, ufunc: np.ufunc, a: Any, indices: Any, *b: Any
 _FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
 
 RULES: tuple[RulePair, ...] = (
-    *(_reduce_rules(uf) for uf in _FOLDABLE if uf is not np.add),
-    *(_accumulate_rules(uf) for uf in _FOLDABLE),
+    *(_fold_rules("reduce", uf) for uf in _FOLDABLE if uf is not np.add),
+    *(_fold_rules("accumulate", uf) for uf in _FOLDABLE),
     *(_outer_rules(uf) for uf in BINARY_UFUNCS),
     RulePair(ufunc_at, ufunc_at_rrule, ufunc_at_frule, wrt=(1, 3)),
 )

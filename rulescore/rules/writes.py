@@ -56,6 +56,7 @@ def place(arr: Any, mask: Any, vals: Any) -> np.ndarray:
 
 def putmask(a: Any, mask: Any, values: Any) -> np.ndarray:
     """``a`` after ``np.putmask(a, mask, values)``, as a new array (``a`` is not changed).
+    Unlike :func:`place`'s, the values repeat along all of ``a``'s positions, written or not.
 
     Example:
         >>> import numpy as np

@@ -114,3 +114,33 @@ def test_scipy_stats_methods_trace_through_the_masked_fills(dist: str, shapes: t
     gx, gs = zp.gradient(f, x, 1.3)
     np.testing.assert_allclose(gx, fd(lambda u: f(u, 1.3), x), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gs, fd(lambda s: f(x, s), 1.3), rtol=1e-5, atol=1e-6)
+
+
+def ufunc_outs(x: np.ndarray) -> Any:
+    """Ufuncs writing into out= (with where=, positionally), as np.nanvar does."""
+    arr = x * 1.0
+    np.subtract(arr, np.mean(x), out=arr, where=np.array([True, False, True]))
+    squares = np.multiply(arr, arr, out=arr)
+    buffer = np.zeros(3)
+    np.sin(x, buffer)
+    return np.sum(squares) + np.sum(buffer * x) + np.nanvar(x) + np.nanstd(x)
+
+
+def test_ufuncs_writing_into_out_are_functional_updates() -> None:
+    x = np.array([0.3, 1.2, -0.7])
+    (g,) = zp.gradient(ufunc_outs, x)
+    np.testing.assert_allclose(g, fd(ufunc_outs, x), rtol=1e-6, atol=1e-8)
+    out = np.zeros(3)
+    zp.gradient(lambda v: np.sum(np.add(np.ones(3), 2.0, out=out) * v), x)  # nothing traced: in place
+    np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
+
+
+def test_a_traced_value_written_into_an_integer_out_is_refused_by_name() -> None:
+    def f(x: np.ndarray) -> Any:
+        out = np.zeros(3, dtype=int)
+        np.add(x, x, out=out, casting="unsafe")
+        return np.sum(out * x)
+
+    with pytest.raises(zp.UntraceableError,
+                       match=r"numpy\.add writes a traced value into out= an array of int64"):
+        zp.gradient(f, np.ones(3))
