@@ -259,8 +259,11 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
 
 
 def _given(out: Any) -> bool:
-    """Whether a ufunc's ``out=`` names an array (not ``None`` nor a tuple of ``None``)."""
-    return out is not None and not (type(out) is tuple and all(o is None for o in out))
+    """Whether a ufunc's ``out=`` names an array (not ``None``, a tuple of ``None`` or ``...``,
+    which only asks for an array rather than a scalar)."""
+    if out is None or out is Ellipsis:
+        return False
+    return not (type(out) is tuple and all(o is None for o in out))
 
 
 def random_source(obj: Any) -> bool:

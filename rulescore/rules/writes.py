@@ -183,8 +183,10 @@ RULES: tuple[RulePair, ...] = (
 )
 
 #: Each NumPy callable that writes into its first argument -> its functional form (same
-#: arguments); ``ufunc.at`` of every ufunc with a rule included.
+#: arguments); ``ufunc.at`` of every ufunc with a rule included, and the sorting methods
+#: (``a.sort()`` is ``a = np.sort(a)``).
 IN_PLACE: dict[Any, Callable[..., np.ndarray]] = {
     np.place: place, np.putmask: putmask, np.put: put, np.ndarray.put: put, np.copyto: copyto,
-    np.ndarray.fill: fill, **{uf.at: partial(ufunc_at, uf) for uf in AT_UFUNCS},
+    np.ndarray.fill: fill, np.ndarray.sort: np.sort, np.ndarray.partition: np.partition,
+    **{uf.at: partial(ufunc_at, uf) for uf in AT_UFUNCS},
 }

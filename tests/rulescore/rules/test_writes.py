@@ -144,3 +144,17 @@ def test_a_traced_value_written_into_an_integer_out_is_refused_by_name() -> None
     with pytest.raises(zp.UntraceableError,
                        match=r"numpy\.add writes a traced value into out= an array of int64"):
         zp.gradient(f, np.ones(3))
+
+
+def sorted_in_place(x: np.ndarray) -> Any:
+    b = x * 1.0
+    b.sort()
+    c = x * 2.0
+    c.partition(1)
+    return np.sum(b * np.arange(4.0)) + c[0] + np.sum(np.percentile(x, [20.0, 70.0])) + np.nanquantile(x, 0.6)
+
+
+def test_sort_and_partition_in_place_and_the_quantiles_built_on_them() -> None:
+    x = np.array([0.37, 0.61, 0.83, 0.1])
+    (g,) = zp.gradient(sorted_in_place, x)
+    np.testing.assert_allclose(g, fd(sorted_in_place, x), rtol=1e-6, atol=1e-8)
