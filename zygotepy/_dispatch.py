@@ -220,7 +220,9 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
-    if tf is np.ufunc and (len(args) > fn.nin or (kwargs and _given(kwargs.get("out")))):
+    if (tf is np.ufunc and (len(args) > fn.nin or (kwargs and _given(kwargs.get("out"))))) or (
+            kwargs and tf is types.BuiltinFunctionType and type(fn.__self__) is np.ufunc
+            and _given(kwargs.get("out"))):
         return ufunc_into(levels, fn, args, kwargs, call)  # a write into out=: functional
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args, kwargs = bind_traced_keywords(fn, args, kwargs)

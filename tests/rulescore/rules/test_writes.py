@@ -158,3 +158,27 @@ def test_sort_and_partition_in_place_and_the_quantiles_built_on_them() -> None:
     x = np.array([0.37, 0.61, 0.83, 0.1])
     (g,) = zp.gradient(sorted_in_place, x)
     np.testing.assert_allclose(g, fd(sorted_in_place, x), rtol=1e-6, atol=1e-8)
+
+
+def vander_weighted(x: np.ndarray) -> Any:
+    return np.sum(np.vander(x) * np.arange(9.0).reshape(3, 3))
+
+
+def test_writes_through_a_reversed_view_reach_the_array_it_views() -> None:
+    # np.vander writes into v[:, ::-1] with multiply.accumulate(out=...)
+    x = np.array([0.37, 0.61, 0.83])
+    (g,) = zp.gradient(vander_weighted, x)
+    np.testing.assert_allclose(g, fd(vander_weighted, x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("target", ["whole", "part"])
+def test_a_write_the_engine_could_not_place_is_refused_not_lost(target: str) -> None:
+    def f(x: np.ndarray) -> Any:
+        out = np.zeros((2, 3))
+        t = out.T  # a transposed view: no slices of out give it
+        out[0] = x
+        np.copyto(t if target == "whole" else t[1:], x[0])
+        return np.sum(out)
+
+    with pytest.raises(zp.UntraceableError, match="shares memory with another in a way the engine"):
+        zp.gradient(f, np.array([0.5, 1.5, 2.5]))
