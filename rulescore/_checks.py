@@ -77,11 +77,15 @@ def describe_call(f: Any, args: tuple[Any, ...]) -> str:
 
 
 def callable_name(f: Any) -> str:
-    """A readable dotted name for any callable (``numpy.sin``, ``math.exp``, ``Point``)."""
+    """A readable dotted name for any callable (``numpy.sin``, ``numpy.add.at``, ``math.exp``,
+    ``Point``)."""
     if isinstance(f, np.ufunc):
         if getattr(np, f.__name__, None) is not f and _public_scipy_name(f, "scipy.special", f.__name__):
             return f"scipy.special.{f.__name__}"
         return f"numpy.{f.__name__}"
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, np.ufunc):  # a ufunc's method: numpy.add.at
+        return f"{callable_name(owner)}.{f.__name__}"
     module = getattr(f, "__module__", None) or getattr(type(f), "__module__", "")
     qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if qual is None:  # a callable object: name its class rather than its repr

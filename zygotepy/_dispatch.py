@@ -41,7 +41,7 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
-from zygotepy._views import latest, note_view
+from zygotepy._views import latest, note_view, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule.
 STRUCTURAL = frozenset({
@@ -257,6 +257,10 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
+    if (tf is np.ufunc and (len(args) > fn.nin or (kwargs and _given(kwargs.get("out"))))) or (
+            kwargs and tf is types.BuiltinFunctionType and type(fn.__self__) is np.ufunc
+            and _given(kwargs.get("out"))):
+        return ufunc_into(levels, fn, args, kwargs, call)  # a write into out=: functional
     given = args, kwargs  # f's own call: a declared positional form is its rules' only
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args, kwargs = bind_traced_keywords(fn, args, kwargs)
@@ -293,6 +297,14 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+def _given(out: Any) -> bool:
+    """Whether a ufunc's ``out=`` names an array (not ``None``, a tuple of ``None`` or ``...``,
+    which only asks for an array rather than a scalar)."""
+    if out is None or out is Ellipsis:
+        return False
+    return not (type(out) is tuple and all(o is None for o in out))
 
 
 def random_source(obj: Any) -> bool:

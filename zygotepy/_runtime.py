@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import callable_name
+from rulescore.rules.writes import IN_PLACE
 from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
@@ -103,17 +104,7 @@ _INPLACE_DUNDERS = {operator.add: "__iadd__", operator.sub: "__isub__", operator
 def _write(levels: tuple[Any, ...], target: Any, index: Any, value: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
     owning ``target``'s memory, never in place (:mod:`zygotepy._views`)."""
-    from rulescore.rules.indexing import setindex
-
-    home, current, where = _views.locate(levels, target)
-    if index is not None:
-        index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
-    if where is None or where is Ellipsis:
-        index = ... if index is None else index
-    else:
-        index = where if index is None else tuple(p[index] for p in where)
-    new = _dispatch.call(setindex, param(current), index, value)
-    _views.record_write(levels, home, new)
+    _views.write(levels, target, index, value, _dispatch.call)
 
 
 def store(container: Any, index: Any, value: Any) -> None:
@@ -332,6 +323,10 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if kind is _LIBRARY_SOURCE:
             return None if fn in _OPAQUE else _library_target(fn, fn, params)
         return None if kind is _LIBRARY else fn
+    if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
+        functional = IN_PLACE.get(fn)
+        if functional is not None:  # np.place, np.add.at, ...: a functional update of the array
+            return _in_place(fn, functional)
     if tf is _DISPATCHER:
         implementation = fn._implementation
         if type(implementation) is types.FunctionType and not _skipped(implementation):
@@ -371,6 +366,23 @@ def _class_target(cls: Any) -> Any:
             and init.__code__.co_filename[:1] != "<"):
         return _constructor(cls)
     return None
+
+
+def _in_place(fn: Any, functional: Any) -> Any:
+    """Run ``fn``, a NumPy function writing into its first argument (``np.add.at(a, i, b)``), as
+    ``a = functional(a, i, b)`` on the traced value of the array owning ``a``'s memory
+    (:mod:`zygotepy._views`), when a traced value is involved; else as it is."""
+
+    def write(target: Any, *args: Any, **kwargs: Any) -> None:
+        levels = LEVELS.get()
+        if _dispatch.innermost(levels, (target, *args), kwargs, False) is None and not (
+                type(target) is np.ndarray and _views.shadowed(levels, target)):
+            fn(target, *args, **kwargs)
+            return
+        current = param(_views.latest(levels, target, _dispatch.call))
+        _write(levels, target, None, _dispatch.call(functional, current, *args, **kwargs))
+
+    return write
 
 
 def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:

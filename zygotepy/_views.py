@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore._checks import callable_name
+from rulescore.rules.indexing import setindex
 from zygotepy._errors import UntraceableError, user_code
 from zygotepy._trace import Box, Trace, unbox_all
 
@@ -95,6 +97,37 @@ def positions(v: np.ndarray, own: np.ndarray) -> Any:
     return np.unravel_index(pos.reshape(v.shape), own.shape)
 
 
+def basic_index(v: np.ndarray, own: np.ndarray) -> tuple[slice, ...] | None:
+    """Slices of ``own`` giving ``v`` (``own[basic_index(v, own)]`` is ``v``, a view), when ``v``
+    is ``own`` sliced axis by axis (no transpose or reshape), else ``None``.
+
+    Example:
+        >>> import numpy as np
+        >>> out = np.zeros((2, 3))
+        >>> basic_index(out[:, ::-1][:, 1:], out)
+        (slice(0, 2, 1), slice(1, None, -1))
+        >>> basic_index(out.T, out) is None
+        True
+    """
+    if v.ndim != own.ndim or v.dtype != own.dtype or v.size == 0:
+        return None
+    offset = v.__array_interface__["data"][0] - own.__array_interface__["data"][0]
+    starts = [0] * own.ndim
+    for k in sorted(range(own.ndim), key=lambda k: -abs(own.strides[k])):
+        if own.shape[k] > 1 and own.strides[k] > 0:
+            starts[k], offset = divmod(offset, own.strides[k])
+    steps = [1 if n == 1 else s // own.strides[k] if own.strides[k] and s % own.strides[k] == 0 else 0
+             for k, (n, s) in enumerate(zip(v.shape, v.strides, strict=True))]
+    if offset or 0 in steps:
+        return None
+    index = tuple(slice(a, None if a + t * n < 0 else a + t * n, t)
+                  for a, t, n in zip(starts, steps, v.shape, strict=True))
+    view = own[index]
+    same = view.shape == v.shape and view.strides == v.strides and (
+        view.__array_interface__["data"][0] == v.__array_interface__["data"][0])
+    return index if same else None
+
+
 def _refuse_view(v: np.ndarray, why: str) -> UntraceableError:
     return UntraceableError(
         f"inside {user_code()}, an array of shape {v.shape} written or read after an in-place write "
@@ -153,6 +186,10 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
         raise _refuse_view(v, "a view of memory NumPy does not own, as np.lib.stride_tricks or "
                               "np.frombuffer make")
     if own is v:
+        for trace in levels:
+            entry = trace.owners.get(id(v))
+            if entry is not None and entry[0] is v and entry[1] is _UNKNOWN:
+                raise _refuse_view(v, "a copy standing for a view the engine could not slice again")
         return v, target, None
     for trace in reversed(levels):
         for table in (trace.shadows, trace.owners):
@@ -167,6 +204,49 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
             return v, target, None  # an argument that is a view of the caller's array: its own value
         raise _refuse_view(v, "a view of an array the engine did not see being made")
     return own, own, _where(v, own)
+
+
+def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: Any) -> None:
+    """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
+    owning ``target``'s memory, never in place; ``call`` is the dispatcher's (an implicit
+    parameter's array becomes its box there)."""
+    home, current, where = locate(levels, target)
+    if index is not None:
+        index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
+    if where is None or where is Ellipsis:
+        index = ... if index is None else index
+    else:
+        index = where if index is None else tuple(p[index] for p in where)
+    record_write(levels, home, call(setindex, current, index, value))
+
+
+def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               call: Any) -> Any:
+    """``fn(*args, out=o, where=w)`` (``fn`` a ufunc, or a ufunc's ``reduce``, ``accumulate``
+    ...) with a traced value involved: the result (kept from ``o`` where a ufunc's ``w`` is
+    False) written into the traced value of ``o`` (:func:`write`), and ``o`` returned, as NumPy
+    returns it. ``call`` is the dispatcher's."""
+    method = type(fn) is not np.ufunc
+    if not method and len(args) > fn.nin:  # out given positionally
+        args, kwargs = args[:fn.nin], {**kwargs, "out": args[fn.nin]}
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    targets = out if type(out) is tuple else (out,)
+    where = True if method else kwargs.pop("where", True)
+    if not any(type(v) is Box for v in (*args, *kwargs.values(), *targets, where)) and not any(
+            type(t) is np.ndarray and shadowed(levels, t) for t in targets):
+        return fn(*args, out=out, **kwargs) if method else fn(*args, out=out, where=where, **kwargs)
+    target = targets[0]
+    if len(targets) != 1 or np.result_type(unbox_all(target)).kind not in "fc":
+        raise UntraceableError(
+            f"inside {user_code()}, {callable_name(fn)} writes a traced value into out= "
+            f"{'arrays' if len(targets) != 1 else 'an array of ' + str(unbox_all(target).dtype)}, "
+            "where its derivative would be lost: use the returned value (drop out=) instead")
+    value = call(fn, *args, **kwargs)
+    if where is not True:
+        value = call(np.where, where, value, latest(levels, target, call))
+    write(levels, target, None, value, call)
+    return out
 
 
 def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:
@@ -199,11 +279,25 @@ def latest(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
             if own is not None and own is not v:
                 entry = shadows.get(id(own))
                 if entry is not None and entry[0] is own:
-                    new = call(operator.getitem, entry[1], _where(v, own))
+                    new = _view_of(trace, v, own, entry[1], call)
                     break
         if new is None or new is a:
             return a
         a = new
+
+
+def _view_of(trace: Trace, v: np.ndarray, own: np.ndarray, current: Any, call: Any) -> Any:
+    """The part of ``own``'s traced value ``current`` that its view ``v`` shows: a view of it
+    when slices give ``v``, so a write through it reaches ``own``; else a copy, marked held by
+    no known value, so a write through it is refused rather than lost."""
+    index = basic_index(v, own)
+    if index is not None:
+        return call(operator.getitem, current, index)
+    part = call(operator.getitem, current, _where(v, own))
+    value = unbox_all(part)
+    if type(value) is np.ndarray:
+        trace.owners[id(value)] = (value, _UNKNOWN)
+    return part
 
 
 def settle(levels: tuple[Trace, ...], out: Any, call: Any) -> Any:

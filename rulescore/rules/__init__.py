@@ -3,7 +3,7 @@
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.contractions`,
 :mod:`.reductions`, :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.numeric`,
-:mod:`.ufunc_methods`; :mod:`.fft` and :mod:`.random` when
+:mod:`.ufunc_methods`, :mod:`.writes`, :mod:`.broadcasting`; :mod:`.fft` and :mod:`.random` when
 ``numpy.fft`` and ``numpy.random`` are first imported; the SciPy families (:mod:`.scipy_special`,
 :mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`, :mod:`.scipy_integrate`,
 :mod:`.scipy_optimize`) when SciPy
@@ -18,7 +18,7 @@ from rulescore.rules._optional import watch
 from rulescore.rules.random import register_random
 
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "contractions", "reductions", "shape",
-            "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods")
+            "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods", "writes", "broadcasting")
 
 #: Families for modules NumPy imports only on first use, registered then (importing the module
 #: costs time ``import rulescore`` should not pay): family -> module.

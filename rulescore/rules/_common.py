@@ -113,6 +113,8 @@ def check_kwargs(uf: Any, kwargs: dict[str, Any]) -> Any:
         True
     """
     out = kwargs.get("out")
+    if out is Ellipsis:  # asks for an array rather than a scalar: nothing is written
+        out = None
     if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
         raise TypeError(f"numpy.{uf.__name__}: out= is not supported under differentiation (it writes "
                         "into an existing array); use the returned value instead")

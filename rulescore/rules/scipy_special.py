@@ -41,6 +41,18 @@ def expit_partials(x: Any, result: Any) -> Any:
     return result * (1 - result)
 
 
+def expm1_partials(x: Any, result: Any) -> Any:
+    return result + 1
+
+
+def log1p_partials(x: Any) -> Any:
+    return 1 / (1 + x)
+
+
+def cosm1_partials(x: Any) -> Any:
+    return -np.sin(x)
+
+
 def logit_partials(p: Any) -> Any:
     return 1 / (p * (1 - p))
 
@@ -317,6 +329,9 @@ def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
 _PARTIALS: dict[Any, Any] = {
     sp.expit: expit_partials,
     sp.logit: logit_partials,
+    sp.expm1: expm1_partials,
+    sp.log1p: log1p_partials,
+    sp.cosm1: cosm1_partials,
     sp.gammaln: gammaln_partials,
     sp.digamma: digamma_partials,
     sp.gamma: gamma_partials,

@@ -13,24 +13,29 @@ the two arguments of each step, ``power``'s edges, complex numbers):
 - ``outer`` is the ufunc applied to ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
 
 ``ufunc.at`` writes into its first argument and returns ``None``, which no rule can express:
-its rules refuse with a ``TypeError`` that names the method and shows the functional form (for
-``np.add.at(a, i, b)`` on a vector: ``a = a + (i[:, None] == np.arange(len(a))).T @ b``).
+its functional form :func:`ufunc_at` (``ufunc_at(np.add, a, i, b)`` is ``a`` after
+``np.add.at(a, i, b)``, ``a`` unchanged) has the rules, for every ufunc with a rule (unary ones
+too: ``np.negative.at(a, i)``). NumPy's ``at`` is unbuffered: a position indexed twice is
+updated twice, in order. The rules replay that in rounds (the k-th visit of every position in
+round k, so no round writes a position twice) with the ufunc's own rules; an engine turns the
+in-place call into the functional one (:data:`rulescore.rules.writes.IN_PLACE`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from rulescore._linear import dense_tangent
-from rulescore._projection import project
+from rulescore._projection import project, unbroadcast
 from rulescore._registry import frule, rrule
 from rulescore._rule_pair import RulePair
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufuncs import RULES as UFUNC_RULES
 
-__all__ = ["BINARY_UFUNCS", "RULES"]
+__all__ = ["AT_UFUNCS", "BINARY_UFUNCS", "RULES", "ufunc_at"]
 
 _NT = NoTangent()
 _ZT = ZeroTangent()
@@ -42,6 +47,11 @@ _ACCUMULATE_PARAMS = ("axis", "dtype", "out")
 BINARY_UFUNCS: tuple[np.ufunc, ...] = tuple(
     p.primal for p in UFUNC_RULES
     if isinstance(p.primal, np.ufunc) and p.primal.nin == 2 and p.primal.nout == 1 and p.kind == "rule"
+)
+#: The ufuncs with a differentiable rule and one output, unary or binary: their ``at`` differentiates.
+AT_UFUNCS: tuple[np.ufunc, ...] = tuple(
+    p.primal for p in UFUNC_RULES
+    if isinstance(p.primal, np.ufunc) and p.primal.nin in (1, 2) and p.primal.nout == 1 and p.kind == "rule"
 )
 
 
@@ -62,12 +72,22 @@ def _bind(method: str, uf: np.ufunc, params: tuple[str, ...], args: tuple[Any, .
 
 
 def _front(x: Any, axis: Any) -> tuple[Any, list[int]]:
-    """``x`` with the reduced axes moved to the front and merged into one; the reduced axes."""
+    """``x`` with the folded axes moved to the front and merged into one; the folded axes."""
     nd = np.ndim(x)
     axes = list(range(nd)) if axis is None else [int(a) % nd for a in np.atleast_1d(axis)]
     moved = np.moveaxis(x, axes, list(range(len(axes))))
     rest = np.shape(moved)[len(axes):]
     return np.reshape(moved, (-1, *rest)), axes
+
+
+def _folding(method: str, uf: np.ufunc, params: tuple[str, ...], x: Any, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any], Any, list[int]]:
+    """``uf.<method>(x, ...)``, its bound parameters, ``x`` with the folded axes first
+    (:func:`_front`) and those axes: what every rule of ``reduce`` and ``accumulate`` starts from."""
+    y = getattr(uf, method)(x, *args, **kwargs)
+    p = _bind(method, uf, params, args, kwargs, 0)
+    xm, axes = _front(x, p["axis"])
+    return y, p, xm, axes
 
 
 def _fold(uf: np.ufunc, xm: Any, initial: Any) -> tuple[list[Any], list[Any]]:
@@ -86,117 +106,85 @@ def _fold(uf: np.ufunc, xm: Any, initial: Any) -> tuple[list[Any], list[Any]]:
 
 def _unfold(backs: list[Any], gbar: list[Any], n: int, with_initial: bool) -> list[Any]:
     """Cotangents of the entries ``xm[k]`` given those of the running values ``gbar[k]``
-    (``gbar`` of length ``n``; entries that are ``None`` are zero)."""
+    (``gbar`` of length ``n``, zeros where a running value is not an output). The pullbacks
+    keep the rule contract: a zero cotangent gives zeros."""
     bars: list[Any] = [_ZT] * n
     g: Any = _ZT
     offset = 0 if with_initial else 1
     for k in range(n - 1, -1, -1):
-        if gbar[k] is not None:
-            g = gbar[k] if isinstance(g, AbstractZero) else g + gbar[k]
+        g = g + gbar[k]
         if k < offset:
             bars[k] = g
-            continue
-        if isinstance(g, AbstractZero):
-            continue
-        _, g, bars[k] = backs[k - offset](g)
+        else:
+            _, g, bars[k] = backs[k - offset](g)
     return bars
 
 
-def _assemble(x: Any, bars: list[Any], axes: list[int], xm_shape: tuple[int, ...]) -> Any:
-    dense = [np.zeros(xm_shape[1:]) if isinstance(b, AbstractZero) else b for b in bars]
-    stacked = np.stack(dense) if dense else np.zeros(xm_shape)
-    moved_shape = tuple(np.shape(x)[a] for a in axes) + xm_shape[1:]
+def _assemble(x: Any, bars: list[Any], axes: list[int], xm: Any) -> Any:
+    dense = [dense_tangent(xm[k], b) for k, b in enumerate(bars)]
+    stacked = np.stack(dense) if dense else np.zeros(np.shape(xm))
+    moved_shape = tuple(np.shape(x)[a] for a in axes) + np.shape(xm)[1:]
     front = np.reshape(stacked, moved_shape)
     return project(x, np.moveaxis(front, list(range(len(axes))), axes))
 
 
-def _reduce_rules(uf: np.ufunc) -> RulePair:
-    method = uf.reduce
+def _fold_frule(method: str, uf: np.ufunc, params: tuple[str, ...]) -> Any:
+    """The frule of ``uf.reduce`` or ``uf.accumulate``: the tangent pushed through the fold with
+    ``uf``'s frule; ``reduce`` gives the last running tangent, ``accumulate`` all of them."""
 
-    def reduce_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = method(x, *args, **kwargs)
-        p = _bind("reduce", uf, _REDUCE_PARAMS, args, kwargs, 0)
-        xm, axes = _front(x, p["axis"])
-        initial = p.get("initial", _NOVALUE)
-        n = np.shape(xm)[0]
-        if n == 0:
-            return y, lambda ybar: (_NT, project(x, np.zeros(np.shape(x))), *((_NT,) * len(args)))
-        _, backs = _fold(uf, xm, initial)
-        rest_shape = np.shape(xm)[1:]
-
-        def reduce_pullback(ybar: Any) -> Any:
-            gbar: list[Any] = [None] * n
-            gbar[-1] = np.reshape(ybar, rest_shape)
-            bars = _unfold(backs, gbar, n, initial is not _NOVALUE)
-            return (_NT, _assemble(x, bars, axes, np.shape(xm)), *((_NT,) * len(args)))
-
-        reduce_pullback.__name__ = reduce_pullback.__qualname__ = f"{uf.__name__}_reduce_pullback"
-        return y, reduce_pullback
-
-    def reduce_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = method(x, *args, **kwargs)
-        p = _bind("reduce", uf, _REDUCE_PARAMS, args, kwargs, 0)
-        xdot = tangents[1]
-        xm, _ = _front(x, p["axis"])
-        if isinstance(xdot, AbstractZero) or np.shape(xm)[0] == 0:
+    def fold_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        y, p, xm, axes = _folding(method, uf, params, x, args, kwargs)
+        if np.shape(xm)[0] == 0:
             return y, _ZT
-        dm, _ = _front(dense_tangent(x, xdot), p["axis"])
+        dm, _ = _front(dense_tangent(x, tangents[1]), p["axis"])
         initial = p.get("initial", _NOVALUE)
         acc, dot, start = (xm[0], dm[0], 1) if initial is _NOVALUE else (initial, _ZT, 0)
+        dots = [dot] * start
         for k in range(start, np.shape(xm)[0]):
             acc, dot = frule((_NT, dot, dm[k]), uf, acc, xm[k])
-        if isinstance(dot, AbstractZero):
-            return y, _ZT
-        return y, project(y, np.reshape(dot, np.shape(y)))
-
-    reduce_rrule.__name__ = reduce_rrule.__qualname__ = f"{uf.__name__}_reduce_rrule"
-    reduce_frule.__name__ = reduce_frule.__qualname__ = f"{uf.__name__}_reduce_frule"
-    return RulePair(method, reduce_rrule, reduce_frule)
-
-
-def _accumulate_rules(uf: np.ufunc) -> RulePair:
-    method = uf.accumulate
-
-    def accumulate_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = method(x, *args, **kwargs)
-        p = _bind("accumulate", uf, _ACCUMULATE_PARAMS, args, kwargs, 0)
-        axis = int(p["axis"]) % max(np.ndim(x), 1)
-        xm = np.moveaxis(x, axis, 0)
-        n = np.shape(xm)[0]
-        _, backs = _fold(uf, xm, _NOVALUE) if n else ([], [])
-
-        def accumulate_pullback(ybar: Any) -> Any:
-            gm = np.moveaxis(ybar, axis, 0)
-            bars = _unfold(backs, [gm[k] for k in range(n)], n, False)
-            return (_NT, _assemble(x, bars, [axis], np.shape(xm)), *((_NT,) * len(args)))
-
-        accumulate_pullback.__name__ = accumulate_pullback.__qualname__ = f"{uf.__name__}_accumulate_pullback"
-        return y, accumulate_pullback
-
-    def accumulate_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = method(x, *args, **kwargs)
-        p = _bind("accumulate", uf, _ACCUMULATE_PARAMS, args, kwargs, 0)
-        xdot = tangents[1]
-        axis = int(p["axis"]) % max(np.ndim(x), 1)
-        xm = np.moveaxis(x, axis, 0)
-        if isinstance(xdot, AbstractZero) or np.shape(xm)[0] == 0:
-            return y, _ZT
-        dm = np.moveaxis(dense_tangent(x, xdot), axis, 0)
-        acc, dot = xm[0], dm[0]
-        dots = [dot]
-        for k in range(1, np.shape(xm)[0]):
-            acc, dot = frule((_NT, dot, dm[k]), uf, acc, xm[k])
             dots.append(dense_tangent(acc, dot))
-        return y, project(y, np.moveaxis(np.stack(dots), 0, axis))
+        ydot = dots[-1] if method == "reduce" else np.moveaxis(np.stack(dots), 0, axes[0])
+        return y, project(y, np.reshape(ydot, np.shape(y)))
 
-    accumulate_rrule.__name__ = accumulate_rrule.__qualname__ = f"{uf.__name__}_accumulate_rrule"
-    accumulate_frule.__name__ = accumulate_frule.__qualname__ = f"{uf.__name__}_accumulate_frule"
-    return RulePair(method, accumulate_rrule, accumulate_frule)
+    fold_frule.__name__ = fold_frule.__qualname__ = f"{uf.__name__}_{method}_frule"
+    return fold_frule
+
+
+def _fold_rrule(method: str, uf: np.ufunc, params: tuple[str, ...]) -> Any:
+    """The rrule of ``uf.reduce`` or ``uf.accumulate``: the fold's pullbacks run backwards from
+    the cotangent of the last running value (``reduce``) or of every one (``accumulate``)."""
+
+    def fold_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y, p, xm, axes = _folding(method, uf, params, x, args, kwargs)
+        initial = p.get("initial", _NOVALUE)
+        n = np.shape(xm)[0]
+        _, backs = _fold(uf, xm, initial) if n else ([], [])
+
+        def fold_pullback(ybar: Any) -> Any:
+            if method == "reduce":
+                gbar: list[Any] = [_ZT] * n
+                if n:
+                    gbar[-1] = np.reshape(ybar, np.shape(xm)[1:])
+            else:
+                gm = np.moveaxis(ybar, axes[0], 0)
+                gbar = [gm[k] for k in range(n)]
+            bars = _unfold(backs, gbar, n, initial is not _NOVALUE)
+            return (_NT, _assemble(x, bars, axes, xm), *((_NT,) * len(args)))
+
+        fold_pullback.__name__ = fold_pullback.__qualname__ = f"{uf.__name__}_{method}_pullback"
+        return y, fold_pullback
+
+    fold_rrule.__name__ = fold_rrule.__qualname__ = f"{uf.__name__}_{method}_rrule"
+    return fold_rrule
+
+
+def _fold_rules(method: str, uf: np.ufunc) -> RulePair:
+    params = _REDUCE_PARAMS if method == "reduce" else _ACCUMULATE_PARAMS
+    return RulePair(getattr(uf, method), _fold_rrule(method, uf, params), _fold_frule(method, uf, params),
+                    wrt=(0,))
 
 
 def _outer_rules(uf: np.ufunc) -> RulePair:
-    method = uf.outer
-
     def _column(a: Any, b: Any) -> Any:
         return np.reshape(a, np.shape(a) + (1,) * np.ndim(b))
 
@@ -211,35 +199,109 @@ def _outer_rules(uf: np.ufunc) -> RulePair:
         return y, outer_pullback
 
     def outer_frule(tangents: Any, a: Any, b: Any, **kwargs: Any) -> Any:
-        adot = tangents[1]
-        if not isinstance(adot, AbstractZero):
-            adot = _column(dense_tangent(a, adot), b)
+        adot = _column(dense_tangent(a, tangents[1]), b)
         return frule((_NT, adot, tangents[2]), uf, _column(a, b), b, **kwargs)
 
     outer_rrule.__name__ = outer_rrule.__qualname__ = f"{uf.__name__}_outer_rrule"
     outer_frule.__name__ = outer_frule.__qualname__ = f"{uf.__name__}_outer_frule"
-    return RulePair(method, outer_rrule, outer_frule)
+    return RulePair(uf.outer, outer_rrule, outer_frule, wrt=(0, 1))
 
 
-def _at_rules(uf: np.ufunc) -> RulePair:
-    method = uf.at
-    name = f"numpy.{uf.__name__}.at"
+# -- ufunc.at ----------------------------------------------------------------------------------------
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            f"{name}(a, indices, b) writes into a, which cannot be differentiated (the engine does not "
-            "see the write): compute a new array instead; for np.add.at on a vector, "
-            "onehot = (indices[:, None] == np.arange(len(a))); a = a + onehot.T @ b")
 
-    def at_rrule(*args: Any, **kwargs: Any) -> Any:
-        return refuse()
+def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, *b: Any) -> np.ndarray:
+    """``a`` after ``ufunc.at(a, indices, *b)``, as a new array (``a`` is not changed): the
+    functional form of NumPy's unbuffered in-place ``at``, whose rules are here.
 
-    def at_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-        return refuse()
+    Example:
+        >>> import numpy as np
+        >>> ufunc_at(np.add, np.zeros(3), [0, 0, 2], np.array([1.0, 2.0, 5.0]))
+        array([3., 0., 5.])
+    """
+    out = np.array(a, copy=True)
+    ufunc.at(out, indices, *b)
+    return out
 
-    at_rrule.__name__ = at_rrule.__qualname__ = f"{uf.__name__}_at_rrule"
-    at_frule.__name__ = at_frule.__qualname__ = f"{uf.__name__}_at_frule"
-    return RulePair(method, at_rrule, at_frule)
+
+class _AtRounds:
+    """Where ``ufunc.at(a, indices, *b)`` goes: the flat position of each visit (C order of
+    ``a[indices]``), the visits of each round (round k: every position's k-th visit), and each
+    of ``b`` broadcast to the visits and flattened."""
+
+    def __init__(self, a: Any, indices: Any, b: tuple[Any, ...]) -> None:
+        shape = np.shape(a)
+        visits = np.arange(math.prod(shape)).reshape(shape)[_plain_index(indices)]
+        self.shape = np.shape(visits)
+        flat = self.flat = np.ravel(visits)
+        order = np.argsort(flat, kind="stable")
+        ranked = flat[order]
+        first = np.ones(flat.size, dtype=bool)
+        first[1:] = ranked[1:] != ranked[:-1]
+        start = np.maximum.accumulate(np.where(first, np.arange(flat.size), 0)) if flat.size else first
+        visit = np.empty(flat.size, dtype=np.intp)
+        visit[order] = np.arange(flat.size) - start
+        self.rounds = [np.flatnonzero(visit == k) for k in range(int(visit.max(initial=-1)) + 1)]
+        self.b = [np.ravel(np.broadcast_to(v, self.shape)) for v in b]
+
+
+def _plain_index(indices: Any) -> Any:
+    """``indices`` as NumPy's ``at`` reads it: a list is an integer array, a tuple one per axis."""
+    return np.asarray(indices) if isinstance(indices, list) else indices
+
+
+def _refuse_at(ufunc: np.ufunc) -> TypeError:
+    return TypeError(f"numpy.{ufunc.__name__}.at has no derivative here: numpy.{ufunc.__name__} has "
+                     "no rule for these arguments (register one), or compute the update without "
+                     "`at` (np.where, indexing)")
+
+
+def ufunc_at_rrule(ufunc: np.ufunc, a: Any, indices: Any, *b: Any) -> Any:
+    y = ufunc_at(ufunc, a, indices, *b)
+    at = _AtRounds(a, indices, b)
+    current = np.array(a, copy=True).reshape(-1)
+    backs = []
+    for visits in at.rounds:
+        p = at.flat[visits]
+        step = rrule(ufunc, current[p], *(v[visits] for v in at.b))
+        if step is None:
+            raise _refuse_at(ufunc)
+        current[p], back = step
+        backs.append(back)
+
+    def ufunc_at_pullback(ybar: Any) -> Any:
+        g = np.array(ybar, dtype=np.result_type(ybar, np.float64), copy=True).reshape(-1)
+        bbars = [np.zeros(at.flat.size, dtype=g.dtype) for _ in b]
+        for visits, back in zip(reversed(at.rounds), reversed(backs), strict=True):
+            p = at.flat[visits]
+            _, abar, *vbars = back(g[p])
+            g[p] = dense_tangent(g[p], abar)
+            for bbar, vbar in zip(bbars, vbars, strict=True):
+                bbar[visits] = dense_tangent(bbar[visits], vbar)
+        b_cts = (project(v, unbroadcast(np.reshape(bbar, at.shape), np.shape(v)))
+                 if np.result_type(v).kind in "fc" else _NT for v, bbar in zip(b, bbars, strict=True))
+        return (_NT, _NT, project(a, np.reshape(g, np.shape(a))), _NT, *b_cts)
+
+    return y, ufunc_at_pullback
+
+
+def ufunc_at_frule(tangents: Any, ufunc: np.ufunc, a: Any, indices: Any, *b: Any) -> Any:
+    y = ufunc_at(ufunc, a, indices, *b)
+    at = _AtRounds(a, indices, b)
+    current = np.array(a, copy=True).reshape(-1)
+    dtype = np.result_type(y, np.float64)
+    dot = np.array(dense_tangent(a, tangents[2]), dtype=dtype, copy=True).reshape(-1)
+    bdots = [np.ravel(np.broadcast_to(dense_tangent(v, t), at.shape))
+             for v, t in zip(b, tangents[4:], strict=True)]
+    for visits in at.rounds:
+        p = at.flat[visits]
+        step = frule((_NT, dot[p], *(d[visits] for d in bdots)), ufunc, current[p],
+                     *(v[visits] for v in at.b))
+        if step is None:
+            raise _refuse_at(ufunc)
+        current[p] = step[0]
+        dot[p] = dense_tangent(step[0], step[1])
+    return y, project(y, np.reshape(dot, np.shape(y)))
 
 
 #: ``reduce``/``accumulate`` need a ufunc whose output can be its first input: not ``ldexp``
@@ -247,8 +309,8 @@ def _at_rules(uf: np.ufunc) -> RulePair:
 _FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
 
 RULES: tuple[RulePair, ...] = (
-    *(_reduce_rules(uf) for uf in _FOLDABLE if uf is not np.add),
-    *(_accumulate_rules(uf) for uf in _FOLDABLE),
+    *(_fold_rules("reduce", uf) for uf in _FOLDABLE if uf is not np.add),
+    *(_fold_rules("accumulate", uf) for uf in _FOLDABLE),
     *(_outer_rules(uf) for uf in BINARY_UFUNCS),
-    *(_at_rules(uf) for uf in BINARY_UFUNCS),
+    RulePair(ufunc_at, ufunc_at_rrule, ufunc_at_frule, wrt=(1, 3)),
 )

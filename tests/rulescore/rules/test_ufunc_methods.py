@@ -1,6 +1,8 @@
 """Tests for :mod:`rulescore.rules.ufunc_methods`: ``reduce``, ``accumulate`` and ``outer`` of
-every differentiable binary ufunc, against finite differences (``RuleCase``), then as a user
-writes them, through zygotepy (second derivatives included)."""
+every differentiable binary ufunc and the functional form of ``at`` (repeated indices
+included), against finite differences (``RuleCase``), then as a user writes them, through
+zygotepy (second derivatives included; ``np.add.at``/``np.multiply.at`` against JAX's
+``.at[].add``/``.multiply``)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rulescore as rc
 import rulescore.testing.strategies as S
-from rulescore.rules.ufunc_methods import BINARY_UFUNCS
+from rulescore.rules.ufunc_methods import BINARY_UFUNCS, ufunc_at
 from tests.zygotepy.finite_differences import fd
 
 from ._cases import RuleCase, case_id, check_case
@@ -41,6 +44,21 @@ def values(uf: np.ufunc, shape: tuple[int, ...]) -> Any:
     if uf in MODULO:  # distinct, in [1.05, 1.9): no ratio of two entries (or of 1.5) is an integer
         return spaced(shape, 1.05, 0.07)
     return S.arrays(shape=shape, min_value=0.5, max_value=2.0)
+
+
+#: An index visiting position 0 three times and position 2 twice (NumPy's ``at`` is unbuffered).
+REPEATED = np.array([0, 2, 0, 3, 2, 0])
+
+
+def _at_case(uf: np.ufunc) -> RuleCase:
+    """``ufunc_at(uf, a, REPEATED, b)`` with ``a`` and ``b`` apart from each other (no ties)."""
+    if uf is np.ldexp:
+        return RuleCase(ufunc_at, (uf, values(uf, (4,)), REPEATED, np.array([1, -1, 2, 0, 1, 1])),
+                        nondiff=(0, 2, 3), name=uf.__name__, max_examples=N)
+    b = spaced((6,), 0.55, 0.1) if uf in TIES else (spaced((6,), 1.085, 0.07) if uf in MODULO
+                                                    else values(uf, (6,)))
+    return RuleCase(ufunc_at, (uf, values(uf, (4,)), REPEATED, b), nondiff=(0, 2), name=uf.__name__,
+                    max_examples=N)
 
 
 def _cases(uf: np.ufunc) -> list[RuleCase]:
@@ -74,11 +92,22 @@ CASES = [c for uf in BINARY_UFUNCS for c in _cases(uf)] + [
     RuleCase(np.subtract.outer, (S.arrays(shape=(2, 2), dtype=np.float32),
                                  S.arrays(shape=(3,), dtype=np.float32)),
              name="subtract-float32", max_examples=N),
+    *(_at_case(uf) for uf in BINARY_UFUNCS if uf is not np.nextafter),
+    *(RuleCase(ufunc_at, (uf, values(uf, (4,)), REPEATED), nondiff=(0, 2), name=uf.__name__,
+               max_examples=N) for uf in (np.sin, np.exp, np.square, np.negative)),
+    RuleCase(ufunc_at, (np.multiply, S.arrays(shape=(2, 3)), (np.array([1, 0, 1]), np.array([2, 2, 2])),
+                        S.arrays(shape=(3,))), nondiff=(0, 2), name="multiply-2d", max_examples=N),
+    RuleCase(ufunc_at, (np.add, S.arrays(shape=(2, 3)), ([0, 0],), S.scalars()), nondiff=(0, 2),
+             name="add-rows-broadcast-scalar", max_examples=N),
+    RuleCase(ufunc_at, (np.add, S.arrays(shape=(3,), dtype=np.complex128), [1, 1],
+                        S.arrays(shape=(2,), dtype=np.complex128)), nondiff=(0, 2), name="add-complex",
+             max_examples=N),
 ]
 
 
-#: ``ufunc.at`` refuses (it writes into its argument): tested by test_at_refuses_and_says_why.
-COVERED = [uf.at for uf in BINARY_UFUNCS]
+#: ``np.nextafter.at`` differentiates as ``nextafter`` does (its rule), but finite differences
+#: of a function with steps of one ulp say nothing: checked through its rule's own case.
+COVERED = [ufunc_at]
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -94,33 +123,83 @@ def test_refused_keywords_name_the_method() -> None:
         rc.rrule(np.maximum.accumulate, x, out=np.empty(3))
 
 
-@pytest.mark.parametrize("uf", BINARY_UFUNCS, ids=lambda uf: uf.__name__)
-def test_at_refuses_and_says_why(uf: np.ufunc) -> None:
-    a, i, b = np.zeros(3), np.array([0, 2, 0]), np.ones(3)
-    with pytest.raises(TypeError, match=rf"numpy\.{uf.__name__}\.at\(a, indices, b\) writes into a"):
-        rc.rrule(uf.at, a, i, b)
-    with pytest.raises(TypeError, match="writes into a"):
-        rc.frule((rc.NoTangent(), a, rc.NoTangent(), b), uf.at, a, i, b)
+def scatter(uf: np.ufunc, index: Any) -> Any:
+    """A user's function writing with ``uf.at`` into a buffer made inside it and into a view of
+    its argument."""
+
+    def f(a: np.ndarray, b: np.ndarray) -> Any:
+        out = np.ones(len(a)) * 1.5
+        uf.at(out, index, b)
+        a = a * 1.0
+        uf.at(a[1:], index, b * 0.5)
+        return np.sum(np.sin(out) * np.arange(1.0, len(a) + 1)) + np.sum(a * a)
+
+    return f
 
 
-def test_zygotepy_refuses_add_at_and_the_functional_form_works() -> None:
-    i = np.array([0, 2, 0])
+@pytest.mark.parametrize("uf", [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum,
+                                np.power, np.hypot], ids=lambda uf: uf.__name__)
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_zygotepy_differentiates_at_with_repeated_indices(uf: np.ufunc, data: Any) -> None:
+    index = np.array(data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=7)))
+    a = data.draw(spaced((5,), 0.5, 0.1))
+    b = data.draw(spaced((len(index),), 0.55, 0.1 / len(index)))
+    f = scatter(uf, index)
+    ga, gb = zp.gradient(f, a, b)
+    np.testing.assert_allclose(ga, fd(lambda v: f(v, b), a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb, fd(lambda v: f(a, v), b), rtol=1e-5, atol=1e-6)
 
-    def scatter(b: np.ndarray) -> Any:
-        a = np.zeros(3)
-        np.add.at(a, i, b)
-        return np.sum(a * np.arange(1.0, 4.0))
 
-    with pytest.raises(Exception, match=r"numpy\.add\.at"):
-        zp.gradient(scatter, np.ones(3))
+#: JAX differentiates ``.at[].multiply`` only for unique indices; ``.add`` for any.
+@pytest.mark.parametrize(("uf", "method", "index"), [(np.add, "add", [0, 2, 0, 3, 0]),
+                                                     (np.multiply, "multiply", [3, 0, 2])])
+def test_add_and_multiply_at_agree_with_jax(uf: np.ufunc, method: str, index: list[int]) -> None:
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    a, b = np.array([0.7, 1.3, 0.9, 1.1]), np.array([1.2, 0.8, 1.4, 0.6, 1.1])[:len(index)]
 
-    def functional(b: np.ndarray) -> Any:
-        a = np.zeros(3)
-        onehot = (i[:, None] == np.arange(len(a))).astype(float)
-        a = a + onehot.T @ b
-        return np.sum(a * np.arange(1.0, 4.0))
+    def mine(a: np.ndarray, b: np.ndarray) -> Any:
+        out = a * 1.0
+        uf.at(out, index, b)
+        return np.sum(np.sin(out) * np.arange(1.0, 5.0))
 
-    np.testing.assert_allclose(zp.gradient(functional, np.ones(3))[0], [1.0, 3.0, 1.0])
+    def theirs(a: Any, b: Any) -> Any:
+        unique = len(set(index)) == len(index)
+        return jnp.sum(jnp.sin(getattr(a.at[np.array(index)], method)(b, unique_indices=unique))
+                       * jnp.arange(1.0, 5.0))
+
+    with jax.enable_x64(True):
+        want = jax.grad(theirs, argnums=(0, 1))(jnp.asarray(a), jnp.asarray(b))
+    got = zp.gradient(mine, a, b)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12)
+
+
+def test_at_second_order_forward_over_reverse() -> None:
+    index = np.array([1, 1, 0])
+
+    def f(x: np.ndarray) -> Any:
+        out = np.zeros(3)
+        np.add.at(out, index, x ** 2)
+        np.multiply.at(out, index, x)
+        return np.sum(out ** 2)
+
+    x = np.array([0.8, 1.2, 0.5])
+    h = zp.hessian(f, x)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(f, v)[0][i], x) for i in range(3)])
+    np.testing.assert_allclose(h, rows, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(zp.gradient(f, x)[0], fd(f, x), rtol=1e-5)
+
+
+def test_at_of_a_ufunc_without_a_rule_is_refused_by_name() -> None:
+    def f(x: np.ndarray) -> Any:
+        out = np.zeros(3)
+        np.heaviside.at(out, [0, 1], x)
+        return np.sum(out)
+
+    with pytest.raises(Exception, match=r"numpy\.heaviside\.at"):
+        zp.gradient(f, np.ones(2))
 
 
 def test_maximum_reduce_sends_the_cotangent_to_the_maximum() -> None:
