@@ -30,9 +30,9 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["SCALAR", "WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs", "engine",
-           "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name", "remember", "rule_op", "rule_primal",
-           "value_key"]
+__all__ = ["SCALAR", "WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
+           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name", "remember",
+           "rule_op", "rule_primal", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -434,7 +434,8 @@ def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[
         return structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
     found: list[tuple[str, Structure, tuple[Spec, ...]]] = []
     errors = []
-    for label, xs in (("ones", [np.ones(sh, dt) for sh, dt in in_specs]), ("random values", _random(in_specs))):
+    examples = (("ones", [np.ones(sh, dt) for sh, dt in in_specs]), ("random values", _random(in_specs)))
+    for label, xs in examples:
         try:
             with np.errstate(all="ignore"):
                 leaves, structure = flatten(call(xs))

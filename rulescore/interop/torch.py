@@ -204,7 +204,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
             if native and found is None:
                 raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
                                 "its rrule does not run on tensors; write both with rc.array_namespace")
-            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete, kinds=kinds)
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete,
+                                  kinds=kinds)
             remember(cache, key, op)
         return op
 
