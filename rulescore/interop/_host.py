@@ -31,8 +31,8 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["SCALAR", "WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
-           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name", "remember",
-           "rule_op", "rule_primal", "value_key"]
+           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
+           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -316,13 +316,15 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
             kwargs: dict[str, Any], xs_example: Sequence[Any],
             out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
             concrete: Sequence[Any] | None = None, primal_from_rule: bool = False,
-            kinds: Sequence[str | None] | None = None) -> HostOp:
+            kinds: Sequence[str | None] | None = None,
+            remembered: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule.
     ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
     has a native tier, see :func:`rule_primal`). ``concrete``: the inputs' values when the
     system knows them (the output specs come from them); ``kinds``: per input, how a 0-d one
-    reaches ``f`` on the host (:data:`WEAK`, :data:`SCALAR` or ``None``)."""
+    reaches ``f`` on the host (:data:`WEAK`, :data:`SCALAR` or ``None``); ``remembered``: the
+    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``)."""
     name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
@@ -359,7 +361,6 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
                              f"{n_args} arguments (the first entry is for {name} itself)")
         leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
                   for leaf in leaf_tangents(g, s_i)]
-        _check_static_cotangents(name, leaves, static, dynamic_mask)
         return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
 
     def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
@@ -385,24 +386,36 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         return tuple(leaves)
 
     if out is None:
-        out = _output_of(name, primal, in_specs, concrete)
+        out = _output_of(name, primal, in_specs, concrete, remembered)
     op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
     return op
 
 
-def _check_static_cotangents(name: str, leaves: Sequence[Any], static: Sequence[Any],
-                             mask: Sequence[bool]) -> None:
-    """A leaf the exporter could not make an input (an object it does not flatten) gets no
-    gradient in the other system: raise when the rule gives it one, rather than drop it."""
-    for leaf, s in zip((v for v, d in zip(leaves, mask, strict=True) if not d), static, strict=True):
-        if isinstance(s, (numbers.Integral, str, bytes, type)) or s is None:
-            continue  # indices, sizes, names: nothing to differentiate
-        if leaf is not None and not is_zero(unthunk(leaf)):
+def reject_hidden_arrays(name: str, static: Sequence[Any], is_traced: Callable[[Any], bool]) -> None:
+    """Raise when a leaf the exporter passes as a constant (an object it does not flatten) holds
+    an array the system is differentiating: its gradient would be lost, silently."""
+    for leaf in static:
+        if isinstance(leaf, (numbers.Number, str, bytes, type, np.ndarray, np.generic)) or leaf is None:
+            continue
+        if any(is_traced(v) for v in _attribute_values(leaf)):
             raise TypeError(
-                f"rulescore.interop: the rrule of {name} gives a cotangent to an argument of type "
-                f"{type(s).__name__}, which the exporters pass as a constant (they flatten tuples, lists, "
-                "dicts and dataclasses into arrays, nothing else): its gradient would be lost. Pass its "
+                f"rulescore.interop: an argument of {name} is a {type(leaf).__name__} holding an array "
+                "the system differentiates, and the exporters pass such objects as constants (they flatten "
+                "tuples, lists, dicts and dataclasses, nothing else): its gradient would be lost. Pass its "
                 "arrays in one of those containers")
+
+
+def _attribute_values(x: Any, depth: int = 3) -> list[Any]:
+    """The values in ``x``'s attributes, and in containers there (a few levels deep)."""
+    if depth == 0:
+        return []
+    if isinstance(x, dict):
+        items = list(x.values())
+    elif isinstance(x, (tuple, list)):
+        items = list(x)
+    else:
+        items = list(getattr(x, "__dict__", {}).values())
+    return items + [v for item in items for v in _attribute_values(item, depth - 1)]
 
 
 def rule_primal(f: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -423,11 +436,13 @@ def rule_primal(f: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
 
 
 def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[Spec, ...],
-               concrete: Sequence[Any] | None) -> tuple[Structure, tuple[Spec, ...]]:
+               concrete: Sequence[Any] | None, remembered: tuple[Structure, tuple[Spec, ...]] | None = None,
+               ) -> tuple[Structure, tuple[Spec, ...]]:
     """The output's structure and specs: from the actual inputs when the system knows them
     (``concrete``, any call outside ``jax.jit``), else from calls on arrays of ones and on random
     values of the input shapes (under ``jit``), which must agree: a spec that depends on the
-    values is an error there, not a guess."""
+    values is an error there, not a guess. When both example calls fail (outside the
+    function's domain), the ``remembered`` specs of an earlier call on values serve."""
     if concrete is not None:
         with np.errstate(all="ignore"):
             leaves, structure = flatten(call(list(concrete)))
@@ -443,10 +458,13 @@ def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[
             errors.append(f"{type(err).__name__}: {err}")
             continue
         found.append((label, structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)))
+    if not found and remembered is not None:
+        return remembered
     if not found:
         raise TypeError(f"cannot find the output shapes of {name} from its input shapes without its input "
                         f"values (under jax.jit): calling it on example values failed ({errors[-1]}); give "
-                        f"them: wrap({name}, out_shape=...)")
+                        f"them: wrap({name}, out_shape=...), or call it once outside jit with inputs of "
+                        "these shapes")
     if len(found) == 2 and found[0][1:] != found[1][1:]:
         raise TypeError(f"the output of {name} depends on its inputs' values, not only their shapes "
                         f"({_show_specs(found[0][2])} at {found[0][0]}, {_show_specs(found[1][2])} at "

@@ -44,6 +44,7 @@ from rulescore.interop._host import (
     is_dynamic,
     merge_leaves,
     op_name,
+    reject_hidden_arrays,
     remember,
     rule_op,
     rule_primal,
@@ -305,12 +306,16 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
 def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = None) -> Callable[..., Any]:
     """``f`` as a JAX function whose derivatives come from ``f``'s registered rules.
 
-    Arguments may be arrays, Python floats, and tuples / lists / dicts of them; other leaves
-    (ints, strings) are passed to ``f`` as they are and get no gradient; integer arrays get
-    ``float0`` zeros, as JAX expects. ``f`` sees NumPy arrays and runs on the host through
-    ``jax.pure_callback``; its output shapes are found by calling it once on arrays of ones of
-    the input shapes (cached per input shapes), or given by ``out_shape``: a callable from the
-    arguments as ``jax.ShapeDtypeStruct`` to the output's, or a fixed output spec.
+    Arguments may be arrays, Python floats, and tuples / lists / dicts / dataclasses of them;
+    other leaves (ints, strings) are passed to ``f`` as they are and get no gradient; integer
+    arrays get ``float0`` zeros, as JAX expects; Python floats reach ``f`` as Python floats
+    (weakly typed). ``f`` sees NumPy arrays and runs on the host through ``jax.pure_callback``.
+    Its output shapes come from one call on the actual inputs outside ``jit`` (``grad`` and
+    ``vjp`` included); under ``jit`` from calls on ones and on random values of the input shapes,
+    which must agree (else a ``TypeError``: the output depends on the values), or, where both
+    fail, from an earlier call on values with these shapes; or the author gives them as
+    ``out_shape``: a callable from the arguments as ``jax.ShapeDtypeStruct`` to the output's, or
+    a fixed output spec.
 
     The native tier: when ``f`` and its rrule run on JAX arrays (written with
     ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
@@ -331,16 +336,18 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         ([2.0, 2.0, 2.0], 3.0)
     """
     cache: dict[Any, HostOp] = {}
+    seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
 
     def op_for(leaves: list[Any], structure: Any, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        reject_hidden_arrays(op_name(f), static, lambda v: isinstance(v, jax.core.Tracer))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         specs = tuple(_spec_of(x) for x in dyn)
         kinds = tuple(_kind(x) for x in dyn)
         values = [_concrete(x) for x in dyn]
         concrete = None if any(v is None for v in values) else values
-        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs, kinds,
-               None if out_shape is not None else value_key(concrete))
+        shapes_key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs, kinds)
+        key = (*shapes_key, None if out_shape is not None else value_key(concrete))
         op = cache.get(key)
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
@@ -349,10 +356,14 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             if native and found is None:
                 raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
                                 "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            earlier = seen.get(shapes_key)
+            remembered = None if earlier is None else (earlier.out_structure, earlier.out_specs)
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
-                                  concrete=concrete, kinds=kinds)
+                                  concrete=concrete, kinds=kinds, remembered=remembered)
             remember(cache, key, op)
+            if concrete is not None:
+                remember(seen, shapes_key, op)
         return op
 
     @functools.wraps(f)

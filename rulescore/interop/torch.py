@@ -40,6 +40,7 @@ from rulescore.interop._host import (
     is_dynamic,
     merge_leaves,
     op_name,
+    reject_hidden_arrays,
     remember,
     rule_op,
     rule_primal,
@@ -188,6 +189,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
     def op_for(given: list[Any], leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
                kwargs: dict[str, Any]) -> HostOp:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        reject_hidden_arrays(op_name(f), static, lambda v: isinstance(v, torch.Tensor) and (
+            v.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(v)))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         kinds = _kinds([x for x, d in zip(given, mask, strict=True) if d], dyn)
         values = [_concrete(x) for x in dyn]

@@ -143,8 +143,9 @@ def _tangent_of(s: Structure, leaves: list[Any]) -> Any:
         if node.kind is None:
             return next(it)
         items = [build(c) for c in node.children]
-        if dataclasses.is_dataclass(node.kind):
-            return rc.Tangent[node.kind](**dict(zip(node.keys, items, strict=True)))
+        kind: Any = node.kind
+        if dataclasses.is_dataclass(kind):
+            return rc.Tangent[kind](**dict(zip(node.keys, items, strict=True)))
         return Structure(node.kind, node.keys, tuple(Structure(None) for _ in items)).rebuild(items)
 
     return build(s)
