@@ -31,7 +31,6 @@ import numpy as np
 import torch
 
 from rulescore.interop._host import (
-    SCALAR,
     WEAK,
     HostOp,
     Structure,
@@ -83,12 +82,12 @@ def _concrete(x: torch.Tensor) -> np.ndarray | None:
 
 
 def _kinds(leaves: list[Any], dyn: list[torch.Tensor]) -> tuple[str | None, ...]:
-    """How each 0-d input reaches a host function: a Python number given by the user, or a 0-d
+    """How each input reaches a host function: a Python number given by the user, or a 0-d
     tensor next to tensors of more dimensions, as a Python scalar (PyTorch's promotion reads a
-    0-d tensor weakly there, as NumPy reads a Python number); other 0-d tensors as NumPy scalars."""
+    0-d tensor weakly there, as NumPy reads a Python number); other tensors as NumPy arrays."""
     dimensioned = any(x.ndim and (x.is_floating_point() or x.is_complex()) for x in dyn)
-    return tuple(WEAK if isinstance(leaf, (float, complex)) or (dimensioned and x.ndim == 0) else
-                 SCALAR if x.ndim == 0 else None for leaf, x in zip(leaves, dyn, strict=True))
+    return tuple(WEAK if isinstance(leaf, (float, complex)) or (dimensioned and x.ndim == 0) else None
+                 for leaf, x in zip(leaves, dyn, strict=True))
 
 
 def _spread(values: Any, mask: Any) -> list[Any]:
