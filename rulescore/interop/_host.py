@@ -30,7 +30,7 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["SCALAR", "WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
+__all__ = ["WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
            "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
            "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
@@ -262,10 +262,9 @@ def op_name(f: Any) -> str:
     return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
 
 
-#: how a 0-d leaf reaches a host function: as a Python scalar (weakly typed in NumPy's promotion,
-#: as it came from the user's Python number) or as a NumPy scalar (``float.conjugate`` and the
-#: other builtins take those, and they promote as 0-d arrays do)
-WEAK, SCALAR = "weak", "scalar"
+#: a Python number (or what stands for one: a weakly typed 0-d JAX array) reaches a host
+#: function as a Python scalar, weakly typed in NumPy's promotion as in JAX's
+WEAK = "weak"
 
 
 def as_host_leaf(x: Any, kind: str | None) -> Any:
@@ -273,14 +272,10 @@ def as_host_leaf(x: Any, kind: str | None) -> Any:
 
     Example:
         >>> import numpy as np
-        >>> type(as_host_leaf(np.array(0.5), WEAK)), type(as_host_leaf(np.array(0.5), SCALAR))
-        (<class 'float'>, <class 'numpy.float64'>)
+        >>> type(as_host_leaf(np.array(0.5), WEAK)), type(as_host_leaf(np.array(0.5), None))
+        (<class 'float'>, <class 'numpy.ndarray'>)
     """
-    if kind == WEAK:
-        return np.asarray(x).item()
-    if kind == SCALAR:
-        return np.asarray(x)[()]
-    return x
+    return np.asarray(x).item() if kind == WEAK else x
 
 
 def value_key(concrete: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -323,7 +318,7 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
     ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
     has a native tier, see :func:`rule_primal`). ``concrete``: the inputs' values when the
     system knows them (the output specs come from them); ``kinds``: per input, how a 0-d one
-    reaches ``f`` on the host (:data:`WEAK`, :data:`SCALAR` or ``None``); ``remembered``: the
+    reaches ``f`` on the host (:data:`WEAK` or ``None``); ``remembered``: the
     specs of an earlier call on values, for when the example calls fail (under ``jax.jit``)."""
     name = op_name(f)
     n_args = len(args_structure.children)
