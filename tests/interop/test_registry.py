@@ -47,9 +47,13 @@ _NO_WEAK_TENSORS = ("these builtins take Python numbers only, and PyTorch has no
                     "differentiate a Python float, torch.func needs it as a 0-d tensor, which reaches the "
                     "function as a 0-d NumPy array (an ndarray method needs that), so it raises TypeError. "
                     "Given a Python number itself, rtorch.wrap passes it on as one")
+_NO_SCALAR_ARRAYS = ("np.generic's methods take NumPy scalars only, and a 0-d JAX array or tensor stands "
+                     "for a NumPy scalar and a 0-d array alike: it reaches the function as a 0-d array "
+                     "(ndarray methods need that), so generic.item raises TypeError")
 KNOWN_FAILURES: dict[str, str] = {
-    f"torch-builtins-{case}": _NO_WEAK_TENSORS
-    for case in ("complex-complex-parts", "complex.conjugate-complex", "float.conjugate-float")
+    **{f"torch-builtins-{case}": _NO_WEAK_TENSORS
+       for case in ("complex-complex-parts", "complex.conjugate-complex", "float.conjugate-float")},
+    **{f"{s}-numeric-generic.item": _NO_SCALAR_ARRAYS for s in ("jax", "torch")},
 }
 
 
