@@ -14,8 +14,10 @@ arrays of zeros (or are skipped for non-differentiable leaves), thunks are evalu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.metadata
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +30,9 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["EngineMissingError", "HostOp", "Structure", "engine", "flatten", "is_dynamic", "leaf_tangents",
-           "merge_leaves", "op_name", "remember", "rule_op", "rule_primal"]
+__all__ = ["WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
+           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
+           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -66,13 +69,17 @@ class Structure:
         items = [c._build(it) for c in self.children]
         if self.kind is dict:
             return dict(zip(self.keys, items, strict=True))
+        if dataclasses.is_dataclass(self.kind):
+            return self.kind(**dict(zip(self.keys, items, strict=True)))
         if hasattr(self.kind, "_fields"):
             return self.kind(*items)
         return self.kind(items)
 
 
 def flatten(x: Any) -> tuple[list[Any], Structure]:
-    """Leaves of ``x`` (tuples, lists and dicts are containers; anything else is a leaf).
+    """Leaves of ``x`` (tuples, lists, dicts and dataclass instances are containers; anything
+    else is a leaf). A dataclass is rebuilt from its ``__init__`` fields, so it must have no
+    other fields.
 
     Example:
         >>> leaves, s = flatten((1.0, {"a": 2.0}))
@@ -89,6 +96,14 @@ def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
         return Structure(dict, keys, tuple(_flatten_into(x[k], leaves) for k in keys))
     if isinstance(x, (tuple, list)):
         return Structure(type(x), (), tuple(_flatten_into(v, leaves) for v in x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        fields = dataclasses.fields(x)
+        if any(not f.init for f in fields):
+            raise TypeError(f"rulescore.interop: cannot flatten the {type(x).__name__} argument: its field "
+                            f"{next(f.name for f in fields if not f.init)!r} is not an __init__ field, so "
+                            "the dataclass cannot be rebuilt from its leaves (its gradient would be lost)")
+        keys = tuple(f.name for f in fields)
+        return Structure(type(x), keys, tuple(_flatten_into(getattr(x, k), leaves) for k in keys))
     leaves.append(x)
     return Structure(None)
 
@@ -120,7 +135,7 @@ def leaf_tangents(t: Any, s: Structure) -> list[Any]:
         return [t]
     out: list[Any] = []
     for i, child in enumerate(s.children):
-        key = s.keys[i] if s.kind is dict else i
+        key = s.keys[i] if s.keys else i
         part = t.get(key) if isinstance(t, dict) else t[key]
         out.extend(leaf_tangents(part, child))
     return out
@@ -247,30 +262,87 @@ def op_name(f: Any) -> str:
     return str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f))
 
 
+#: a Python number (or what stands for one: a weakly typed 0-d JAX array) reaches a host
+#: function as a Python scalar, weakly typed in NumPy's promotion as in JAX's
+WEAK = "weak"
+
+
+def as_host_leaf(x: Any, kind: str | None) -> Any:
+    """The NumPy leaf ``x`` as the host function sees it (see :data:`WEAK`).
+
+    Example:
+        >>> import numpy as np
+        >>> type(as_host_leaf(np.array(0.5), WEAK)), type(as_host_leaf(np.array(0.5), None))
+        (<class 'float'>, <class 'numpy.ndarray'>)
+    """
+    return np.asarray(x).item() if kind == WEAK else x
+
+
+def value_key(concrete: Sequence[Any] | None) -> tuple[Any, ...] | None:
+    """The part of the leaves' values an output shape or dtype may depend on, for an exporter's
+    cache key: the values of integer and boolean arrays (indices, masks) and of 0-d leaves
+    (``np.arange``'s bounds); float arrays count by shape only (a spec found for them is checked
+    at every call, :func:`check_outputs`)."""
+    if concrete is None:
+        return None
+    return tuple((v.dtype.str, v.tobytes()) if v.ndim == 0 or not np.issubdtype(v.dtype, np.inexact) else None
+                 for v in map(np.asarray, concrete))
+
+
+def check_outputs(name: str, specs: Sequence[Spec], outs: Sequence[Any]) -> None:
+    """Raise when a host call's outputs differ from the specs the system was promised (rather
+    than reshape or cast them into a wrong number)."""
+    got = tuple((tuple(np.shape(o)), np.dtype(getattr(o, "dtype", None) or np.result_type(o))) for o in outs)
+    want = tuple((tuple(sh), np.dtype(dt)) for sh, dt in specs)
+    if got != want:
+        raise ValueError(
+            f"rulescore.interop: {name} returned outputs of (shape, dtype) {_show_specs(got)} where "
+            f"{_show_specs(want)} were found for it before the call (at other values of the same input "
+            "shapes): its output shape or dtype depends on its arguments' values. Call it outside "
+            "jax.jit (the spec then comes from the actual inputs), or give the spec: "
+            f"wrap({name}, out_shape=...)")
+
+
+def _show_specs(specs: Sequence[Spec]) -> str:
+    return ", ".join(f"{np.dtype(dt).name}{list(sh)}" for sh, dt in specs)
+
+
 def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_mask: tuple[bool, ...],
             kwargs: dict[str, Any], xs_example: Sequence[Any],
             out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
-            concrete: Sequence[Any] | None = None, primal_from_rule: bool = False) -> HostOp:
+            concrete: Sequence[Any] | None = None, primal_from_rule: bool = False,
+            kinds: Sequence[str | None] | None = None,
+            remembered: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule.
     ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
-    has a native tier, see :func:`rule_primal`)."""
+    has a native tier, see :func:`rule_primal`). ``concrete``: the inputs' values when the
+    system knows them (the output specs come from them); ``kinds``: per input, how a 0-d one
+    reaches ``f`` on the host (:data:`WEAK` or ``None``); ``remembered``: the
+    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``)."""
     name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
     in_specs = tuple((np.shape(x), np.result_type(x)) for x in xs_example)
     diff_in = tuple(np.issubdtype(d, np.inexact) for _, d in in_specs)
+    host_kinds = tuple(kinds) if kinds is not None and not native else (None,) * len(in_specs)
 
     def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
 
+    def host_merge(xs: Sequence[Any]) -> tuple[Any, ...]:
+        return merge([as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
+
+    def primal(xs: Sequence[Any]) -> Any:
+        args = host_merge(xs)
+        return rule_primal(f, args, kwargs) if primal_from_rule else f(*args, **kwargs)
+
     def fun(*xs: Any) -> tuple[Any, ...]:
         xp = array_namespace(*xs)
-        y = rule_primal(f, merge(xs), kwargs) if primal_from_rule else f(*merge(xs), **kwargs)
-        return tuple(_as_array(v, xp) for v in flatten(y)[0])
+        return tuple(_as_array(v, xp) for v in flatten(primal(xs))[0])
 
     def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
-        args = merge(xs)
+        args = host_merge(xs)
         found = rrule(f, *args, **kwargs)
         if found is None:
             raise TypeError(f"no rrule for {name} at these arguments: register one with "
@@ -287,7 +359,7 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
 
     def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
-        args = merge(xs)
+        args = host_merge(xs)
         dyn_t = iter(_spread(tangents, diff_in))
         leaf_t = [next(dyn_t) if d else None for d in dynamic_mask]
         arg_t = []
@@ -309,9 +381,36 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         return tuple(leaves)
 
     if out is None:
-        out = _output_of(name, lambda xs: f(*merge(xs), **kwargs), in_specs, concrete)
+        out = _output_of(name, primal, in_specs, concrete, remembered)
     op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
     return op
+
+
+def reject_hidden_arrays(name: str, static: Sequence[Any], is_traced: Callable[[Any], bool]) -> None:
+    """Raise when a leaf the exporter passes as a constant (an object it does not flatten) holds
+    an array the system is differentiating: its gradient would be lost, silently."""
+    for leaf in static:
+        if isinstance(leaf, (numbers.Number, str, bytes, type, np.ndarray, np.generic)) or leaf is None:
+            continue
+        if any(is_traced(v) for v in _attribute_values(leaf)):
+            raise TypeError(
+                f"rulescore.interop: an argument of {name} is a {type(leaf).__name__} holding an array "
+                "the system differentiates, and the exporters pass such objects as constants (they flatten "
+                "tuples, lists, dicts and dataclasses, nothing else): its gradient would be lost. Pass its "
+                "arrays in one of those containers")
+
+
+def _attribute_values(x: Any, depth: int = 3) -> list[Any]:
+    """The values in ``x``'s attributes, and in containers there (a few levels deep)."""
+    if depth == 0:
+        return []
+    if isinstance(x, dict):
+        items = list(x.values())
+    elif isinstance(x, (tuple, list)):
+        items = list(x)
+    else:
+        items = list(getattr(x, "__dict__", {}).values())
+    return items + [v for item in items for v in _attribute_values(item, depth - 1)]
 
 
 def rule_primal(f: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -332,23 +431,57 @@ def rule_primal(f: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
 
 
 def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[Spec, ...],
-               concrete: Sequence[Any] | None) -> tuple[Structure, tuple[Spec, ...]]:
-    """The output's structure and shapes, from one call: on the actual inputs when they are known
-    (``concrete``), else on ones, else on random values (shapes that follow from input shapes)."""
-    rng = np.random.default_rng(0)
-    candidates = [] if concrete is None else [list(concrete)]
-    candidates.append([np.ones(sh, dt) for sh, dt in in_specs])
-    candidates.append([np.asarray(rng.standard_normal(sh)).astype(dt) for sh, dt in in_specs])
+               concrete: Sequence[Any] | None, remembered: tuple[Structure, tuple[Spec, ...]] | None = None,
+               ) -> tuple[Structure, tuple[Spec, ...]]:
+    """The output's structure and specs: from the actual inputs when the system knows them
+    (``concrete``, any call outside ``jax.jit``), else from calls on arrays of ones and on random
+    values of the input shapes (under ``jit``), which must agree: a spec that depends on the
+    values is an error there, not a guess. When both example calls fail (outside the
+    function's domain), the ``remembered`` specs of an earlier call on values serve."""
+    if concrete is not None:
+        with np.errstate(all="ignore"):
+            leaves, structure = flatten(call(list(concrete)))
+        return structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
+    found: list[tuple[str, Structure, tuple[Spec, ...]]] = []
     errors = []
-    for xs in candidates:
+    examples = (("ones", [np.ones(sh, dt) for sh, dt in in_specs]), ("random values", _random(in_specs)))
+    for label, xs in examples:
         try:
             with np.errstate(all="ignore"):
                 leaves, structure = flatten(call(xs))
-            return structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)
-        except Exception as err:  # the next candidate may work
+        except Exception as err:  # outside the function's domain: the other example may work
             errors.append(f"{type(err).__name__}: {err}")
-    raise TypeError(f"cannot find the output shapes of {name} from its input shapes (calling it failed: "
-                    f"{errors[-1]}); pass them: wrap({name}, out_shape=...)")
+            continue
+        found.append((label, structure, tuple((np.shape(v), np.result_type(v)) for v in leaves)))
+    if not found and remembered is not None:
+        return remembered
+    if not found:
+        raise TypeError(f"cannot find the output shapes of {name} from its input shapes without its input "
+                        f"values (under jax.jit): calling it on example values failed ({errors[-1]}); give "
+                        f"them: wrap({name}, out_shape=...), or call it once outside jit with inputs of "
+                        "these shapes")
+    if len(found) == 2 and found[0][1:] != found[1][1:]:
+        raise TypeError(f"the output of {name} depends on its inputs' values, not only their shapes "
+                        f"({_show_specs(found[0][2])} at {found[0][0]}, {_show_specs(found[1][2])} at "
+                        f"{found[1][0]}): under jax.jit the values are not known before the call. Call it "
+                        f"outside jit (eager JAX uses the actual values), or give the spec: "
+                        f"wrap({name}, out_shape=...)")
+    return found[0][1], found[0][2]
+
+
+def _random(in_specs: tuple[Spec, ...]) -> list[Any]:
+    """Random example values: normal floats, 0/1 integers, mixed booleans."""
+    rng = np.random.default_rng(0)
+    out = []
+    for sh, dt in in_specs:
+        dt = np.dtype(dt)
+        if dt == np.bool_:
+            out.append(rng.random(sh) < 0.5)
+        elif np.issubdtype(dt, np.integer):
+            out.append(rng.integers(0, 2, sh).astype(dt))
+        else:
+            out.append(np.asarray(rng.standard_normal(sh)).astype(dt))
+    return out
 
 
 def _derived(g: HostOp) -> HostOp:

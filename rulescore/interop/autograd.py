@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from autograd.extend import defjvp_argnums, defvjp_argnums, primitive
 
-from rulescore.interop._host import HostOp, flatten, is_dynamic, remember, rule_op
+from rulescore.interop._host import WEAK, HostOp, flatten, is_dynamic, remember, rule_op, value_key
 
 __all__ = ["wrap"]
 
@@ -87,11 +87,13 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         specs = tuple((np.shape(_value(x)), np.result_type(_value(x))) for x in dyn)
-        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs)
+        kinds = tuple(WEAK if isinstance(_value(x), (float, complex)) else None for x in dyn)
+        concrete = [np.asarray(_value(x)) for x in dyn]
+        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs, kinds, value_key(concrete))
         op = cache.get(key)
         if op is None:
             op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
-                         concrete=[np.asarray(_value(x)) for x in dyn])
+                         concrete=concrete, kinds=kinds)
             remember(cache, key, op)
         return op.out_structure.rebuild([_call(op, i, *dyn) for i in range(len(op.out_specs))])
 

@@ -35,16 +35,20 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from rulescore.interop._host import (
+    WEAK,
     HostOp,
     Spec,
     Structure,
+    check_outputs,
     flatten,
     is_dynamic,
     merge_leaves,
     op_name,
+    reject_hidden_arrays,
     remember,
     rule_op,
     rule_primal,
+    value_key,
 )
 
 __all__ = ["wrap"]
@@ -55,8 +59,13 @@ jvp_p = Primitive("rulescore_jvp")
 jvp_p.multiple_results = True
 
 
+def _canonical(specs: tuple[Spec, ...]) -> tuple[Spec, ...]:
+    """Specs in JAX's dtypes (float64 is float32 unless ``jax_enable_x64``)."""
+    return tuple((tuple(sh), np.dtype(jax.dtypes.canonicalize_dtype(dt))) for sh, dt in specs)
+
+
 def _avals(specs: tuple[Spec, ...]) -> list[Any]:
-    return [jax.core.ShapedArray(shape, np.dtype(dtype)) for shape, dtype in specs]
+    return [jax.core.ShapedArray(shape, dtype) for shape, dtype in _canonical(specs)]
 
 
 def _diff_specs(op: HostOp, specs: tuple[Spec, ...], mask: tuple[bool, ...]) -> tuple[Spec, ...]:
@@ -74,13 +83,14 @@ class _Host:
     """A host computation with fixed output specs; one instance per op and kind, so that
     ``pure_callback`` (which keys its compilation cache on the callback) compiles it once."""
 
-    def __init__(self, fn: Callable[..., Any], specs: tuple[Spec, ...]) -> None:
-        self.fn, self.specs = fn, specs
+    def __init__(self, name: str, fn: Callable[..., Any], specs: tuple[Spec, ...]) -> None:
+        self.name, self.fn, self.specs = name, fn, specs
 
     def __call__(self, *xs: Any) -> tuple[Any, ...]:
-        outs = self.fn(*(np.asarray(x) for x in xs))
-        return tuple(np.asarray(o, dtype=dt).reshape(sh)
-                     for o, (sh, dt) in zip(outs, self.specs, strict=True))
+        outs = [np.asarray(o) for o in self.fn(*(np.asarray(x) for x in xs))]
+        outs = [o.astype(jax.dtypes.canonicalize_dtype(o.dtype), copy=False) for o in outs]
+        check_outputs(self.name, self.specs, outs)
+        return tuple(outs)
 
 
 def _host(op: HostOp, kind: str) -> _Host:
@@ -88,7 +98,7 @@ def _host(op: HostOp, kind: str) -> _Host:
     if found is None:
         fn = op.fun if kind == "call" else _jvp_fn(op)
         specs = op.out_specs if kind == "call" else _diff_specs(op, op.out_specs, op.diff_out)
-        found = op.cache[kind] = _Host(fn, specs)
+        found = op.cache[kind] = _Host(op.name, fn, _canonical(specs))
     return found
 
 
@@ -241,6 +251,24 @@ def _spec_of(x: Any) -> Spec:
     return (tuple(np.shape(x)), np.dtype(jnp.result_type(x)))
 
 
+def _concrete(x: Any) -> np.ndarray | None:
+    """``x``'s value when JAX knows it: a plain value, or a tracer outside ``jit`` (``grad``,
+    ``vjp``, ``jvp`` trace concrete values); ``None`` under ``jit`` and ``vmap``."""
+    if not isinstance(x, jax.core.Tracer):
+        return np.asarray(x)
+    value = getattr(jax._src.core, "to_concrete_value", lambda _: None)(x)  # no public spelling (JAX 0.10)
+    return None if value is None else np.asarray(value)
+
+
+def _kind(x: Any) -> str | None:
+    """A Python number, or a weakly typed 0-d JAX value (one made from a Python number), stays a
+    Python scalar for the host function: its dtype does not promote the others (JAX's rule)."""
+    if isinstance(x, (float, complex)):
+        return WEAK
+    aval = jax.typeof(x) if isinstance(x, jax.core.Tracer) else x
+    return WEAK if getattr(aval, "weak_type", False) and not np.shape(x) else None
+
+
 def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Spec, ...]] | None:
     if out_shape is None:
         return None
@@ -278,12 +306,16 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
 def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = None) -> Callable[..., Any]:
     """``f`` as a JAX function whose derivatives come from ``f``'s registered rules.
 
-    Arguments may be arrays, Python floats, and tuples / lists / dicts of them; other leaves
-    (ints, strings) are passed to ``f`` as they are and get no gradient; integer arrays get
-    ``float0`` zeros, as JAX expects. ``f`` sees NumPy arrays and runs on the host through
-    ``jax.pure_callback``; its output shapes are found by calling it once on arrays of ones of
-    the input shapes (cached per input shapes), or given by ``out_shape``: a callable from the
-    arguments as ``jax.ShapeDtypeStruct`` to the output's, or a fixed output spec.
+    Arguments may be arrays, Python floats, and tuples / lists / dicts / dataclasses of them;
+    other leaves (ints, strings) are passed to ``f`` as they are and get no gradient; integer
+    arrays get ``float0`` zeros, as JAX expects; Python floats reach ``f`` as Python floats
+    (weakly typed). ``f`` sees NumPy arrays and runs on the host through ``jax.pure_callback``.
+    Its output shapes come from one call on the actual inputs outside ``jit`` (``grad`` and
+    ``vjp`` included); under ``jit`` from calls on ones and on random values of the input shapes,
+    which must agree (else a ``TypeError``: the output depends on the values), or, where both
+    fail, from an earlier call on values with these shapes; or the author gives them as
+    ``out_shape``: a callable from the arguments as ``jax.ShapeDtypeStruct`` to the output's, or
+    a fixed output spec.
 
     The native tier: when ``f`` and its rrule run on JAX arrays (written with
     ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
@@ -304,11 +336,18 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         ([2.0, 2.0, 2.0], 3.0)
     """
     cache: dict[Any, HostOp] = {}
+    seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
 
     def op_for(leaves: list[Any], structure: Any, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
-        specs = tuple(_spec_of(x) for x, d in zip(leaves, mask, strict=True) if d)
-        key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs)
+        reject_hidden_arrays(op_name(f), static, lambda v: isinstance(v, jax.core.Tracer))
+        dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        specs = tuple(_spec_of(x) for x in dyn)
+        kinds = tuple(_kind(x) for x in dyn)
+        values = [_concrete(x) for x in dyn]
+        concrete = None if any(v is None for v in values) else values
+        shapes_key = (structure, mask, repr(static), repr(sorted(kwargs.items())), specs, kinds)
+        key = (*shapes_key, None if out_shape is not None else value_key(concrete))
         op = cache.get(key)
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
@@ -317,13 +356,14 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             if native and found is None:
                 raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
                                 "rrule does not run on JAX arrays; write both with rc.array_namespace")
-            dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
-            traced = any(isinstance(x, jax.core.Tracer) for x in dyn)
-            concrete = None if traced else [np.asarray(x) for x in dyn]
+            earlier = seen.get(shapes_key)
+            remembered = None if earlier is None else (earlier.out_structure, earlier.out_specs)
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
-                                  concrete=concrete)
+                                  concrete=concrete, kinds=kinds, remembered=remembered)
             remember(cache, key, op)
+            if concrete is not None:
+                remember(seen, shapes_key, op)
         return op
 
     @functools.wraps(f)

@@ -31,15 +31,19 @@ import numpy as np
 import torch
 
 from rulescore.interop._host import (
+    WEAK,
     HostOp,
     Structure,
+    check_outputs,
     flatten,
     is_dynamic,
     merge_leaves,
     op_name,
+    reject_hidden_arrays,
     remember,
     rule_op,
     rule_primal,
+    value_key,
 )
 
 __all__ = ["wrap"]
@@ -60,7 +64,30 @@ def _device(xs: Any) -> Any:
 def _run(fn: Callable[..., Any], op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
     if op.native:  # an input returned as it is (np.positive) must be a view: PyTorch saves the inputs
         return tuple(o.view_as(o) if any(o is x for x in xs) else o for o in fn(*xs))
-    return tuple(_tensor(v, _device(xs)) for v in fn(*(_numpy(x) for x in xs)))
+    outs = [np.asarray(v) for v in fn(*(_numpy(x) for x in xs))]
+    if fn is op.fun:
+        check_outputs(op.name, op.out_specs, outs)
+    return tuple(_tensor(v, _device(xs)) for v in outs)
+
+
+def _concrete(x: torch.Tensor) -> np.ndarray | None:
+    """``x``'s value: under ``torch.func``'s grad and jvp transforms, the tensor inside the
+    wrappers; ``None`` under ``vmap`` (a batched tensor holds every example's value)."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(x):
+        if torch._C._functorch.is_batchedtensor(x):
+            return None
+        x = torch._C._functorch.get_unwrapped(x)
+    with torch._C._DisableFuncTorch():  # read the storage of the tensor inside the transforms
+        return _numpy(x)
+
+
+def _kinds(leaves: list[Any], dyn: list[torch.Tensor]) -> tuple[str | None, ...]:
+    """How each input reaches a host function: a Python number given by the user, or a 0-d
+    tensor next to tensors of more dimensions, as a Python scalar (PyTorch's promotion reads a
+    0-d tensor weakly there, as NumPy reads a Python number); other tensors as NumPy arrays."""
+    dimensioned = any(x.ndim and (x.is_floating_point() or x.is_complex()) for x in dyn)
+    return tuple(WEAK if isinstance(leaf, (float, complex)) or (dimensioned and x.ndim == 0) else None
+                 for leaf, x in zip(leaves, dyn, strict=True))
 
 
 def _spread(values: Any, mask: Any) -> list[Any]:
@@ -158,12 +185,17 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
     """
     cache: dict[Any, HostOp] = {}
 
-    def op_for(leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
+    def op_for(given: list[Any], leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
                kwargs: dict[str, Any]) -> HostOp:
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        reject_hidden_arrays(op_name(f), static, lambda v: isinstance(v, torch.Tensor) and (
+            v.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(v)))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        kinds = _kinds([x for x, d in zip(given, mask, strict=True) if d], dyn)
+        values = [_concrete(x) for x in dyn]
+        concrete = None if any(v is None for v in values) else values
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
-               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn))
+               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds, value_key(concrete))
         op = cache.get(key)
         if op is None:
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
@@ -174,20 +206,19 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
             if native and found is None:
                 raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
                                 "its rrule does not run on tensors; write both with rc.array_namespace")
-            concrete = None if any(torch._C._functorch.is_functorch_wrapped_tensor(x) for x in dyn) \
-                else [_numpy(x) for x in dyn]
-            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete)
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete,
+                                  kinds=kinds)
             remember(cache, key, op)
         return op
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        leaves, structure = flatten(args)
-        mask = tuple(is_dynamic(x) for x in leaves)
-        # Python floats become float64 tensors (NumPy's reading, which the rules assume)
+        given, structure = flatten(args)
+        mask = tuple(is_dynamic(x) for x in given)
+        # Python floats cross as float64 tensors, and reach a host function as Python floats
         leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
-                  for x, d in zip(leaves, mask, strict=True)]
-        op = op_for(leaves, structure, mask, kwargs)
+                  for x, d in zip(given, mask, strict=True)]
+        op = op_for(given, leaves, structure, mask, kwargs)
         outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))
         return op.out_structure.rebuild(outs)
 

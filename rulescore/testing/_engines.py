@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore.interop._host import Structure, flatten
 
 
 def rrule_from_pullback(pullback: Callable[..., Any]) -> Callable[..., Any]:
@@ -99,18 +101,22 @@ class _System:
         """``x`` (an array of the system, maybe traced) in the other complex convention."""
         return x.conj() if self.conjugate and np.iscomplexobj(x) else x
 
-    def pullback(self, fn_sys: Any, args: tuple[Any, ...]) -> tuple[Any, Any]:
-        """``(y, back)`` in NumPy for a function of the system; non-float arguments closed over."""
-        dyn = [i for i, a in enumerate(args) if _is_float_tree(a)]
+    def pullback(self, fn_sys: Any, args: tuple[Any, ...], constant: Sequence[int] = ()) -> tuple[Any, Any]:
+        """``(y, back)`` in NumPy for a function of the system. The float leaves of every
+        argument (inside tuples, lists, dicts and dataclasses too) are the system's inputs; other
+        leaves, and the arguments at the positions ``constant``, are closed over (no gradient)."""
+        flat = [flatten(a) for a in args]
+        dyn = [(i, j) for i, (leaves, _) in enumerate(flat) if i not in constant
+               for j, v in enumerate(leaves) if _is_float_tree(v)]
 
         def partial_fn(*d: Any) -> Any:
-            full = list(args)
-            for i, v in zip(dyn, d, strict=True):
-                full[i] = v
-            return fn_sys(*full)
+            leaves = [list(part) for part, _ in flat]
+            for (i, j), v in zip(dyn, d, strict=True):
+                leaves[i][j] = v
+            return fn_sys(*(s.rebuild(part) for part, (_, s) in zip(leaves, flat, strict=True)))
 
         with self.context():
-            y, back = self.vjp(partial_fn, *(self.to_sys(args[i]) for i in dyn))
+            y, back = self.vjp(partial_fn, *(self.to_sys(flat[i][0][j]) for i, j in dyn))
 
         y_np = self.to_np(y)
 
@@ -118,12 +124,31 @@ class _System:
             ybar = _plain(ybar, y_np)
             with self.context():
                 grads = back(self.to_sys(_tree_map(self._conj, ybar)))
-            out: list[Any] = [None] * len(args)
-            for i, g in zip(dyn, grads, strict=True):
-                out[i] = _like(_tree_map(self._conj, self.to_np(g)), args[i])
-            return tuple(out)
+            leaf_grads: list[list[Any]] = [[rc.NoTangent()] * len(part) for part, _ in flat]
+            for (i, j), g in zip(dyn, grads, strict=True):
+                leaf_grads[i][j] = _like(_tree_map(self._conj, self.to_np(g)), flat[i][0][j])
+            return tuple(None if not any(i == k for k, _ in dyn) else
+                         _like(s.rebuild(part_g), a) if _is_float_tree(a) else _tangent_of(s, part_g)
+                         for i, (a, part_g, (_, s)) in enumerate(zip(args, leaf_grads, flat, strict=True)))
 
         return y_np, back_np
+
+
+def _tangent_of(s: Structure, leaves: list[Any]) -> Any:
+    """Leaf cotangents put back in the structure ``s``, as the tangent of a mixed container:
+    ``Tangent[T]`` for a dataclass, the container itself otherwise."""
+    it = iter(leaves)
+
+    def build(node: Structure) -> Any:
+        if node.kind is None:
+            return next(it)
+        items = [build(c) for c in node.children]
+        kind: Any = node.kind
+        if dataclasses.is_dataclass(kind):
+            return rc.Tangent[kind](**dict(zip(node.keys, items, strict=True)))
+        return Structure(node.kind, node.keys, tuple(Structure(None) for _ in items)).rebuild(items)
+
+    return build(s)
 
 
 def _plain(t: Any, like: Any) -> Any:
@@ -257,6 +282,7 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
     """
     from rulescore.testing._testers import _nondiff_rule
     from rulescore.testing._testers import test_rrule as check_rrule
+    from rulescore.testing._vec import NoTangentArg
 
     if systems == "all":
         names = installed_systems()
@@ -270,12 +296,13 @@ def check_systems(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], systems
             raise ValueError(f"test_rrule(..., engines={systems!r}): {name} is not installed")
 
         lifted = functools.partial(system.lift(f), **kwargs)
+        constant = [i for i, a in enumerate(args) if isinstance(a, NoTangentArg)]  # rct.no_tangent
         if _nondiff_rule(rc.rrule, f, _unmarked(args)):
             _check_zero_gradients(f, _unmarked(args), kwargs, system, lifted)
             continue
 
         def system_rrule(fn: Any, *a: Any, _s: _System = system, _fn: Any = lifted, **_kw: Any) -> Any:
-            y, back = _s.pullback(_fn, a)
+            y, back = _s.pullback(_fn, a, constant)
             return _like(y, f(*a, **kwargs)), lambda ybar: (rc.NoTangent(), *back(ybar))
 
         system_rrule.__name__ = system_rrule.__qualname__ = f"{name}.vjp(wrap({_name(f)}))"
