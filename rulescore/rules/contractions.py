@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._arithmetic import is_zero
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent
+from rulescore._zeros import NoTangent
 from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj
 
 _NT = NoTangent()
@@ -190,7 +191,7 @@ def _native_product_tangent(xp: Any, name: str, z: Any, x: Any, y: Any, tangents
     """``f(xdot, y) + f(x, ydot)`` in the operands' own namespace (zero tangents skipped)."""
     product = getattr(xp, name)
     terms = [product(t, y) if i == 0 else product(x, t)
-             for i, t in enumerate(tangents[1:3]) if not isinstance(t, AbstractZero)]
+             for i, t in enumerate(tangents[1:3]) if not is_zero(t)]
     return unbroadcast_to(xp, z, terms[0] if len(terms) == 1 else terms[0] + terms[1])
 
 

@@ -37,12 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._arithmetic import is_zero
 from rulescore._linear import dense_tangent
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex, normalize_axes
 from rulescore.rules._on_import import when_imported
 
@@ -196,8 +197,7 @@ def _native_reduction(xp: Any, name: str, x: Any, axes: tuple[int, ...], kw: dic
                         "it on NumPy arrays for the rest")
     options: dict[str, Any] = {"axis": axes, "keepdims": bool(_opt(kw, "keepdims", False))}
     if name in ("var", "std"):
-        ddof = _opt(kw, "correction", None)
-        options["correction"] = _opt(kw, "ddof", 0) if ddof is None else ddof
+        options["correction"] = _ddof(kw)
     return getattr(xp, _NATIVE[name])(x, **options)
 
 
@@ -263,7 +263,9 @@ def _prod_partials(c: _Call) -> Any:
     x = c.x if c.where is True else np.where(c.where, c.x, 1)
     d = c.masked(_exclusive_products(x, c.shape, c.axes))
     initial = _opt(c.kw, "initial", None)
-    return d if initial is None else d * initial
+    if initial is not None:
+        d = d * initial
+    return d
 
 
 def _prod_grad(c: _Call, ybar: Any) -> Any:
@@ -276,11 +278,17 @@ def _prod_push(c: _Call, xdot: Any) -> Any:
 
 # var, std --------------------------------------------------------------------------------------
 
+def _ddof(kw: dict[str, Any]) -> Any:
+    """``var``'s and ``std``'s ``ddof`` (or the array API's ``correction``; default 0)."""
+    correction = _opt(kw, "correction", None)
+    if correction is None:
+        return _opt(kw, "ddof", 0)
+    return correction
+
+
 def _var_parts(c: _Call) -> tuple[Any, Any]:
     """``(x - mean, weight)``: d var / dx = 2 * weight * (x - mean) (conjugated for complex)."""
-    ddof = _opt(c.kw, "correction", None)
-    if ddof is None:
-        ddof = _opt(c.kw, "ddof", 0)
+    ddof = _ddof(c.kw)
     mean = _opt(c.kw, "mean", None)
     if mean is None:
         if c.where is True:
@@ -527,7 +535,9 @@ class _LogSumExp:
         self.sign: Any
         self.lse, self.sign = self.y if self.return_sign else (self.y, None)
         self.a, self.b, self.nargs = a, kw.get("b"), len(args)
-        shape = _shape(a) if self.b is None else np.broadcast_shapes(_shape(a), _shape(self.b))
+        shape = _shape(a)
+        if self.b is not None:
+            shape = np.broadcast_shapes(shape, _shape(self.b))
         self.axes = normalize_axes(kw.get("axis"), len(shape))
         self.kshape = _keep_shape(shape, self.axes)
         self.keepdims = bool(kw.get("keepdims", False))
@@ -537,11 +547,15 @@ class _LogSumExp:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
         lse = np.reshape(self.lse, self.kshape)
         e = np.exp(self.a - np.where(np.isfinite(lse), lse, 0))
-        return e if self.sign is None else e * np.reshape(self.sign, self.kshape)
+        if self.sign is not None:
+            e = e * np.reshape(self.sign, self.kshape)
+        return e
 
     def weights(self, e: Any) -> Any:
         """d lse / d a from :meth:`exps`: ``b`` times them."""
-        return e if self.b is None else e * self.b
+        if self.b is not None:
+            e = e * self.b
+        return e
 
     def keep(self, v: Any) -> Any:
         return np.reshape(v, self.kshape)
@@ -558,7 +572,7 @@ def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         rest: list[Any] = [_NT] * call.nargs
         with_b = call.nargs >= 2 and call.b is not None
         lbar = ybar[0] if call.return_sign else ybar
-        if isinstance(lbar, AbstractZero):  # only the sign's cotangent (which has none) was given
+        if is_zero(lbar):  # only the sign's cotangent was given: the sign is locally constant
             if with_b:
                 rest[1] = ZeroTangent()
             return (_NT, ZeroTangent(), *rest)
