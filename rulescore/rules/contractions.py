@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import is_zero
-from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
+from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
 from rulescore._zeros import NoTangent
@@ -175,7 +175,7 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
             check_kwargs(f, kwargs)
         if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
             z = _native_product(xp, native, x, y, kwargs)
-            return z, _native_product_tangent(xp, getattr(xp, native), z, x, y, tangents)
+            return z, _native_product_tangent(xp, getattr(xp, native), z, (x, y), tangents[1:3])
         z = f(x, y, **kwargs)
         return z, product_tangent(f, z, (x, y), tangents, (0, 1))
 
@@ -206,12 +206,16 @@ def _native_product(xp: Any, name: str, x: Any, y: Any, kwargs: dict[str, Any]) 
     return getattr(xp, name)(x, y)
 
 
-def _native_product_tangent(xp: Any, product: Callable[[Any, Any], Any], z: Any, x: Any, y: Any,
+def _native_product_tangent(xp: Any, product: Callable[..., Any], z: Any, operands: Any,
                             tangents: Any) -> Any:
-    """``product(xdot, y) + product(x, ydot)`` in the operands' own namespace (zero tangents skipped)."""
-    terms = [product(t, y) if i == 0 else product(x, t)
-             for i, t in enumerate(tangents[1:3]) if not is_zero(t)]
-    return unbroadcast_to(xp, z, terms[0] if len(terms) == 1 else terms[0] + terms[1])
+    """The product rule in the operands' own namespace: the sum over the operands with a non-zero
+    tangent of ``product`` with that operand replaced by its tangent (``product(xdot, y) +
+    product(x, ydot)`` for two)."""
+    terms = [product(*operands[:p], t, *operands[p + 1:]) for p, t in enumerate(tangents) if not is_zero(t)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return unbroadcast_to(xp, z, total)
 
 
 def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
@@ -224,7 +228,7 @@ def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
 def linalg_vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
     if (xp := _native_namespace("linalg.vecdot", x1, x2)) is not None:
         z = xp.vecdot(x1, x2, axis=axis)
-        return z, _native_product_tangent(xp, partial(xp.vecdot, axis=axis), z, x1, x2, tangents)
+        return z, _native_product_tangent(xp, partial(xp.vecdot, axis=axis), z, (x1, x2), tangents[1:3])
     z = np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload,unused-ignore]
     return z, product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
                                tangents, (0, 1))
@@ -306,7 +310,7 @@ def _native_contraction_tangent(xp: Any, a: Any, b: Any, ax_a: list[int], ax_b: 
         return u * v if not (u.shape and v.shape) else xp.tensordot(u, v, axes=(ax_a, ax_b))
 
     y = product(a, b)
-    return y, _native_product_tangent(xp, product, y, a, b, tangents)
+    return y, _native_product_tangent(xp, product, y, (a, b), tangents[1:3])
 
 
 def _dot_axes(nda: int, ndb: int) -> tuple[list[int], list[int]]:
@@ -415,7 +419,7 @@ def linalg_outer_rrule(x1: Any, x2: Any) -> Any:
 def outer_frule(tangents: Any, a: Any, b: Any, *args: Any) -> Any:
     if (xp := _native_namespace("outer", a, b)) is not None and not args:
         y = _native_outer(xp, a, b)
-        return y, _native_product_tangent(xp, partial(_native_outer, xp), y, a, b, tangents)
+        return y, _native_product_tangent(xp, partial(_native_outer, xp), y, (a, b), tangents[1:3])
     y = np.outer(a, b, *args)
     return y, product_tangent(np.outer, y, (a, b), tangents, (0, 1))
 
@@ -493,9 +497,10 @@ def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
 
 
 def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, ops: list[Any],
-                              optimize: Any) -> Any:
+                              optimize: Any, xp: Any = np) -> Any:
     """Cotangent of operand ``i`` of ``einsum(inputs -> out)``: contract ``ybar`` with the other
-    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``."""
+    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``
+    (in the operands' namespace ``xp``: NumPy, or their own in the native tier)."""
     sub, x = inputs[i], ops[i]
     xshape = np.shape(x)
     sizes: dict[str, int] = {}
@@ -510,22 +515,52 @@ def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, op
     kept = [c for c in unique if c in elsewhere and not (xshape[first[c]] == 1 and sizes[c] != 1)]
     others = [j for j in range(len(ops)) if j != i]
     spec = ",".join([out] + [inputs[j] for j in others]) + "->" + "".join(kept)
-    g = np.einsum(spec, ybar, *(conj(ops[j]) for j in others), optimize=optimize)
-    missing = [k for k, c in enumerate(unique) if c not in kept]
-    if missing:
-        g = np.broadcast_to(np.expand_dims(g, missing), tuple(xshape[first[c]] for c in unique))
+    conjugated = [_xp_conj(ops[j], xp) for j in others]
+    if xp is np:
+        g = np.einsum(spec, ybar, *conjugated, optimize=optimize)
+    else:
+        g = xp.einsum(spec, ybar, *conjugated)
+    if len(kept) < len(unique):  # summed or broadcast labels: spread back
+        g = xp.broadcast_to(xp.reshape(g, tuple(xshape[first[c]] if c in kept else 1 for c in unique)),
+                            tuple(xshape[first[c]] for c in unique))
     if len(unique) < len(sub):  # repeated labels (a diagonal): embed with a mask
-        dups = [p for p, c in enumerate(sub) if first[c] != p]
-        g = np.expand_dims(g, dups)
+        pairs = enumerate(zip(sub, xshape, strict=True))
+        g = xp.reshape(g, tuple(n if first[c] == p else 1 for p, (c, n) in pairs))
         keep = np.ones(xshape, dtype=bool)
         grids = np.indices(xshape, sparse=True)
-        for p in dups:
-            keep = keep & (grids[p] == grids[first[sub[p]]])
-        g = keep * g
+        for p, c in enumerate(sub):
+            if first[c] != p:
+                keep = keep & (grids[p] == grids[first[c]])
+        g = constant_like(xp, keep, ybar) * g
     return g
 
 
+def _native_einsum(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``(xp, explicit subscripts, inputs, out, positions)`` of an einsum call on non-NumPy arrays
+    (the native tier; ``optimize=`` is a hint it ignores), else ``None``."""
+    inputs, out, positions = _einsum_spec(args)
+    ops = [args[p] for p in positions]
+    if (xp := _native_namespace("einsum", *ops)) is None:
+        return None
+    if any(k != "optimize" for k in kwargs):
+        raise TypeError(f"numpy.einsum: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        f"optimize= only; got {sorted(kwargs)}: call it on NumPy arrays for the rest")
+    return xp, ",".join(inputs) + "->" + out, inputs, out, positions
+
+
 def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
+    if (native := _native_einsum(args, kwargs)) is not None:
+        xp, spec, inputs, out, positions = native
+        ops = [args[p] for p in positions]
+
+        def native_einsum_pullback(ybar: Any) -> Any:
+            cts: list[Any] = [_NT] * len(args)
+            for i, p in enumerate(positions):
+                g = _einsum_operand_cotangent(ybar, i, inputs, out, ops, None, xp)
+                cts[p] = unbroadcast_to(xp, ops[i], g)
+            return (_NT, *cts)
+
+        return xp.einsum(spec, *ops), native_einsum_pullback
     y = np.einsum(*args, **kwargs)
     inputs, out, positions = _einsum_spec(args)
     ops = [args[p] for p in positions]
@@ -542,6 +577,12 @@ def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
 
 
 def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    if (native := _native_einsum(args, kwargs)) is not None:
+        xp, spec, _, _, positions = native
+        ops = [args[p] for p in positions]
+        z = xp.einsum(spec, *ops)
+        dots = [tangents[1 + p] for p in positions]
+        return z, _native_product_tangent(xp, partial(xp.einsum, spec), z, ops, dots)
     y = np.einsum(*args, **kwargs)
     return y, product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
 
