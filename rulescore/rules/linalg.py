@@ -44,10 +44,18 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._abstract_tangent import AbstractTangent
 from rulescore._arithmetic import is_zero
 from rulescore._contract import plain_entry
 from rulescore._helpers import non_differentiable_rules
 from rulescore._linear import linear_rules
+from rulescore._namespace import (
+    array_namespace,
+    constant_like,
+    is_complex_array,
+    is_numpy_input,
+    unbroadcast_to,
+)
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
@@ -73,13 +81,39 @@ def _real(x: Any) -> Any:
     return np.real(x)  # the array itself when real; a zero's is the zero
 
 
+def _ns(x: Any) -> Any:
+    """The array namespace the rules compute ``x`` with: NumPy for NumPy arrays, numbers and
+    tangent types (a zero), the array's own otherwise (JAX, PyTorch: the native tier)."""
+    if type(x) is np.ndarray or is_numpy_input(x) or isinstance(x, AbstractTangent):
+        return np
+    return array_namespace(x)
+
+
+def _la(x: Any) -> Any:
+    """``numpy.linalg``, or the ``linalg`` of ``x``'s own namespace (the native tier)."""
+    return LA if type(x) is np.ndarray or (xp := _ns(x)) is np else xp.linalg
+
+
+def _fit(x: Any, g: Any) -> Any:
+    """The cotangent ``g`` projected on the argument ``x`` (in ``x``'s namespace)."""
+    xp = np if type(x) is np.ndarray else _ns(x)
+    return project(x, g) if xp is np else unbroadcast_to(xp, x, g)
+
+
 def _mT(x: Any) -> Any:
     return x.mT  # any array library's; a zero's is the zero
 
 
+def _conj(x: Any) -> Any:
+    """The complex conjugate (of a zero: the zero), in ``x``'s namespace."""
+    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+        return conj(x)
+    return xp.conj(x) if is_complex_array(xp, x) else x
+
+
 def _H(x: Any) -> Any:
     """Batched conjugate transpose (of a zero: the zero)."""
-    return conj(_mT(x))
+    return _conj(x.mT)
 
 
 def _real_dtype(x: Any) -> Any:
@@ -89,19 +123,33 @@ def _real_dtype(x: Any) -> Any:
     return dt if dt.kind == "f" else np.dtype(np.float64)
 
 
+def _constant(value: Any, like: Any) -> Any:
+    """A NumPy mask or identity as a constant for ``like``: of its real dtype (its dtype and
+    device for a non-NumPy array)."""
+    if type(like) is np.ndarray or (xp := _ns(like)) is np:
+        return value.astype(_real_dtype(like), copy=False)
+    return xp.astype(constant_like(xp, value, like), like.dtype)
+
+
 def _eye(n: int, like: Any) -> Any:
-    return np.eye(n, dtype=_real_dtype(like))
+    if type(like) is np.ndarray or _ns(like) is np:
+        return np.eye(n, dtype=_real_dtype(like))
+    return _constant(np.eye(n), like)
 
 
 def _strict(n: int, like: Any, lower: bool = True) -> Any:
     """Mask of the strictly lower (or upper) triangle."""
-    m = np.tri(n, n, -1, dtype=_real_dtype(like))
-    return m if lower else m.T
+    m = np.tri(n, n, -1, dtype=bool)
+    return _constant(m if lower else m.T, like)
+
+
+def _sum(m: Any, axis: Any) -> Any:
+    return (np if type(m) is np.ndarray else _ns(m)).sum(m, axis=axis)
 
 
 def _diag(m: Any) -> Any:
     """Diagonal of the last two axes (square), as ``(..., n)``."""
-    return np.sum(m * _eye(m.shape[-1], m), axis=-1)
+    return _sum(m * _eye(m.shape[-1], m), -1)
 
 
 def _diag_embed(v: Any, like: Any) -> Any:
@@ -111,7 +159,7 @@ def _diag_embed(v: Any, like: Any) -> Any:
 
 
 def _tr(m: Any) -> Any:
-    return np.sum(m * _eye(m.shape[-1], m), axis=(-2, -1))
+    return _sum(m * _eye(m.shape[-1], m), (-2, -1))
 
 
 def _safe(n: Any) -> Any:
@@ -178,12 +226,12 @@ def _unfold(t: Any, lower: bool) -> Any:
 
 def _solve_vec(a: Any, b: Any) -> Any:
     """``solve`` with ``b`` a stack of vectors ``(..., m)`` whatever its number of dimensions."""
-    return LA.solve(a, b[..., None])[..., 0]
+    return _la(a).solve(a, b[..., None])[..., 0]
 
 
 def _outer(u: Any, v: Any) -> Any:
     """``u v^H`` for vectors (``(..., m)``, ``(..., n)``) or matrices (``u @ v^H``)."""
-    return u[..., :, None] * conj(v)[..., None, :]
+    return u[..., :, None] * _conj(v)[..., None, :]
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,19 +240,19 @@ def _outer(u: Any, v: Any) -> Any:
 
 
 def inv_rrule(a: Any) -> Any:
-    y = LA.inv(a)
+    y = _la(a).inv(a)
 
     def inv_pullback(ybar: Any) -> Any:
         yh = _H(y)
-        return NoTangent(), project(a, -(yh @ ybar @ yh))
+        return NoTangent(), _fit(a, -(yh @ ybar @ yh))
 
     return y, inv_pullback
 
 
 def inv_frule(tangents: Any, a: Any) -> Any:
-    y = LA.inv(a)
+    y = _la(a).inv(a)
     adot = tangents[1]
-    return y, project(y, -(y @ adot @ y))
+    return y, _fit(y, -(y @ adot @ y))
 
 
 def _adjugate(a: Any, d: Any) -> Any:
@@ -214,15 +262,17 @@ def _adjugate(a: Any, d: Any) -> Any:
     non-singular matrices; through the SVD (``det(U) det(Vh) Vh^H adj(S) U^H``) otherwise.
     """
     n = a.shape[-1]
-    if n == 1:
-        return np.ones(a.shape, dtype=_real_dtype(a))
     eye = _eye(n, a)
+    if n == 1:
+        return a * 0 + eye
     if n == 2:
         return _expand2(_tr(a)) * eye - a
     if n == 3:
         a2 = a @ a
         t = _tr(a)
         return a2 - _expand2(t) * a + _expand2(0.5 * (t * t - _tr(a2))) * eye
+    if type(a) is not np.ndarray:  # traced (the native tier): no test of singularity
+        return _la(a).solve(a, a * 0 + eye) * _expand2(d)
     if bool(np.all(d != 0)) and bool(np.all(np.isfinite(d))):
         return LA.solve(a, eye) * _expand2(d)
     u, s, vh = LA.svd(a)
@@ -234,50 +284,54 @@ def _adjugate(a: Any, d: Any) -> Any:
 
 def det_rrule(a: Any) -> Any:
     a_ = _arr(a)
-    d = LA.det(a_)
+    d = _la(a_).det(a_)
 
     def det_pullback(dbar: Any) -> Any:
-        return NoTangent(), project(a, _H(_adjugate(a_, d)) * _expand2(dbar))
+        return NoTangent(), _fit(a, _H(_adjugate(a_, d)) * _expand2(dbar))
 
     return d, det_pullback
 
 
 def det_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
-    d = LA.det(a_)
+    d = _la(a_).det(a_)
     adot = tangents[1]
-    return d, project(d, np.sum(_mT(_adjugate(a_, d)) * adot, axis=(-2, -1)))
+    return d, _fit(d, _sum(_mT(_adjugate(a_, d)) * adot, (-2, -1)))
+
+
+def _is_complex(x: Any) -> bool:
+    return is_complex(x) if _ns(x) is np else is_complex_array(_ns(x), x)
 
 
 def slogdet_rrule(a: Any) -> Any:
     a_ = _arr(a)
-    y = LA.slogdet(a_)
+    y = _la(a_).slogdet(a_)
     sign = y[0]
 
     def slogdet_pullback(ybar: Any) -> Any:
         sbar, lbar = _part(ybar, 0, "sign"), _part(ybar, 1, "logabsdet")
-        coef = np.real(lbar)  # a real sign's cotangent has no effect (the sign is locally constant)
-        if is_complex(sign):
-            coef = coef + 1j * np.imag(sbar * np.conj(sign))
-        return NoTangent(), project(a, LA.solve(_H(a_), _eye(a_.shape[-1], a_)) * _expand2(coef))
+        coef = _real(lbar)  # a real sign's cotangent has no effect (the sign is locally constant)
+        if _is_complex(sign):
+            coef = coef + 1j * (sbar * _conj(sign)).imag
+        return NoTangent(), _fit(a, _la(a_).inv(_H(a_)) * _expand2(coef))
 
     return y, slogdet_pullback
 
 
 def slogdet_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
-    y = LA.slogdet(a_)
+    y = _la(a_).slogdet(a_)
     adot = tangents[1]
-    t = _tr(LA.solve(a_, adot))
+    t = _tr(_la(a_).solve(a_, adot))
     sdot: Any = ZeroTangent()
-    if is_complex(y[0]):
-        sdot = project(y[0], y[0] * 1j * np.imag(t))
-    return y, _struct(y, sdot, project(y[1], _real(t)))
+    if _is_complex(y[0]):
+        sdot = _fit(y[0], y[0] * 1j * t.imag)
+    return y, _struct(y, sdot, _fit(y[1], _real(t)))
 
 
 def solve_rrule(a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
-    x = LA.solve(a_, b_)
+    x = _la(a_).solve(a_, b_)
     vec = b_.ndim == 1
 
     def solve_pullback(xbar: Any) -> Any:
@@ -285,21 +339,21 @@ def solve_rrule(a: Any, b: Any) -> Any:
             bbar = _solve_vec(_H(a_), xbar)
             abar = -_outer(bbar, x)
         else:
-            bbar = LA.solve(_H(a_), xbar)
+            bbar = _la(a_).solve(_H(a_), xbar)
             abar = -(bbar @ _H(x))
-        return NoTangent(), project(a, abar), project(b, bbar)
+        return NoTangent(), _fit(a, abar), _fit(b, bbar)
 
     return x, solve_pullback
 
 
 def solve_frule(tangents: Any, a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
-    x = LA.solve(a_, b_)
+    x = _la(a_).solve(a_, b_)
     adot, bdot = tangents[1], tangents[2]  # one may be zero (wrt=(0, 1)): a zero flows through
     vec = b_.ndim == 1
     rhs = bdot - ((adot @ x[..., None])[..., 0] if vec else adot @ x)
-    xdot = _solve_vec(a_, rhs) if vec else LA.solve(a_, rhs)
-    return x, project(x, xdot)
+    xdot = _solve_vec(a_, rhs) if vec else _la(a_).solve(a_, rhs)
+    return x, _fit(x, xdot)
 
 
 def _powers(base: Any, m: int) -> list[Any]:
@@ -322,12 +376,12 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.matrix_power, args, kwargs)
     a, n = p["a"], int(p["n"])
     a_ = _arr(a)
-    y = LA.matrix_power(a_, n)
+    y = _la(a_).matrix_power(a_, n)
 
     def matrix_power_pullback(ybar: Any) -> Any:
         if n == 0:
             return _cts(len(args), ZeroTangent())
-        base = a_ if n > 0 else LA.inv(a_)
+        base = a_ if n > 0 else _la(a_).inv(a_)
         m = abs(n)
         pw = _powers(base, m)
         pwh = [None, *map(_H, pw[1:])]
@@ -337,7 +391,7 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
         if n < 0:
             bh = _H(base)
             bbar = -(bh @ bbar @ bh)
-        return _cts(len(args), project(a, bbar))
+        return _cts(len(args), _fit(a, bbar))
 
     return y, matrix_power_pullback
 
@@ -345,18 +399,18 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
 def matrix_power_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.matrix_power, args, kwargs)
     a_, n = _arr(p["a"]), int(p["n"])
-    y = LA.matrix_power(a_, n)
+    y = _la(a_).matrix_power(a_, n)
     adot = tangents[1]
     if n == 0:
         return y, ZeroTangent()
-    base = a_ if n > 0 else LA.inv(a_)
+    base = a_ if n > 0 else _la(a_).inv(a_)
     bdot = adot if n > 0 else -(base @ adot @ base)
     m = abs(n)
     pw = _powers(base, m)
     ydot: Any = ZeroTangent()
     for k in range(m):
         ydot = ydot + _mul(_mul(pw[k], bdot), pw[m - 1 - k])
-    return y, project(y, ydot)
+    return y, _fit(y, ydot)
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,32 +424,38 @@ def _phi(x: Any) -> Any:
     return x * (_strict(n, x) + 0.5 * _eye(n, x))
 
 
+def _read_triangle(a: Any, lower: bool) -> Any:
+    """``a`` for NumPy (LAPACK reads one triangle); for another library the Hermitian matrix that
+    triangle stands for (JAX symmetrizes its input instead: the same function, spelled out)."""
+    return a if type(a) is np.ndarray or _ns(a) is np else _unfold(a, lower)
+
+
 def cholesky_rrule(a: Any, *, upper: bool = False) -> Any:
     a_ = _arr(a)
-    c = LA.cholesky(a_, upper=upper)
+    c = _la(a_).cholesky(_read_triangle(a_, not upper), upper=upper)
 
     def cholesky_pullback(cbar: Any) -> Any:
         low = _H(c) if upper else c
         lbar = _H(cbar) if upper else cbar
         lh = _H(low)
         p = _phi(lh @ lbar)
-        t = LA.solve(lh, p)  # L^-H P
-        g = _H(LA.solve(lh, _H(t)))  # L^-H P L^-1
-        return NoTangent(), project(a, _fold(g, lower=not upper))
+        t = _la(a_).solve(lh, p)  # L^-H P
+        g = _H(_la(a_).solve(lh, _H(t)))  # L^-H P L^-1
+        return NoTangent(), _fit(a, _fold(g, lower=not upper))
 
     return c, cholesky_pullback
 
 
 def cholesky_frule(tangents: Any, a: Any, *, upper: bool = False) -> Any:
     a_ = _arr(a)
-    c = LA.cholesky(a_, upper=upper)
+    c = _la(a_).cholesky(_read_triangle(a_, not upper), upper=upper)
     adot = tangents[1]
     low = _H(c) if upper else c
     s = _unfold(adot, lower=not upper)
-    y = LA.solve(low, s)  # L^-1 S
-    m = _H(LA.solve(low, _H(y)))  # L^-1 S L^-H
+    y = _la(a_).solve(low, s)  # L^-1 S
+    m = _H(_la(a_).solve(low, _H(y)))  # L^-1 S L^-H
     ldot = low @ _phi(m)
-    return c, project(c, _H(ldot) if upper else ldot)
+    return c, _fit(c, _H(ldot) if upper else ldot)
 
 
 def _copyltu(m: Any) -> Any:
@@ -626,7 +686,7 @@ def _uplo_lower(uplo: str) -> bool:
 def _hermitian_fold(a: Any, abar: Any, hermitian: bool) -> Any:
     """``abar`` projected on ``a``; for ``hermitian=True`` (only the lower triangle is read)
     folded onto it."""
-    return project(a, _fold(abar, lower=True) if hermitian else abar)
+    return _fit(a, _fold(abar, lower=True) if hermitian else abar)
 
 
 def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, str, bool]:
@@ -637,43 +697,41 @@ def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 
 def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
     a, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = LA.eigh(a_, UPLO=uplo)
+    out = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
         wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
+        return _cts(len(args), _fit(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
 
     return out, eigh_pullback
 
 
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = LA.eigh(a_, UPLO=uplo)
+    out = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
     w, v = out
     mm = _H(v) @ _unfold(tangents[1], lower) @ v
     n = w.shape[-1]
     eye = _eye(n, w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
-    return out, _struct(out, project(w, _real(_diag(mm))), project(v, v @ (f * mm)))
+    return out, _struct(out, _fit(w, _real(_diag(mm))), _fit(v, v @ (f * mm)))
 
 
 def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
     a, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
-    w = LA.eigvalsh(a_, UPLO=uplo)
-    _, v = LA.eigh(a_, UPLO=uplo)
+    w, v = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
 
     def eigvalsh_pullback(wbar: Any) -> Any:
-        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, ZeroTangent()), lower)))
+        return _cts(len(args), _fit(a, _fold(_eigh_grad(w, v, wbar, ZeroTangent()), lower)))
 
     return w, eigvalsh_pullback
 
 
 def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
-    w = LA.eigvalsh(a_, UPLO=uplo)
-    _, v = LA.eigh(a_, UPLO=uplo)
-    return w, project(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
+    w, v = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
+    return w, _fit(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
 
 
 def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
