@@ -299,13 +299,23 @@ def det_frule(tangents: Any, a: Any) -> Any:
     return d, _fit(d, _sum(_mT(_adjugate(a_, d)) * adot, (-2, -1)))
 
 
+def _numpy_result(out: Any, like: Any) -> Any:
+    """The native tier's tuple result (JAX's or PyTorch's) as NumPy's named tuple ``type(like)``:
+    the same output structure as the NumPy function, which other AD systems compare."""
+    return out if type(out) is type(like) else type(like)(*out)
+
+
+_SLOGDET = LA.slogdet(np.eye(1))
+_EIGH = LA.eigh(np.eye(1))
+
+
 def _is_complex(x: Any) -> bool:
     return is_complex(x) if _ns(x) is np else is_complex_array(_ns(x), x)
 
 
 def slogdet_rrule(a: Any) -> Any:
     a_ = _arr(a)
-    y = _la(a_).slogdet(a_)
+    y = _numpy_result(_la(a_).slogdet(a_), _SLOGDET)
     sign = y[0]
 
     def slogdet_pullback(ybar: Any) -> Any:
@@ -320,7 +330,7 @@ def slogdet_rrule(a: Any) -> Any:
 
 def slogdet_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
-    y = _la(a_).slogdet(a_)
+    y = _numpy_result(_la(a_).slogdet(a_), _SLOGDET)
     adot = tangents[1]
     t = _tr(_la(a_).solve(a_, adot))
     sdot: Any = ZeroTangent()
@@ -697,7 +707,7 @@ def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 
 def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
     a, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
+    out = _numpy_result(_la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo), _EIGH)
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
@@ -709,7 +719,7 @@ def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
 
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
+    out = _numpy_result(_la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo), _EIGH)
     w, v = out
     mm = _H(v) @ _unfold(tangents[1], lower) @ v
     n = w.shape[-1]
