@@ -175,6 +175,12 @@ def _given(t: Any) -> bool:
 
 
 def _part(t: Any, i: int, name: str | None = None) -> Any:
+    """:func:`_entry`, or ``None`` for a zero: the form the ``scipy_*`` rule families read."""
+    e = _entry(t, i, name)
+    return None if is_zero(e) else e
+
+
+def _entry(t: Any, i: int, name: str | None = None) -> Any:
     """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, as the
     contract hands it (``ZeroTangent()`` for an absent part)."""
     if isinstance(t, Tangent):
@@ -319,7 +325,7 @@ def slogdet_rrule(a: Any) -> Any:
     sign = y[0]
 
     def slogdet_pullback(ybar: Any) -> Any:
-        sbar, lbar = _part(ybar, 0, "sign"), _part(ybar, 1, "logabsdet")
+        sbar, lbar = _entry(ybar, 0, "sign"), _entry(ybar, 1, "logabsdet")
         coef = _real(lbar)  # a real sign's cotangent has no effect (the sign is locally constant)
         if _is_complex(sign):
             coef = coef + 1j * (sbar * _conj(sign)).imag
@@ -514,7 +520,7 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
         if mode == "r":
             qbar, rbar = ZeroTangent(), ybar
         else:
-            qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
+            qbar, rbar = _entry(ybar, 0, "Q"), _entry(ybar, 1, "R")
         if m >= n:
             abar = _qr_tall_pullback(q, r, qbar, rbar)
         else:
@@ -634,8 +640,8 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
 
     def svd_pullback(ybar: Any) -> Any:
         if uv:
-            parts = (_thin_part(_part(ybar, 0, "U"), k, -1, "columns of U"), _part(ybar, 1, "S"),
-                     _thin_part(_part(ybar, 2, "Vh"), k, -2, "rows of Vh"))
+            parts = (_thin_part(_entry(ybar, 0, "U"), k, -1, "columns of U"), _entry(ybar, 1, "S"),
+                     _thin_part(_entry(ybar, 2, "Vh"), k, -2, "rows of Vh"))
         else:
             parts = (ZeroTangent(), ybar, ZeroTangent())
         return _cts(len(args), _hermitian_fold(a, _svd_pullback(a_, u, s, vh, *parts), herm))
@@ -680,7 +686,9 @@ def svdvals_frule(tangents: Any, x: Any) -> Any:
 
 
 def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
-    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero)."""
+    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero, or
+    ``None`` from the ``scipy_*`` families)."""
+    wbar, vbar = plain_entry(wbar), plain_entry(vbar)
     eye = _eye(w.shape[-1], w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
     inner = _diag_embed(_real(wbar), w) + f * (_H(v) @ vbar)
@@ -711,7 +719,7 @@ def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
-        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
+        wbar, vbar = _entry(ybar, 0, "eigenvalues"), _entry(ybar, 1, "eigenvectors")
         return _cts(len(args), _fit(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
 
     return out, eigh_pullback
@@ -779,7 +787,7 @@ def eig_rrule(a: Any) -> Any:
     w, v = out
 
     def eig_pullback(ybar: Any) -> Any:
-        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
+        wbar, vbar = _entry(ybar, 0, "eigenvalues"), _entry(ybar, 1, "eigenvectors")
         return NoTangent(), project(a, _eig_grad(w, v, wbar, vbar))
 
     return out, eig_pullback
@@ -880,7 +888,7 @@ def lstsq_rrule(*args: Any, **kwargs: Any) -> Any:
     pa = LA.pinv(a_)
 
     def lstsq_pullback(ybar: Any) -> Any:
-        xbar, resbar, sbar = _part(ybar, 0), _part(ybar, 1), _part(ybar, 3)
+        xbar, resbar, sbar = _entry(ybar, 0), _entry(ybar, 1), _entry(ybar, 3)
         abar: Any = ZeroTangent()
         bbar: Any = ZeroTangent()
         if _given(xbar):  # each part's terms only when it has a cotangent
@@ -1159,7 +1167,7 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
 
 def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
     y = LA.multi_dot(arrays, out=out)
-    dots = [_part(tangents[1], i) for i in range(len(arrays))]
+    dots = [_entry(tangents[1], i) for i in range(len(arrays))]
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     ydot: Any = ZeroTangent()
     for i, d in enumerate(dots):
