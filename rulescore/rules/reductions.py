@@ -478,10 +478,13 @@ class _Scan:
         kw = _bind(name, ("axis", "dtype", "out"), args, kwargs)
         axis = kw.get("axis")
         xp = None if type(x) is np.ndarray else foreign_namespace((x,))
-        self.xp = np if xp is None else xp
+        self.xp = xp or np
         self.x, self.nargs = x, len(args)
-        self.xs = self.xp.reshape(x, (-1,)) if axis is None else x
-        self.axis = 0 if axis is None else normalize_axes(axis, len(_shape(x)))[0]
+        self.xs, self.axis = x, 0
+        if axis is None:  # the flattened input
+            self.xs = self.xp.reshape(x, (-1,))
+        else:
+            self.axis = normalize_axes(axis, len(_shape(x)))[0]
         if xp is None:
             self.y = compute(x, *args, **kwargs)
             return
