@@ -58,6 +58,22 @@ def is_complex_array(xp: Any, x: Any) -> bool:
     return hasattr(x, "dtype") and bool(xp.isdtype(x.dtype, "complex floating"))
 
 
+def constant_like(xp: Any, value: Any, like: Any) -> Any:
+    """The NumPy constant ``value`` (a mask, an identity matrix) as an array of the namespace
+    ``xp`` on ``like``'s device: itself for NumPy.
+
+    Example:
+        >>> import numpy as np
+        >>> constant_like(np, np.eye(2), np.ones(2)) is not None
+        True
+    """
+    if xp is np:
+        return value
+    import array_api_compat
+
+    return xp.asarray(value, device=array_api_compat.device(like))
+
+
 def unbroadcast_to(xp: Any, x: Any, g: Any) -> Any:
     """The cotangent ``g`` of a value broadcast from ``x``: summed back to ``x``'s shape and
     cast to its dtype (real for a real ``x``), in ``x``'s array namespace ``xp``.

@@ -538,5 +538,7 @@ def _tangent_map(g: HostOp) -> HostOp:
             "grad of grad), "
             "or write the function and its rules with rc.array_namespace (the native tier)")
 
+    # a native op's tangent map runs natively too: its frule then sees the primal the op computed
+    # (a host round trip would recompute eigenvectors or singular vectors in another gauge)
     return HostOp(f"tangent map of {g.name}", fun, unsupported, unsupported, unsupported, in_specs, out_specs,
-                  g.order + 1)
+                  g.order + 1, native=g.native)

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
+from rulescore._arithmetic import is_zero
+from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
-from rulescore._zeros import AbstractZero, NoTangent
+from rulescore._zeros import NoTangent
 from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj
 
 _NT = NoTangent()
@@ -104,6 +105,14 @@ def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
 
 
 def _vecdot_pullback_of(x: Any, y: Any, axis: int = -1) -> Callable[[Any], Any]:
+    if (xp := _native_namespace("vecdot", x, y)) is not None:
+        ax = axis if axis < 0 else axis - max(len(x.shape), len(y.shape))
+
+        def native_vecdot_pullback(zbar: Any) -> Any:  # z = sum(conj(x) * y, axis)
+            g = xp.expand_dims(zbar, axis=ax)
+            return _NT, unbroadcast_to(xp, x, y * _xp_conj(g, xp)), unbroadcast_to(xp, y, x * g)
+
+        return native_vecdot_pullback
     a, b = as_arrays((x, y))
     if axis >= 0:
         axis -= max(np.ndim(a), np.ndim(b))
@@ -166,7 +175,7 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
             check_kwargs(f, kwargs)
         if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
             z = _native_product(xp, native, x, y, kwargs)
-            return z, _native_product_tangent(xp, native, z, x, y, tangents)
+            return z, _native_product_tangent(xp, getattr(xp, native), z, (x, y), tangents[1:3])
         z = f(x, y, **kwargs)
         return z, product_tangent(f, z, (x, y), tangents, (0, 1))
 
@@ -175,31 +184,51 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
     return RulePair(f, product_rrule, product_frule)
 
 
+def _native_namespace(name: str, *operands: Any) -> Any:
+    """The operands' array namespace when one is a non-NumPy array (the native tier), else
+    ``None``; the native tier takes arrays of one dtype (PyTorch's products do not promote)."""
+    if all(type(v) is np.ndarray for v in operands) or (xp := foreign_namespace(operands)) is None:
+        return None
+    arrays = [v for v in operands if hasattr(v, "shape") and hasattr(v, "dtype")]
+    if len(arrays) != len(operands) or len({v.dtype for v in arrays}) != 1:
+        got = ", ".join(str(getattr(v, "dtype", type(v).__name__)) for v in operands)
+        raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        f"arrays of one dtype; got {got}: call it on NumPy arrays for the rest")
+    return xp
+
+
 def _native_product(xp: Any, name: str, x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
     """``x @ y`` (or another product) in the operands' own namespace (the native tier)."""
     if any(v is not None for v in kwargs.values()):
         raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes no "
                         f"keyword arguments; got {sorted(kwargs)}: call it on NumPy arrays for those")
-    if x.dtype != y.dtype:  # PyTorch's matmul does not promote (complex @ real)
-        raise TypeError(f"numpy.{name}: the native rule takes operands of one dtype; got {x.dtype} and "
-                        f"{y.dtype}: call it on NumPy arrays for mixed dtypes")
+    _native_namespace(name, x, y)  # one dtype
     return getattr(xp, name)(x, y)
 
 
-def _native_product_tangent(xp: Any, name: str, z: Any, x: Any, y: Any, tangents: Any) -> Any:
-    """``f(xdot, y) + f(x, ydot)`` in the operands' own namespace (zero tangents skipped)."""
-    product = getattr(xp, name)
-    terms = [product(t, y) if i == 0 else product(x, t)
-             for i, t in enumerate(tangents[1:3]) if not isinstance(t, AbstractZero)]
-    return unbroadcast_to(xp, z, terms[0] if len(terms) == 1 else terms[0] + terms[1])
+def _native_product_tangent(xp: Any, product: Callable[..., Any], z: Any, operands: Any,
+                            tangents: Any) -> Any:
+    """The product rule in the operands' own namespace: the sum over the operands with a non-zero
+    tangent of ``product`` with that operand replaced by its tangent (``product(xdot, y) +
+    product(x, ydot)`` for two)."""
+    terms = [product(*operands[:p], t, *operands[p + 1:]) for p, t in enumerate(tangents) if not is_zero(t)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return unbroadcast_to(xp, z, total)
 
 
 def linalg_vecdot_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
     """``np.linalg.vecdot``: the same product over any ``axis``."""
+    if (xp := _native_namespace("linalg.vecdot", x1, x2)) is not None:
+        return xp.vecdot(x1, x2, axis=axis), _vecdot_pullback_of(x1, x2, axis)
     return np.linalg.vecdot(x1, x2, axis=axis), _vecdot_pullback_of(x1, x2, axis)  # type: ignore[call-overload,unused-ignore]
 
 
 def linalg_vecdot_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
+    if (xp := _native_namespace("linalg.vecdot", x1, x2)) is not None:
+        z = xp.vecdot(x1, x2, axis=axis)
+        return z, _native_product_tangent(xp, partial(xp.vecdot, axis=axis), z, (x1, x2), tangents[1:3])
     z = np.linalg.vecdot(x1, x2, axis=axis)  # type: ignore[call-overload,unused-ignore]
     return z, product_tangent(partial(np.linalg.vecdot, axis=axis), z, (x1, x2),
                                tangents, (0, 1))
@@ -224,8 +253,10 @@ def tensordot_axes(axes: Any, nda: int, ndb: int) -> tuple[list[int], list[int]]
     return [int(i) % nda if nda else 0 for i in ax_a], [int(i) % ndb if ndb else 0 for i in ax_b]
 
 
-def contraction_cotangents(ybar: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int]) -> tuple[Any, Any]:
-    """Cotangents of ``a`` and ``b`` for ``y = np.tensordot(a, b, (ax_a, ax_b))`` (holomorphic).
+def contraction_cotangents(ybar: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int],
+                           xp: Any = np) -> tuple[Any, Any]:
+    """Cotangents of ``a`` and ``b`` for ``y = np.tensordot(a, b, (ax_a, ax_b))`` (holomorphic),
+    computed in the arrays' namespace ``xp`` (NumPy, or their own: the native tier).
 
     Example:
         >>> import numpy as np
@@ -233,25 +264,25 @@ def contraction_cotangents(ybar: Any, a: Any, b: Any, ax_a: list[int], ax_b: lis
         >>> abar.shape, bbar
         ((2, 3), array([2., 2., 2.]))
     """
-    nda, ndb = np.ndim(a), np.ndim(b)
+    nda, ndb = np.ndim(a), np.ndim(b)  # the rank (a tracer's too)
     if nda == 0 or ndb == 0:  # a product with a scalar: broadcast, summed back by proj
-        return ybar * conj(b), ybar * conj(a)
+        return ybar * _xp_conj(b, xp), ybar * _xp_conj(a, xp)
     free_a = [i for i in range(nda) if i not in ax_a]
     free_b = [i for i in range(ndb) if i not in ax_b]
     nfa = len(free_a)
     # abar: contract ybar's b-part with conj(b)'s free axes -> axes free_a + (b's contracted, sorted)
-    ga = np.tensordot(ybar, conj(b), axes=(list(range(nfa, nfa + len(free_b))), free_b))
+    ga = xp.tensordot(ybar, _xp_conj(b, xp), axes=(list(range(nfa, nfa + len(free_b))), free_b))
     sorted_b = sorted(ax_b)
     pos_a = [free_a.index(p) if p in free_a else nfa + sorted_b.index(ax_b[ax_a.index(p)])
              for p in range(nda)]
-    abar = np.transpose(ga, pos_a) if pos_a != list(range(nda)) else ga
+    abar = xp.permute_dims(ga, pos_a) if pos_a != list(range(nda)) else ga
     # bbar: contract conj(a)'s free axes with ybar's a-part -> axes (a's contracted, sorted) + free_b
-    gb = np.tensordot(conj(a), ybar, axes=(free_a, list(range(nfa))))
+    gb = xp.tensordot(_xp_conj(a, xp), ybar, axes=(free_a, list(range(nfa))))
     sorted_a = sorted(ax_a)
     ncb = len(ax_b)
     pos_b = [ncb + free_b.index(q) if q in free_b else sorted_a.index(ax_a[ax_b.index(q)])
              for q in range(ndb)]
-    bbar = np.transpose(gb, pos_b) if pos_b != list(range(ndb)) else gb
+    bbar = xp.permute_dims(gb, pos_b) if pos_b != list(range(ndb)) else gb
     return abar, bbar
 
 
@@ -259,9 +290,40 @@ def _tensordot_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return args[0] if args else kwargs.get("axes", 2)
 
 
+def _native_contraction(xp: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int],
+                        nextra: int) -> tuple[Any, Callable[[Any], Any]]:
+    """``(y, pullback)`` of ``tensordot(a, b, (ax_a, ax_b))`` in the arrays' own namespace ``xp``
+    (the native tier of ``tensordot``, ``dot`` and ``inner``; a 0-d operand multiplies)."""
+    y = a * b if not (a.shape and b.shape) else xp.tensordot(a, b, axes=(ax_a, ax_b))
+
+    def native_contraction_pullback(ybar: Any) -> Any:
+        abar, bbar = contraction_cotangents(ybar, a, b, ax_a, ax_b, xp)
+        return (_NT, unbroadcast_to(xp, a, abar), unbroadcast_to(xp, b, bbar), *(_NT,) * nextra)
+
+    return y, native_contraction_pullback
+
+
+def _native_contraction_tangent(xp: Any, a: Any, b: Any, ax_a: list[int], ax_b: list[int],
+                                tangents: Any) -> tuple[Any, Any]:
+    """``(y, ydot)`` of the native contraction (the product rule; zero tangents skipped)."""
+    def product(u: Any, v: Any) -> Any:
+        return u * v if not (u.shape and v.shape) else xp.tensordot(u, v, axes=(ax_a, ax_b))
+
+    y = product(a, b)
+    return y, _native_product_tangent(xp, product, y, (a, b), tangents[1:3])
+
+
+def _dot_axes(nda: int, ndb: int) -> tuple[list[int], list[int]]:
+    """``np.dot``'s contracted axes: the last of ``a``, the second-to-last of ``b`` (its only one
+    for a vector)."""
+    return [nda - 1], [0 if ndb == 1 else ndb - 2]
+
+
 def tensordot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.tensordot(a, b, axes)`` and ``np.linalg.tensordot(a, b, axes=axes)``."""
     axes = _tensordot_args(args, kwargs)
+    if (xp := _native_namespace("tensordot", a, b)) is not None:
+        return _native_contraction(xp, a, b, *tensordot_axes(axes, len(a.shape), len(b.shape)), len(args))
     y = np.tensordot(a, b, axes)
     aa, ba = as_arrays((a, b))
     ax_a, ax_b = tensordot_axes(axes, np.ndim(aa), np.ndim(ba))
@@ -275,6 +337,9 @@ def tensordot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
 def tensordot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     axes = _tensordot_args(args, kwargs)
+    if (xp := _native_namespace("tensordot", a, b)) is not None:
+        ax_a, ax_b = tensordot_axes(axes, len(a.shape), len(b.shape))
+        return _native_contraction_tangent(xp, a, b, ax_a, ax_b, tangents)
     y = np.tensordot(a, b, axes)
     return y, product_tangent(partial(np.tensordot, axes=axes), y, (a, b), tangents, (0, 1))
 
@@ -282,23 +347,28 @@ def tensordot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) ->
 def dot_rrule(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.dot`` and ``ndarray.dot``: contracts the last axis of ``a`` with the second-to-last
     of ``b`` (its only axis for a vector)."""
+    if (xp := _native_namespace("dot", a, b)) is not None and not args and not kwargs:
+        return _native_contraction(xp, a, b, *_dot_axes(len(a.shape), len(b.shape)), 0)
     y = np.dot(a, b, *args, **kwargs)
     aa, ba = as_arrays((a, b))
 
     def dot_pullback(ybar: Any) -> Any:
-        nda, ndb = np.ndim(aa), np.ndim(ba)
-        abar, bbar = contraction_cotangents(ybar, aa, ba, [nda - 1], [0 if ndb == 1 else ndb - 2])
+        abar, bbar = contraction_cotangents(ybar, aa, ba, *_dot_axes(np.ndim(aa), np.ndim(ba)))
         return (_NT, proj(a, abar), proj(b, bbar), *(_NT for _ in args))
 
     return y, dot_pullback
 
 
 def dot_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+    if (xp := _native_namespace("dot", a, b)) is not None and not args and not kwargs:
+        return _native_contraction_tangent(xp, a, b, *_dot_axes(len(a.shape), len(b.shape)), tangents)
     y = np.dot(a, b, *args, **kwargs)
     return y, product_tangent(np.dot, y, (a, b), tangents, (0, 1))
 
 
 def inner_rrule(a: Any, b: Any) -> Any:
+    if (xp := _native_namespace("inner", a, b)) is not None:
+        return _native_contraction(xp, a, b, [len(a.shape) - 1], [len(b.shape) - 1], 0)
     y = np.inner(a, b)
     aa, ba = as_arrays((a, b))
 
@@ -310,30 +380,46 @@ def inner_rrule(a: Any, b: Any) -> Any:
 
 
 def inner_frule(tangents: Any, a: Any, b: Any) -> Any:
+    if (xp := _native_namespace("inner", a, b)) is not None:
+        return _native_contraction_tangent(xp, a, b, [len(a.shape) - 1], [len(b.shape) - 1], tangents)
     y = np.inner(a, b)
     return y, product_tangent(np.inner, y, (a, b), tangents, (0, 1))
 
 
-def _outer_pullback_of(a: Any, b: Any, nextra: int) -> Callable[[Any], Any]:
+def _outer_pullback_of(a: Any, b: Any, nextra: int, xp: Any = np) -> Callable[[Any], Any]:
     def outer_pullback(ybar: Any) -> Any:
-        abar = np.reshape(np.tensordot(ybar, conj(np.ravel(b)), axes=([1], [0])), np.shape(a))
-        bbar = np.reshape(np.tensordot(conj(np.ravel(a)), ybar, axes=([0], [0])), np.shape(b))
-        return (_NT, proj(a, abar), proj(b, bbar), *(_NT,) * nextra)
+        abar = xp.tensordot(ybar, _xp_conj(xp.reshape(xp.asarray(b), (-1,)), xp), axes=([1], [0]))
+        bbar = xp.tensordot(_xp_conj(xp.reshape(xp.asarray(a), (-1,)), xp), ybar, axes=([0], [0]))
+        if xp is np:
+            return (_NT, proj(a, np.reshape(abar, np.shape(a))), proj(b, np.reshape(bbar, np.shape(b))),
+                    *(_NT,) * nextra)
+        return (_NT, unbroadcast_to(xp, a, xp.reshape(abar, a.shape)),
+                unbroadcast_to(xp, b, xp.reshape(bbar, b.shape)), *(_NT,) * nextra)
 
     return outer_pullback
 
 
+def _native_outer(xp: Any, a: Any, b: Any) -> Any:
+    return xp.reshape(a, (-1, 1)) * xp.reshape(b, (1, -1))
+
+
 def outer_rrule(a: Any, b: Any, *args: Any) -> Any:
     """``np.outer`` (operands flattened)."""
+    if (xp := _native_namespace("outer", a, b)) is not None and not args:
+        return _native_outer(xp, a, b), _outer_pullback_of(a, b, 0, xp)
     return np.outer(a, b, *args), _outer_pullback_of(a, b, len(args))
 
 
 def linalg_outer_rrule(x1: Any, x2: Any) -> Any:
     """``np.linalg.outer`` (vectors only)."""
-    return np.linalg.outer(x1, x2), _outer_pullback_of(x1, x2, 0)
+    return outer_rrule(x1, x2) if _native_namespace("linalg.outer", x1, x2) is not None \
+        else (np.linalg.outer(x1, x2), _outer_pullback_of(x1, x2, 0))
 
 
 def outer_frule(tangents: Any, a: Any, b: Any, *args: Any) -> Any:
+    if (xp := _native_namespace("outer", a, b)) is not None and not args:
+        y = _native_outer(xp, a, b)
+        return y, _native_product_tangent(xp, partial(_native_outer, xp), y, (a, b), tangents[1:3])
     y = np.outer(a, b, *args)
     return y, product_tangent(np.outer, y, (a, b), tangents, (0, 1))
 
@@ -411,9 +497,10 @@ def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
 
 
 def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, ops: list[Any],
-                              optimize: Any) -> Any:
+                              optimize: Any, xp: Any = np) -> Any:
     """Cotangent of operand ``i`` of ``einsum(inputs -> out)``: contract ``ybar`` with the other
-    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``."""
+    (conjugated) operands, then restore summed, broadcast and repeated labels of operand ``i``
+    (in the operands' namespace ``xp``: NumPy, or their own in the native tier)."""
     sub, x = inputs[i], ops[i]
     xshape = np.shape(x)
     sizes: dict[str, int] = {}
@@ -428,22 +515,52 @@ def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, op
     kept = [c for c in unique if c in elsewhere and not (xshape[first[c]] == 1 and sizes[c] != 1)]
     others = [j for j in range(len(ops)) if j != i]
     spec = ",".join([out] + [inputs[j] for j in others]) + "->" + "".join(kept)
-    g = np.einsum(spec, ybar, *(conj(ops[j]) for j in others), optimize=optimize)
-    missing = [k for k, c in enumerate(unique) if c not in kept]
-    if missing:
-        g = np.broadcast_to(np.expand_dims(g, missing), tuple(xshape[first[c]] for c in unique))
+    conjugated = [_xp_conj(ops[j], xp) for j in others]
+    if xp is np:
+        g = np.einsum(spec, ybar, *conjugated, optimize=optimize)
+    else:
+        g = xp.einsum(spec, ybar, *conjugated)
+    if len(kept) < len(unique):  # summed or broadcast labels: spread back
+        g = xp.broadcast_to(xp.reshape(g, tuple(xshape[first[c]] if c in kept else 1 for c in unique)),
+                            tuple(xshape[first[c]] for c in unique))
     if len(unique) < len(sub):  # repeated labels (a diagonal): embed with a mask
-        dups = [p for p, c in enumerate(sub) if first[c] != p]
-        g = np.expand_dims(g, dups)
+        pairs = enumerate(zip(sub, xshape, strict=True))
+        g = xp.reshape(g, tuple(n if first[c] == p else 1 for p, (c, n) in pairs))
         keep = np.ones(xshape, dtype=bool)
         grids = np.indices(xshape, sparse=True)
-        for p in dups:
-            keep = keep & (grids[p] == grids[first[sub[p]]])
-        g = keep * g
+        for p, c in enumerate(sub):
+            if first[c] != p:
+                keep = keep & (grids[p] == grids[first[c]])
+        g = constant_like(xp, keep, ybar) * g
     return g
 
 
+def _native_einsum(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``(xp, explicit subscripts, inputs, out, positions)`` of an einsum call on non-NumPy arrays
+    (the native tier; ``optimize=`` is a hint it ignores), else ``None``."""
+    inputs, out, positions = _einsum_spec(args)
+    ops = [args[p] for p in positions]
+    if (xp := _native_namespace("einsum", *ops)) is None:
+        return None
+    if any(k != "optimize" for k in kwargs):
+        raise TypeError(f"numpy.einsum: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        f"optimize= only; got {sorted(kwargs)}: call it on NumPy arrays for the rest")
+    return xp, ",".join(inputs) + "->" + out, inputs, out, positions
+
+
 def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
+    if (native := _native_einsum(args, kwargs)) is not None:
+        xp, spec, inputs, out, positions = native
+        ops = [args[p] for p in positions]
+
+        def native_einsum_pullback(ybar: Any) -> Any:
+            cts: list[Any] = [_NT] * len(args)
+            for i, p in enumerate(positions):
+                g = _einsum_operand_cotangent(ybar, i, inputs, out, ops, None, xp)
+                cts[p] = unbroadcast_to(xp, ops[i], g)
+            return (_NT, *cts)
+
+        return xp.einsum(spec, *ops), native_einsum_pullback
     y = np.einsum(*args, **kwargs)
     inputs, out, positions = _einsum_spec(args)
     ops = [args[p] for p in positions]
@@ -460,6 +577,12 @@ def einsum_rrule(*args: Any, **kwargs: Any) -> Any:
 
 
 def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+    if (native := _native_einsum(args, kwargs)) is not None:
+        xp, spec, _, _, positions = native
+        ops = [args[p] for p in positions]
+        z = xp.einsum(spec, *ops)
+        dots = [tangents[1 + p] for p in positions]
+        return z, _native_product_tangent(xp, partial(xp.einsum, spec), z, ops, dots)
     y = np.einsum(*args, **kwargs)
     return y, product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
 
@@ -467,9 +590,10 @@ def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 _MATMUL = product_rules(np.matmul, _matmul_pullback_of, native="matmul")
 
 _GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
-    product_rules(getattr(np, name), pullback_of)
-    for name, pullback_of in (("vecdot", _vecdot_pullback_of), ("matvec", _matvec_pullback_of),
-                              ("vecmat", _vecmat_pullback_of))
+    product_rules(getattr(np, name), pullback_of, native=native)
+    for name, pullback_of, native in (("vecdot", _vecdot_pullback_of, "vecdot"),
+                                      ("matvec", _matvec_pullback_of, None),
+                                      ("vecmat", _vecmat_pullback_of, None))
     if isinstance(getattr(np, name, None), np.ufunc))
 
 RULES: tuple[RulePair, ...] = (

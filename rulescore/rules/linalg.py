@@ -39,18 +39,29 @@ Not covered (no rule): ``qr(mode='raw')``, ``qr(mode='complete')`` of tall matri
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from rulescore._abstract_tangent import AbstractTangent
+from rulescore._arithmetic import is_zero
+from rulescore._contract import plain_entry
 from rulescore._helpers import non_differentiable_rules
 from rulescore._linear import linear_rules
+from rulescore._namespace import (
+    array_namespace,
+    constant_like,
+    is_complex_array,
+    is_numpy_input,
+    unbroadcast_to,
+)
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
-from rulescore.rules._common import conj, is_complex
+from rulescore.rules._common import conj, is_complex, product_tangent
 
 LA: Any = np.linalg
 
@@ -67,16 +78,42 @@ def _arr(x: Any) -> Any:
 
 
 def _real(x: Any) -> Any:
-    return np.real(x) if is_complex(x) else x
+    return np.real(x)  # the array itself when real; a zero's is the zero
+
+
+def _ns(x: Any) -> Any:
+    """The array namespace the rules compute ``x`` with: NumPy for NumPy arrays, numbers and
+    tangent types (a zero), the array's own otherwise (JAX, PyTorch: the native tier)."""
+    if type(x) is np.ndarray or is_numpy_input(x) or isinstance(x, AbstractTangent):
+        return np
+    return array_namespace(x)
+
+
+def _la(x: Any) -> Any:
+    """``numpy.linalg``, or the ``linalg`` of ``x``'s own namespace (the native tier)."""
+    return LA if type(x) is np.ndarray or (xp := _ns(x)) is np else xp.linalg
+
+
+def _fit(x: Any, g: Any) -> Any:
+    """The cotangent ``g`` projected on the argument ``x`` (in ``x``'s namespace)."""
+    xp = np if type(x) is np.ndarray else _ns(x)
+    return project(x, g) if xp is np else unbroadcast_to(xp, x, g)
 
 
 def _mT(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
+    return x.mT  # any array library's; a zero's is the zero
+
+
+def _conj(x: Any) -> Any:
+    """The complex conjugate (of a zero: the zero), in ``x``'s namespace."""
+    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+        return conj(x)
+    return xp.conj(x) if is_complex_array(xp, x) else x
 
 
 def _H(x: Any) -> Any:
-    """Batched conjugate transpose."""
-    return conj(_mT(x))
+    """Batched conjugate transpose (of a zero: the zero)."""
+    return _conj(x.mT)
 
 
 def _real_dtype(x: Any) -> Any:
@@ -86,28 +123,43 @@ def _real_dtype(x: Any) -> Any:
     return dt if dt.kind == "f" else np.dtype(np.float64)
 
 
+def _constant(value: Any, like: Any) -> Any:
+    """A NumPy mask or identity as a constant for ``like``: of its real dtype (its dtype and
+    device for a non-NumPy array)."""
+    if type(like) is np.ndarray or (xp := _ns(like)) is np:
+        return value.astype(_real_dtype(like), copy=False)
+    return xp.astype(constant_like(xp, value, like), like.dtype)
+
+
 def _eye(n: int, like: Any) -> Any:
-    return np.eye(n, dtype=_real_dtype(like))
+    if type(like) is np.ndarray or _ns(like) is np:
+        return np.eye(n, dtype=_real_dtype(like))
+    return _constant(np.eye(n), like)
 
 
 def _strict(n: int, like: Any, lower: bool = True) -> Any:
     """Mask of the strictly lower (or upper) triangle."""
-    m = np.tri(n, n, -1, dtype=_real_dtype(like))
-    return m if lower else m.T
+    m = np.tri(n, n, -1, dtype=bool)
+    return _constant(m if lower else m.T, like)
+
+
+def _sum(m: Any, axis: Any) -> Any:
+    return (np if type(m) is np.ndarray else _ns(m)).sum(m, axis=axis)
 
 
 def _diag(m: Any) -> Any:
     """Diagonal of the last two axes (square), as ``(..., n)``."""
-    return np.sum(m * _eye(m.shape[-1], m), axis=-1)
+    return _sum(m * _eye(m.shape[-1], m), -1)
 
 
-def _diag_embed(v: Any) -> Any:
-    """``(..., n)`` -> ``(..., n, n)`` diagonal matrices."""
-    return v[..., None, :] * _eye(v.shape[-1], v)
+def _diag_embed(v: Any, like: Any) -> Any:
+    """``(..., n)`` -> ``(..., n, n)`` diagonal matrices; ``v`` has the shape of ``like`` (it may
+    be a zero cotangent of ``like``)."""
+    return v[..., None, :] * _eye(like.shape[-1], like)
 
 
 def _tr(m: Any) -> Any:
-    return np.sum(m * _eye(m.shape[-1], m), axis=(-2, -1))
+    return _sum(m * _eye(m.shape[-1], m), (-2, -1))
 
 
 def _safe(n: Any) -> Any:
@@ -115,31 +167,38 @@ def _safe(n: Any) -> Any:
     return n + (n == 0)
 
 
-def _given(t: Any) -> Any:
-    """``t``, or ``None`` for a zero: the tangent of one argument of an frule (others may be
-    non-zero) or one entry of a structured cotangent (``(Q, R)`` with ``Q`` unused)."""
-    return None if t is None or isinstance(t, AbstractZero) else t
+def _given(t: Any) -> bool:
+    """Whether ``t`` (one entry of a structural cotangent, or the tangent of one of several
+    arguments) is non-zero: a rule computes the terms of the parts given, and only those (the
+    contract skips the call only when every part is zero)."""
+    return not is_zero(t)
 
 
 def _part(t: Any, i: int, name: str | None = None) -> Any:
-    """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, or None."""
+    """:func:`_entry`, or ``None`` for a zero: the form the ``scipy_*`` rule families read."""
+    e = _entry(t, i, name)
+    return None if is_zero(e) else e
+
+
+def _entry(t: Any, i: int, name: str | None = None) -> Any:
+    """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, as the
+    contract hands it (``ZeroTangent()`` for an absent part)."""
     if isinstance(t, Tangent):
         # read the backing directly: a plain tuple or dict, which AD engines index freely
         backing = t.backing
         if isinstance(backing, tuple):
-            return _given(backing[i]) if i < len(backing) else None
+            return plain_entry(backing[i] if i < len(backing) else None)
         if name is None:
             fields = getattr(t.primal_type, "_fields", None)
             name = fields[i] if fields is not None else None
-        return _given(backing.get(name))
+        return plain_entry(backing.get(name))
     if isinstance(t, dict):
-        return _given(t.get(name) if name is not None else t.get(i))
-    return _given(t[i])  # a tuple, a list or a legacy primal-typed value
+        return plain_entry(t.get(name) if name is not None else t.get(i))
+    return plain_entry(t[i])  # a tuple, a list or a legacy primal-typed value
 
 
 def _struct(y: Any, *parts: Any) -> Any:
-    """A tangent of the (named) tuple ``y`` with the given entries (``None`` means zero)."""
-    parts = tuple(ZeroTangent() if p is None else p for p in parts)
+    """A tangent of the (named) tuple ``y`` with the given entries."""
     fields = getattr(type(y), "_fields", None)
     make = tangent_type(type(y))
     if fields is not None:
@@ -149,25 +208,13 @@ def _struct(y: Any, *parts: Any) -> Any:
 
 def _cts(nargs: int, *cts: Any) -> tuple[Any, ...]:
     """``(NoTangent(), ct_1, ..., ct_k)`` padded with ``NoTangent()`` to ``nargs`` arguments."""
-    out = [ZeroTangent() if c is None else c for c in cts[:nargs]]
+    out = cts[:nargs]
     return (NoTangent(), *out, *(NoTangent() for _ in range(nargs - len(out))))
-
-
-
-
-
-
-def _add(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
 
 
 def _expand2(c: Any) -> Any:
     """A scalar (or ``(...,)`` array) of per-matrix factors as ``(..., 1, 1)``."""
-    return _arr(c)[..., None, None]
+    return (c if hasattr(c, "shape") else np.asarray(c))[..., None, None]  # a zero stays a zero
 
 
 def _fold(g: Any, lower: bool) -> Any:
@@ -185,12 +232,12 @@ def _unfold(t: Any, lower: bool) -> Any:
 
 def _solve_vec(a: Any, b: Any) -> Any:
     """``solve`` with ``b`` a stack of vectors ``(..., m)`` whatever its number of dimensions."""
-    return LA.solve(a, b[..., None])[..., 0]
+    return _la(a).solve(a, b[..., None])[..., 0]
 
 
 def _outer(u: Any, v: Any) -> Any:
     """``u v^H`` for vectors (``(..., m)``, ``(..., n)``) or matrices (``u @ v^H``)."""
-    return u[..., :, None] * conj(v)[..., None, :]
+    return u[..., :, None] * _conj(v)[..., None, :]
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,19 +246,19 @@ def _outer(u: Any, v: Any) -> Any:
 
 
 def inv_rrule(a: Any) -> Any:
-    y = LA.inv(a)
+    y = _la(a).inv(a)
 
     def inv_pullback(ybar: Any) -> Any:
         yh = _H(y)
-        return NoTangent(), project(a, -(yh @ ybar @ yh))
+        return NoTangent(), _fit(a, -(yh @ ybar @ yh))
 
     return y, inv_pullback
 
 
 def inv_frule(tangents: Any, a: Any) -> Any:
-    y = LA.inv(a)
+    y = _la(a).inv(a)
     adot = tangents[1]
-    return y, project(y, -(y @ adot @ y))
+    return y, _fit(y, -(y @ adot @ y))
 
 
 def _adjugate(a: Any, d: Any) -> Any:
@@ -221,74 +268,86 @@ def _adjugate(a: Any, d: Any) -> Any:
     non-singular matrices; through the SVD (``det(U) det(Vh) Vh^H adj(S) U^H``) otherwise.
     """
     n = a.shape[-1]
-    if n == 1:
-        return np.ones(a.shape, dtype=_real_dtype(a))
     eye = _eye(n, a)
+    if n == 1:
+        return a * 0 + eye
     if n == 2:
         return _expand2(_tr(a)) * eye - a
     if n == 3:
         a2 = a @ a
         t = _tr(a)
         return a2 - _expand2(t) * a + _expand2(0.5 * (t * t - _tr(a2))) * eye
+    if type(a) is not np.ndarray:  # traced (the native tier): no test of singularity
+        return _la(a).solve(a, a * 0 + eye) * _expand2(d)
     if bool(np.all(d != 0)) and bool(np.all(np.isfinite(d))):
         return LA.solve(a, eye) * _expand2(d)
     u, s, vh = LA.svd(a)
     others = s[..., None, :] * (1 - eye) + eye  # row i: s with s_i replaced by 1
     adj_s = np.prod(others, axis=-1)
     phase = LA.det(u) * LA.det(vh)
-    return _H(vh) @ (_diag_embed(adj_s) @ _H(u)) * _expand2(phase)
+    return _H(vh) @ (_diag_embed(adj_s, adj_s) @ _H(u)) * _expand2(phase)
 
 
 def det_rrule(a: Any) -> Any:
     a_ = _arr(a)
-    d = LA.det(a_)
+    d = _la(a_).det(a_)
 
     def det_pullback(dbar: Any) -> Any:
-        return NoTangent(), project(a, _H(_adjugate(a_, d)) * _expand2(dbar))
+        return NoTangent(), _fit(a, _H(_adjugate(a_, d)) * _expand2(dbar))
 
     return d, det_pullback
 
 
 def det_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
-    d = LA.det(a_)
+    d = _la(a_).det(a_)
     adot = tangents[1]
-    return d, project(d, np.sum(_mT(_adjugate(a_, d)) * adot, axis=(-2, -1)))
+    return d, _fit(d, _sum(_mT(_adjugate(a_, d)) * adot, (-2, -1)))
+
+
+def _numpy_result(out: Any, like: Any) -> Any:
+    """The native tier's tuple result (JAX's or PyTorch's) as NumPy's named tuple ``type(like)``:
+    the same output structure as the NumPy function, which other AD systems compare."""
+    return out if type(out) is type(like) else type(like)(*out)
+
+
+_SLOGDET = LA.slogdet(np.eye(1))
+_EIGH = LA.eigh(np.eye(1))
+
+
+def _is_complex(x: Any) -> bool:
+    return is_complex(x) if _ns(x) is np else is_complex_array(_ns(x), x)
 
 
 def slogdet_rrule(a: Any) -> Any:
     a_ = _arr(a)
-    y = LA.slogdet(a_)
+    y = _numpy_result(_la(a_).slogdet(a_), _SLOGDET)
     sign = y[0]
 
     def slogdet_pullback(ybar: Any) -> Any:
-        sbar, lbar = _part(ybar, 0, "sign"), _part(ybar, 1, "logabsdet")
-        coef: Any = None
-        if lbar is not None:
-            coef = _real(_arr(lbar))
-        if sbar is not None and is_complex(sign):
-            coef = _add(coef, 1j * np.imag(sbar * np.conj(sign)))
-        if coef is None:
-            return NoTangent(), ZeroTangent()
-        return NoTangent(), project(a, LA.solve(_H(a_), _eye(a_.shape[-1], a_)) * _expand2(coef))
+        sbar, lbar = _entry(ybar, 0, "sign"), _entry(ybar, 1, "logabsdet")
+        coef = _real(lbar)  # a real sign's cotangent has no effect (the sign is locally constant)
+        if _is_complex(sign):
+            coef = coef + 1j * (sbar * _conj(sign)).imag
+        return NoTangent(), _fit(a, _la(a_).inv(_H(a_)) * _expand2(coef))
 
     return y, slogdet_pullback
 
 
 def slogdet_frule(tangents: Any, a: Any) -> Any:
     a_ = _arr(a)
-    y = LA.slogdet(a_)
+    y = _numpy_result(_la(a_).slogdet(a_), _SLOGDET)
     adot = tangents[1]
-    t = _tr(LA.solve(a_, adot))
+    t = _tr(_la(a_).solve(a_, adot))
     sdot: Any = ZeroTangent()
-    if is_complex(y[0]):
-        sdot = project(y[0], y[0] * 1j * np.imag(t))
-    return y, _struct(y, sdot, project(y[1], _real(t)))
+    if _is_complex(y[0]):
+        sdot = _fit(y[0], y[0] * 1j * t.imag)
+    return y, _struct(y, sdot, _fit(y[1], _real(t)))
 
 
 def solve_rrule(a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
-    x = LA.solve(a_, b_)
+    x = _la(a_).solve(a_, b_)
     vec = b_.ndim == 1
 
     def solve_pullback(xbar: Any) -> Any:
@@ -296,26 +355,21 @@ def solve_rrule(a: Any, b: Any) -> Any:
             bbar = _solve_vec(_H(a_), xbar)
             abar = -_outer(bbar, x)
         else:
-            bbar = LA.solve(_H(a_), xbar)
+            bbar = _la(a_).solve(_H(a_), xbar)
             abar = -(bbar @ _H(x))
-        return NoTangent(), project(a, abar), project(b, bbar)
+        return NoTangent(), _fit(a, abar), _fit(b, bbar)
 
     return x, solve_pullback
 
 
 def solve_frule(tangents: Any, a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
-    x = LA.solve(a_, b_)
-    adot, bdot = _given(tangents[1]), _given(tangents[2])
-    if adot is None and bdot is None:
-        return x, ZeroTangent()
+    x = _la(a_).solve(a_, b_)
+    adot, bdot = tangents[1], tangents[2]  # one may be zero (wrt=(0, 1)): a zero flows through
     vec = b_.ndim == 1
-    rhs = None
-    if adot is not None:
-        rhs = -(adot @ x[..., None])[..., 0] if vec else -(adot @ x)
-    rhs = _add(rhs, bdot)
-    xdot = _solve_vec(a_, rhs) if vec else LA.solve(a_, rhs)
-    return x, project(x, xdot)
+    rhs = bdot - ((adot @ x[..., None])[..., 0] if vec else adot @ x)
+    xdot = _solve_vec(a_, rhs) if vec else _la(a_).solve(a_, rhs)
+    return x, _fit(x, xdot)
 
 
 def _powers(base: Any, m: int) -> list[Any]:
@@ -338,22 +392,22 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.matrix_power, args, kwargs)
     a, n = p["a"], int(p["n"])
     a_ = _arr(a)
-    y = LA.matrix_power(a_, n)
+    y = _la(a_).matrix_power(a_, n)
 
     def matrix_power_pullback(ybar: Any) -> Any:
         if n == 0:
             return _cts(len(args), ZeroTangent())
-        base = a_ if n > 0 else LA.inv(a_)
+        base = a_ if n > 0 else _la(a_).inv(a_)
         m = abs(n)
         pw = _powers(base, m)
-        pwh = [None if p is None else _H(p) for p in pw]
-        bbar: Any = None
+        pwh = [None, *map(_H, pw[1:])]
+        bbar: Any = ZeroTangent()
         for k in range(m):
-            bbar = _add(bbar, _mul(_mul(pwh[k], ybar), pwh[m - 1 - k]))
+            bbar = bbar + _mul(_mul(pwh[k], ybar), pwh[m - 1 - k])
         if n < 0:
             bh = _H(base)
             bbar = -(bh @ bbar @ bh)
-        return _cts(len(args), project(a, bbar))
+        return _cts(len(args), _fit(a, bbar))
 
     return y, matrix_power_pullback
 
@@ -361,18 +415,18 @@ def matrix_power_rrule(*args: Any, **kwargs: Any) -> Any:
 def matrix_power_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.matrix_power, args, kwargs)
     a_, n = _arr(p["a"]), int(p["n"])
-    y = LA.matrix_power(a_, n)
-    adot = _given(tangents[1])
-    if adot is None or n == 0:
+    y = _la(a_).matrix_power(a_, n)
+    adot = tangents[1]
+    if n == 0:
         return y, ZeroTangent()
-    base = a_ if n > 0 else LA.inv(a_)
+    base = a_ if n > 0 else _la(a_).inv(a_)
     bdot = adot if n > 0 else -(base @ adot @ base)
     m = abs(n)
     pw = _powers(base, m)
-    ydot: Any = None
+    ydot: Any = ZeroTangent()
     for k in range(m):
-        ydot = _add(ydot, _mul(_mul(pw[k], bdot), pw[m - 1 - k]))
-    return y, project(y, ydot)
+        ydot = ydot + _mul(_mul(pw[k], bdot), pw[m - 1 - k])
+    return y, _fit(y, ydot)
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,32 +440,38 @@ def _phi(x: Any) -> Any:
     return x * (_strict(n, x) + 0.5 * _eye(n, x))
 
 
+def _read_triangle(a: Any, lower: bool) -> Any:
+    """``a`` for NumPy (LAPACK reads one triangle); for another library the Hermitian matrix that
+    triangle stands for (JAX symmetrizes its input instead: the same function, spelled out)."""
+    return a if type(a) is np.ndarray or _ns(a) is np else _unfold(a, lower)
+
+
 def cholesky_rrule(a: Any, *, upper: bool = False) -> Any:
     a_ = _arr(a)
-    c = LA.cholesky(a_, upper=upper)
+    c = _la(a_).cholesky(_read_triangle(a_, not upper), upper=upper)
 
     def cholesky_pullback(cbar: Any) -> Any:
         low = _H(c) if upper else c
         lbar = _H(cbar) if upper else cbar
         lh = _H(low)
         p = _phi(lh @ lbar)
-        t = LA.solve(lh, p)  # L^-H P
-        g = _H(LA.solve(lh, _H(t)))  # L^-H P L^-1
-        return NoTangent(), project(a, _fold(g, lower=not upper))
+        t = _la(a_).solve(lh, p)  # L^-H P
+        g = _H(_la(a_).solve(lh, _H(t)))  # L^-H P L^-1
+        return NoTangent(), _fit(a, _fold(g, lower=not upper))
 
     return c, cholesky_pullback
 
 
 def cholesky_frule(tangents: Any, a: Any, *, upper: bool = False) -> Any:
     a_ = _arr(a)
-    c = LA.cholesky(a_, upper=upper)
+    c = _la(a_).cholesky(_read_triangle(a_, not upper), upper=upper)
     adot = tangents[1]
     low = _H(c) if upper else c
     s = _unfold(adot, lower=not upper)
-    y = LA.solve(low, s)  # L^-1 S
-    m = _H(LA.solve(low, _H(y)))  # L^-1 S L^-H
+    y = _la(a_).solve(low, s)  # L^-1 S
+    m = _H(_la(a_).solve(low, _H(y)))  # L^-1 S L^-H
     ldot = low @ _phi(m)
-    return c, project(c, _H(ldot) if upper else ldot)
+    return c, _fit(c, _H(ldot) if upper else ldot)
 
 
 def _copyltu(m: Any) -> Any:
@@ -421,11 +481,9 @@ def _copyltu(m: Any) -> Any:
 
 
 def _qr_tall_pullback(q: Any, r: Any, qbar: Any, rbar: Any) -> Any:
-    """Cotangent of A = QR (m >= n, Q m x n, R n x n) from those of Q and R (None = zero)."""
-    m = None if rbar is None else r @ _H(rbar)
-    if qbar is not None:
-        m = _add(m, -(_H(qbar) @ q))
-    b = _add(qbar, q @ _copyltu(m))
+    """Cotangent of A = QR (m >= n, Q m x n, R n x n) from those of Q and R (one may be a zero)."""
+    m = r @ _H(rbar) - _H(qbar) @ q
+    b = qbar + q @ _copyltu(m)
     return _H(LA.solve(r, _H(b)))  # b R^-H
 
 
@@ -460,20 +518,17 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
 
     def qr_pullback(ybar: Any) -> Any:
         if mode == "r":
-            qbar, rbar = None, ybar
+            qbar, rbar = ZeroTangent(), ybar
         else:
-            qbar, rbar = _part(ybar, 0, "Q"), _part(ybar, 1, "R")
+            qbar, rbar = _entry(ybar, 0, "Q"), _entry(ybar, 1, "R")
         if m >= n:
             abar = _qr_tall_pullback(q, r, qbar, rbar)
         else:
             y = a_[..., :, m:]
             r1 = r[..., :, :m]
-            r1bar = None if rbar is None else rbar[..., :, :m]
-            r2bar = None if rbar is None else rbar[..., :, m:]
-            if r2bar is not None:
-                qbar = _add(qbar, y @ _H(r2bar))
-            xbar = _qr_tall_pullback(q, r1, qbar, r1bar)
-            ybar_ = q @ r2bar if r2bar is not None else np.zeros(y.shape, dtype=xbar.dtype)
+            r1bar, r2bar = rbar[..., :, :m], rbar[..., :, m:]
+            xbar = _qr_tall_pullback(q, r1, qbar + y @ _H(r2bar), r1bar)
+            ybar_ = np.zeros(y.shape, dtype=xbar.dtype) + q @ r2bar  # zeros when R's cotangent is
             abar = np.concatenate([xbar, ybar_], axis=-1)
         return _cts(len(args), project(a, abar))
 
@@ -486,9 +541,7 @@ def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     _qr_check(a_, mode)
     out = LA.qr(a_, mode=mode)
-    adot = _given(tangents[1])
-    if adot is None:
-        return out, ZeroTangent()
+    adot = tangents[1]
     q, r = LA.qr(a_) if mode == "r" else out
     m, n = a_.shape[-2], a_.shape[-1]
     if m >= n:
@@ -508,30 +561,23 @@ def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _svd_pullback(a: Any, u: Any, s: Any, vh: Any, ubar: Any, sbar: Any, vhbar: Any) -> Any:
-    """Cotangent of A = U diag(s) Vh (thin SVD) from those of U, s, Vh (None = zero)."""
+    """Cotangent of A = U diag(s) Vh (thin SVD) from those of U, s, Vh (any but one may be zero)."""
     k = s.shape[-1]
     m, n = a.shape[-2], a.shape[-1]
     eye = _eye(k, s)
     s_row, s_col = s[..., None, :], s[..., :, None]
     f = (1 - eye) / (s_row * s_row - s_col * s_col + eye)  # 1 / (s_j^2 - s_i^2), 0 on the diagonal
-    inner: Any = None if sbar is None else _diag_embed(_real(sbar))
-    vbar = None if vhbar is None else _H(vhbar)
-    j = kk = None
-    if ubar is not None:
-        j = _H(u) @ ubar
-        inner = _add(inner, (f * (j - _H(j))) * s_row)
-    if vbar is not None:
-        kk = vh @ vbar
-        inner = _add(inner, s_col * (f * (kk - _H(kk))))
-    if is_complex(a) and (j is not None or kk is not None):
-        jj = 0 if j is None else j - _H(j)
-        kj = 0 if kk is None else kk - _H(kk)
-        inner = _add(inner, eye * (jj - kj) / (4 * s_row))  # the phase (gauge) direction
-    abar = None if inner is None else u @ inner @ vh
-    if ubar is not None and m > k:
-        abar = _add(abar, ((ubar - u @ j) / s_row) @ vh)
-    if vbar is not None and n > k:
-        abar = _add(abar, u @ (_H(vbar - _H(vh) @ kk) / s_col))
+    vbar = _H(vhbar)
+    j, kk = _H(u) @ ubar, vh @ vbar  # zeros stay zeros through this algebra
+    jj, kj = j - _H(j), kk - _H(kk)
+    inner = _diag_embed(_real(sbar), s) + (f * jj) * s_row + s_col * (f * kj)
+    if is_complex(a):
+        inner = inner + eye * (jj - kj) / (4 * s_row)  # the phase (gauge) direction
+    abar = u @ inner @ vh
+    if m > k:
+        abar = abar + ((ubar - u @ j) / s_row) @ vh
+    if n > k:
+        abar = abar + u @ (_H(vbar - _H(vh) @ kk) / s_col)
     return abar
 
 
@@ -570,12 +616,12 @@ def _svd_check(a: Any, full_matrices: bool, compute_uv: bool) -> None:
 
 
 def _thin_part(t: Any, k: int, axis: int, name: str) -> Any:
-    """The cotangent of the first ``k`` singular vectors of a full SVD factor (None if zero);
-    refuses a non-zero cotangent of the extra vectors, which are not unique."""
-    if t is None or np.shape(t)[axis] == k:
+    """The cotangent of the first ``k`` singular vectors of a full SVD factor (a zero stays a
+    zero); refuses a non-zero cotangent of the extra vectors, which are not unique."""
+    if not isinstance(t, np.ndarray) or t.shape[axis] == k:
         return t
     extra = t[..., k:] if axis == -1 else t[..., k:, :]
-    if isinstance(extra, np.ndarray) and np.any(extra != 0):
+    if np.any(extra != 0):
         raise NotImplementedError(
             f"numpy.linalg.svd(full_matrices=True): the result depends on the extra {name} "
             "(beyond min(m, n)), which are not unique, so it has no derivative; use only the first "
@@ -594,10 +640,10 @@ def svd_rrule(*args: Any, **kwargs: Any) -> Any:
 
     def svd_pullback(ybar: Any) -> Any:
         if uv:
-            parts = (_thin_part(_part(ybar, 0, "U"), k, -1, "columns of U"), _part(ybar, 1, "S"),
-                     _thin_part(_part(ybar, 2, "Vh"), k, -2, "rows of Vh"))
+            parts = (_thin_part(_entry(ybar, 0, "U"), k, -1, "columns of U"), _entry(ybar, 1, "S"),
+                     _thin_part(_entry(ybar, 2, "Vh"), k, -2, "rows of Vh"))
         else:
-            parts = (None, ybar, None)
+            parts = (ZeroTangent(), ybar, ZeroTangent())
         return _cts(len(args), _hermitian_fold(a, _svd_pullback(a_, u, s, vh, *parts), herm))
 
     return out, svd_pullback
@@ -609,9 +655,7 @@ def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     _svd_check(a_, full, uv)
     out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
-    adot = _given(tangents[1])
-    if adot is None:
-        return out, ZeroTangent()
+    adot = tangents[1]
     if herm:
         adot = _unfold(adot, lower=True)
     if not uv:
@@ -642,13 +686,12 @@ def svdvals_frule(tangents: Any, x: Any) -> Any:
 
 
 def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
-    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (None = zero cotangent)."""
-    inner: Any = None if wbar is None else _diag_embed(_real(wbar))
-    if vbar is not None:
-        n = w.shape[-1]
-        eye = _eye(n, w)
-        f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
-        inner = _add(inner, f * (_H(v) @ vbar))
+    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero, or
+    ``None`` from the ``scipy_*`` families)."""
+    wbar, vbar = plain_entry(wbar), plain_entry(vbar)
+    eye = _eye(w.shape[-1], w)
+    f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
+    inner = _diag_embed(_real(wbar), w) + f * (_H(v) @ vbar)
     return v @ inner @ _H(v)
 
 
@@ -661,7 +704,7 @@ def _uplo_lower(uplo: str) -> bool:
 def _hermitian_fold(a: Any, abar: Any, hermitian: bool) -> Any:
     """``abar`` projected on ``a``; for ``hermitian=True`` (only the lower triangle is read)
     folded onto it."""
-    return project(a, _fold(abar, lower=True) if hermitian else abar)
+    return _fit(a, _fold(abar, lower=True) if hermitian else abar)
 
 
 def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, str, bool]:
@@ -672,55 +715,54 @@ def _hermitian_input(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 
 def eigh_rrule(*args: Any, **kwargs: Any) -> Any:
     a, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = LA.eigh(a_, UPLO=uplo)
+    out = _numpy_result(_la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo), _EIGH)
     w, v = out
 
     def eigh_pullback(ybar: Any) -> Any:
-        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
-        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
+        wbar, vbar = _entry(ybar, 0, "eigenvalues"), _entry(ybar, 1, "eigenvectors")
+        return _cts(len(args), _fit(a, _fold(_eigh_grad(w, v, wbar, vbar), lower)))
 
     return out, eigh_pullback
 
 
 def eigh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigh, args, kwargs)
-    out = LA.eigh(a_, UPLO=uplo)
+    out = _numpy_result(_la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo), _EIGH)
     w, v = out
     mm = _H(v) @ _unfold(tangents[1], lower) @ v
     n = w.shape[-1]
     eye = _eye(n, w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
-    return out, _struct(out, project(w, _real(_diag(mm))), project(v, v @ (f * mm)))
+    return out, _struct(out, _fit(w, _real(_diag(mm))), _fit(v, v @ (f * mm)))
 
 
 def eigvalsh_rrule(*args: Any, **kwargs: Any) -> Any:
     a, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
-    w = LA.eigvalsh(a_, UPLO=uplo)
-    _, v = LA.eigh(a_, UPLO=uplo)
+    w, v = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
 
     def eigvalsh_pullback(wbar: Any) -> Any:
-        return _cts(len(args), project(a, _fold(_eigh_grad(w, v, wbar, None), lower)))
+        return _cts(len(args), _fit(a, _fold(_eigh_grad(w, v, wbar, ZeroTangent()), lower)))
 
     return w, eigvalsh_pullback
 
 
 def eigvalsh_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     _, a_, uplo, lower = _hermitian_input(np.linalg.eigvalsh, args, kwargs)
-    w = LA.eigvalsh(a_, UPLO=uplo)
-    _, v = LA.eigh(a_, UPLO=uplo)
-    return w, project(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
+    w, v = _la(a_).eigh(_read_triangle(a_, lower), UPLO=uplo)
+    return w, _fit(w, _real(_diag(_H(v) @ _unfold(tangents[1], lower) @ v)))
 
 
 def _eig_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
-    """Cotangent of A from those of its eigenvalues and unit-norm eigenvectors (ChainRules)."""
-    inner: Any = None if wbar is None else _diag_embed(wbar)
-    if vbar is not None:
+    """Cotangent of A from those of its eigenvalues and unit-norm eigenvectors (ChainRules; one
+    may be a zero)."""
+    inner = _diag_embed(wbar, w)
+    if _given(vbar):  # the eigenvectors' term, only when they have a cotangent
         n = w.shape[-1]
         eye = _eye(n, w)
         g = _H(v) @ vbar
         g = g - (_H(v) @ v) * _real(_diag(g))[..., None, :]  # unit-norm constraint
         f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
-        inner = _add(inner, conj(f) * g)
+        inner = inner + conj(f) * g
     return LA.solve(_H(v), inner @ _H(v))
 
 
@@ -736,7 +778,7 @@ def _eig_dot(w: Any, v: Any, adot: Any) -> tuple[Any, Any]:
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)
     c = f * mm
     d = -_real(_diag(_H(v) @ v @ c))
-    return _diag(mm), v @ (c + _diag_embed(d))
+    return _diag(mm), v @ (c + _diag_embed(d, w))
 
 
 def eig_rrule(a: Any) -> Any:
@@ -745,7 +787,7 @@ def eig_rrule(a: Any) -> Any:
     w, v = out
 
     def eig_pullback(ybar: Any) -> Any:
-        wbar, vbar = _part(ybar, 0, "eigenvalues"), _part(ybar, 1, "eigenvectors")
+        wbar, vbar = _entry(ybar, 0, "eigenvalues"), _entry(ybar, 1, "eigenvectors")
         return NoTangent(), project(a, _eig_grad(w, v, wbar, vbar))
 
     return out, eig_pullback
@@ -763,7 +805,7 @@ def eigvals_rrule(a: Any) -> Any:
     _, v = LA.eig(_arr(a))
 
     def eigvals_pullback(wbar: Any) -> Any:
-        return NoTangent(), project(a, _eig_grad(w, v, wbar, None))
+        return NoTangent(), project(a, _eig_grad(w, v, wbar, ZeroTangent()))
 
     return w, eigvals_pullback
 
@@ -830,9 +872,7 @@ def pinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.pinv, args, kwargs)
     a_ = _arr(p["a"])
     x = _pinv_call(p, a_)
-    adot = _given(tangents[1])
-    if adot is None:
-        return x, ZeroTangent()
+    adot = tangents[1]
     if p["hermitian"]:
         adot = _unfold(adot, lower=True)
     return x, project(x, _pinv_dot(a_, x, adot))
@@ -848,24 +888,23 @@ def lstsq_rrule(*args: Any, **kwargs: Any) -> Any:
     pa = LA.pinv(a_)
 
     def lstsq_pullback(ybar: Any) -> Any:
-        xbar, resbar, sbar = _part(ybar, 0), _part(ybar, 1), _part(ybar, 3)
-        abar = bbar = None
-        if xbar is not None:
+        xbar, resbar, sbar = _entry(ybar, 0), _entry(ybar, 1), _entry(ybar, 3)
+        abar: Any = ZeroTangent()
+        bbar: Any = ZeroTangent()
+        if _given(xbar):  # each part's terms only when it has a cotangent
             outer = _outer if vec else (lambda u, v: u @ _H(v))
             r = b_ - a_ @ x
             bbar = _H(pa) @ xbar
             proj = xbar - pa @ (a_ @ xbar)  # (I - X A) xbar
             abar = -outer(bbar, x) + outer(r, pa @ bbar) + outer(_H(pa) @ x, proj)
-        if resbar is not None and res.shape[-1] > 0:
+        if _given(resbar) and res.shape[-1] > 0:
             r = b_ - a_ @ x
             rr = r * (resbar[0] if vec else resbar[..., None, :])
-            bbar = _add(bbar, 2 * rr)
-            abar = _add(abar, -2 * (_outer(rr, x) if vec else rr @ _H(x)))
-        if sbar is not None:
+            bbar = bbar + 2 * rr
+            abar = abar - 2 * (_outer(rr, x) if vec else rr @ _H(x))
+        if _given(sbar):
             u, _, vh = LA.svd(a_, full_matrices=False)
-            abar = _add(abar, (u * _real(sbar)[..., None, :]) @ vh)
-        if abar is None and bbar is None:
-            return _cts(len(args), ZeroTangent(), ZeroTangent())
+            abar = abar + (u * _real(sbar)[..., None, :]) @ vh
         return _cts(len(args), project(a, abar), project(b, bbar))
 
     return out, lstsq_pullback
@@ -875,29 +914,26 @@ def lstsq_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.lstsq, args, kwargs)
     a_, b_ = _arr(p["a"]), _arr(p["b"])
     out = LA.lstsq(a_, b_, rcond=p["rcond"])
-    adot = _given(tangents[1]) if len(tangents) > 1 else None
-    bdot = _given(tangents[2]) if len(tangents) > 2 else None
-    if adot is None and bdot is None:
-        return out, ZeroTangent()
+    # a and b given by keyword have no tangent; either may be a zero (wrt=(0, 1))
+    adot = tangents[1] if len(tangents) > 1 else ZeroTangent()
+    bdot = tangents[2] if len(tangents) > 2 else ZeroTangent()
     x, res, _, s = out
     pa = LA.pinv(a_)
     r = b_ - a_ @ x
-    dr = bdot  # the change of the residual at fixed x
-    xdot = None if bdot is None else pa @ bdot
-    sdot = None
-    if adot is not None:
-        dr = _add(dr, -(adot @ x))
+    dr = bdot - adot @ x  # the change of the residual at fixed x
+    xdot = pa @ bdot
+    sdot: Any = ZeroTangent()
+    if _given(adot):  # a's terms need an SVD: only when a has a tangent
         adh = _H(adot)
         v = adh @ (_H(pa) @ x)
-        xdot = _add(xdot, -(pa @ (adot @ x)) + pa @ (_H(pa) @ (adh @ r)) + (v - pa @ (a_ @ v)))
+        xdot = xdot - pa @ (adot @ x) + pa @ (_H(pa) @ (adh @ r)) + (v - pa @ (a_ @ v))
         u, _, vh = LA.svd(a_, full_matrices=False)
-        sdot = _real(_diag(_H(u) @ adot @ _H(vh)))
-    resdot = None
+        sdot = project(s, _real(_diag(_H(u) @ adot @ _H(vh))))
+    resdot: Any = ZeroTangent()
     if res.shape[-1] > 0:
         resdot = 2 * _real(np.sum(conj(r) * dr, axis=0))
         resdot = project(res, np.reshape(resdot, res.shape))
-    return out, _struct(out, project(x, xdot), resdot, NoTangent(),
-                        None if sdot is None else project(s, sdot))
+    return out, _struct(out, project(x, xdot), resdot, NoTangent(), sdot)
 
 
 # --------------------------------------------------------------------------------------------
@@ -978,8 +1014,6 @@ def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int
 
 def _norm_tangent(x: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                   xdot: Any) -> Any:
-    if xdot is None:
-        return ZeroTangent()
     g = _norm_grad(x, ord, kind, axes, np.reshape(y, _keep_shape(x.shape, axes)))
     if g is None:
         return ZeroTangent()
@@ -999,7 +1033,7 @@ def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     x = _arr(p["x"])
     y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
     kind, axes = _norm_layout(x, p["ord"], p["axis"])
-    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], _given(tangents[1]))
+    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], tangents[1])
 
 
 def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:
@@ -1022,7 +1056,7 @@ def vector_norm_frule(tangents: Any, x: Any, *, axis: Any = None, keepdims: bool
     x_ = _arr(x)
     y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
-    return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, _given(tangents[1]))
+    return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, tangents[1])
 
 
 def matrix_norm_rrule(x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
@@ -1036,7 +1070,7 @@ def matrix_norm_frule(tangents: Any, x: Any, *, keepdims: bool = False, ord: Any
     x_ = _arr(x)
     y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
-    return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, _given(tangents[1]))
+    return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, tangents[1])
 
 
 def _cond_parts(x: Any, p: Any) -> tuple[Any, Any]:
@@ -1060,7 +1094,7 @@ def _cond_parts(x: Any, p: Any) -> tuple[Any, Any]:
     n2, back2 = norm_rrule(xi, p, (-2, -1))
 
     def grad_composite(cbar: Any) -> Any:
-        return _add(back1(cbar * n2)[1], back_inv(back2(cbar * n1)[1])[1])
+        return back1(cbar * n2)[1] + back_inv(back2(cbar * n1)[1])[1]
 
     return n1 * n2, grad_composite
 
@@ -1081,9 +1115,7 @@ def cond_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.cond, args, kwargs)
     x_ = _arr(p["x"])
     y = LA.cond(x_, p["p"])
-    xdot = _given(tangents[1])
-    if xdot is None:
-        return y, ZeroTangent()
+    xdot = tangents[1]
     _, grad = _cond_parts(x_, p["p"])
     g = grad(np.ones(np.shape(y), dtype=_real_dtype(x_)))
     return y, project(y, np.sum(_real(conj(g) * xdot), axis=(-2, -1)))
@@ -1121,8 +1153,8 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
         suffix.reverse()
         bars = []
         for i in range(k):
-            left = None if prefix[i] is None else _H(prefix[i])
-            right = None if suffix[i] is None else _H(suffix[i])
+            left = _H(prefix[i]) if i > 0 else None  # None: no factor on that side
+            right = _H(suffix[i]) if i < k - 1 else None
             bars.append(_mul(_mul(left, yb), right))
         if first_vec:
             bars[0] = bars[0][0, :]
@@ -1135,13 +1167,11 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
 
 def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
     y = LA.multi_dot(arrays, out=out)
-    dots = [_part(tangents[1], i) for i in range(len(arrays))]
-    if all(d is None for d in dots):
-        return y, ZeroTangent()
+    dots = [_entry(tangents[1], i) for i in range(len(arrays))]
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
-    ydot: Any = None
+    ydot: Any = ZeroTangent()
     for i, d in enumerate(dots):
-        if d is None:
+        if not _given(d):  # a product per matrix with a tangent (the contract: at least one)
             continue
         if i == 0 and first_vec:
             d = d[None, :]
@@ -1150,7 +1180,7 @@ def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
         term: Any = None
         for j, m in enumerate(mats):
             term = _mul(term, d if j == i else m)
-        ydot = _add(ydot, term)
+        ydot = ydot + term
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 
@@ -1169,10 +1199,7 @@ def cross_rrule(x1: Any, x2: Any, *, axis: int = -1) -> Any:
 def cross_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
     a, b = _arr(x1), _arr(x2)
     y = LA.cross(a, b, axis=axis)
-    adot, bdot = _given(tangents[1]), _given(tangents[2])
-    ydot = _add(None if adot is None else LA.cross(adot, b, axis=axis),
-                None if bdot is None else LA.cross(a, bdot, axis=axis))
-    return y, ZeroTangent() if ydot is None else project(y, ydot)
+    return y, product_tangent(partial(LA.cross, axis=axis), y, (a, b), tangents, (0, 1))
 
 
 def matrix_transpose_transpose(ybar: Any, x: Any) -> Any:
@@ -1226,19 +1253,16 @@ def tensorinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p_ = _bind(np.linalg.tensorinv, args, kwargs)
     a_, ind = _arr(p_["a"]), p_["ind"]
     y = LA.tensorinv(a_, ind=ind)
-    adot = _given(tangents[1])
-    if adot is None:
-        return y, ZeroTangent()
+    adot = tangents[1]
     p = int(np.prod(a_.shape[:ind]))
     y2 = np.reshape(y, (p, p))
     return y, project(y, np.reshape(-(y2 @ np.reshape(adot, (p, p)) @ y2), y.shape))
 
 
-def _tensorsolve_perm(nd: int, axes: Any) -> list[int] | None:
-    if axes is None:
-        return None
+def _tensorsolve_perm(nd: int, axes: Any) -> list[int]:
+    """The axes of ``a`` as ``tensorsolve`` orders them (``axes`` moved last)."""
     allaxes = list(range(nd))
-    for k in axes:
+    for k in axes or ():
         allaxes.remove(k)
         allaxes.insert(nd, k)
     return allaxes
@@ -1250,16 +1274,14 @@ def tensorsolve_rrule(*args: Any, **kwargs: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
     x = LA.tensorsolve(a_, b_, axes=axes)
     perm = _tensorsolve_perm(a_.ndim, axes)
-    at = a_ if perm is None else np.transpose(a_, perm)
+    at = np.transpose(a_, perm)
     p = int(np.prod(b_.shape))
     a2 = np.reshape(at, (p, p))
     x1 = np.reshape(x, (p,))
 
     def tensorsolve_pullback(xbar: Any) -> Any:
         bbar = LA.solve(_H(a2), np.reshape(xbar, (p,)))
-        abar = np.reshape(-_outer(bbar, x1), at.shape)
-        if perm is not None:
-            abar = np.transpose(abar, np.argsort(perm))
+        abar = np.transpose(np.reshape(-_outer(bbar, x1), at.shape), np.argsort(perm))
         return _cts(len(args), project(a, abar), project(b, np.reshape(bbar, b_.shape)))
 
     return x, tensorsolve_pullback
@@ -1269,16 +1291,13 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p_ = _bind(np.linalg.tensorsolve, args, kwargs)
     a_, b_, axes = _arr(p_["a"]), _arr(p_["b"]), p_["axes"]
     x = LA.tensorsolve(a_, b_, axes=axes)
-    adot, bdot = _given(tangents[1]), _given(tangents[2])
-    if adot is None and bdot is None:
-        return x, ZeroTangent()
+    adot, bdot = tangents[1], tangents[2]  # one may be a zero (wrt=(0, 1))
     perm = _tensorsolve_perm(a_.ndim, axes)
     p = int(np.prod(b_.shape))
-    a2 = np.reshape(a_ if perm is None else np.transpose(a_, perm), (p, p))
-    rhs = None if bdot is None else np.reshape(bdot, (p,))
-    if adot is not None:
-        ad2 = np.reshape(adot if perm is None else np.transpose(adot, perm), (p, p))
-        rhs = _add(rhs, -(ad2 @ np.reshape(x, (p,))))
+    a2 = np.reshape(np.transpose(a_, perm), (p, p))
+    rhs: Any = np.reshape(bdot, (p,)) if _given(bdot) else ZeroTangent()
+    if _given(adot):
+        rhs = rhs - np.reshape(np.transpose(adot, perm), (p, p)) @ np.reshape(x, (p,))
     return x, project(x, np.reshape(LA.solve(a2, rhs), x.shape))
 
 
@@ -1287,31 +1306,31 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 
 RULES: tuple[RulePair, ...] = (
-    RulePair(np.linalg.inv, inv_rrule, inv_frule),
-    RulePair(np.linalg.det, det_rrule, det_frule),
-    RulePair(np.linalg.slogdet, slogdet_rrule, slogdet_frule),
-    RulePair(np.linalg.solve, solve_rrule, solve_frule),
-    RulePair(np.linalg.matrix_power, matrix_power_rrule, matrix_power_frule),
-    RulePair(np.linalg.cholesky, cholesky_rrule, cholesky_frule),
-    RulePair(np.linalg.qr, qr_rrule, qr_frule),
-    RulePair(np.linalg.svd, svd_rrule, svd_frule),
-    RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule),
+    RulePair(np.linalg.inv, inv_rrule, inv_frule, wrt=(0,)),
+    RulePair(np.linalg.det, det_rrule, det_frule, wrt=(0,)),
+    RulePair(np.linalg.slogdet, slogdet_rrule, slogdet_frule, wrt=(0,)),
+    RulePair(np.linalg.solve, solve_rrule, solve_frule, wrt=(0, 1)),
+    RulePair(np.linalg.matrix_power, matrix_power_rrule, matrix_power_frule, wrt=(0,)),
+    RulePair(np.linalg.cholesky, cholesky_rrule, cholesky_frule, wrt=(0,)),
+    RulePair(np.linalg.qr, qr_rrule, qr_frule, wrt=(0,)),
+    RulePair(np.linalg.svd, svd_rrule, svd_frule, wrt=(0,)),
+    RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule, wrt=(0,)),
     RulePair(np.linalg.eigh, eigh_rrule, eigh_frule, wrt=(0,)),
     RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule, wrt=(0,)),
-    RulePair(np.linalg.eig, eig_rrule, eig_frule),
-    RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule),
-    RulePair(np.linalg.pinv, pinv_rrule, pinv_frule),
-    RulePair(np.linalg.lstsq, lstsq_rrule, lstsq_frule),
-    RulePair(np.linalg.norm, norm_rrule, norm_frule),
-    RulePair(np.linalg.vector_norm, vector_norm_rrule, vector_norm_frule),
-    RulePair(np.linalg.matrix_norm, matrix_norm_rrule, matrix_norm_frule),
-    RulePair(np.linalg.cond, cond_rrule, cond_frule),
-    RulePair(np.linalg.multi_dot, multi_dot_rrule, multi_dot_frule),
-    RulePair(np.linalg.cross, cross_rrule, cross_frule),
+    RulePair(np.linalg.eig, eig_rrule, eig_frule, wrt=(0,)),
+    RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule, wrt=(0,)),
+    RulePair(np.linalg.pinv, pinv_rrule, pinv_frule, wrt=(0,)),
+    RulePair(np.linalg.lstsq, lstsq_rrule, lstsq_frule, wrt=(0, 1)),
+    RulePair(np.linalg.norm, norm_rrule, norm_frule, wrt=(0,)),
+    RulePair(np.linalg.vector_norm, vector_norm_rrule, vector_norm_frule, wrt=(0,)),
+    RulePair(np.linalg.matrix_norm, matrix_norm_rrule, matrix_norm_frule, wrt=(0,)),
+    RulePair(np.linalg.cond, cond_rrule, cond_frule, wrt=(0,)),
+    RulePair(np.linalg.multi_dot, multi_dot_rrule, multi_dot_frule, wrt=(0,)),
+    RulePair(np.linalg.cross, cross_rrule, cross_frule, wrt=(0, 1)),
     linear_rules(np.linalg.matrix_transpose, matrix_transpose_transpose),
     linear_rules(np.linalg.diagonal, diagonal_transpose),
     linear_rules(np.linalg.trace, trace_transpose),
-    RulePair(np.linalg.tensorinv, tensorinv_rrule, tensorinv_frule),
-    RulePair(np.linalg.tensorsolve, tensorsolve_rrule, tensorsolve_frule),
+    RulePair(np.linalg.tensorinv, tensorinv_rrule, tensorinv_frule, wrt=(0,)),
+    RulePair(np.linalg.tensorsolve, tensorsolve_rrule, tensorsolve_frule, wrt=(0, 1)),
     non_differentiable_rules(np.linalg.matrix_rank),
 )

@@ -37,12 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._arithmetic import is_zero
 from rulescore._linear import dense_tangent
-from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
+from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._tangent import tangent_type
-from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
+from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex, normalize_axes
 from rulescore.rules._on_import import when_imported
 
@@ -87,8 +88,8 @@ def _cotangent_dtype(x: Any) -> np.dtype[Any]:
     return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
-def _conj_if(flag: bool, v: Any) -> Any:
-    return np.conj(v) if flag else v
+def _conj_if(flag: bool, v: Any, xp: Any = np) -> Any:
+    return xp.conj(v) if flag else v
 
 
 def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -182,7 +183,8 @@ class _Call:
 
 
 #: The reductions with a native tier: their array-API names (``correction`` is NumPy's ``ddof``).
-_NATIVE = {"sum": "sum", "mean": "mean", "var": "var", "std": "std", "max": "max", "min": "min"}
+_NATIVE = {"sum": "sum", "mean": "mean", "var": "var", "std": "std", "max": "max", "min": "min",
+           "prod": "prod"}
 
 
 def _native_reduction(xp: Any, name: str, x: Any, axes: tuple[int, ...], kw: dict[str, Any]) -> Any:
@@ -196,8 +198,7 @@ def _native_reduction(xp: Any, name: str, x: Any, axes: tuple[int, ...], kw: dic
                         "it on NumPy arrays for the rest")
     options: dict[str, Any] = {"axis": axes, "keepdims": bool(_opt(kw, "keepdims", False))}
     if name in ("var", "std"):
-        ddof = _opt(kw, "correction", None)
-        options["correction"] = _opt(kw, "ddof", 0) if ddof is None else ddof
+        options["correction"] = _ddof(kw)
     return getattr(xp, _NATIVE[name])(x, **options)
 
 
@@ -238,36 +239,41 @@ def _mean_push(c: _Call, xdot: Any) -> Any:
 
 # prod ------------------------------------------------------------------------------------------
 
-def _exclusive_products(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
-    """For each element of ``x``, the product of the *other* elements of its slice along
-    ``axes``: exact with zeros (no division), from exclusive cumulative products."""
+def _exclusive_products(x: Any, shape: tuple[int, ...], axes: tuple[int, ...], xp: Any = np) -> Any:
+    """For each element of the array ``x`` (of namespace ``xp``), the product of the *other*
+    elements of its slice along ``axes``: exact with zeros (no division), from exclusive
+    cumulative products."""
     n = math.prod(shape[a] for a in axes)
     if n == 0:
-        return np.zeros(shape, _cotangent_dtype(x))
+        return xp.zeros_like(x, dtype=_cotangent_dtype(x)) if xp is np else xp.zeros_like(x)
     nd = len(shape)
     keep = [a for a in range(nd) if a not in axes]
     perm = keep + list(axes)
-    moved = x if perm == list(range(nd)) else np.transpose(x, perm)
+    moved = x if perm == list(range(nd)) else xp.permute_dims(x, perm)
     batch = tuple(shape[a] for a in keep)
-    flat = np.reshape(moved, (*batch, n))
-    ones = np.ones((*batch, 1), dtype=_dtype(x))
-    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    others = np.reshape(left * right, tuple(shape[a] for a in perm))
+    flat = xp.reshape(moved, (*batch, n))
+    ones = xp.ones_like(flat[..., :1])
+    left = xp.cumulative_prod(xp.concat([ones, flat[..., :-1]], axis=-1), axis=-1)
+    right = xp.cumulative_prod(xp.concat([ones, xp.flip(flat[..., 1:], axis=-1)], axis=-1), axis=-1)
+    others = xp.reshape(left * xp.flip(right, axis=-1), tuple(shape[a] for a in perm))
     if perm == list(range(nd)):
         return others
-    return np.transpose(others, tuple(int(i) for i in np.argsort(perm)))
+    return xp.permute_dims(others, tuple(perm.index(i) for i in range(nd)))
 
 
 def _prod_partials(c: _Call) -> Any:
-    x = c.x if c.where is True else np.where(c.where, c.x, 1)
+    if c.xp is not np:  # the native tier: no where= or initial=
+        return _exclusive_products(c.x, c.shape, c.axes, c.xp)
+    x = np.asarray(c.x) if c.where is True else np.where(c.where, c.x, 1)
     d = c.masked(_exclusive_products(x, c.shape, c.axes))
     initial = _opt(c.kw, "initial", None)
-    return d if initial is None else d * initial
+    if initial is not None:
+        d = d * initial
+    return d
 
 
 def _prod_grad(c: _Call, ybar: Any) -> Any:
-    return c.keep(ybar) * _conj_if(c.complex, _prod_partials(c))
+    return c.keep(ybar) * _conj_if(c.complex, _prod_partials(c), c.xp)
 
 
 def _prod_push(c: _Call, xdot: Any) -> Any:
@@ -276,11 +282,17 @@ def _prod_push(c: _Call, xdot: Any) -> Any:
 
 # var, std --------------------------------------------------------------------------------------
 
+def _ddof(kw: dict[str, Any]) -> Any:
+    """``var``'s and ``std``'s ``ddof`` (or the array API's ``correction``; default 0)."""
+    correction = _opt(kw, "correction", None)
+    if correction is None:
+        return _opt(kw, "ddof", 0)
+    return correction
+
+
 def _var_parts(c: _Call) -> tuple[Any, Any]:
     """``(x - mean, weight)``: d var / dx = 2 * weight * (x - mean) (conjugated for complex)."""
-    ddof = _opt(c.kw, "correction", None)
-    if ddof is None:
-        ddof = _opt(c.kw, "ddof", 0)
+    ddof = _ddof(c.kw)
     mean = _opt(c.kw, "mean", None)
     if mean is None:
         if c.where is True:
@@ -397,78 +409,109 @@ _REDUCTIONS: tuple[tuple[Any, ...], ...] = (
 
 
 # -- scans -------------------------------------------------------------------------------------
+# Written against the array namespace ``xp`` (NumPy, or the input's own: the native tier).
 
-def _reverse_cumsum(z: Any, axis: int) -> Any:
-    rev = (slice(None),) * axis + (slice(None, None, -1),)
-    return np.cumsum(z[rev], axis=axis)[rev]
+def _reverse_cumsum(z: Any, axis: int, xp: Any = np) -> Any:
+    return xp.flip(xp.cumulative_sum(xp.flip(z, axis=axis), axis=axis), axis=axis)
 
 
-def _cumprod_matrix(x: Any, axis: int) -> tuple[Any, Any]:
+def _to_last(v: Any, axis: int, xp: Any) -> Any:
+    """``v`` with ``axis`` moved last (``permute_dims``: PyTorch's ``moveaxis`` has no vmap rule)."""
+    nd = len(v.shape)
+    return xp.permute_dims(v, (*(i for i in range(nd) if i != axis), axis))
+
+
+def _from_last(v: Any, axis: int, xp: Any) -> Any:
+    """The inverse of :func:`_to_last`."""
+    perm = list(range(len(v.shape) - 1))
+    perm.insert(axis, len(v.shape) - 1)
+    return xp.permute_dims(v, perm)
+
+
+def _cumprod_matrix(x: Any, axis: int, xp: Any = np) -> tuple[Any, Any]:
     """``C[..., i, j] = prod(x[k] for k <= j if k != i)`` along ``axis`` (moved last), and the
     mask ``j >= i``: the exact Jacobian of cumprod, zeros included."""
-    moved = np.moveaxis(x, axis, -1)
-    n = _shape(moved)[-1]
-    eye = np.eye(n, dtype=bool)
-    rows = np.where(eye, 1, moved[..., None, :])  # row i: x with x[i] replaced by 1
-    return np.cumprod(rows, axis=-1), np.triu(np.ones((n, n), dtype=bool))
+    moved = _to_last(xp.asarray(x), axis, xp)
+    n = moved.shape[-1]
+    eye = constant_like(xp, np.eye(n, dtype=bool), x)
+    rows = xp.where(eye, 1, moved[..., None, :])  # row i: x with x[i] replaced by 1
+    return xp.cumulative_prod(rows, axis=-1), constant_like(xp, np.triu(np.ones((n, n), dtype=bool)), x)
 
 
 def _no_zeros(x: Any, y: Any) -> bool:
-    """Concrete arrays (not traced) without zeros: cumprod may divide by x."""
+    """Concrete NumPy arrays (not traced) without zeros: cumprod may divide by x."""
     return type(x) is np.ndarray and type(y) is np.ndarray and bool(np.all(x != 0))
 
 
-def _cumsum_grad(x: Any, y: Any, ybar: Any, axis: int) -> Any:
-    return _reverse_cumsum(ybar, axis)
+def _cumsum_grad(x: Any, y: Any, ybar: Any, axis: int, xp: Any = np) -> Any:
+    return _reverse_cumsum(ybar, axis, xp)
 
 
-def _cumsum_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
-    return np.cumsum(xdot, axis=axis)
+def _cumsum_push(x: Any, y: Any, xdot: Any, axis: int, xp: Any = np) -> Any:
+    return xp.cumulative_sum(xdot, axis=axis)
 
 
-def _cumprod_grad(x: Any, y: Any, ybar: Any, axis: int) -> Any:
-    cplx = is_complex(x)
+def _cumprod_grad(x: Any, y: Any, ybar: Any, axis: int, xp: Any = np) -> Any:
+    cplx = is_complex(x) if xp is np else is_complex_array(xp, x)
     if _no_zeros(x, y):
         return _reverse_cumsum(ybar * _conj_if(cplx, y), axis) / _conj_if(cplx, x)
-    jac, upper = _cumprod_matrix(x, axis)
-    ybar_rows = np.moveaxis(ybar, axis, -1)[..., None, :] * upper
-    return np.moveaxis(np.sum(_conj_if(cplx, jac) * ybar_rows, axis=-1), -1, axis)
+    jac, upper = _cumprod_matrix(x, axis, xp)
+    ybar_rows = _to_last(ybar, axis, xp)[..., None, :] * upper
+    return _from_last(xp.sum(_conj_if(cplx, jac, xp) * ybar_rows, axis=-1), axis, xp)
 
 
-def _cumprod_push(x: Any, y: Any, xdot: Any, axis: int) -> Any:
+def _cumprod_push(x: Any, y: Any, xdot: Any, axis: int, xp: Any = np) -> Any:
     if _no_zeros(x, y):
         return y * np.cumsum(xdot / x, axis=axis)
-    jac, upper = _cumprod_matrix(x, axis)
-    xdot_cols = np.moveaxis(xdot, axis, -1)[..., :, None] * upper
-    return np.moveaxis(np.sum(jac * xdot_cols, axis=-2), -1, axis)
+    jac, upper = _cumprod_matrix(x, axis, xp)
+    xdot_cols = _to_last(xdot, axis, xp)[..., :, None] * upper
+    return _from_last(xp.sum(jac * xdot_cols, axis=-2), axis, xp)
 
 
-def _scan_geometry(name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, int]:
-    """The input as the scan sees it (flattened for ``axis=None``) and the axis."""
-    kw = _bind(name, ("axis", "dtype", "out"), args, kwargs)
-    axis = kw.get("axis")
-    if axis is None:
-        return np.reshape(x, (-1,)), 0
-    shape = _shape(x)
-    return x, normalize_axes(axis, len(shape))[0]
+class _Scan:
+    """One call of a scan: the input as the scan sees it (flattened for ``axis=None``), the axis,
+    the result, and the namespace ``xp`` the rules compute with (the native tier on non-NumPy
+    arrays: ``axis`` only)."""
+
+    def __init__(self, name: str, compute: Callable[..., Any], x: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        kw = _bind(name, ("axis", "dtype", "out"), args, kwargs)
+        axis = kw.get("axis")
+        xp = None if type(x) is np.ndarray else foreign_namespace((x,))
+        self.xp = xp or np
+        self.x, self.nargs = x, len(args)
+        self.xs, self.axis = x, 0
+        if axis is None:  # the flattened input
+            self.xs = self.xp.reshape(x, (-1,))
+        else:
+            self.axis = normalize_axes(axis, len(_shape(x)))[0]
+        if xp is None:
+            self.y = compute(x, *args, **kwargs)
+            return
+        if kw.get("dtype") is not None:
+            raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                            "axis only; got dtype: call it on NumPy arrays for the rest")
+        scan = xp.cumulative_sum if name == "cumsum" else xp.cumulative_prod
+        self.y = scan(self.xs, axis=self.axis)
+
+    def cotangents(self, xbar: Any) -> tuple[Any, ...]:
+        if self.xp is np:
+            return (_NT, project(self.x, np.reshape(xbar, _shape(self.x))), *_not_args(self.nargs))
+        return (_NT, unbroadcast_to(self.xp, self.x, self.xp.reshape(xbar, self.x.shape)),
+                *_not_args(self.nargs))
+
+    def tangent(self, xdot: Any, push: Callable[..., Any]) -> Any:
+        if self.xp is np:
+            xdot = np.reshape(dense_tangent(self.x, xdot), _shape(self.xs))
+            return project(self.y, push(self.xs, self.y, xdot, self.axis))
+        xdot = self.xp.reshape(xdot, self.xs.shape)
+        return unbroadcast_to(self.xp, self.y, push(self.xs, self.y, xdot, self.axis, self.xp))
 
 
-def _scan_cotangents(x: Any, nargs: int, xbar: Any) -> tuple[Any, ...]:
-    return (_NT, project(x, np.reshape(xbar, _shape(x))), *_not_args(nargs))
-
-
-def _scan_tangent(name: str, push: Callable[[Any, Any, Any, int], Any], xdot: Any, x: Any, y: Any,
-                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The frule's output tangent of a scan."""
-    xs, axis = _scan_geometry(name, x, args, kwargs)
-    return project(y, push(xs, y, np.reshape(dense_tangent(x, xdot), _shape(xs)), axis))
-
-
-def scan_rules(compute: Callable[..., Any], name: str,
-               grad: Callable[[Any, Any, Any, int], Any],
-               push: Callable[[Any, Any, Any, int], Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def scan_rules(compute: Callable[..., Any], name: str, grad: Callable[..., Any],
+               push: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The rrule and frule of the scan ``compute`` (``np.cumsum``, ...) from its cotangent map
-    ``grad(x, y, ybar, axis)`` and tangent map ``push(x, y, xdot, axis)``.
+    ``grad(x, y, ybar, axis, xp)`` and tangent map ``push(x, y, xdot, axis, xp)``.
 
     Example:
         >>> import numpy as np
@@ -478,18 +521,17 @@ def scan_rules(compute: Callable[..., Any], name: str,
     """
 
     def scan_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = compute(x, *args, **kwargs)
-        xs, axis = _scan_geometry(name, x, args, kwargs)
+        c = _Scan(name, compute, x, args, kwargs)
 
         def scan_pullback(ybar: Any) -> Any:
-            return _scan_cotangents(x, len(args), grad(xs, y, ybar, axis))
+            return c.cotangents(grad(c.xs, c.y, ybar, c.axis, c.xp))
 
         scan_pullback.__name__ = scan_pullback.__qualname__ = f"{name}_pullback"
-        return y, scan_pullback
+        return c.y, scan_pullback
 
     def scan_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = compute(x, *args, **kwargs)
-        return y, _scan_tangent(name, push, tangents[1], x, y, args, kwargs)
+        c = _Scan(name, compute, x, args, kwargs)
+        return c.y, c.tangent(tangents[1], push)
 
     scan_rrule.__name__ = scan_rrule.__qualname__ = f"{name}_rrule"
     scan_frule.__name__ = scan_frule.__qualname__ = f"{name}_frule"
@@ -527,7 +569,9 @@ class _LogSumExp:
         self.sign: Any
         self.lse, self.sign = self.y if self.return_sign else (self.y, None)
         self.a, self.b, self.nargs = a, kw.get("b"), len(args)
-        shape = _shape(a) if self.b is None else np.broadcast_shapes(_shape(a), _shape(self.b))
+        shape = _shape(a)
+        if self.b is not None:
+            shape = np.broadcast_shapes(shape, _shape(self.b))
         self.axes = normalize_axes(kw.get("axis"), len(shape))
         self.kshape = _keep_shape(shape, self.axes)
         self.keepdims = bool(kw.get("keepdims", False))
@@ -537,11 +581,15 @@ class _LogSumExp:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
         lse = np.reshape(self.lse, self.kshape)
         e = np.exp(self.a - np.where(np.isfinite(lse), lse, 0))
-        return e if self.sign is None else e * np.reshape(self.sign, self.kshape)
+        if self.sign is not None:
+            e = e * np.reshape(self.sign, self.kshape)
+        return e
 
     def weights(self, e: Any) -> Any:
         """d lse / d a from :meth:`exps`: ``b`` times them."""
-        return e if self.b is None else e * self.b
+        if self.b is not None:
+            e = e * self.b
+        return e
 
     def keep(self, v: Any) -> Any:
         return np.reshape(v, self.kshape)
@@ -558,7 +606,7 @@ def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         rest: list[Any] = [_NT] * call.nargs
         with_b = call.nargs >= 2 and call.b is not None
         lbar = ybar[0] if call.return_sign else ybar
-        if isinstance(lbar, AbstractZero):  # only the sign's cotangent (which has none) was given
+        if is_zero(lbar):  # only the sign's cotangent was given: the sign is locally constant
             if with_b:
                 rest[1] = ZeroTangent()
             return (_NT, ZeroTangent(), *rest)

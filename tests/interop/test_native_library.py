@@ -1,0 +1,159 @@
+"""The library's native tier beyond the element-wise ufuncs: prod and the scans, the contractions
+and basic linear algebra run on JAX arrays and PyTorch tensors with no callback, to any order.
+
+Each case is checked against the system's own implementation of the same function: JAX under
+``jit(hessian)`` (whose lowered program must hold no host callback), ``jacfwd(jacfwd)`` and
+``vmap(grad)``; PyTorch under ``torch.func.hessian``, ``vmap(grad)`` and double backward, with
+``native=True`` (which refuses a function whose rules need NumPy arrays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="needs jax (the `jax` extra)")
+torch = pytest.importorskip("torch", reason="needs torch (the `torch` extra)")
+import jax.numpy as jnp  # noqa: E402
+from torch import func  # noqa: E402
+
+import rulescore.interop.jax as rjax  # noqa: E402
+import rulescore.interop.torch as rtorch  # noqa: E402
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((3, 3))
+SPD = M @ M.T + 3 * np.eye(3)
+A34 = RNG.standard_normal((3, 4))
+B42 = RNG.standard_normal((4, 2))
+T234 = RNG.standard_normal((2, 3, 4))
+V4 = RNG.standard_normal(4)
+V3 = RNG.standard_normal(3)
+
+
+def _lower_j(a: Any) -> Any:
+    return jnp.tril(a) + jnp.tril(a, -1).T  # the symmetric matrix NumPy reads from the lower triangle
+
+
+def _lower_t(a: Any) -> Any:
+    return torch.tril(a) + torch.tril(a, -1).T
+
+
+@dataclass(frozen=True)
+class Case:
+    """``f(*lead, *arrays, *static, **kwargs)`` against ``jax_ref`` and ``torch_ref`` (called
+    without ``lead``); ``pick`` takes the array that the tested loss uses from a structured output."""
+
+    name: str
+    f: Any
+    arrays: tuple[np.ndarray, ...]
+    jax_ref: Callable[..., Any]
+    torch_ref: Callable[..., Any]
+    static: tuple[Any, ...] = ()
+    lead: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    pick: Callable[[Any], Any] = lambda y: y
+
+
+CASES = [
+    Case("prod-axis", np.prod, (A34,), jnp.prod, lambda v, axis: torch.prod(v, dim=axis), kwargs={"axis": 1}),
+    Case("prod", np.prod, (A34,), jnp.prod, torch.prod),
+    Case("ndarray.prod", np.ndarray.prod, (A34,), jnp.prod, torch.prod),
+    Case("cumsum-axis", np.cumsum, (A34,), jnp.cumsum, lambda v, axis: torch.cumsum(v, dim=axis),
+         kwargs={"axis": 0}),
+    Case("cumsum-flat", np.cumsum, (A34,), jnp.cumsum, lambda v: torch.cumsum(v.reshape(-1), 0)),
+    Case("cumprod-axis", np.cumprod, (A34,), jnp.cumprod, lambda v, axis: torch.cumprod(v, dim=axis),
+         kwargs={"axis": 1}),
+    Case("dot-matrices", np.dot, (A34, B42), jnp.dot, torch.matmul),
+    Case("dot-vectors", np.dot, (V4, V4), jnp.dot, torch.dot),
+    Case("dot-3d", np.dot, (T234, B42), jnp.dot, lambda a, b: torch.tensordot(a, b, dims=([2], [0]))),
+    Case("inner", np.inner, (A34, V4), jnp.inner, torch.inner),
+    Case("outer", np.outer, (V4, V3), jnp.outer, torch.outer),
+    Case("tensordot", np.tensordot, (T234, A34), jnp.tensordot,
+         lambda a, b, axes: torch.tensordot(a, b, dims=axes), kwargs={"axes": ([1, 2], [0, 1])}),
+    Case("vecdot", np.vecdot, (A34, V4), jnp.vecdot, lambda a, b: (a * b).sum(-1)),
+    Case("linalg.vecdot", np.linalg.vecdot, (A34, A34), jnp.vecdot, lambda a, b, axis: (a * b).sum(axis),
+         kwargs={"axis": 0}),
+    Case("einsum-matmul", np.einsum, (A34, B42), lambda a, b: jnp.einsum("ij,jk->ik", a, b),
+         lambda a, b: torch.einsum("ij,jk->ik", a, b), lead=("ij,jk->ik",)),
+    Case("einsum-diagonal", np.einsum, (M,), lambda a: jnp.einsum("ii->i", a),
+         lambda a: torch.einsum("ii->i", a), lead=("ii->i",)),
+    Case("einsum-ellipsis", np.einsum, (A34, V4), lambda a, b: jnp.einsum("...j,j->...", a, b),
+         lambda a, b: torch.einsum("...j,j->...", a, b), lead=("...j,j->...",)),
+    Case("inv", np.linalg.inv, (M,), jnp.linalg.inv, torch.linalg.inv),
+    Case("det", np.linalg.det, (M,), jnp.linalg.det, torch.linalg.det),
+    Case("det-4x4", np.linalg.det, (RNG.standard_normal((4, 4)),), jnp.linalg.det, torch.linalg.det),
+    Case("slogdet", np.linalg.slogdet, (M,), jnp.linalg.slogdet, torch.linalg.slogdet, pick=lambda y: y[1]),
+    Case("solve-vector", np.linalg.solve, (M, V3), jnp.linalg.solve, torch.linalg.solve),
+    Case("solve-matrix", np.linalg.solve, (M, M.T.copy()), jnp.linalg.solve, torch.linalg.solve),
+    Case("matrix_power", np.linalg.matrix_power, (M,), jnp.linalg.matrix_power, torch.linalg.matrix_power,
+         static=(3,)),
+    Case("matrix_power-negative", np.linalg.matrix_power, (M,), jnp.linalg.matrix_power,
+         torch.linalg.matrix_power, static=(-2,)),
+    Case("cholesky", np.linalg.cholesky, (SPD,), lambda a: jnp.linalg.cholesky(_lower_j(a)),
+         lambda a: torch.linalg.cholesky(_lower_t(a))),
+    Case("eigh", np.linalg.eigh, (SPD,), lambda a: jnp.linalg.eigh(_lower_j(a)),
+         lambda a: torch.linalg.eigh(_lower_t(a)), pick=lambda y: y[0] + y[1][0] ** 2),  # sign-free
+    Case("eigvalsh", np.linalg.eigvalsh, (SPD,), lambda a: jnp.linalg.eigvalsh(_lower_j(a)),
+         lambda a: torch.linalg.eigvalsh(_lower_t(a))),
+]
+
+#: the cases also run under jacfwd(jacfwd) and vmap in JAX (each JAX transform compiles anew: a few)
+JAX_ALL_TRANSFORMS = {"prod-axis", "cumprod-axis", "einsum-diagonal", "solve-vector", "eigh"}
+
+CLOSE = {"rtol": 1e-8, "atol": 1e-10}
+
+
+def _assert_tree_close(got: Any, want: Any) -> None:
+    jax.tree.map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), **CLOSE), got, want)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_native_under_jax(case: Case) -> None:
+    g = rjax.wrap(case.f, native=True)
+    argnums = tuple(range(len(case.arrays)))
+
+    def loss(*a: Any) -> Any:
+        return jnp.sum(jnp.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))))
+
+    def ref(*a: Any) -> Any:
+        return jnp.sum(jnp.sin(case.pick(case.jax_ref(*a, *case.static, **case.kwargs))))
+
+    hess = jax.jit(jax.hessian(loss, argnums=argnums))
+    assert "callback" not in hess.lower(*case.arrays).as_text()  # JAX operations only
+    want = jax.hessian(ref, argnums=argnums)(*case.arrays)
+    _assert_tree_close(hess(*case.arrays), want)
+    if case.name not in JAX_ALL_TRANSFORMS:
+        return
+    _assert_tree_close(jax.jacfwd(jax.jacfwd(loss, argnums=argnums), argnums=argnums)(*case.arrays), want)
+    batch = tuple(jnp.stack([a, 2 * a]) for a in case.arrays)  # vmap: one vectorized call
+    _assert_tree_close(jax.vmap(jax.grad(loss, argnums=argnums))(*batch),
+                       jax.vmap(jax.grad(ref, argnums=argnums))(*batch))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_native_under_torch(case: Case) -> None:
+    g = rtorch.wrap(case.f, native=True)  # raises unless the rules run on tensors
+    argnums = tuple(range(len(case.arrays)))
+    xs = tuple(torch.tensor(a) for a in case.arrays)
+
+    def loss(*a: Any) -> Any:
+        return torch.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))).sum()
+
+    def ref(*a: Any) -> Any:
+        return torch.sin(case.pick(case.torch_ref(*a, *case.static, **case.kwargs))).sum()
+
+    want = func.hessian(ref, argnums=argnums)(*xs)
+    _assert_tree_close(func.hessian(loss, argnums=argnums)(*xs), want)
+    batch = tuple(torch.stack([x, 2 * x]) for x in xs)
+    _assert_tree_close(func.vmap(func.grad(loss, argnums=argnums))(*batch),
+                       func.vmap(func.grad(ref, argnums=argnums))(*batch))
+    leaves = [x.clone().requires_grad_() for x in xs]
+    firsts = torch.autograd.grad(loss(*leaves), leaves, create_graph=True)
+    seconds = torch.autograd.grad(sum(d.sum() for d in firsts), leaves)
+    ref_firsts = torch.autograd.grad(ref(*leaves), leaves, create_graph=True)
+    wants = torch.autograd.grad(sum(d.sum() for d in ref_firsts), leaves)
+    _assert_tree_close(seconds, wants)
