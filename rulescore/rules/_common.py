@@ -62,7 +62,8 @@ def bind_arguments(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dic
 
 def family_rules(namespace: Mapping[str, Any] | None = None, named: Iterable[Any] = (), *,
                  partials: Mapping[Any, Callable[..., Any]] | None = None, pairs: Iterable[RulePair] = (),
-                 non_differentiable: Iterable[Any] = ()) -> tuple[RulePair, ...]:
+                 non_differentiable: Iterable[Any] = (),
+                 named_wrt: Mapping[tuple[int, ...], Iterable[Any]] | None = None) -> tuple[RulePair, ...]:
     """A family's ``RULES`` table from its tables, the one way every family builds it.
 
     ``named`` lists the callables whose rules the family module (``namespace``, its
@@ -72,6 +73,8 @@ def family_rules(namespace: Mapping[str, Any] | None = None, named: Iterable[Any
     element-wise callable to its partials (:func:`~rulescore.partials_rules`), ``pairs`` are
     rule pairs made by the other helpers (``linear_rules``, a pair with ``wrt=`` or ``types``),
     and the ``non_differentiable`` callables get :func:`~rulescore.non_differentiable_rules`.
+    ``named_wrt`` groups named callables by the argument positions their frules differentiate
+    (``RulePair(..., wrt=)``: the contract skips the frule when those tangents are all zero).
 
     Example:
         >>> import math, rulescore as rc
@@ -86,15 +89,17 @@ def family_rules(namespace: Mapping[str, Any] | None = None, named: Iterable[Any
     return (
         *(partials_rules(f, d) for f, d in (partials or {}).items()),
         *(_named_pair(namespace or {}, entry) for entry in named),
+        *(_named_pair(namespace or {}, entry, wrt)
+          for wrt, group in (named_wrt or {}).items() for entry in group),
         *pairs,
         *(non_differentiable_rules(f) for f in non_differentiable),
     )
 
 
-def _named_pair(namespace: Mapping[str, Any], entry: Any) -> RulePair:
+def _named_pair(namespace: Mapping[str, Any], entry: Any, wrt: tuple[int, ...] | None = None) -> RulePair:
     f, stem = entry if isinstance(entry, tuple) else (entry, entry.__name__)
     try:
-        return RulePair(f, namespace[f"{stem}_rrule"], namespace[f"{stem}_frule"])
+        return RulePair(f, namespace[f"{stem}_rrule"], namespace[f"{stem}_frule"], wrt=wrt)
     except KeyError as missing:
         raise LookupError(f"the rule table lists {callable_name(f)}, but its module defines no {missing}; "
                           f"name its rules {stem}_rrule and {stem}_frule") from None

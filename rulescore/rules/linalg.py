@@ -47,7 +47,6 @@ import numpy as np
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._arithmetic import is_zero
 from rulescore._contract import plain_entry
-from rulescore._helpers import non_differentiable_rules
 from rulescore._linear import linear_rules
 from rulescore._namespace import (
     array_namespace,
@@ -61,7 +60,7 @@ from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
-from rulescore.rules._common import conj, is_complex, product_tangent
+from rulescore.rules._common import conj, family_rules, is_complex, product_tangent
 
 LA: Any = np.linalg
 
@@ -1305,32 +1304,18 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 # tables
 # --------------------------------------------------------------------------------------------
 
-RULES: tuple[RulePair, ...] = (
-    RulePair(np.linalg.inv, inv_rrule, inv_frule, wrt=(0,)),
-    RulePair(np.linalg.det, det_rrule, det_frule, wrt=(0,)),
-    RulePair(np.linalg.slogdet, slogdet_rrule, slogdet_frule, wrt=(0,)),
-    RulePair(np.linalg.solve, solve_rrule, solve_frule, wrt=(0, 1)),
-    RulePair(np.linalg.matrix_power, matrix_power_rrule, matrix_power_frule, wrt=(0,)),
-    RulePair(np.linalg.cholesky, cholesky_rrule, cholesky_frule, wrt=(0,)),
-    RulePair(np.linalg.qr, qr_rrule, qr_frule, wrt=(0,)),
-    RulePair(np.linalg.svd, svd_rrule, svd_frule, wrt=(0,)),
-    RulePair(np.linalg.svdvals, svdvals_rrule, svdvals_frule, wrt=(0,)),
-    RulePair(np.linalg.eigh, eigh_rrule, eigh_frule, wrt=(0,)),
-    RulePair(np.linalg.eigvalsh, eigvalsh_rrule, eigvalsh_frule, wrt=(0,)),
-    RulePair(np.linalg.eig, eig_rrule, eig_frule, wrt=(0,)),
-    RulePair(np.linalg.eigvals, eigvals_rrule, eigvals_frule, wrt=(0,)),
-    RulePair(np.linalg.pinv, pinv_rrule, pinv_frule, wrt=(0,)),
-    RulePair(np.linalg.lstsq, lstsq_rrule, lstsq_frule, wrt=(0, 1)),
-    RulePair(np.linalg.norm, norm_rrule, norm_frule, wrt=(0,)),
-    RulePair(np.linalg.vector_norm, vector_norm_rrule, vector_norm_frule, wrt=(0,)),
-    RulePair(np.linalg.matrix_norm, matrix_norm_rrule, matrix_norm_frule, wrt=(0,)),
-    RulePair(np.linalg.cond, cond_rrule, cond_frule, wrt=(0,)),
-    RulePair(np.linalg.multi_dot, multi_dot_rrule, multi_dot_frule, wrt=(0,)),
-    RulePair(np.linalg.cross, cross_rrule, cross_frule, wrt=(0, 1)),
-    linear_rules(np.linalg.matrix_transpose, matrix_transpose_transpose),
-    linear_rules(np.linalg.diagonal, diagonal_transpose),
-    linear_rules(np.linalg.trace, trace_transpose),
-    RulePair(np.linalg.tensorinv, tensorinv_rrule, tensorinv_frule, wrt=(0,)),
-    RulePair(np.linalg.tensorsolve, tensorsolve_rrule, tensorsolve_frule, wrt=(0, 1)),
-    non_differentiable_rules(np.linalg.matrix_rank),
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(),
+    named_wrt={  # the frules differentiate the matrices (not ord, axis, rcond, ...)
+        (0,): (LA.inv, LA.det, LA.slogdet, LA.matrix_power, LA.cholesky, LA.qr, LA.svd, LA.svdvals, LA.eigh,
+               LA.eigvalsh, LA.eig, LA.eigvals, LA.pinv, LA.norm, LA.vector_norm, LA.matrix_norm, LA.cond,
+               LA.multi_dot, LA.tensorinv),
+        (0, 1): (LA.solve, LA.lstsq, LA.cross, LA.tensorsolve),
+    },
+    pairs=(
+        linear_rules(LA.matrix_transpose, matrix_transpose_transpose),
+        linear_rules(LA.diagonal, diagonal_transpose),
+        linear_rules(LA.trace, trace_transpose),
+    ),
+    non_differentiable=(LA.matrix_rank,),
 )

@@ -155,18 +155,27 @@ class _Trapezoid(_Sampled):
         return np.sum(t * self.x_partials(), axis=-1)
 
 
-def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _Trapezoid(y, args, kwargs)
+def _sampled_rrule(kind: type[_Sampled], y: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = kind(y, args, kwargs)
 
-    def trapezoid_pullback(ybar: Any) -> Any:
+    def sampled_pullback(ybar: Any) -> Any:
         return call.cotangents(ybar, y, len(args))
 
-    return call.value, trapezoid_pullback
+    return call.value, sampled_pullback
+
+
+def _sampled_frule(kind: type[_Sampled], tangents: Any, y: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Any:
+    call = kind(y, args, kwargs)
+    return call.value, call.tangent(tangents, y, len(args))
+
+
+def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
+    return _sampled_rrule(_Trapezoid, y, args, kwargs)
 
 
 def trapezoid_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _Trapezoid(y, args, kwargs)
-    return call.value, call.tangent(tangents, y, len(args))
+    return _sampled_frule(_Trapezoid, tangents, y, args, kwargs)
 
 
 # -- simpson ---------------------------------------------------------------------------------
@@ -236,17 +245,11 @@ class _Simpson(_Sampled):
 
 
 def simpson_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _Simpson(y, args, kwargs)
-
-    def simpson_pullback(ybar: Any) -> Any:
-        return call.cotangents(ybar, y, len(args))
-
-    return call.value, simpson_pullback
+    return _sampled_rrule(_Simpson, y, args, kwargs)
 
 
 def simpson_frule(tangents: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _Simpson(y, args, kwargs)
-    return call.value, call.tangent(tangents, y, len(args))
+    return _sampled_frule(_Simpson, tangents, y, args, kwargs)
 
 
 declare_parameters(si.simpson, _SAMPLED)
