@@ -267,15 +267,39 @@ def op_name(f: Any) -> str:
 WEAK = "weak"
 
 
+#: a 0-d leaf reaches the host function as a NumPy scalar (``np.generic``'s methods take no array)
+SCALAR = "scalar"
+
+
 def as_host_leaf(x: Any, kind: str | None) -> Any:
-    """The NumPy leaf ``x`` as the host function sees it (see :data:`WEAK`).
+    """The NumPy leaf ``x`` as the host function sees it (see :data:`WEAK`, :data:`SCALAR`).
 
     Example:
         >>> import numpy as np
-        >>> type(as_host_leaf(np.array(0.5), WEAK)), type(as_host_leaf(np.array(0.5), None))
-        (<class 'float'>, <class 'numpy.ndarray'>)
+        >>> type(as_host_leaf(np.array(0.5), WEAK)), type(as_host_leaf(np.array(0.5), SCALAR))
+        (<class 'float'>, <class 'numpy.float64'>)
     """
-    return np.asarray(x).item() if kind == WEAK else x
+    if kind == WEAK:
+        return np.asarray(x).item()
+    return np.asarray(x)[()] if kind == SCALAR else x
+
+
+def scalar_kind(f: Any) -> str | None:
+    """How 0-d leaves reach ``f`` when ``f`` takes numbers only: Python numbers for the builtins
+    and the methods of ``int``/``float``/``complex`` (``complex(re, im)``, ``float.conjugate``),
+    NumPy scalars for ``np.generic``'s methods; ``None`` for everything else (0-d arrays).
+
+    Example:
+        >>> import numpy as np
+        >>> [scalar_kind(f) for f in (complex, float.conjugate, np.generic.item, np.sin)]
+        ['weak', 'weak', 'scalar', None]
+    """
+    owner = getattr(f, "__objclass__", None)
+    if isinstance(owner, type) and issubclass(owner, np.generic):
+        return SCALAR
+    if owner in (int, float, complex) or (isinstance(f, type) and f in (int, float, complex)):
+        return WEAK
+    return None
 
 
 def value_key(concrete: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -326,6 +350,10 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
     in_specs = tuple((np.shape(x), np.result_type(x)) for x in xs_example)
     diff_in = tuple(np.issubdtype(d, np.inexact) for _, d in in_specs)
     host_kinds = tuple(kinds) if kinds is not None and not native else (None,) * len(in_specs)
+    numbers_only = None if native else scalar_kind(f)
+    if numbers_only is not None:
+        host_kinds = tuple(numbers_only if k is None and shape == () else k
+                           for k, (shape, _) in zip(host_kinds, in_specs, strict=True))
 
     def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))

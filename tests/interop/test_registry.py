@@ -8,9 +8,7 @@ rulescore's own pullback (NumPy): one exporter call per order. The suite runs th
 each family and a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of
 minutes); ``RULESCORE_INTEROP_REGISTRY=all`` runs every case. ``RULESCORE_INTEROP_EXAMPLES`` sets
 the hypothesis examples per case (default 1).
-
-Cases an exporter cannot do are listed in :data:`KNOWN_FAILURES` with the reason (they run,
-marked ``xfail``).
+Every case passes through both exporters: no case is listed as a known failure.
 """
 
 from __future__ import annotations
@@ -43,20 +41,6 @@ SAMPLE = 1 if os.environ.get("RULESCORE_INTEROP_REGISTRY") == "all" else 6
 #: ``system-family-case`` -> why that exporter cannot do it (run, expected to fail with a raised
 #: error, never a wrong number). Output specs come from the actual inputs, Python scalars stay
 #: weakly typed and dataclasses are flattened, so every other rule goes through both exporters.
-_NO_WEAK_TENSORS = ("these builtins take Python numbers only, and PyTorch has no Python-number tensor: to "
-                    "differentiate a Python float, torch.func needs it as a 0-d tensor, which reaches the "
-                    "function as a 0-d NumPy array (an ndarray method needs that), so it raises TypeError. "
-                    "Given a Python number itself, rtorch.wrap passes it on as one")
-_NO_SCALAR_ARRAYS = ("np.generic's methods take NumPy scalars only, and a 0-d JAX array or tensor stands "
-                     "for a NumPy scalar and a 0-d array alike: it reaches the function as a 0-d array "
-                     "(ndarray methods need that), so generic.item raises TypeError")
-KNOWN_FAILURES: dict[str, str] = {
-    **{f"torch-builtins-{case}": _NO_WEAK_TENSORS
-       for case in ("complex-complex-parts", "complex.conjugate-complex", "float.conjugate-float")},
-    **{f"{s}-numeric-generic.item": _NO_SCALAR_ARRAYS for s in ("jax", "torch")},
-}
-
-
 def _cases() -> list[Any]:
     params = []
     for family in FAMILIES:
@@ -71,7 +55,6 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("family", "case", "system"), _cases())
 def test_rule_through_exporter(family: str, case: RuleCase, system: str) -> None:
-    known = KNOWN_FAILURES.get(f"{system}-{family}-{case_id(case)}")
     if system not in SYSTEMS:
         pytest.skip(f"{system} is not installed (the test extra installs it)")
     strategies = st.tuples(*(a if isinstance(a, st.SearchStrategy) else st.just(a) for a in case.args))
@@ -85,9 +68,4 @@ def test_rule_through_exporter(family: str, case: RuleCase, system: str) -> None
         rct.check_systems(case.f, marked, case.kwargs, [system], second_order=family in SECOND_ORDER,
                           **options)
 
-    if known is None:
-        check()
-        return
-    with pytest.raises(AssertionError, match="raised TypeError"):  # an error, not a wrong number
-        check()
-    pytest.xfail(known)
+    check()
