@@ -715,9 +715,9 @@ def refuse_traced_keywords(fn: Any, kwargs: dict[str, Any], trace: Trace) -> Non
             raise UntraceableError(
                 f"{callable_name(fn)} received a traced value as keyword argument {k!r}, which is "
                 "not one of its positional parameters (keyword-only or collected by **kwargs), and "
-                "its rule gives derivatives for positional arguments only. Pass the value through the "
-                "equivalent positional parameter (np.clip(x, lo, hi) rather than min=lo), or declare "
-                "the parameters with rulescore.declare_parameters (docs/writing-rules.md)"
+                "its rule gives derivatives for positional arguments only. Pass the value through an "
+                "equivalent positional parameter if the function has one, or declare the parameters "
+                "with rulescore.declare_parameters (docs/writing-rules.md)"
             )
 
 

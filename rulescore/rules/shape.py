@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 from functools import partial
@@ -40,6 +41,7 @@ import numpy as np
 
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._linear import dense_tangent, linear_rules
+from rulescore._parameters import declare_parameters
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
@@ -608,20 +610,37 @@ def where_frule(tangents: Any, condition: Any, *args: Any, **kwargs: Any) -> Any
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
 
+#: The positional form of ``np.clip``'s rules: NumPy's own order, its keyword-only aliases
+#: ``min``/``max`` (NumPy 2.1) declared positional so a traced ``min=lo`` gets its cotangent
+#: (:func:`rulescore.declare_parameters`). ``ndarray.clip(min, max, out)`` shares the first three.
+_CLIP_FORM = inspect.Signature([inspect.Parameter("a", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+    for name, default in (("a_min", _NOVALUE), ("a_max", _NOVALUE), ("out", None), ("min", _NOVALUE),
+                          ("max", _NOVALUE))])
+declare_parameters(np.clip, _CLIP_FORM)
+#: the bound each slot of the form holds (``None``: ``out``)
+_CLIP_SLOTS = ("lo", "hi", None, "lo", "hi")
+
+
+def _clip(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``np.clip`` called in the rules' positional form (the aliases passed back by name)."""
+    aliases = {name: v for name, v in zip(("min", "max"), args[3:], strict=False) if v is not _NOVALUE}
+    clip: Any = np.clip  # NumPy's overloads cannot type a call spelled from a form
+    return clip(a, *args[:3], **aliases, **kwargs)
+
+
 def _clip_bounds(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    unset = _NOVALUE
-
-    def get(i: int, *names: str) -> Any:
-        if len(args) > i:
-            return args[i]
+    """The lower and upper bound (``None``: none), from the form's slots or the keywords."""
+    found = {"lo": _NOVALUE, "hi": _NOVALUE}
+    for slot, v in zip(_CLIP_SLOTS, args, strict=False):
+        if slot is not None and v is not _NOVALUE:
+            found[slot] = v
+    for slot, names in (("lo", ("a_min", "min")), ("hi", ("a_max", "max"))):
         for name in names:
-            v = kwargs.get(name, unset)
-            if v is not unset:
-                return v
-        return None
-
-    lo, hi = get(0, "a_min", "min"), get(1, "a_max", "max")
-    return (None if lo is unset else lo), (None if hi is unset else hi)
+            if found[slot] is _NOVALUE:
+                found[slot] = kwargs.get(name, _NOVALUE)
+    lo, hi = (None if v is _NOVALUE else v for v in (found["lo"], found["hi"]))
+    return lo, hi
 
 
 def _clip_masks(a: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
@@ -635,30 +654,33 @@ def _clip_masks(a: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
 
 
 def clip_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.clip(a, *args, **kwargs)
+    y = _clip(a, args, kwargs)
     lo, hi = _clip_bounds(args, kwargs)
     on_a, on_lo, on_hi = _clip_masks(a, lo, hi)
+    on = {"lo": on_lo, "hi": on_hi}
 
     def clip_pullback(ybar: Any) -> Any:
         abar = _project(a, _sum_to(np.where(on_a, ybar, 0), np.shape(a)))
         bounds = []
-        for v, mask in zip(args, (on_lo, on_hi, None), strict=False):
-            if v is None or mask is None:
+        for v, slot in zip(args, _CLIP_SLOTS, strict=False):
+            if v is None or v is _NOVALUE or slot is None:
                 bounds.append(_NO)
             else:
-                bounds.append(_project(v, _sum_to(np.where(mask, ybar, 0), np.shape(v))))
+                bounds.append(_project(v, _sum_to(np.where(on[slot], ybar, 0), np.shape(v))))
         return (_NO, abar, *bounds)
 
     return y, clip_pullback
 
 
 def clip_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
-    y = np.clip(a, *args, **kwargs)
+    y = _clip(a, args, kwargs)
     lo, hi = _clip_bounds(args, kwargs)
-    masks = _clip_masks(a, lo, hi)
-    ydot: Any = ZeroTangent()
-    for t, on in zip(tangents[1:4], masks, strict=False):  # a's or a bound's tangent may be zero
-        ydot = ydot + masked(on, t)
+    on_a, on_lo, on_hi = _clip_masks(a, lo, hi)
+    on = {"lo": on_lo, "hi": on_hi}
+    ydot: Any = masked(on_a, tangents[1])  # a's or a bound's tangent may be zero
+    for t, slot in zip(tangents[2:], _CLIP_SLOTS, strict=False):
+        if slot is not None:
+            ydot = ydot + masked(on[slot], t)
     return y, _project(y, np.broadcast_to(ydot, np.shape(y)))
 
 
@@ -1030,7 +1052,7 @@ RULES: tuple[RulePair, ...] = family_rules(
         # pad is affine: its frule pads the tangent with zeros
         RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
         RulePair(np.where, where_rrule, where_frule),
-        RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+        RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2, 4, 5)),
         RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
         # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
         RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),

@@ -9,6 +9,8 @@ import inspect
 from typing import Any
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rulescore as rc
 import zygotepy as zp
@@ -54,3 +56,27 @@ def test_without_a_rule_the_callable_is_called_as_written() -> None:
 
     (g,) = zp.gradient(f, 1.5)
     np.testing.assert_allclose(g, fd(f, 1.5), rtol=1e-7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-0.9, -0.1), st.floats(0.1, 0.9), st.sampled_from(["min", "max", "both"]))
+def test_np_clip_min_and_max_aliases_get_their_cotangents(lo: float, hi: float, given_as: str) -> None:
+    """NumPy 2.1's keyword-only ``min=``/``max=`` of ``np.clip`` are declared in its rules' form
+    (a_min, a_max, out, min, max): traced, they differentiate like ``a_min``/``a_max``, in both
+    modes."""
+    x = np.array([-1.0, -0.05, 0.05, 1.0])  # two entries beyond the bounds, two inside
+    keywords = {"min": ("min",), "max": ("max",), "both": ("min", "max")}[given_as]
+
+    def f(lo: float, hi: float) -> Any:
+        bounds = {"min": lo, "max": hi}
+        return np.sum(np.clip(x, **{k: bounds[k] for k in keywords}) * x)
+
+    grads = zp.gradient(f, lo, hi)  # an unused bound's gradient is None (nothing flows to it)
+    for name, g, want in (("min", grads[0], fd(lambda a: f(a, hi), lo)),
+                          ("max", grads[1], fd(lambda b: f(lo, b), hi))):
+        if name in keywords:
+            np.testing.assert_allclose(g, want, atol=1e-7)
+        else:
+            assert g is None
+    _, tangent = zp.jvp(f, (lo, hi), (1.0, 1.0))
+    np.testing.assert_allclose(tangent, sum(g for g in grads if g is not None), atol=1e-7)
