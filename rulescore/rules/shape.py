@@ -764,6 +764,24 @@ def array_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return _project(x, np.reshape(ybar, np.shape(x)))
 
 
+def _new_array(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.array(x, ...)``, owning its memory when it copied: with ``ndmin`` NumPy returns a view
+    of the copy it made, and an engine following in-place writes (``X -= avg`` in ``np.cov``)
+    must see that memory as the result's own, not as an array it never saw being made."""
+    y = np.array(x, *args, **kwargs)
+    if isinstance(y, np.ndarray) and y.base is not None and not (
+            isinstance(x, np.ndarray) and np.shares_memory(y, x)):
+        return y.copy()
+    return y
+
+
+def array_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def array_pullback(ybar: Any) -> Any:
+        return (NoTangent(), array_transpose(ybar, x, *args, **kwargs), *(NoTangent() for _ in args))
+
+    return _new_array(x, *args, **kwargs), array_pullback
+
+
 def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     """The frule of ``np.array``-like ``f``: the tangent converted like the primal."""
     y = f(x, *args, **kwargs)
@@ -779,7 +797,7 @@ def _array_frule(f: Any, tangents: Any, x: Any, *args: Any, **kwargs: Any) -> An
 
 
 def array_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    return _array_frule(np.array, tangents, x, *args, **kwargs)
+    return _array_frule(_new_array, tangents, x, *args, **kwargs)
 
 
 def asarray_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -1057,7 +1075,7 @@ RULES: tuple[RulePair, ...] = family_rules(
         # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
         RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
         RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
-        RulePair(np.array, linear_rules(np.array, array_transpose).rrule, array_frule, wrt=(0,)),
+        RulePair(np.array, array_rrule, array_frule, wrt=(0,)),
         RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
         RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
                  wrt=(0,)),

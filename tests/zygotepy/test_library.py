@@ -28,6 +28,11 @@ THROUGH_THE_SOURCE = {
     "polyint": lambda x: np.sum(np.polyint(x, 2) ** 2),
     "resize": lambda x: np.sum(np.resize(x, (3, 3)) ** 2),
     "polyder": lambda x: np.sum(np.polyder(x, 2) ** 2),
+    "median": lambda x: np.median(x ** 2),
+    "cov of a vector": lambda x: np.cov(x),  # np.array(m, ndmin=2), then X -= avg in place
+    "cov of rows": lambda x: np.sum(np.cov(np.stack([x, x ** 2, np.sin(x)])) ** 2),
+    "cov aweights": lambda x: np.sum(np.cov(np.stack([x, x ** 2]), aweights=np.exp(x)) ** 2),
+    "corrcoef": lambda x: np.sum(np.corrcoef(np.stack([x, x ** 2, np.sin(x)])) ** 2),
 }
 
 
