@@ -257,9 +257,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
-    if (tf is np.ufunc and (len(args) > fn.nin or (kwargs and _given(kwargs.get("out"))))) or (
-            kwargs and tf is types.BuiltinFunctionType and type(fn.__self__) is np.ufunc
-            and _given(kwargs.get("out"))):
+    if (tf is np.ufunc and len(args) > fn.nin) or (kwargs and _names_an_array(kwargs.get("out")) and (
+            tf is np.ufunc or (tf is types.BuiltinFunctionType and type(fn.__self__) is np.ufunc))):
         return ufunc_into(levels, fn, args, kwargs, call)  # a write into out=: functional
     given = args, kwargs  # f's own call: a declared positional form is its rules' only
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
@@ -299,7 +298,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     return _untraceable(fn, args, kwargs, trace)
 
 
-def _given(out: Any) -> bool:
+def _names_an_array(out: Any) -> bool:
     """Whether a ufunc's ``out=`` names an array (not ``None``, a tuple of ``None`` or ``...``,
     which only asks for an array rather than a scalar)."""
     if out is None or out is Ellipsis:
