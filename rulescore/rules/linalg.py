@@ -1202,7 +1202,11 @@ def cross_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
 
 
 def matrix_transpose_transpose(ybar: Any, x: Any) -> Any:
-    return LA.matrix_transpose(ybar)
+    return LA.matrix_transpose(ybar) if type(ybar) is np.ndarray or _ns(ybar) is np else ybar.mT
+
+
+def matrix_transpose_native(xp: Any, x: Any) -> Any:
+    return xp.matrix_transpose(x)
 
 
 def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
@@ -1212,19 +1216,29 @@ def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
     length = max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
     diag = np.arange(length)[None, :]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    dt = _real_dtype(like)
-    return (rows == diag + r0).astype(dt), (cols == diag + c0).astype(dt)
+    return _constant(rows == diag + r0, like), _constant(cols == diag + c0, like)
 
 
 def diagonal_transpose(ybar: Any, x: Any, *, offset: int = 0) -> Any:
     x_ = _arr(x)
     er, ec = _diag_selectors(x_.shape[-2], x_.shape[-1], offset, x_)
-    return (er * _arr(ybar)[..., None, :]) @ ec.T
+    return (er * _arr(ybar)[..., None, :]) @ ec.mT
+
+
+def diagonal_native(xp: Any, x: Any, *, offset: int = 0) -> Any:
+    return xp.linalg.diagonal(x, offset=offset)
 
 
 def trace_transpose(ybar: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
     x_ = _arr(x)
-    return _expand2(ybar) * np.eye(x_.shape[-2], x_.shape[-1], k=offset, dtype=_real_dtype(x_))
+    return _expand2(ybar) * _constant(np.eye(x_.shape[-2], x_.shape[-1], k=offset), x_)
+
+
+def trace_native(xp: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
+    if dtype is not None:
+        raise TypeError(f"numpy.linalg.trace: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "takes offset only: call it on NumPy arrays for dtype=")
+    return xp.linalg.trace(x, offset=offset)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1313,9 +1327,9 @@ RULES: tuple[RulePair, ...] = family_rules(
         (0, 1): (LA.solve, LA.lstsq, LA.cross, LA.tensorsolve),
     },
     pairs=(
-        linear_rules(LA.matrix_transpose, matrix_transpose_transpose),
-        linear_rules(LA.diagonal, diagonal_transpose),
-        linear_rules(LA.trace, trace_transpose),
+        linear_rules(LA.matrix_transpose, matrix_transpose_transpose, native=matrix_transpose_native),
+        linear_rules(LA.diagonal, diagonal_transpose, native=diagonal_native),
+        linear_rules(LA.trace, trace_transpose, native=trace_native),
     ),
     non_differentiable=(LA.matrix_rank,),
 )

@@ -97,6 +97,17 @@ CASES = [
          lambda a: torch.linalg.cholesky(_lower_t(a))),
     Case("eigh", np.linalg.eigh, (SPD,), lambda a: jnp.linalg.eigh(_lower_j(a)),
          lambda a: torch.linalg.eigh(_lower_t(a)), pick=lambda y: y[0] + y[1][0] ** 2),  # sign-free
+    Case("trace", np.trace, (M,), jnp.trace, torch.trace),
+    Case("trace-axes", np.trace, (T234,), jnp.trace,
+         lambda a, offset, axis1, axis2: torch.diagonal(a, offset, axis1, axis2).sum(-1),
+         kwargs={"offset": 1, "axis1": 0, "axis2": 2}),
+    Case("ndarray.trace", np.ndarray.trace, (A34,), jnp.trace, lambda a: torch.diagonal(a).sum()),
+    Case("linalg.trace", np.linalg.trace, (T234,), jnp.linalg.trace,
+         lambda a, offset: torch.diagonal(a, offset, -2, -1).sum(-1), kwargs={"offset": -1}),
+    Case("linalg.diagonal", np.linalg.diagonal, (T234,), jnp.linalg.diagonal,
+         lambda a, offset: torch.diagonal(a, offset, -2, -1), kwargs={"offset": 1}),
+    Case("linalg.matrix_transpose", np.linalg.matrix_transpose, (T234,), jnp.linalg.matrix_transpose,
+         lambda a: a.mT),
     Case("eigvalsh", np.linalg.eigvalsh, (SPD,), lambda a: jnp.linalg.eigvalsh(_lower_j(a)),
          lambda a: torch.linalg.eigvalsh(_lower_t(a))),
 ]
