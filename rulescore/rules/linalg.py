@@ -51,6 +51,7 @@ from rulescore._linear import linear_rules
 from rulescore._namespace import (
     array_namespace,
     constant_like,
+    foreign_namespace,
     is_complex_array,
     is_numpy_input,
     unbroadcast_to,
@@ -1136,13 +1137,33 @@ def _multi_dot_mats(arrays: Any) -> tuple[list[Any], bool, bool]:
     return mats, first_vec, last_vec
 
 
+def _multi_dot_namespace(arrays: Any, out: Any) -> Any:
+    """The namespace of ``multi_dot``'s matrices when one is a non-NumPy array (the native tier:
+    a chain of ``@``, left to right), else ``None``."""
+    if all(type(m) is np.ndarray for m in arrays) or (xp := foreign_namespace(tuple(arrays))) is None:
+        return None
+    if out is not None:
+        raise TypeError(f"numpy.linalg.multi_dot: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "takes no out=: call it on NumPy arrays for that")
+    return xp
+
+
+def _chain(mats: list[Any]) -> Any:
+    y = mats[0]
+    for m in mats[1:]:
+        y = y @ m
+    return y
+
+
 def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
-    y = LA.multi_dot(arrays, out=out)
+    xp = _multi_dot_namespace(arrays, out)
+    y = LA.multi_dot(arrays, out=out) if xp is None else _chain(list(arrays))
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     k = len(mats)
 
     def multi_dot_pullback(ybar: Any) -> Any:
-        yb = np.reshape(_arr(ybar), (mats[0].shape[0], mats[-1].shape[1]))
+        shape = (mats[0].shape[0], mats[-1].shape[1])
+        yb = np.reshape(_arr(ybar), shape) if xp is None else xp.reshape(ybar, shape)
         prefix: list[Any] = [None]
         for m in mats[:-1]:
             prefix.append(_mul(prefix[-1], m))
@@ -1159,13 +1180,17 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
             bars[0] = bars[0][0, :]
         if last_vec:
             bars[-1] = bars[-1][:, 0]
+        if xp is not None:
+            bars = [_fit(m, g) for m, g in zip(arrays, bars, strict=True)]
+            return NoTangent(), tangent_type(type(arrays))(*bars)
         return NoTangent(), project(arrays, type(arrays)(bars) if isinstance(arrays, tuple) else bars)
 
     return y, multi_dot_pullback
 
 
 def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
-    y = LA.multi_dot(arrays, out=out)
+    xp = _multi_dot_namespace(arrays, out)
+    y = LA.multi_dot(arrays, out=out) if xp is None else _chain(list(arrays))
     dots = [_entry(tangents[1], i) for i in range(len(arrays))]
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     ydot: Any = ZeroTangent()
@@ -1180,6 +1205,8 @@ def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
         for j, m in enumerate(mats):
             term = _mul(term, d if j == i else m)
         ydot = ydot + term
+    if xp is not None:
+        return y, _fit(y, xp.reshape(ydot, y.shape))
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 

@@ -44,7 +44,7 @@ def _lower_t(a: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    """``f(*lead, *arrays, *static, **kwargs)`` against ``jax_ref`` and ``torch_ref`` (called
+    """``f(*lead, *arrays, *static, **kwargs)`` (``f(list(arrays))`` with ``as_list``) against ``jax_ref`` and ``torch_ref`` (called
     without ``lead``); ``pick`` takes the array that the tested loss uses from a structured output."""
 
     name: str
@@ -56,6 +56,11 @@ class Case:
     lead: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     pick: Callable[[Any], Any] = lambda y: y
+    as_list: bool = False  # f takes the arrays in one list (multi_dot)
+
+    def call(self, g: Any, arrays: tuple[Any, ...]) -> Any:
+        """``g`` (the wrapped ``f``) of the arrays, as ``f`` takes them."""
+        return g(*self.lead, *([list(arrays)] if self.as_list else arrays), *self.static, **self.kwargs)
 
 
 CASES = [
@@ -77,6 +82,11 @@ CASES = [
     Case("vecdot", np.vecdot, (A34, V4), jnp.vecdot, lambda a, b: (a * b).sum(-1)),
     Case("linalg.vecdot", np.linalg.vecdot, (A34, A34), jnp.vecdot, lambda a, b, axis: (a * b).sum(axis),
          kwargs={"axis": 0}),
+    Case("vdot", np.vdot, (A34, A34), lambda a, b: jnp.vdot(a, b), lambda a, b: (a * b).sum()),
+    Case("matvec", np.matvec, (T234, V4), lambda a, v: a @ v, lambda a, v: a @ v),
+    Case("vecmat", np.vecmat, (V3, T234), lambda v, a: v @ a, lambda v, a: v @ a),
+    Case("multi_dot", np.linalg.multi_dot, (V3, A34, B42), lambda *m: jnp.linalg.multi_dot(m),
+         lambda *m: torch.linalg.multi_dot(m), as_list=True),
     Case("einsum-matmul", np.einsum, (A34, B42), lambda a, b: jnp.einsum("ij,jk->ik", a, b),
          lambda a, b: torch.einsum("ij,jk->ik", a, b), lead=("ij,jk->ik",)),
     Case("einsum-diagonal", np.einsum, (M,), lambda a: jnp.einsum("ii->i", a),
@@ -128,7 +138,7 @@ def test_native_under_jax(case: Case) -> None:
     argnums = tuple(range(len(case.arrays)))
 
     def loss(*a: Any) -> Any:
-        return jnp.sum(jnp.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))))
+        return jnp.sum(jnp.sin(case.pick(case.call(g, a))))
 
     def ref(*a: Any) -> Any:
         return jnp.sum(jnp.sin(case.pick(case.jax_ref(*a, *case.static, **case.kwargs))))
@@ -152,7 +162,7 @@ def test_native_under_torch(case: Case) -> None:
     xs = tuple(torch.tensor(a) for a in case.arrays)
 
     def loss(*a: Any) -> Any:
-        return torch.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))).sum()
+        return torch.sin(case.pick(case.call(g, a))).sum()
 
     def ref(*a: Any) -> Any:
         return torch.sin(case.pick(case.torch_ref(*a, *case.static, **case.kwargs))).sum()
