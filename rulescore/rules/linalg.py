@@ -952,44 +952,67 @@ def _norm_layout(x: Any, ord: Any, axis: Any) -> tuple[str, tuple[int, ...]]:
     return ("vector", axes) if len(axes) == 1 else ("matrix", axes)
 
 
-def _extreme_mask(v: Any, axis: Any, largest: bool) -> Any:
-    ext = np.max(v, axis=axis, keepdims=True) if largest else np.min(v, axis=axis, keepdims=True)
+def _extreme_mask(v: Any, axis: Any, largest: bool, xp: Any = np) -> Any:
+    ext = xp.max(v, axis=axis, keepdims=True) if largest else xp.min(v, axis=axis, keepdims=True)
     mask = v == ext
-    return mask / np.sum(mask, axis=axis, keepdims=True)  # ties share the subgradient
+    return mask / xp.sum(mask, axis=axis, keepdims=True)  # ties share the subgradient
 
 
-def _norm_grad(x: Any, ord: Any, kind: str, axes: tuple[int, ...], y_k: Any) -> Any:
-    """``g`` with ``d norm = Re sum(conj(g) dx)`` over ``axes`` (a subgradient at kinks); or None."""
+def _sign(x: Any, xp: Any) -> Any:
+    """``np.sign`` in the namespace ``xp`` (``x / |x|`` for complex ``x``; 0 at 0), written with
+    comparisons: array-api-compat's PyTorch ``sign`` writes through a mask, which ``vmap`` refuses."""
+    if xp is np:
+        return np.sign(x)
+    if is_complex_array(xp, x):
+        return x / _safe(xp.abs(x))
+    return xp.astype(x > 0, x.dtype) - xp.astype(x < 0, x.dtype)
+
+
+def _moved_last(x: Any, axes: tuple[int, ...], xp: Any) -> Any:
+    """``x`` with ``axes`` moved last (``permute_dims``: PyTorch's ``moveaxis`` has no vmap rule)."""
+    return xp.permute_dims(x, [i for i in range(x.ndim) if i not in axes] + list(axes))
+
+
+def _moved_back(x: Any, axes: tuple[int, ...], xp: Any) -> Any:
+    """The inverse of :func:`_moved_last`."""
+    moved = [i for i in range(x.ndim) if i not in axes] + list(axes)
+    return xp.permute_dims(x, [moved.index(i) for i in range(x.ndim)])
+
+
+def _norm_grad(x: Any, ord: Any, kind: str, axes: tuple[int, ...], y_k: Any, xp: Any = np) -> Any:
+    """``g`` with ``d norm = Re sum(conj(g) dx)`` over ``axes`` (a subgradient at kinks), in the
+    namespace ``xp`` of ``x``; or None."""
     if kind == "vector":
         if ord is None or ord == 2:
             return x / _safe(y_k)
         if ord == np.inf or ord == -np.inf:
-            return np.sign(x) * _extreme_mask(np.abs(x), axes, ord > 0)
+            return _sign(x, xp) * _extreme_mask(xp.abs(x), axes, ord > 0, xp)
         if ord == 0:
             return None
         if ord == 1:
-            return np.sign(x)
-        base = np.abs(x) / _safe(y_k)
-        return np.sign(x) * (base + (base == 0)) ** (ord - 1)
+            return _sign(x, xp)
+        base = xp.abs(x) / _safe(y_k)
+        return _sign(x, xp) * (base + (base == 0)) ** (ord - 1)
     r, c = axes
     if ord is None or ord == "fro":
         return x / _safe(y_k)
     if ord in (1, -1):
-        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=r, keepdims=True), c, ord > 0)
+        return _sign(x, xp) * _extreme_mask(xp.sum(xp.abs(x), axis=r, keepdims=True), c, ord > 0, xp)
     if ord == np.inf or ord == -np.inf:
-        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=c, keepdims=True), r, ord > 0)
+        return _sign(x, xp) * _extreme_mask(xp.sum(xp.abs(x), axis=c, keepdims=True), r, ord > 0, xp)
     if ord in ("nuc", 2, -2):
-        xm = np.moveaxis(x, (r, c), (-2, -1))
-        u, s, vh = LA.svd(xm, full_matrices=False)
+        xm = _moved_last(x, (r, c), xp)
+        u, s, vh = (LA if xp is np else xp.linalg).svd(xm, full_matrices=False)
         k = s.shape[-1]
         if ord == "nuc":
-            tol = np.max(s, axis=-1, keepdims=True) * max(xm.shape[-2:]) * np.finfo(_real_dtype(x)).eps
+            eps = np.finfo(_real_dtype(x)).eps if xp is np else xp.finfo(x.dtype).eps
+            tol = xp.max(s, axis=-1, keepdims=True) * max(xm.shape[-2:]) * eps
             gm = (u * (s > tol)[..., None, :]) @ vh
         elif ord == 2:
             gm = (u[..., :, :1] @ vh[..., :1, :]) * (s[..., :1, None] > 0)
         else:
             gm = u[..., :, k - 1:] @ vh[..., k - 1:, :]
-        return np.moveaxis(gm, (-2, -1), (r, c))
+        return _moved_back(gm, (r, c), xp)
     raise ValueError(f"invalid norm order {ord!r} for matrices")
 
 
@@ -997,15 +1020,27 @@ def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+def _native_norm(xp: Any, x: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """``np.linalg.norm`` in the array namespace ``xp`` (the native tier): the array API's
+    ``vector_norm``, or its ``matrix_norm`` of ``axes`` moved last."""
+    if kind == "vector":
+        return xp.linalg.vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
+    y = xp.linalg.matrix_norm(_moved_last(x, axes, xp), ord="fro" if ord is None else ord)
+    return xp.reshape(y, _keep_shape(tuple(x.shape), axes)) if keepdims else y
+
+
 def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], nargs: int,
                    name: str) -> Any:
     """The pullback of a norm of ``x`` (``x_``: it as an array) reduced over ``axes``."""
-    keep = _keep_shape(x_.shape, axes)
+    keep = _keep_shape(tuple(x_.shape), axes)
+    xp = np if type(x_) is np.ndarray else _ns(x_)
 
     def norm_pullback(ybar: Any) -> Any:
-        g = _norm_grad(x_, ord, kind, axes, np.reshape(y, keep))
+        g = _norm_grad(x_, ord, kind, axes, xp.reshape(y, keep), xp)
         if g is None:
             return _cts(nargs, ZeroTangent())
+        if xp is not np:
+            return _cts(nargs, _fit(x_, g * xp.reshape(_real(ybar), keep)))
         return _cts(nargs, project(x, g * np.reshape(_real(_arr(ybar)), keep)))
 
     norm_pullback.__name__ = norm_pullback.__qualname__ = name
@@ -1014,25 +1049,35 @@ def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int
 
 def _norm_tangent(x: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                   xdot: Any) -> Any:
-    g = _norm_grad(x, ord, kind, axes, np.reshape(y, _keep_shape(x.shape, axes)))
+    xp = np if type(x) is np.ndarray else _ns(x)
+    g = _norm_grad(x, ord, kind, axes, xp.reshape(y, _keep_shape(tuple(x.shape), axes)), xp)
     if g is None:
         return ZeroTangent()
+    if xp is not np:
+        return _fit(y, xp.sum(_real(_conj(g) * xdot), axis=axes, keepdims=keepdims))
     return project(y, np.sum(_real(conj(g) * xdot), axis=axes, keepdims=keepdims))
+
+
+def _norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> tuple[Any, str, tuple[int, ...]]:
+    """``(np.linalg.norm(x, ord, axis, keepdims), kind, reduced axes)`` (natively on non-NumPy
+    arrays)."""
+    kind, axes = _norm_layout(x, ord, axis)
+    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+        return LA.norm(x, ord, axis, keepdims), kind, axes
+    return _native_norm(xp, x, ord, kind, axes, keepdims), kind, axes
 
 
 def norm_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.norm, args, kwargs)
     x = _arr(p["x"])
-    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
-    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    y, kind, axes = _norm(x, p["ord"], p["axis"], p["keepdims"])
     return y, _norm_pullback(p["x"], x, y, p["ord"], kind, axes, len(args), "norm_pullback")
 
 
 def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.norm, args, kwargs)
     x = _arr(p["x"])
-    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
-    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    y, kind, axes = _norm(x, p["ord"], p["axis"], p["keepdims"])
     return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], tangents[1])
 
 
@@ -1046,7 +1091,7 @@ def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:
 
 def vector_norm_rrule(x: Any, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     x_ = _arr(x)
-    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    y = _la(x_).vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
     return y, _norm_pullback(x, x_, y, ord, "vector", axes, 1, "vector_norm_pullback")
 
@@ -1054,21 +1099,21 @@ def vector_norm_rrule(x: Any, *, axis: Any = None, keepdims: bool = False, ord: 
 def vector_norm_frule(tangents: Any, x: Any, *, axis: Any = None, keepdims: bool = False,
                       ord: Any = 2) -> Any:
     x_ = _arr(x)
-    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    y = _la(x_).vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
     return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, tangents[1])
 
 
 def matrix_norm_rrule(x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     x_ = _arr(x)
-    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    y = _la(x_).matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
     return y, _norm_pullback(x, x_, y, ord, "matrix", axes, 1, "matrix_norm_pullback")
 
 
 def matrix_norm_frule(tangents: Any, x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     x_ = _arr(x)
-    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    y = _la(x_).matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
     return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, tangents[1])
 
