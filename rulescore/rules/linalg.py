@@ -313,6 +313,8 @@ def _numpy_result(out: Any, like: Any) -> Any:
 
 _SLOGDET = LA.slogdet(np.eye(1))
 _EIGH = LA.eigh(np.eye(1))
+_QR = LA.qr(np.eye(1))
+_SVD = LA.svd(np.eye(1))
 
 
 def _is_complex(x: Any) -> bool:
@@ -484,11 +486,11 @@ def _qr_tall_pullback(q: Any, r: Any, qbar: Any, rbar: Any) -> Any:
     """Cotangent of A = QR (m >= n, Q m x n, R n x n) from those of Q and R (one may be a zero)."""
     m = r @ _H(rbar) - _H(qbar) @ q
     b = qbar + q @ _copyltu(m)
-    return _H(LA.solve(r, _H(b)))  # b R^-H
+    return _H(_la(r).solve(r, _H(b)))  # b R^-H
 
 
 def _qr_tall_frule(q: Any, r: Any, adot: Any) -> tuple[Any, Any]:
-    d = _H(LA.solve(_H(r), _H(adot)))  # dA R^-1
+    d = _H(_la(r).solve(_H(r), _H(adot)))  # dA R^-1
     c = _H(q) @ d
     low = c * _strict(c.shape[-1], c)
     omega = low - _H(low)
@@ -504,16 +506,30 @@ def _qr_check(a: Any, mode: str) -> None:
                                   "use mode='reduced' (the extra columns of Q are not unique)")
 
 
+def _qr(a: Any, mode: str) -> tuple[Any, Any, Any]:
+    """``(np.linalg.qr(a, mode), Q, R)`` (natively on non-NumPy arrays: the array API's
+    ``qr``; ``mode='r'`` is ``R`` of the reduced one)."""
+    _qr_check(a, mode)
+    if type(a) is np.ndarray or _ns(a) is np:
+        out = LA.qr(a, mode=mode)
+        q, r = LA.qr(a) if mode == "r" else out
+        return out, q, r
+    q, r = _la(a).qr(a, mode="complete" if mode == "complete" else "reduced")
+    return (r if mode == "r" else _numpy_result((q, r), _QR)), q, r
+
+
+def _concat(parts: list[Any]) -> Any:
+    """The matrices ``parts`` side by side (the last axis), in their namespace."""
+    if type(parts[0]) is np.ndarray or (xp := _ns(parts[0])) is np:
+        return np.concatenate(parts, axis=-1)
+    return xp.concat(parts, axis=-1)
+
+
 def qr_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.qr, args, kwargs)
     a, mode = p["a"], p["mode"]
     a_ = _arr(a)
-    _qr_check(a_, mode)
-    out = LA.qr(a_, mode=mode)
-    if mode == "r":
-        q, r = LA.qr(a_)
-    else:
-        q, r = out
+    out, q, r = _qr(a_, mode)
     m, n = a_.shape[-2], a_.shape[-1]
 
     def qr_pullback(ybar: Any) -> Any:
@@ -528,9 +544,9 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
             r1 = r[..., :, :m]
             r1bar, r2bar = rbar[..., :, :m], rbar[..., :, m:]
             xbar = _qr_tall_pullback(q, r1, qbar + y @ _H(r2bar), r1bar)
-            ybar_ = np.zeros(y.shape, dtype=xbar.dtype) + q @ r2bar  # zeros when R's cotangent is
-            abar = np.concatenate([xbar, ybar_], axis=-1)
-        return _cts(len(args), project(a, abar))
+            zeros = np.zeros(y.shape, dtype=xbar.dtype) if type(y) is np.ndarray else y * 0
+            abar = _concat([xbar, zeros + q @ r2bar])  # zeros when R's cotangent is
+        return _cts(len(args), _fit(a, abar))
 
     return out, qr_pullback
 
@@ -539,20 +555,18 @@ def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.qr, args, kwargs)
     a, mode = p["a"], p["mode"]
     a_ = _arr(a)
-    _qr_check(a_, mode)
-    out = LA.qr(a_, mode=mode)
+    out, q, r = _qr(a_, mode)
     adot = tangents[1]
-    q, r = LA.qr(a_) if mode == "r" else out
     m, n = a_.shape[-2], a_.shape[-1]
     if m >= n:
         dq, dr = _qr_tall_frule(q, r, adot)
     else:
         dq, dr1 = _qr_tall_frule(q, r[..., :, :m], adot[..., :, :m])
         dr2 = _H(dq) @ a_[..., :, m:] + _H(q) @ adot[..., :, m:]
-        dr = np.concatenate([dr1, dr2], axis=-1)
+        dr = _concat([dr1, dr2])
     if mode == "r":
-        return out, project(out, dr)
-    return out, _struct(out, project(q, dq), project(r, dr))
+        return out, _fit(out, dr)
+    return out, _struct(out, _fit(q, dq), _fit(r, dr))
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,7 +585,7 @@ def _svd_pullback(a: Any, u: Any, s: Any, vh: Any, ubar: Any, sbar: Any, vhbar: 
     j, kk = _H(u) @ ubar, vh @ vbar  # zeros stay zeros through this algebra
     jj, kj = j - _H(j), kk - _H(kk)
     inner = _diag_embed(_real(sbar), s) + (f * jj) * s_row + s_col * (f * kj)
-    if is_complex(a):
+    if _is_complex(a):
         inner = inner + eye * (jj - kj) / (4 * s_row)  # the phase (gauge) direction
     abar = u @ inner @ vh
     if m > k:
@@ -593,8 +607,8 @@ def _svd_frule(a: Any, u: Any, s: Any, vh: Any, adot: Any) -> tuple[Any, Any, An
     ds = _real(_diag(dp))
     om_u = f * (dp * s_row + s_col * _H(dp))
     om_v = f * (s_col * dp + _H(dp) * s_row)
-    if is_complex(a):
-        om_u = om_u + eye * 1j * np.imag(dp) / s_row
+    if _is_complex(a):
+        om_u = om_u + eye * 1j * dp.imag / s_row
     du = u @ om_u
     if m > k:
         du = du + (av - u @ dp) / s_row
@@ -629,14 +643,29 @@ def _thin_part(t: Any, k: int, axis: int, name: str) -> Any:
     return t[..., :k] if axis == -1 else t[..., :k, :]
 
 
+def _svd(a: Any, full: bool, uv: bool, herm: bool) -> tuple[Any, Any, Any, Any]:
+    """``(np.linalg.svd(a, full, uv, herm), U, s, Vh)`` with the thin factors; natively on
+    non-NumPy arrays (the array API's ``svd`` of the Hermitian matrix the lower triangle stands
+    for when ``hermitian=True``), where the extra vectors of a full SVD are refused."""
+    if type(a) is np.ndarray or (xp := _ns(a)) is np:
+        out = LA.svd(a, full_matrices=full, compute_uv=uv, hermitian=herm)
+        u, s, vh = out if uv else LA.svd(a, full_matrices=False, hermitian=herm)
+        k = s.shape[-1]
+        return out, u[..., :k], s, vh[..., :k, :]  # a full SVD's extra vectors are not unique
+    if uv and full and a.shape[-2] != a.shape[-1]:
+        raise TypeError(f"numpy.linalg.svd: the native rule (on {getattr(xp, '__name__', xp)} arrays) has no "
+                        "extra singular vectors of svd(full_matrices=True) of a non-square matrix (they are "
+                        "not unique): pass full_matrices=False, or call it on NumPy arrays")
+    u, s, vh = xp.linalg.svd(_unfold(a, lower=True) if herm else a, full_matrices=False)
+    return (_numpy_result((u, s, vh), _SVD) if uv else s), u, s, vh
+
+
 def svd_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.svd, args, kwargs)
     a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
     a_ = _arr(a)
-    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
-    u, s, vh = out if uv else LA.svd(a_, full_matrices=False, hermitian=herm)
+    out, u, s, vh = _svd(a_, full, uv, herm)
     k = s.shape[-1]
-    u, vh = u[..., :k], vh[..., :k, :]  # the thin factors (a full SVD's extra vectors are not unique)
 
     def svd_pullback(ybar: Any) -> Any:
         if uv:
@@ -654,35 +683,31 @@ def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
     a_ = _arr(a)
     _svd_check(a_, full, uv)
-    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
+    out, u, s, vh = _svd(a_, full, uv, herm)
     adot = tangents[1]
     if herm:
         adot = _unfold(adot, lower=True)
     if not uv:
-        u, s, vh = LA.svd(a_, full_matrices=False, hermitian=herm)
-        return out, project(out, _real(_diag(_H(u) @ adot @ _H(vh))))
-    u, s, vh = out
+        return out, _fit(out, _real(_diag(_H(u) @ adot @ _H(vh))))
     du, ds, dvh = _svd_frule(a_, u, s, vh, adot)
-    return out, _struct(out, project(u, du), project(s, ds), project(vh, dvh))
+    return out, _struct(out, _fit(u, du), _fit(s, ds), _fit(vh, dvh))
 
 
 def svdvals_rrule(x: Any) -> Any:
     x_ = _arr(x)
-    s = LA.svdvals(x_)
-    u, _, vh = LA.svd(x_, full_matrices=False)
+    _, u, s, vh = _svd(x_, False, True, False)
 
     def svdvals_pullback(sbar: Any) -> Any:
-        return NoTangent(), project(x, (u * _real(sbar)[..., None, :]) @ vh)
+        return NoTangent(), _fit(x, (u * _real(sbar)[..., None, :]) @ vh)
 
     return s, svdvals_pullback
 
 
 def svdvals_frule(tangents: Any, x: Any) -> Any:
     x_ = _arr(x)
-    s = LA.svdvals(x_)
+    _, u, s, vh = _svd(x_, False, True, False)
     xdot = tangents[1]
-    u, _, vh = LA.svd(x_, full_matrices=False)
-    return s, project(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
+    return s, _fit(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
 
 
 def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
@@ -843,10 +868,16 @@ def _pinv_dot(a: Any, x: Any, adot: Any) -> Any:
 
 
 def _pinv_call(p: dict[str, Any], a: Any) -> Any:
+    """``np.linalg.pinv`` of ``a`` with the call's cut-off; natively on non-NumPy arrays (the
+    array API's ``pinv``, whose ``rtol`` is NumPy's ``rcond``, of the Hermitian matrix the
+    lower triangle stands for when ``hermitian=True``)."""
+    rtol = p.get("rtol", inspect.Parameter.empty)
+    if type(a) is not np.ndarray and (xp := _ns(a)) is not np:
+        cutoff = p["rcond"] if p["rcond"] is not None else None if rtol is _PINV_RTOL_DEFAULT else rtol
+        return xp.linalg.pinv(_unfold(a, lower=True) if p["hermitian"] else a, rtol=cutoff)
     kw: dict[str, Any] = {"hermitian": p["hermitian"]}
     if p["rcond"] is not None:
         kw["rcond"] = p["rcond"]
-    rtol = p.get("rtol", inspect.Parameter.empty)
     if rtol is not _PINV_RTOL_DEFAULT:
         kw["rtol"] = rtol
     return LA.pinv(a, **kw)
@@ -861,9 +892,10 @@ def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     x = _pinv_call(p, a_)
     herm = p["hermitian"]
+    h = _unfold(a_, lower=True) if herm else a_  # the matrix pinv inverts (its read triangle's)
 
     def pinv_pullback(xbar: Any) -> Any:
-        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(a_, x, xbar), herm))
+        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(h, x, xbar), herm))
 
     return x, pinv_pullback
 
@@ -874,8 +906,8 @@ def pinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     x = _pinv_call(p, a_)
     adot = tangents[1]
     if p["hermitian"]:
-        adot = _unfold(adot, lower=True)
-    return x, project(x, _pinv_dot(a_, x, adot))
+        a_, adot = _unfold(a_, lower=True), _unfold(adot, lower=True)
+    return x, _fit(x, _pinv_dot(a_, x, adot))
 
 
 def lstsq_rrule(*args: Any, **kwargs: Any) -> Any:
