@@ -18,7 +18,9 @@ import pytest
 
 jax = pytest.importorskip("jax", reason="needs jax (the `jax` extra)")
 torch = pytest.importorskip("torch", reason="needs torch (the `torch` extra)")
+special = pytest.importorskip("scipy.special", reason="needs scipy (the `test` extra)")
 import jax.numpy as jnp  # noqa: E402
+import jax.scipy.special as jsp  # noqa: E402
 from torch import func  # noqa: E402
 
 import rulescore.interop.jax as rjax  # noqa: E402
@@ -32,6 +34,7 @@ B42 = RNG.standard_normal((4, 2))
 T234 = RNG.standard_normal((2, 3, 4))
 V4 = RNG.standard_normal(4)
 V3 = RNG.standard_normal(3)
+W34 = RNG.uniform(0.5, 2.0, (3, 4))
 
 
 def _lower_j(a: Any) -> Any:
@@ -136,6 +139,10 @@ CASES = [
     Case("pinv", np.linalg.pinv, (A34,), jnp.linalg.pinv, torch.linalg.pinv),
     Case("pinv-hermitian", np.linalg.pinv, (SPD,), lambda a, hermitian: jnp.linalg.pinv(_lower_j(a)),
          lambda a, hermitian: torch.linalg.pinv(_lower_t(a)), kwargs={"hermitian": True}),
+    Case("logsumexp", special.logsumexp, (T234,), jsp.logsumexp, lambda a: torch.logsumexp(a, (0, 1, 2))),
+    Case("logsumexp-axis-b", special.logsumexp, (A34,), jsp.logsumexp,
+         lambda a, axis, b, keepdims: torch.logsumexp(a + torch.log(torch.tensor(b)), axis, keepdims),
+         kwargs={"axis": 1, "b": W34, "keepdims": True}),
     Case("trace", np.trace, (M,), jnp.trace, torch.trace),
     Case("trace-axes", np.trace, (T234,), jnp.trace,
          lambda a, offset, axis1, axis2: torch.diagonal(a, offset, axis1, axis2).sum(-1),
