@@ -174,12 +174,6 @@ def _given(t: Any) -> bool:
     return not is_zero(t)
 
 
-def _part(t: Any, i: int, name: str | None = None) -> Any:
-    """:func:`_entry`, or ``None`` for a zero: the form the ``scipy_*`` rule families read."""
-    e = _entry(t, i, name)
-    return None if is_zero(e) else e
-
-
 def _entry(t: Any, i: int, name: str | None = None) -> Any:
     """Entry ``i`` (field ``name``) of a structural tangent given in any accepted form, as the
     contract hands it (``ZeroTangent()`` for an absent part)."""
@@ -711,9 +705,7 @@ def svdvals_frule(tangents: Any, x: Any) -> Any:
 
 
 def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
-    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero, or
-    ``None`` from the ``scipy_*`` families)."""
-    wbar, vbar = plain_entry(wbar), plain_entry(vbar)
+    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero)."""
     eye = _eye(w.shape[-1], w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
     inner = _diag_embed(_real(wbar), w) + f * (_H(v) @ vbar)
@@ -873,7 +865,9 @@ def _pinv_call(p: dict[str, Any], a: Any) -> Any:
     lower triangle stands for when ``hermitian=True``)."""
     rtol = p.get("rtol", inspect.Parameter.empty)
     if type(a) is not np.ndarray and (xp := _ns(a)) is not np:
-        cutoff = p["rcond"] if p["rcond"] is not None else None if rtol is _PINV_RTOL_DEFAULT else rtol
+        cutoff = p["rcond"]
+        if cutoff is None and rtol is not _PINV_RTOL_DEFAULT:
+            cutoff = rtol
         return xp.linalg.pinv(_unfold(a, lower=True) if p["hermitian"] else a, rtol=cutoff)
     kw: dict[str, Any] = {"hermitian": p["hermitian"]}
     if p["rcond"] is not None:
@@ -1055,9 +1049,11 @@ def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...
 def _native_norm(xp: Any, x: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool) -> Any:
     """``np.linalg.norm`` in the array namespace ``xp`` (the native tier): the array API's
     ``vector_norm``, or its ``matrix_norm`` of ``axes`` moved last."""
+    if ord is None:  # NumPy's default: the 2-norm of vectors, the Frobenius norm of matrices
+        ord = 2 if kind == "vector" else "fro"
     if kind == "vector":
-        return xp.linalg.vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
-    y = xp.linalg.matrix_norm(_moved_last(x, axes, xp), ord="fro" if ord is None else ord)
+        return xp.linalg.vector_norm(x, axis=axes, keepdims=keepdims, ord=ord)
+    y = xp.linalg.matrix_norm(_moved_last(x, axes, xp), ord=ord)
     return xp.reshape(y, _keep_shape(tuple(x.shape), axes)) if keepdims else y
 
 
@@ -1215,10 +1211,10 @@ def _multi_dot_mats(arrays: Any) -> tuple[list[Any], bool, bool]:
 
 
 def _multi_dot_namespace(arrays: Any, out: Any) -> Any:
-    """The namespace of ``multi_dot``'s matrices when one is a non-NumPy array (the native tier:
-    a chain of ``@``, left to right), else ``None``."""
+    """The namespace of ``multi_dot``'s matrices: a non-NumPy one when one of them is such an
+    array (the native tier: a chain of ``@``, left to right), else NumPy."""
     if all(type(m) is np.ndarray for m in arrays) or (xp := foreign_namespace(tuple(arrays))) is None:
-        return None
+        return np
     if out is not None:
         raise TypeError(f"numpy.linalg.multi_dot: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
                         "takes no out=: call it on NumPy arrays for that")
@@ -1234,13 +1230,13 @@ def _chain(mats: list[Any]) -> Any:
 
 def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
     xp = _multi_dot_namespace(arrays, out)
-    y = LA.multi_dot(arrays, out=out) if xp is None else _chain(list(arrays))
+    y = LA.multi_dot(arrays, out=out) if xp is np else _chain(list(arrays))
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     k = len(mats)
 
     def multi_dot_pullback(ybar: Any) -> Any:
         shape = (mats[0].shape[0], mats[-1].shape[1])
-        yb = np.reshape(_arr(ybar), shape) if xp is None else xp.reshape(ybar, shape)
+        yb = xp.reshape(_arr(ybar) if xp is np else ybar, shape)
         prefix: list[Any] = [None]
         for m in mats[:-1]:
             prefix.append(_mul(prefix[-1], m))
@@ -1257,7 +1253,7 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
             bars[0] = bars[0][0, :]
         if last_vec:
             bars[-1] = bars[-1][:, 0]
-        if xp is not None:
+        if xp is not np:
             bars = [_fit(m, g) for m, g in zip(arrays, bars, strict=True)]
             return NoTangent(), tangent_type(type(arrays))(*bars)
         return NoTangent(), project(arrays, type(arrays)(bars) if isinstance(arrays, tuple) else bars)
@@ -1267,7 +1263,7 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
 
 def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
     xp = _multi_dot_namespace(arrays, out)
-    y = LA.multi_dot(arrays, out=out) if xp is None else _chain(list(arrays))
+    y = LA.multi_dot(arrays, out=out) if xp is np else _chain(list(arrays))
     dots = [_entry(tangents[1], i) for i in range(len(arrays))]
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     ydot: Any = ZeroTangent()
@@ -1282,7 +1278,7 @@ def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
         for j, m in enumerate(mats):
             term = _mul(term, d if j == i else m)
         ydot = ydot + term
-    if xp is not None:
+    if xp is not np:
         return y, _fit(y, xp.reshape(ydot, y.shape))
     return y, project(y, np.reshape(ydot, np.shape(y)))
 

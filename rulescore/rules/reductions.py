@@ -596,7 +596,7 @@ class _LogSumExp:
         m = xp.max(self.a, axis=self.axes, keepdims=True)
         m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
         e = xp.exp(self.a - m)
-        total = xp.sum(e if self.b is None else self.b * e, axis=self.axes, keepdims=True)
+        total = xp.sum(self.weights(e), axis=self.axes, keepdims=True)
         lse = xp.log(total) + m
         return lse if self.keepdims else xp.reshape(lse, tuple(n for i, n in enumerate(lse.shape)
                                                              if i not in self.axes))
