@@ -1,5 +1,6 @@
-"""The library's native tier beyond the element-wise ufuncs: prod and the scans, the contractions
-and basic linear algebra run on JAX arrays and PyTorch tensors with no callback, to any order.
+"""The library's native tier beyond the element-wise ufuncs: prod and the scans, logsumexp, the
+contractions, the linear algebra (factorizations, norms, pinv) and the linear rules (trace) run on
+JAX arrays and PyTorch tensors with no callback, to any order.
 
 Each case is checked against the system's own implementation of the same function: JAX under
 ``jit(hessian)`` (whose lowered program must hold no host callback), ``jacfwd(jacfwd)`` and
@@ -47,8 +48,9 @@ def _lower_t(a: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    """``f(*lead, *arrays, *static, **kwargs)`` (``f(list(arrays))`` with ``as_list``) against ``jax_ref`` and ``torch_ref`` (called
-    without ``lead``); ``pick`` takes the array that the tested loss uses from a structured output."""
+    """``f(*lead, *arrays, *static, **kwargs)`` (the arrays in one list with ``as_list``) against
+    ``jax_ref`` and ``torch_ref`` (called without ``lead``, the arrays one by one); ``pick`` takes
+    the array that the tested loss uses from a structured output."""
 
     name: str
     f: Any
@@ -129,11 +131,16 @@ CASES = [
          pick=lambda y: y[1][1] + y[0][:, :1] * y[2][:1, :]),  # the top pair's outer product: sign-free
     Case("svd-square", np.linalg.svd, (M,), jnp.linalg.svd, torch.linalg.svd,
          pick=lambda y: y[1] + y[0][:, 1:2] * y[2][1:2, :]),
-    Case("svd-values", np.linalg.svd, (A34.T.copy(),), jnp.linalg.svd, lambda a, compute_uv: torch.linalg.svdvals(a),
-         kwargs={"compute_uv": False}),
+    Case("svd-values", np.linalg.svd, (A34.T.copy(),), jnp.linalg.svd,
+         lambda a, compute_uv: torch.linalg.svdvals(a), kwargs={"compute_uv": False}),
     Case("svdvals", np.linalg.svdvals, (T234,), jnp.linalg.svdvals, torch.linalg.svdvals),
-    Case("qr", np.linalg.qr, (A34.T.copy(),), jnp.linalg.qr, torch.linalg.qr, pick=lambda y: y[0] @ y[1] + y[1][0, 0]),
+    Case("qr", np.linalg.qr, (A34.T.copy(),), jnp.linalg.qr, torch.linalg.qr,
+         pick=lambda y: y[0] @ y[1] + y[1][0, 0]),
     Case("qr-wide", np.linalg.qr, (A34,), jnp.linalg.qr, torch.linalg.qr, pick=lambda y: y[1] + y[0][0, 1]),
+    Case("qr-complete-wide", np.linalg.qr, (A34,), jnp.linalg.qr, torch.linalg.qr,
+         kwargs={"mode": "complete"}, pick=lambda y: y[1] + y[0][0, 1]),
+    Case("svd-hermitian", np.linalg.svd, (SPD,), lambda a, hermitian: jnp.linalg.svd(_lower_j(a)),
+         lambda a, hermitian: torch.linalg.svd(_lower_t(a)), kwargs={"hermitian": True}, pick=lambda y: y[1]),
     Case("qr-r", np.linalg.qr, (T234,), jnp.linalg.qr, lambda a, mode: torch.linalg.qr(a)[1],
          kwargs={"mode": "r"}),
     Case("pinv", np.linalg.pinv, (A34,), jnp.linalg.pinv, torch.linalg.pinv),
