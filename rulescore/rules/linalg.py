@@ -308,7 +308,6 @@ def _numpy_result(out: Any, like: Any) -> Any:
 _SLOGDET = LA.slogdet(np.eye(1))
 _EIGH = LA.eigh(np.eye(1))
 _QR = LA.qr(np.eye(1))
-_SVD = LA.svd(np.eye(1))
 
 
 def _is_complex(x: Any) -> bool:
@@ -639,19 +638,19 @@ def _thin_part(t: Any, k: int, axis: int, name: str) -> Any:
 
 def _svd(a: Any, full: bool, uv: bool, herm: bool) -> tuple[Any, Any, Any, Any]:
     """``(np.linalg.svd(a, full, uv, herm), U, s, Vh)`` with the thin factors; natively on
-    non-NumPy arrays (the array API's ``svd`` of the Hermitian matrix the lower triangle stands
-    for when ``hermitian=True``), where the extra vectors of a full SVD are refused."""
+    non-NumPy arrays for the singular values alone (``compute_uv=False``; the array API's
+    ``svd`` of the Hermitian matrix the lower triangle stands for when ``hermitian=True``)."""
     if type(a) is np.ndarray or (xp := _ns(a)) is np:
         out = LA.svd(a, full_matrices=full, compute_uv=uv, hermitian=herm)
         u, s, vh = out if uv else LA.svd(a, full_matrices=False, hermitian=herm)
         k = s.shape[-1]
         return out, u[..., :k], s, vh[..., :k, :]  # a full SVD's extra vectors are not unique
-    if uv and full and a.shape[-2] != a.shape[-1]:
-        raise TypeError(f"numpy.linalg.svd: the native rule (on {getattr(xp, '__name__', xp)} arrays) has no "
-                        "extra singular vectors of svd(full_matrices=True) of a non-square matrix (they are "
-                        "not unique): pass full_matrices=False, or call it on NumPy arrays")
+    if uv:  # the host tier returns NumPy's factors
+        raise TypeError(f"numpy.linalg.svd: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "computes singular values only (compute_uv=False): the signs of the singular "
+                        "vectors are each library's LAPACK's choice, and NumPy's differ from PyTorch's")
     u, s, vh = xp.linalg.svd(_unfold(a, lower=True) if herm else a, full_matrices=False)
-    return (_numpy_result((u, s, vh), _SVD) if uv else s), u, s, vh
+    return s, u, s, vh
 
 
 def svd_rrule(*args: Any, **kwargs: Any) -> Any:
@@ -689,7 +688,7 @@ def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 
 def svdvals_rrule(x: Any) -> Any:
     x_ = _arr(x)
-    _, u, s, vh = _svd(x_, False, True, False)
+    s, u, _, vh = _svd(x_, False, False, False)
 
     def svdvals_pullback(sbar: Any) -> Any:
         return NoTangent(), _fit(x, (u * _real(sbar)[..., None, :]) @ vh)
@@ -699,7 +698,7 @@ def svdvals_rrule(x: Any) -> Any:
 
 def svdvals_frule(tangents: Any, x: Any) -> Any:
     x_ = _arr(x)
-    _, u, s, vh = _svd(x_, False, True, False)
+    s, u, _, vh = _svd(x_, False, False, False)
     xdot = tangents[1]
     return s, _fit(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
 
