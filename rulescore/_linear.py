@@ -109,9 +109,17 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec,
     """
     name = callable_name(f).rsplit(".", 1)[-1]
 
+    def native_pullback(xp: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def native_linear_pullback(ybar: Any) -> Any:
+            xbar = unbroadcast_to(xp, x, transpose(ybar, x, *args, **kwargs))
+            return (_NT, xbar, *((_NT,) * len(args)))
+
+        native_linear_pullback.__name__ = native_linear_pullback.__qualname__ = f"{name}_pullback"
+        return native_linear_pullback
+
     def linear_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if (xp := _native_namespace(native, x)) is not None:
-            return native(xp, x, *args, **kwargs), _native_pullback(xp, x, args, kwargs)  # type: ignore[misc]
+            return native(xp, x, *args, **kwargs), native_pullback(xp, x, args, kwargs)  # type: ignore[misc]
         y = f(x, *args, **kwargs)
 
         def linear_pullback(ybar: Any) -> Any:
@@ -119,14 +127,6 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec,
 
         linear_pullback.__name__ = linear_pullback.__qualname__ = f"{name}_pullback"
         return y, linear_pullback
-
-    def _native_pullback(xp: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        def native_linear_pullback(ybar: Any) -> Any:
-            xbar = unbroadcast_to(xp, x, transpose(ybar, x, *args, **kwargs))
-            return (_NT, xbar, *((_NT,) * len(args)))
-
-        native_linear_pullback.__name__ = native_linear_pullback.__qualname__ = f"{name}_pullback"
-        return native_linear_pullback
 
     def linear_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         xp = _native_namespace(native, x)
