@@ -13,7 +13,9 @@ with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where N
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
 first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
 ``tanh`` and Hessian-vector product) with ``nested_tanh_autograd`` and ``hvp_autograd``, the
-same computations in HIPS autograd, for a ratio that load does not move::
+same computations in HIPS autograd, for a ratio that load does not move, and ``linalg`` (one
+gradient through ``svd``, ``qr``, ``pinv``, the norms, ``trace``, ``vdot``, ``matvec``, ``multi_dot``
+and ``scipy.special.logsumexp``, whose rules also have a native tier)::
 
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
 """
@@ -102,7 +104,25 @@ WORKLOADS.update({
     "nested_tanh": _NESTED + _TANH_ZP, "nested_tanh_autograd": _NESTED + _TANH_AG,
     "hvp": _NESTED + _HVP_ZP, "hvp_autograd": _NESTED + _HVP_AG,
 })
-ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))"}
+# The rules with a native tier beyond the element-wise ones and matmul (svd, qr, pinv, the norms,
+# trace, vdot, matvec, multi_dot, logsumexp): their NumPy path must cost what it did.
+WORKLOADS["linalg"] = """
+import numpy as np
+import scipy.special
+rng = np.random.default_rng(0)
+A0 = rng.standard_normal((6, 4))
+B = rng.standard_normal((4, 3))
+W = rng.uniform(0.5, 2.0, (6, 4))
+def f(A):
+    s = np.linalg.svd(A, full_matrices=False)[1]
+    r = np.linalg.qr(A)[1]
+    norms = (np.linalg.norm(A) + np.linalg.norm(A, "nuc") + np.linalg.vector_norm(A, ord=3)
+             + np.linalg.matrix_norm(A) + np.sum(np.linalg.svdvals(A)))
+    products = np.trace(A.T @ A) + np.vdot(A, A) + np.sum(np.linalg.multi_dot([A, B, B.T]))
+    return (np.sum(s) + np.sum(r * r) + norms + products + np.sum(np.linalg.pinv(A))
+            + np.sum(np.matvec(A, B[:, 0])) + np.sum(scipy.special.logsumexp(A, axis=1, b=W)))
+"""
+ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))", "linalg": "A0"}
 #: What one measured call is, when not ``zp.gradient(f, arg)``.
 CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_autograd": "tanh_derivatives(x)",
          "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)"}

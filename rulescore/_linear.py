@@ -14,6 +14,7 @@ import numpy as np
 
 from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, fit
+from rulescore._namespace import foreign_namespace, unbroadcast_to
 from rulescore._projection import project
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
@@ -73,7 +74,16 @@ def product_tangent(f: Any, y: Any, args: tuple[Any, ...], tangents: Any, positi
     return fit(y, ydot)
 
 
-def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> RulePair:
+def _native_namespace(native: Any, x: Any) -> Any:
+    """``x``'s array namespace when the rule has a ``native`` spelling and ``x`` is a non-NumPy
+    array (a JAX array, a PyTorch tensor: the native tier), else ``None`` (NumPy as usual)."""
+    if native is None or type(x) is np.ndarray:
+        return None
+    return foreign_namespace((x,))
+
+
+def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec,
+                 native: Callable[..., Any] | None = None) -> RulePair:
     """The frule and rrule of ``f``, linear in its first argument, from its ``transpose`` (not
     registered: put the pair in a ``RULES`` table, or call :func:`deflinear`).
 
@@ -81,6 +91,11 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> Rul
     cotangent ``ybar`` (the adjoint map, evaluated at the call's other arguments); it is
     projected onto ``x``. The frule is ``f(xdot, *args, **kwargs)``. Every other argument gets
     ``NoTangent()``: declare functions linear in several arguments with named rules instead.
+
+    ``native(xp, x, *args, **kwargs)`` is ``f`` written with the array namespace ``xp``: given
+    it, the rules run on non-NumPy arrays (JAX, PyTorch: the native tier, no host callback),
+    computing ``y`` and the tangent with it and the cotangent with ``transpose``, which must then
+    accept those arrays too (:func:`rulescore.array_namespace`). NumPy input takes ``f``.
 
     Example:
         >>> import numpy as np, rulescore as rc
@@ -94,7 +109,17 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> Rul
     """
     name = callable_name(f).rsplit(".", 1)[-1]
 
+    def native_pullback(xp: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def native_linear_pullback(ybar: Any) -> Any:
+            xbar = unbroadcast_to(xp, x, transpose(ybar, x, *args, **kwargs))
+            return (_NT, xbar, *((_NT,) * len(args)))
+
+        native_linear_pullback.__name__ = native_linear_pullback.__qualname__ = f"{name}_pullback"
+        return native_linear_pullback
+
     def linear_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if (xp := _native_namespace(native, x)) is not None:
+            return native(xp, x, *args, **kwargs), native_pullback(xp, x, args, kwargs)  # type: ignore[misc]
         y = f(x, *args, **kwargs)
 
         def linear_pullback(ybar: Any) -> Any:
@@ -104,10 +129,13 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> Rul
         return y, linear_pullback
 
     def linear_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        y = f(x, *args, **kwargs)
+        xp = _native_namespace(native, x)
+        y = f(x, *args, **kwargs) if xp is None else native(xp, x, *args, **kwargs)  # type: ignore[misc]
         xdot = tangents[1]
         if isinstance(xdot, AbstractZero):  # only a static argument's tangent was non-zero
             return y, ZeroTangent()
+        if xp is not None:
+            return y, native(xp, xdot, *args, **kwargs)  # type: ignore[misc]
         kwargs.pop("out", None)
         return y, project(y, f(dense_tangent(x, xdot), *args, **kwargs))
 

@@ -31,7 +31,7 @@ from rulescore._fitting import proj
 from rulescore._linear import dense_tangent
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules.linalg import _given, _part
+from rulescore.rules.linalg import _entry, _given
 
 TupleTangent = tangent_type(tuple)
 
@@ -91,7 +91,7 @@ class Params:
         """The flat vector of a tangent of ``args`` (a zero, a tuple or a structural tangent)."""
         if not self.is_tuple:
             return self.flat((argsdot,))
-        return self.flat(tuple(_part(argsdot, i) for i in range(len(self.args))))
+        return self.flat(tuple(_entry(argsdot, i) for i in range(len(self.args))))
 
     def tangents(self, flat: Any) -> tuple[Any, ...]:
         """Per-argument tangents of ``args`` from a flat vector (``NoTangent()`` for the others)."""
@@ -153,7 +153,7 @@ class UserFunction:
 def field(t: Any, name: str, like: Any) -> Any:
     """Entry ``name`` of a cotangent of a SciPy result object (``OptimizeResult``, ``OdeResult``,
     ``RootResults``) as a float array shaped like ``like`` (zeros where the entry is unused)."""
-    return dense(_part(t, 0, name), like)
+    return dense(_entry(t, 0, name), like)
 
 
 def check_fields(solver: str, result: Any, t: Any, differentiated: tuple[str, ...],
@@ -167,7 +167,7 @@ def check_fields(solver: str, result: Any, t: Any, differentiated: tuple[str, ..
         return
     values = result if isinstance(result, dict) else vars(result)
     for name, ct in backing.items():
-        if name in differentiated or name in stationary or _given(ct) is None:
+        if name in differentiated or name in stationary or not _given(ct):
             continue
         value = values.get(name)
         if isinstance(value, (float, np.floating, np.ndarray)) and np.asarray(value).dtype.kind == "f":

@@ -124,7 +124,25 @@ def _vecdot_pullback_of(x: Any, y: Any, axis: int = -1) -> Callable[[Any], Any]:
     return vecdot_pullback
 
 
+def _native_matvec(xp: Any, a: Any, v: Any) -> Any:
+    """``np.matvec`` in the array namespace ``xp`` (which has no such function): ``a @ v`` over
+    the last axes."""
+    return (a @ v[..., None])[..., 0]
+
+
+def _native_vecmat(xp: Any, v: Any, a: Any) -> Any:
+    """``np.vecmat`` in the array namespace ``xp``: ``conj(v) @ a`` over the last axes."""
+    return (_xp_conj(v, xp)[..., None, :] @ a)[..., 0, :]
+
+
 def _matvec_pullback_of(a: Any, v: Any) -> Callable[[Any], Any]:
+    if (xp := _native_namespace("matvec", a, v)) is not None:
+        def native_matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
+            abar = zbar[..., :, None] * _xp_conj(v, xp)[..., None, :]
+            return (_NT, unbroadcast_to(xp, a, abar),
+                    unbroadcast_to(xp, v, _native_matvec(xp, _conj_t(a, xp), zbar)))
+
+        return native_matvec_pullback
     aa, vv = as_arrays((a, v))
 
     def matvec_pullback(zbar: Any) -> Any:  # z = a @ v over the last axes
@@ -136,6 +154,13 @@ def _matvec_pullback_of(a: Any, v: Any) -> Callable[[Any], Any]:
 
 
 def _vecmat_pullback_of(v: Any, a: Any) -> Callable[[Any], Any]:
+    if (xp := _native_namespace("vecmat", v, a)) is not None:
+        def native_vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
+            vbar = _native_matvec(xp, a, _xp_conj(zbar, xp))
+            return (_NT, unbroadcast_to(xp, v, vbar),
+                    unbroadcast_to(xp, a, v[..., :, None] * zbar[..., None, :]))
+
+        return native_vecmat_pullback
     vv, aa = as_arrays((v, a))
 
     def vecmat_pullback(zbar: Any) -> Any:  # z = conj(v) @ a over the last axes
@@ -147,12 +172,13 @@ def _vecmat_pullback_of(v: Any, a: Any) -> Callable[[Any], Any]:
 
 
 def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]],
-                  native: str | None = None) -> RulePair:
+                  native: str | Callable[..., Any] | None = None) -> RulePair:
     """The rules of the bilinear product ``f(x, y, **ufunc_kwargs)`` (``matmul``, ``vecdot``,
     ``matvec``, ``vecmat``, ``x @ y``): the pullback ``pullback_of(x, y)`` builds, and the
     frule that is the product rule ``f(xdot, y) + f(x, ydot)``. ``native``: the array API's
-    name of the product, computed in the operands' own namespace on non-NumPy arrays (the
-    native tier; ``pullback_of`` must then handle them too).
+    name of the product (or the product ``native(xp, x, y)`` written with the namespace ``xp``),
+    computed in the operands' own namespace on non-NumPy arrays (the native tier;
+    ``pullback_of`` must then handle them too).
 
     Example:
         >>> import numpy as np
@@ -175,7 +201,7 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
             check_kwargs(f, kwargs)
         if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
             z = _native_product(xp, native, x, y, kwargs)
-            return z, _native_product_tangent(xp, getattr(xp, native), z, (x, y), tangents[1:3])
+            return z, _native_product_tangent(xp, _native_fn(xp, native), z, (x, y), tangents[1:3])
         z = f(x, y, **kwargs)
         return z, product_tangent(f, z, (x, y), tangents, (0, 1))
 
@@ -197,13 +223,19 @@ def _native_namespace(name: str, *operands: Any) -> Any:
     return xp
 
 
-def _native_product(xp: Any, name: str, x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
+def _native_fn(xp: Any, native: str | Callable[..., Any]) -> Callable[..., Any]:
+    """The product ``native`` names (an array-API function of ``xp``, or ``native(xp, ...)``)."""
+    return getattr(xp, native) if isinstance(native, str) else partial(native, xp)
+
+
+def _native_product(xp: Any, native: str | Callable[..., Any], x: Any, y: Any, kwargs: dict[str, Any]) -> Any:
     """``x @ y`` (or another product) in the operands' own namespace (the native tier)."""
+    name = native if isinstance(native, str) else native.__name__.removeprefix("_native_")
     if any(v is not None for v in kwargs.values()):
         raise TypeError(f"numpy.{name}: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes no "
                         f"keyword arguments; got {sorted(kwargs)}: call it on NumPy arrays for those")
     _native_namespace(name, x, y)  # one dtype
-    return getattr(xp, name)(x, y)
+    return _native_fn(xp, native)(x, y)
 
 
 def _native_product_tangent(xp: Any, product: Callable[..., Any], z: Any, operands: Any,
@@ -424,7 +456,18 @@ def outer_frule(tangents: Any, a: Any, b: Any, *args: Any) -> Any:
     return y, product_tangent(np.outer, y, (a, b), tangents, (0, 1))
 
 
+def _native_vdot(xp: Any, a: Any, b: Any) -> Any:
+    """``np.vdot`` in the array namespace ``xp``: ``sum(conj(a) * b)`` of the flattened operands."""
+    return xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,)))
+
+
 def vdot_rrule(a: Any, b: Any) -> Any:
+    if (xp := _native_namespace("vdot", a, b)) is not None:
+        def native_vdot_pullback(ybar: Any) -> Any:
+            return (_NT, xp.reshape(_xp_conj(ybar, xp) * xp.reshape(b, (-1,)), a.shape),
+                    xp.reshape(ybar * xp.reshape(a, (-1,)), b.shape))
+
+        return _native_vdot(xp, a, b), native_vdot_pullback
     y = np.vdot(a, b)
 
     def vdot_pullback(ybar: Any) -> Any:
@@ -437,6 +480,9 @@ def vdot_rrule(a: Any, b: Any) -> Any:
 
 
 def vdot_frule(tangents: Any, a: Any, b: Any) -> Any:
+    if (xp := _native_namespace("vdot", a, b)) is not None:
+        y = _native_vdot(xp, a, b)
+        return y, _native_product_tangent(xp, partial(_native_vdot, xp), y, (a, b), tangents[1:3])
     y = np.vdot(a, b)
     return y, product_tangent(np.vdot, y, (a, b), tangents, (0, 1))
 
@@ -592,8 +638,8 @@ _MATMUL = product_rules(np.matmul, _matmul_pullback_of, native="matmul")
 _GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
     product_rules(getattr(np, name), pullback_of, native=native)
     for name, pullback_of, native in (("vecdot", _vecdot_pullback_of, "vecdot"),
-                                      ("matvec", _matvec_pullback_of, None),
-                                      ("vecmat", _vecmat_pullback_of, None))
+                                      ("matvec", _matvec_pullback_of, _native_matvec),
+                                      ("vecmat", _vecmat_pullback_of, _native_vecmat))
     if isinstance(getattr(np, name, None), np.ufunc))
 
 RULES: tuple[RulePair, ...] = (

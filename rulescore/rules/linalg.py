@@ -51,6 +51,7 @@ from rulescore._linear import linear_rules
 from rulescore._namespace import (
     array_namespace,
     constant_like,
+    foreign_namespace,
     is_complex_array,
     is_numpy_input,
     unbroadcast_to,
@@ -171,12 +172,6 @@ def _given(t: Any) -> bool:
     arguments) is non-zero: a rule computes the terms of the parts given, and only those (the
     contract skips the call only when every part is zero)."""
     return not is_zero(t)
-
-
-def _part(t: Any, i: int, name: str | None = None) -> Any:
-    """:func:`_entry`, or ``None`` for a zero: the form the ``scipy_*`` rule families read."""
-    e = _entry(t, i, name)
-    return None if is_zero(e) else e
 
 
 def _entry(t: Any, i: int, name: str | None = None) -> Any:
@@ -312,6 +307,7 @@ def _numpy_result(out: Any, like: Any) -> Any:
 
 _SLOGDET = LA.slogdet(np.eye(1))
 _EIGH = LA.eigh(np.eye(1))
+_QR = LA.qr(np.eye(1))
 
 
 def _is_complex(x: Any) -> bool:
@@ -483,11 +479,11 @@ def _qr_tall_pullback(q: Any, r: Any, qbar: Any, rbar: Any) -> Any:
     """Cotangent of A = QR (m >= n, Q m x n, R n x n) from those of Q and R (one may be a zero)."""
     m = r @ _H(rbar) - _H(qbar) @ q
     b = qbar + q @ _copyltu(m)
-    return _H(LA.solve(r, _H(b)))  # b R^-H
+    return _H(_la(r).solve(r, _H(b)))  # b R^-H
 
 
 def _qr_tall_frule(q: Any, r: Any, adot: Any) -> tuple[Any, Any]:
-    d = _H(LA.solve(_H(r), _H(adot)))  # dA R^-1
+    d = _H(_la(r).solve(_H(r), _H(adot)))  # dA R^-1
     c = _H(q) @ d
     low = c * _strict(c.shape[-1], c)
     omega = low - _H(low)
@@ -503,16 +499,30 @@ def _qr_check(a: Any, mode: str) -> None:
                                   "use mode='reduced' (the extra columns of Q are not unique)")
 
 
+def _qr(a: Any, mode: str) -> tuple[Any, Any, Any]:
+    """``(np.linalg.qr(a, mode), Q, R)`` (natively on non-NumPy arrays: the array API's
+    ``qr``; ``mode='r'`` is ``R`` of the reduced one)."""
+    _qr_check(a, mode)
+    if type(a) is np.ndarray or _ns(a) is np:
+        out = LA.qr(a, mode=mode)
+        q, r = LA.qr(a) if mode == "r" else out
+        return out, q, r
+    q, r = _la(a).qr(a, mode="complete" if mode == "complete" else "reduced")
+    return (r if mode == "r" else _numpy_result((q, r), _QR)), q, r
+
+
+def _concat(parts: list[Any]) -> Any:
+    """The matrices ``parts`` side by side (the last axis), in their namespace."""
+    if type(parts[0]) is np.ndarray or (xp := _ns(parts[0])) is np:
+        return np.concatenate(parts, axis=-1)
+    return xp.concat(parts, axis=-1)
+
+
 def qr_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.qr, args, kwargs)
     a, mode = p["a"], p["mode"]
     a_ = _arr(a)
-    _qr_check(a_, mode)
-    out = LA.qr(a_, mode=mode)
-    if mode == "r":
-        q, r = LA.qr(a_)
-    else:
-        q, r = out
+    out, q, r = _qr(a_, mode)
     m, n = a_.shape[-2], a_.shape[-1]
 
     def qr_pullback(ybar: Any) -> Any:
@@ -527,9 +537,9 @@ def qr_rrule(*args: Any, **kwargs: Any) -> Any:
             r1 = r[..., :, :m]
             r1bar, r2bar = rbar[..., :, :m], rbar[..., :, m:]
             xbar = _qr_tall_pullback(q, r1, qbar + y @ _H(r2bar), r1bar)
-            ybar_ = np.zeros(y.shape, dtype=xbar.dtype) + q @ r2bar  # zeros when R's cotangent is
-            abar = np.concatenate([xbar, ybar_], axis=-1)
-        return _cts(len(args), project(a, abar))
+            zeros = np.zeros(y.shape, dtype=xbar.dtype) if type(y) is np.ndarray else y * 0
+            abar = _concat([xbar, zeros + q @ r2bar])  # zeros when R's cotangent is
+        return _cts(len(args), _fit(a, abar))
 
     return out, qr_pullback
 
@@ -538,20 +548,18 @@ def qr_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.qr, args, kwargs)
     a, mode = p["a"], p["mode"]
     a_ = _arr(a)
-    _qr_check(a_, mode)
-    out = LA.qr(a_, mode=mode)
+    out, q, r = _qr(a_, mode)
     adot = tangents[1]
-    q, r = LA.qr(a_) if mode == "r" else out
     m, n = a_.shape[-2], a_.shape[-1]
     if m >= n:
         dq, dr = _qr_tall_frule(q, r, adot)
     else:
         dq, dr1 = _qr_tall_frule(q, r[..., :, :m], adot[..., :, :m])
         dr2 = _H(dq) @ a_[..., :, m:] + _H(q) @ adot[..., :, m:]
-        dr = np.concatenate([dr1, dr2], axis=-1)
+        dr = _concat([dr1, dr2])
     if mode == "r":
-        return out, project(out, dr)
-    return out, _struct(out, project(q, dq), project(r, dr))
+        return out, _fit(out, dr)
+    return out, _struct(out, _fit(q, dq), _fit(r, dr))
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +578,7 @@ def _svd_pullback(a: Any, u: Any, s: Any, vh: Any, ubar: Any, sbar: Any, vhbar: 
     j, kk = _H(u) @ ubar, vh @ vbar  # zeros stay zeros through this algebra
     jj, kj = j - _H(j), kk - _H(kk)
     inner = _diag_embed(_real(sbar), s) + (f * jj) * s_row + s_col * (f * kj)
-    if is_complex(a):
+    if _is_complex(a):
         inner = inner + eye * (jj - kj) / (4 * s_row)  # the phase (gauge) direction
     abar = u @ inner @ vh
     if m > k:
@@ -592,8 +600,8 @@ def _svd_frule(a: Any, u: Any, s: Any, vh: Any, adot: Any) -> tuple[Any, Any, An
     ds = _real(_diag(dp))
     om_u = f * (dp * s_row + s_col * _H(dp))
     om_v = f * (s_col * dp + _H(dp) * s_row)
-    if is_complex(a):
-        om_u = om_u + eye * 1j * np.imag(dp) / s_row
+    if _is_complex(a):
+        om_u = om_u + eye * 1j * dp.imag / s_row
     du = u @ om_u
     if m > k:
         du = du + (av - u @ dp) / s_row
@@ -628,14 +636,29 @@ def _thin_part(t: Any, k: int, axis: int, name: str) -> Any:
     return t[..., :k] if axis == -1 else t[..., :k, :]
 
 
+def _svd(a: Any, full: bool, uv: bool, herm: bool) -> tuple[Any, Any, Any, Any]:
+    """``(np.linalg.svd(a, full, uv, herm), U, s, Vh)`` with the thin factors; natively on
+    non-NumPy arrays for the singular values alone (``compute_uv=False``; the array API's
+    ``svd`` of the Hermitian matrix the lower triangle stands for when ``hermitian=True``)."""
+    if type(a) is np.ndarray or (xp := _ns(a)) is np:
+        out = LA.svd(a, full_matrices=full, compute_uv=uv, hermitian=herm)
+        u, s, vh = out if uv else LA.svd(a, full_matrices=False, hermitian=herm)
+        k = s.shape[-1]
+        return out, u[..., :k], s, vh[..., :k, :]  # a full SVD's extra vectors are not unique
+    if uv:  # the host tier returns NumPy's factors
+        raise TypeError(f"numpy.linalg.svd: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "computes singular values only (compute_uv=False): the signs of the singular "
+                        "vectors are each library's LAPACK's choice, and NumPy's differ from PyTorch's")
+    u, s, vh = xp.linalg.svd(_unfold(a, lower=True) if herm else a, full_matrices=False)
+    return s, u, s, vh
+
+
 def svd_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.svd, args, kwargs)
     a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
     a_ = _arr(a)
-    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
-    u, s, vh = out if uv else LA.svd(a_, full_matrices=False, hermitian=herm)
+    out, u, s, vh = _svd(a_, full, uv, herm)
     k = s.shape[-1]
-    u, vh = u[..., :k], vh[..., :k, :]  # the thin factors (a full SVD's extra vectors are not unique)
 
     def svd_pullback(ybar: Any) -> Any:
         if uv:
@@ -653,41 +676,35 @@ def svd_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     a, full, uv, herm = p["a"], p["full_matrices"], p["compute_uv"], p["hermitian"]
     a_ = _arr(a)
     _svd_check(a_, full, uv)
-    out = LA.svd(a_, full_matrices=full, compute_uv=uv, hermitian=herm)
+    out, u, s, vh = _svd(a_, full, uv, herm)
     adot = tangents[1]
     if herm:
         adot = _unfold(adot, lower=True)
     if not uv:
-        u, s, vh = LA.svd(a_, full_matrices=False, hermitian=herm)
-        return out, project(out, _real(_diag(_H(u) @ adot @ _H(vh))))
-    u, s, vh = out
+        return out, _fit(out, _real(_diag(_H(u) @ adot @ _H(vh))))
     du, ds, dvh = _svd_frule(a_, u, s, vh, adot)
-    return out, _struct(out, project(u, du), project(s, ds), project(vh, dvh))
+    return out, _struct(out, _fit(u, du), _fit(s, ds), _fit(vh, dvh))
 
 
 def svdvals_rrule(x: Any) -> Any:
     x_ = _arr(x)
-    s = LA.svdvals(x_)
-    u, _, vh = LA.svd(x_, full_matrices=False)
+    s, u, _, vh = _svd(x_, False, False, False)
 
     def svdvals_pullback(sbar: Any) -> Any:
-        return NoTangent(), project(x, (u * _real(sbar)[..., None, :]) @ vh)
+        return NoTangent(), _fit(x, (u * _real(sbar)[..., None, :]) @ vh)
 
     return s, svdvals_pullback
 
 
 def svdvals_frule(tangents: Any, x: Any) -> Any:
     x_ = _arr(x)
-    s = LA.svdvals(x_)
+    s, u, _, vh = _svd(x_, False, False, False)
     xdot = tangents[1]
-    u, _, vh = LA.svd(x_, full_matrices=False)
-    return s, project(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
+    return s, _fit(s, _real(_diag(_H(u) @ xdot @ _H(vh))))
 
 
 def _eigh_grad(w: Any, v: Any, wbar: Any, vbar: Any) -> Any:
-    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero, or
-    ``None`` from the ``scipy_*`` families)."""
-    wbar, vbar = plain_entry(wbar), plain_entry(vbar)
+    """Gradient w.r.t. the Hermitian matrix V diag(w) V^H (one cotangent may be a zero)."""
     eye = _eye(w.shape[-1], w)
     f = (1 - eye) / (w[..., None, :] - w[..., :, None] + eye)  # 1 / (w_j - w_i)
     inner = _diag_embed(_real(wbar), w) + f * (_H(v) @ vbar)
@@ -842,10 +859,18 @@ def _pinv_dot(a: Any, x: Any, adot: Any) -> Any:
 
 
 def _pinv_call(p: dict[str, Any], a: Any) -> Any:
+    """``np.linalg.pinv`` of ``a`` with the call's cut-off; natively on non-NumPy arrays (the
+    array API's ``pinv``, whose ``rtol`` is NumPy's ``rcond``, of the Hermitian matrix the
+    lower triangle stands for when ``hermitian=True``)."""
+    rtol = p.get("rtol", inspect.Parameter.empty)
+    if type(a) is not np.ndarray and (xp := _ns(a)) is not np:
+        cutoff = p["rcond"]
+        if cutoff is None and rtol is not _PINV_RTOL_DEFAULT:
+            cutoff = rtol
+        return xp.linalg.pinv(_unfold(a, lower=True) if p["hermitian"] else a, rtol=cutoff)
     kw: dict[str, Any] = {"hermitian": p["hermitian"]}
     if p["rcond"] is not None:
         kw["rcond"] = p["rcond"]
-    rtol = p.get("rtol", inspect.Parameter.empty)
     if rtol is not _PINV_RTOL_DEFAULT:
         kw["rtol"] = rtol
     return LA.pinv(a, **kw)
@@ -860,9 +885,10 @@ def pinv_rrule(*args: Any, **kwargs: Any) -> Any:
     a_ = _arr(a)
     x = _pinv_call(p, a_)
     herm = p["hermitian"]
+    h = _unfold(a_, lower=True) if herm else a_  # the matrix pinv inverts (its read triangle's)
 
     def pinv_pullback(xbar: Any) -> Any:
-        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(a_, x, xbar), herm))
+        return _cts(len(args), _hermitian_fold(a, _pinv_pullback(h, x, xbar), herm))
 
     return x, pinv_pullback
 
@@ -873,8 +899,8 @@ def pinv_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     x = _pinv_call(p, a_)
     adot = tangents[1]
     if p["hermitian"]:
-        adot = _unfold(adot, lower=True)
-    return x, project(x, _pinv_dot(a_, x, adot))
+        a_, adot = _unfold(a_, lower=True), _unfold(adot, lower=True)
+    return x, _fit(x, _pinv_dot(a_, x, adot))
 
 
 def lstsq_rrule(*args: Any, **kwargs: Any) -> Any:
@@ -951,44 +977,67 @@ def _norm_layout(x: Any, ord: Any, axis: Any) -> tuple[str, tuple[int, ...]]:
     return ("vector", axes) if len(axes) == 1 else ("matrix", axes)
 
 
-def _extreme_mask(v: Any, axis: Any, largest: bool) -> Any:
-    ext = np.max(v, axis=axis, keepdims=True) if largest else np.min(v, axis=axis, keepdims=True)
+def _extreme_mask(v: Any, axis: Any, largest: bool, xp: Any = np) -> Any:
+    ext = xp.max(v, axis=axis, keepdims=True) if largest else xp.min(v, axis=axis, keepdims=True)
     mask = v == ext
-    return mask / np.sum(mask, axis=axis, keepdims=True)  # ties share the subgradient
+    return mask / xp.sum(mask, axis=axis, keepdims=True)  # ties share the subgradient
 
 
-def _norm_grad(x: Any, ord: Any, kind: str, axes: tuple[int, ...], y_k: Any) -> Any:
-    """``g`` with ``d norm = Re sum(conj(g) dx)`` over ``axes`` (a subgradient at kinks); or None."""
+def _sign(x: Any, xp: Any) -> Any:
+    """``np.sign`` in the namespace ``xp`` (``x / |x|`` for complex ``x``; 0 at 0), written with
+    comparisons: array-api-compat's PyTorch ``sign`` writes through a mask, which ``vmap`` refuses."""
+    if xp is np:
+        return np.sign(x)
+    if is_complex_array(xp, x):
+        return x / _safe(xp.abs(x))
+    return xp.astype(x > 0, x.dtype) - xp.astype(x < 0, x.dtype)
+
+
+def _moved_last(x: Any, axes: tuple[int, ...], xp: Any) -> Any:
+    """``x`` with ``axes`` moved last (``permute_dims``: PyTorch's ``moveaxis`` has no vmap rule)."""
+    return xp.permute_dims(x, [i for i in range(x.ndim) if i not in axes] + list(axes))
+
+
+def _moved_back(x: Any, axes: tuple[int, ...], xp: Any) -> Any:
+    """The inverse of :func:`_moved_last`."""
+    moved = [i for i in range(x.ndim) if i not in axes] + list(axes)
+    return xp.permute_dims(x, [moved.index(i) for i in range(x.ndim)])
+
+
+def _norm_grad(x: Any, ord: Any, kind: str, axes: tuple[int, ...], y_k: Any, xp: Any = np) -> Any:
+    """``g`` with ``d norm = Re sum(conj(g) dx)`` over ``axes`` (a subgradient at kinks), in the
+    namespace ``xp`` of ``x``; or None."""
     if kind == "vector":
         if ord is None or ord == 2:
             return x / _safe(y_k)
         if ord == np.inf or ord == -np.inf:
-            return np.sign(x) * _extreme_mask(np.abs(x), axes, ord > 0)
+            return _sign(x, xp) * _extreme_mask(xp.abs(x), axes, ord > 0, xp)
         if ord == 0:
             return None
         if ord == 1:
-            return np.sign(x)
-        base = np.abs(x) / _safe(y_k)
-        return np.sign(x) * (base + (base == 0)) ** (ord - 1)
+            return _sign(x, xp)
+        base = xp.abs(x) / _safe(y_k)
+        return _sign(x, xp) * (base + (base == 0)) ** (ord - 1)
     r, c = axes
     if ord is None or ord == "fro":
         return x / _safe(y_k)
     if ord in (1, -1):
-        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=r, keepdims=True), c, ord > 0)
+        return _sign(x, xp) * _extreme_mask(xp.sum(xp.abs(x), axis=r, keepdims=True), c, ord > 0, xp)
     if ord == np.inf or ord == -np.inf:
-        return np.sign(x) * _extreme_mask(np.sum(np.abs(x), axis=c, keepdims=True), r, ord > 0)
+        return _sign(x, xp) * _extreme_mask(xp.sum(xp.abs(x), axis=c, keepdims=True), r, ord > 0, xp)
     if ord in ("nuc", 2, -2):
-        xm = np.moveaxis(x, (r, c), (-2, -1))
-        u, s, vh = LA.svd(xm, full_matrices=False)
+        xm = _moved_last(x, (r, c), xp)
+        u, s, vh = (LA if xp is np else xp.linalg).svd(xm, full_matrices=False)
         k = s.shape[-1]
         if ord == "nuc":
-            tol = np.max(s, axis=-1, keepdims=True) * max(xm.shape[-2:]) * np.finfo(_real_dtype(x)).eps
+            eps = np.finfo(_real_dtype(x)).eps if xp is np else xp.finfo(x.dtype).eps
+            tol = xp.max(s, axis=-1, keepdims=True) * max(xm.shape[-2:]) * eps
             gm = (u * (s > tol)[..., None, :]) @ vh
         elif ord == 2:
             gm = (u[..., :, :1] @ vh[..., :1, :]) * (s[..., :1, None] > 0)
         else:
             gm = u[..., :, k - 1:] @ vh[..., k - 1:, :]
-        return np.moveaxis(gm, (-2, -1), (r, c))
+        return _moved_back(gm, (r, c), xp)
     raise ValueError(f"invalid norm order {ord!r} for matrices")
 
 
@@ -996,15 +1045,29 @@ def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+def _native_norm(xp: Any, x: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """``np.linalg.norm`` in the array namespace ``xp`` (the native tier): the array API's
+    ``vector_norm``, or its ``matrix_norm`` of ``axes`` moved last."""
+    if ord is None:  # NumPy's default: the 2-norm of vectors, the Frobenius norm of matrices
+        ord = 2 if kind == "vector" else "fro"
+    if kind == "vector":
+        return xp.linalg.vector_norm(x, axis=axes, keepdims=keepdims, ord=ord)
+    y = xp.linalg.matrix_norm(_moved_last(x, axes, xp), ord=ord)
+    return xp.reshape(y, _keep_shape(tuple(x.shape), axes)) if keepdims else y
+
+
 def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], nargs: int,
                    name: str) -> Any:
     """The pullback of a norm of ``x`` (``x_``: it as an array) reduced over ``axes``."""
-    keep = _keep_shape(x_.shape, axes)
+    keep = _keep_shape(tuple(x_.shape), axes)
+    xp = np if type(x_) is np.ndarray else _ns(x_)
 
     def norm_pullback(ybar: Any) -> Any:
-        g = _norm_grad(x_, ord, kind, axes, np.reshape(y, keep))
+        g = _norm_grad(x_, ord, kind, axes, xp.reshape(y, keep), xp)
         if g is None:
             return _cts(nargs, ZeroTangent())
+        if xp is not np:
+            return _cts(nargs, _fit(x_, g * xp.reshape(_real(ybar), keep)))
         return _cts(nargs, project(x, g * np.reshape(_real(_arr(ybar)), keep)))
 
     norm_pullback.__name__ = norm_pullback.__qualname__ = name
@@ -1013,25 +1076,35 @@ def _norm_pullback(x: Any, x_: Any, y: Any, ord: Any, kind: str, axes: tuple[int
 
 def _norm_tangent(x: Any, y: Any, ord: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                   xdot: Any) -> Any:
-    g = _norm_grad(x, ord, kind, axes, np.reshape(y, _keep_shape(x.shape, axes)))
+    xp = np if type(x) is np.ndarray else _ns(x)
+    g = _norm_grad(x, ord, kind, axes, xp.reshape(y, _keep_shape(tuple(x.shape), axes)), xp)
     if g is None:
         return ZeroTangent()
+    if xp is not np:
+        return _fit(y, xp.sum(_real(_conj(g) * xdot), axis=axes, keepdims=keepdims))
     return project(y, np.sum(_real(conj(g) * xdot), axis=axes, keepdims=keepdims))
+
+
+def _norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> tuple[Any, str, tuple[int, ...]]:
+    """``(np.linalg.norm(x, ord, axis, keepdims), kind, reduced axes)`` (natively on non-NumPy
+    arrays)."""
+    kind, axes = _norm_layout(x, ord, axis)
+    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+        return LA.norm(x, ord, axis, keepdims), kind, axes
+    return _native_norm(xp, x, ord, kind, axes, keepdims), kind, axes
 
 
 def norm_rrule(*args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.norm, args, kwargs)
     x = _arr(p["x"])
-    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
-    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    y, kind, axes = _norm(x, p["ord"], p["axis"], p["keepdims"])
     return y, _norm_pullback(p["x"], x, y, p["ord"], kind, axes, len(args), "norm_pullback")
 
 
 def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.norm, args, kwargs)
     x = _arr(p["x"])
-    y = LA.norm(x, p["ord"], p["axis"], p["keepdims"])
-    kind, axes = _norm_layout(x, p["ord"], p["axis"])
+    y, kind, axes = _norm(x, p["ord"], p["axis"], p["keepdims"])
     return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], tangents[1])
 
 
@@ -1045,7 +1118,7 @@ def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:
 
 def vector_norm_rrule(x: Any, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     x_ = _arr(x)
-    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    y = _la(x_).vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
     return y, _norm_pullback(x, x_, y, ord, "vector", axes, 1, "vector_norm_pullback")
 
@@ -1053,21 +1126,21 @@ def vector_norm_rrule(x: Any, *, axis: Any = None, keepdims: bool = False, ord: 
 def vector_norm_frule(tangents: Any, x: Any, *, axis: Any = None, keepdims: bool = False,
                       ord: Any = 2) -> Any:
     x_ = _arr(x)
-    y = LA.vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
+    y = _la(x_).vector_norm(x_, axis=axis, keepdims=keepdims, ord=ord)
     axes = _vector_norm_layout(x_, axis)
     return y, _norm_tangent(x_, y, ord, "vector", axes, keepdims, tangents[1])
 
 
 def matrix_norm_rrule(x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     x_ = _arr(x)
-    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    y = _la(x_).matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
     return y, _norm_pullback(x, x_, y, ord, "matrix", axes, 1, "matrix_norm_pullback")
 
 
 def matrix_norm_frule(tangents: Any, x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     x_ = _arr(x)
-    y = LA.matrix_norm(x_, keepdims=keepdims, ord=ord)
+    y = _la(x_).matrix_norm(x_, keepdims=keepdims, ord=ord)
     axes = (x_.ndim - 2, x_.ndim - 1)
     return y, _norm_tangent(x_, y, ord, "matrix", axes, keepdims, tangents[1])
 
@@ -1136,13 +1209,33 @@ def _multi_dot_mats(arrays: Any) -> tuple[list[Any], bool, bool]:
     return mats, first_vec, last_vec
 
 
+def _multi_dot_namespace(arrays: Any, out: Any) -> Any:
+    """The namespace of ``multi_dot``'s matrices: a non-NumPy one when one of them is such an
+    array (the native tier: a chain of ``@``, left to right), else NumPy."""
+    if all(type(m) is np.ndarray for m in arrays) or (xp := foreign_namespace(tuple(arrays))) is None:
+        return np
+    if out is not None:
+        raise TypeError(f"numpy.linalg.multi_dot: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "takes no out=: call it on NumPy arrays for that")
+    return xp
+
+
+def _chain(mats: list[Any]) -> Any:
+    y = mats[0]
+    for m in mats[1:]:
+        y = y @ m
+    return y
+
+
 def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
-    y = LA.multi_dot(arrays, out=out)
+    xp = _multi_dot_namespace(arrays, out)
+    y = LA.multi_dot(arrays, out=out) if xp is np else _chain(list(arrays))
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     k = len(mats)
 
     def multi_dot_pullback(ybar: Any) -> Any:
-        yb = np.reshape(_arr(ybar), (mats[0].shape[0], mats[-1].shape[1]))
+        shape = (mats[0].shape[0], mats[-1].shape[1])
+        yb = xp.reshape(_arr(ybar) if xp is np else ybar, shape)
         prefix: list[Any] = [None]
         for m in mats[:-1]:
             prefix.append(_mul(prefix[-1], m))
@@ -1159,13 +1252,17 @@ def multi_dot_rrule(arrays: Any, *, out: Any = None) -> Any:
             bars[0] = bars[0][0, :]
         if last_vec:
             bars[-1] = bars[-1][:, 0]
+        if xp is not np:
+            bars = [_fit(m, g) for m, g in zip(arrays, bars, strict=True)]
+            return NoTangent(), tangent_type(type(arrays))(*bars)
         return NoTangent(), project(arrays, type(arrays)(bars) if isinstance(arrays, tuple) else bars)
 
     return y, multi_dot_pullback
 
 
 def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
-    y = LA.multi_dot(arrays, out=out)
+    xp = _multi_dot_namespace(arrays, out)
+    y = LA.multi_dot(arrays, out=out) if xp is np else _chain(list(arrays))
     dots = [_entry(tangents[1], i) for i in range(len(arrays))]
     mats, first_vec, last_vec = _multi_dot_mats(arrays)
     ydot: Any = ZeroTangent()
@@ -1180,6 +1277,8 @@ def multi_dot_frule(tangents: Any, arrays: Any, *, out: Any = None) -> Any:
         for j, m in enumerate(mats):
             term = _mul(term, d if j == i else m)
         ydot = ydot + term
+    if xp is not np:
+        return y, _fit(y, xp.reshape(ydot, y.shape))
     return y, project(y, np.reshape(ydot, np.shape(y)))
 
 
@@ -1202,7 +1301,11 @@ def cross_frule(tangents: Any, x1: Any, x2: Any, *, axis: int = -1) -> Any:
 
 
 def matrix_transpose_transpose(ybar: Any, x: Any) -> Any:
-    return LA.matrix_transpose(ybar)
+    return LA.matrix_transpose(ybar) if type(ybar) is np.ndarray or _ns(ybar) is np else ybar.mT
+
+
+def matrix_transpose_native(xp: Any, x: Any) -> Any:
+    return xp.matrix_transpose(x)
 
 
 def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
@@ -1212,19 +1315,29 @@ def _diag_selectors(m: int, n: int, offset: int, like: Any) -> tuple[Any, Any]:
     length = max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
     diag = np.arange(length)[None, :]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    dt = _real_dtype(like)
-    return (rows == diag + r0).astype(dt), (cols == diag + c0).astype(dt)
+    return _constant(rows == diag + r0, like), _constant(cols == diag + c0, like)
 
 
 def diagonal_transpose(ybar: Any, x: Any, *, offset: int = 0) -> Any:
     x_ = _arr(x)
     er, ec = _diag_selectors(x_.shape[-2], x_.shape[-1], offset, x_)
-    return (er * _arr(ybar)[..., None, :]) @ ec.T
+    return (er * _arr(ybar)[..., None, :]) @ ec.mT
+
+
+def diagonal_native(xp: Any, x: Any, *, offset: int = 0) -> Any:
+    return xp.linalg.diagonal(x, offset=offset)
 
 
 def trace_transpose(ybar: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
     x_ = _arr(x)
-    return _expand2(ybar) * np.eye(x_.shape[-2], x_.shape[-1], k=offset, dtype=_real_dtype(x_))
+    return _expand2(ybar) * _constant(np.eye(x_.shape[-2], x_.shape[-1], k=offset), x_)
+
+
+def trace_native(xp: Any, x: Any, *, offset: int = 0, dtype: Any = None) -> Any:
+    if dtype is not None:
+        raise TypeError(f"numpy.linalg.trace: the native rule (on {getattr(xp, '__name__', xp)} arrays) "
+                        "takes offset only: call it on NumPy arrays for dtype=")
+    return xp.linalg.trace(x, offset=offset)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1313,9 +1426,9 @@ RULES: tuple[RulePair, ...] = family_rules(
         (0, 1): (LA.solve, LA.lstsq, LA.cross, LA.tensorsolve),
     },
     pairs=(
-        linear_rules(LA.matrix_transpose, matrix_transpose_transpose),
-        linear_rules(LA.diagonal, diagonal_transpose),
-        linear_rules(LA.trace, trace_transpose),
+        linear_rules(LA.matrix_transpose, matrix_transpose_transpose, native=matrix_transpose_native),
+        linear_rules(LA.diagonal, diagonal_transpose, native=diagonal_native),
+        linear_rules(LA.trace, trace_transpose, native=trace_native),
     ),
     non_differentiable=(LA.matrix_rank,),
 )

@@ -558,29 +558,54 @@ _LSE_PARAMS = ("axis", "b", "keepdims", "return_sign")
 
 
 class _LogSumExp:
-    """One call of ``logsumexp(a, axis, b, keepdims, return_sign)`` and its partials."""
+    """One call of ``logsumexp(a, axis, b, keepdims, return_sign)`` and its partials, computed in
+    the namespace ``xp`` of ``a`` and ``b`` (the native tier on non-NumPy arrays: ``axis``,
+    ``b`` and ``keepdims``)."""
 
     def __init__(self, compute: Callable[..., Any], a: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
         kw = _bind("logsumexp", _LSE_PARAMS, args, kwargs)
-        self.y = compute(a, *args, **kwargs)
         self.return_sign = bool(kw.get("return_sign", False))
-        self.lse: Any
-        self.sign: Any
-        self.lse, self.sign = self.y if self.return_sign else (self.y, None)
         self.a, self.b, self.nargs = a, kw.get("b"), len(args)
+        xp = None if type(a) is np.ndarray else foreign_namespace((a, self.b))
+        self.xp = xp or np
         shape = _shape(a)
         if self.b is not None:
             shape = np.broadcast_shapes(shape, _shape(self.b))
         self.axes = normalize_axes(kw.get("axis"), len(shape))
         self.kshape = _keep_shape(shape, self.axes)
         self.keepdims = bool(kw.get("keepdims", False))
-        self.complex = is_complex(a) or (self.b is not None and is_complex(self.b))
+        if xp is None:
+            self.y = compute(a, *args, **kwargs)
+            self.complex = is_complex(a) or (self.b is not None and is_complex(self.b))
+        else:
+            self.y = self._native(xp)
+            self.complex = False
+        self.lse: Any
+        self.sign: Any
+        self.lse, self.sign = self.y if self.return_sign else (self.y, None)
+
+    def _native(self, xp: Any) -> Any:
+        """The log of the sum of ``b * exp(a)`` in ``xp``, shifted by the finite maximum."""
+        if self.b is not None and foreign_namespace((self.b,)) is None:
+            self.b = constant_like(xp, np.asarray(self.b), self.a)
+        if self.return_sign or any(is_complex_array(xp, v) for v in (self.a, self.b)):
+            raise TypeError(f"scipy.special.logsumexp: the native rule (on {getattr(xp, '__name__', xp)} "
+                            "arrays) takes real a and b, axis and keepdims: call it on NumPy arrays for "
+                            "return_sign= or complex input")
+        m = xp.max(self.a, axis=self.axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+        e = xp.exp(self.a - m)
+        total = xp.sum(self.weights(e), axis=self.axes, keepdims=True)
+        lse = xp.log(total) + m
+        return lse if self.keepdims else xp.reshape(lse, tuple(n for i, n in enumerate(lse.shape)
+                                                             if i not in self.axes))
 
     def exps(self) -> Any:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
-        lse = np.reshape(self.lse, self.kshape)
-        e = np.exp(self.a - np.where(np.isfinite(lse), lse, 0))
+        xp = self.xp
+        lse = xp.reshape(self.lse, self.kshape)
+        e = xp.exp(self.a - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse)))
         if self.sign is not None:
             e = e * np.reshape(self.sign, self.kshape)
         return e
@@ -592,7 +617,11 @@ class _LogSumExp:
         return e
 
     def keep(self, v: Any) -> Any:
-        return np.reshape(v, self.kshape)
+        return self.xp.reshape(v, self.kshape)
+
+    def fit(self, x: Any, g: Any) -> Any:
+        """The cotangent ``g`` of ``x`` (an argument or the result), in ``x``'s namespace."""
+        return project(x, g) if self.xp is np else unbroadcast_to(self.xp, x, g)
 
 
 def _logsumexp(*args: Any, **kwargs: Any) -> Any:
@@ -613,8 +642,8 @@ def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         e = call.exps()
         lbar_k = call.keep(lbar)
         if with_b:
-            rest[1] = project(call.b, lbar_k * _conj_if(call.complex, e))
-        return (_NT, project(a, lbar_k * _conj_if(call.complex, call.weights(e))), *rest)
+            rest[1] = call.fit(call.b, lbar_k * _conj_if(call.complex, e))
+        return (_NT, call.fit(a, lbar_k * _conj_if(call.complex, call.weights(e))), *rest)
 
     return call.y, logsumexp_pullback
 
@@ -624,7 +653,7 @@ def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     bdot = tangents[3] if call.nargs >= 2 else ZeroTangent()
     e = call.exps()
     total = call.weights(e) * tangents[1] + e * bdot  # either tangent may be zero, not both
-    ydot = project(call.lse, np.sum(total, axis=call.axes, keepdims=call.keepdims))
+    ydot = call.fit(call.lse, call.xp.sum(total, axis=call.axes, keepdims=call.keepdims))
     if call.return_sign:
         return call.y, tangent_type(tuple)(ydot, ZeroTangent())
     return call.y, ydot

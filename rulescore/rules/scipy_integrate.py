@@ -60,7 +60,7 @@ from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj
 from rulescore.rules._user_functions import Params, UserFunction, check_fields, dense, field
-from rulescore.rules.linalg import _part
+from rulescore.rules.linalg import _entry, _given
 
 _P = inspect.Parameter
 #: The positional form of the rules of ``trapezoid`` and ``simpson``: ``simpson`` takes ``dx``
@@ -350,10 +350,10 @@ def odeint_rrule(config: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: 
     call = _Odeint(config, func, y0, t, rest, kwargs)
 
     def odeint_pullback(ybar: Any) -> Any:
-        if call.full and _part(ybar, 1) is not None:
+        if call.full and _given(_entry(ybar, 1)):
             raise NotImplementedError("the rule for scipy.integrate.odeint differentiates the "
                                       "solution, not the solver's report (full_output's dict)")
-        g = dense(_part(ybar, 0), call.out[0]) if call.full else ybar
+        g = dense(_entry(ybar, 0), call.out[0]) if call.full else ybar
         y0bar, pbar, tbar, t0bar = call.flow.adjoint(g)
         tbar = np.concatenate([tbar[:1] + t0bar, tbar[1:]])
         argsbar = (call.params.cotangent(pbar),) if rest else ()
@@ -513,10 +513,10 @@ def quad_rrule(config: Any, func: Any, a: Any, b: Any, *rest: Any, **kwargs: Any
     call = _Quad(config, func, a, b, rest, kwargs)
 
     def quad_pullback(ybar: Any) -> Any:
-        if any(_part(ybar, i) is not None for i in range(1, len(call.out))):
+        if any(_given(_entry(ybar, i)) for i in range(1, len(call.out))):
             raise NotImplementedError("the rule for scipy.integrate.quad differentiates the integral "
                                       "(the first output), not the error estimate or report")
-        vbar = _part(ybar, 0)  # not a zero: the others are refused above
+        vbar = _entry(ybar, 0)  # not a zero: the others are refused above
         argsbar = (call.params.cotangent(vbar * call.params_cotangent()),) if rest else ()
         return (NoTangent(), NoTangent(), _end_cotangent(a, call.end(call.a, -vbar)),
                 _end_cotangent(b, call.end(call.b, vbar)), *argsbar, *(NoTangent() for _ in rest[1:]))

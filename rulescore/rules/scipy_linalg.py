@@ -37,7 +37,7 @@ from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, entries, family_rules, proj
-from rulescore.rules.linalg import _eigh_grad, _fold, _part, _unfold
+from rulescore.rules.linalg import _eigh_grad, _entry, _fold, _given, _unfold
 
 
 def _real(f: Any, *arrays: Any) -> None:
@@ -189,17 +189,18 @@ class _Eigh:
         return v
 
     def spread(self, part: Any, shape: tuple[int, ...]) -> Any:
-        """A cotangent of the selected eigenvalues (eigenvectors), zero for the others."""
-        if part is None:
-            return None
+        """A cotangent of the selected eigenvalues (eigenvectors), zero for the others (a zero
+        stays a zero)."""
+        if not _given(part):
+            return part
         full = np.zeros(shape)
         end = self.start + len(self.index)
         return np.concatenate([full[..., :self.start], part, full[..., end:]], axis=-1)
 
     def cotangent(self, ybar: Any) -> Any:
         n = self.full_w.shape[-1]
-        wbar = ybar if self.only else _part(ybar, 0)
-        vbar = None if self.only else _part(ybar, 1)
+        wbar = ybar if self.only else _entry(ybar, 0)
+        vbar = ZeroTangent() if self.only else _entry(ybar, 1)
         g = _eigh_grad(self.full_w, self.full_v, self.spread(wbar, (n,)), self.spread(vbar, (n, n)))
         return _fold(g, self.lower)
 

@@ -42,7 +42,7 @@ from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj
 from rulescore.rules._user_functions import Params, UserFunction, check_fields, dense, field
 from rulescore.rules.indexing import _dict_entry
-from rulescore.rules.linalg import _part
+from rulescore.rules.linalg import _entry
 
 # -- residuals ---------------------------------------------------------------------------------
 
@@ -153,9 +153,9 @@ def _bracket_call(config: Any, solver: Any, f: Any, a: Any, b: Any, rest: tuple[
 
 def _full_output_root(name: str, out: Any, ybar: Any) -> Any:
     """The cotangent of the root from ``(root, RootResults)``: both hold it."""
-    report = _part(ybar, 1)
+    report = _entry(ybar, 1)
     check_fields(f"optimize.{name}", out[1], report, ("root",))
-    return dense(_part(ybar, 0), out[0]) + field(report, "root", out[0])
+    return dense(_entry(ybar, 0), out[0]) + field(report, "root", out[0])
 
 
 def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:

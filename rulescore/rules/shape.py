@@ -41,6 +41,7 @@ import numpy as np
 
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._linear import dense_tangent, linear_rules
+from rulescore._namespace import constant_like, foreign_namespace
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project, unbroadcast
 from rulescore._rule_pair import RulePair
@@ -297,7 +298,34 @@ def diagonal_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2
 
 def trace_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1,
                 dtype: Any = None, out: Any = None) -> Any:
-    return _diagonal_embed(ybar, _shape(x), offset, axis1, axis2, full=True)
+    if type(x) is np.ndarray or (xp := foreign_namespace((x,))) is None:
+        return _diagonal_embed(ybar, _shape(x), offset, axis1, axis2, full=True)
+    moved = _trace_moved(len(x.shape), axis1, axis2)  # the native tier: ybar times an identity
+    eye = constant_like(xp, np.eye(x.shape[moved[-2]], x.shape[moved[-1]], k=offset), ybar)
+    back = [moved.index(i) for i in range(len(moved))]
+    return xp.permute_dims(ybar[..., None, None] * xp.astype(eye, ybar.dtype), back)
+
+
+def _trace_moved(nd: int, axis1: int, axis2: int) -> list[int]:
+    """The axes of an ``nd``-dimensional array with ``axis1`` and ``axis2`` moved last."""
+    a1, a2 = _axis(axis1, nd), _axis(axis2, nd)
+    return [i for i in range(nd) if i not in (a1, a2)] + [a1, a2]
+
+
+def trace_native(xp: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+                 out: Any = None) -> Any:
+    """``np.trace`` in the array namespace ``xp`` (the native tier): the array API's trace of
+    the last two axes, after moving ``axis1`` and ``axis2`` there.
+
+    Example:
+        >>> import numpy as np
+        >>> trace_native(np, np.arange(8.0).reshape(2, 2, 2), axis1=0, axis2=2)
+        array([5., 9.])
+    """
+    if dtype is not None or out is not None:
+        raise TypeError(f"numpy.trace: the native rule (on {getattr(xp, '__name__', xp)} arrays) takes "
+                        "offset, axis1 and axis2 only: call it on NumPy arrays for dtype= or out=")
+    return xp.linalg.trace(xp.permute_dims(x, _trace_moved(len(x.shape), axis1, axis2)), offset=offset)
 
 
 def diag_transpose(ybar: Any, x: Any, k: int = 0) -> Any:
@@ -1047,8 +1075,6 @@ _TRANSPOSES: dict[Any, Any] = {
     np.diagflat: diagflat_transpose,
     np.diagonal: diagonal_transpose,
     np.ndarray.diagonal: diagonal_transpose,
-    np.trace: trace_transpose,
-    np.ndarray.trace: trace_transpose,
     np.triu: triu_transpose,
     np.tril: tril_transpose,
     # conjugation and conversions
@@ -1060,6 +1086,7 @@ RULES: tuple[RulePair, ...] = family_rules(
     partials=dict.fromkeys(SCALAR_TYPES, _unit_partial),
     pairs=(
         *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
+        *(linear_rules(f, trace_transpose, native=trace_native) for f in (np.trace, np.ndarray.trace)),
         *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
         RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
         # joining and splitting

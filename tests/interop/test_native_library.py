@@ -1,5 +1,6 @@
-"""The library's native tier beyond the element-wise ufuncs: prod and the scans, the contractions
-and basic linear algebra run on JAX arrays and PyTorch tensors with no callback, to any order.
+"""The library's native tier beyond the element-wise ufuncs: prod and the scans, logsumexp, the
+contractions, the linear algebra (factorizations, norms, pinv) and the linear rules (trace) run on
+JAX arrays and PyTorch tensors with no callback, to any order.
 
 Each case is checked against the system's own implementation of the same function: JAX under
 ``jit(hessian)`` (whose lowered program must hold no host callback), ``jacfwd(jacfwd)`` and
@@ -18,7 +19,9 @@ import pytest
 
 jax = pytest.importorskip("jax", reason="needs jax (the `jax` extra)")
 torch = pytest.importorskip("torch", reason="needs torch (the `torch` extra)")
+special = pytest.importorskip("scipy.special", reason="needs scipy (the `test` extra)")
 import jax.numpy as jnp  # noqa: E402
+import jax.scipy.special as jsp  # noqa: E402
 from torch import func  # noqa: E402
 
 import rulescore.interop.jax as rjax  # noqa: E402
@@ -32,6 +35,7 @@ B42 = RNG.standard_normal((4, 2))
 T234 = RNG.standard_normal((2, 3, 4))
 V4 = RNG.standard_normal(4)
 V3 = RNG.standard_normal(3)
+W34 = RNG.uniform(0.5, 2.0, (3, 4))
 
 
 def _lower_j(a: Any) -> Any:
@@ -44,8 +48,9 @@ def _lower_t(a: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    """``f(*lead, *arrays, *static, **kwargs)`` against ``jax_ref`` and ``torch_ref`` (called
-    without ``lead``); ``pick`` takes the array that the tested loss uses from a structured output."""
+    """``f(*lead, *arrays, *static, **kwargs)`` (the arrays in one list with ``as_list``) against
+    ``jax_ref`` and ``torch_ref`` (called without ``lead``, the arrays one by one); ``pick`` takes
+    the array that the tested loss uses from a structured output."""
 
     name: str
     f: Any
@@ -56,6 +61,11 @@ class Case:
     lead: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     pick: Callable[[Any], Any] = lambda y: y
+    as_list: bool = False  # f takes the arrays in one list (multi_dot)
+
+    def call(self, g: Any, arrays: tuple[Any, ...]) -> Any:
+        """``g`` (the wrapped ``f``) of the arrays, as ``f`` takes them."""
+        return g(*self.lead, *([list(arrays)] if self.as_list else arrays), *self.static, **self.kwargs)
 
 
 CASES = [
@@ -77,6 +87,11 @@ CASES = [
     Case("vecdot", np.vecdot, (A34, V4), jnp.vecdot, lambda a, b: (a * b).sum(-1)),
     Case("linalg.vecdot", np.linalg.vecdot, (A34, A34), jnp.vecdot, lambda a, b, axis: (a * b).sum(axis),
          kwargs={"axis": 0}),
+    Case("vdot", np.vdot, (A34, A34), lambda a, b: jnp.vdot(a, b), lambda a, b: (a * b).sum()),
+    Case("matvec", np.matvec, (T234, V4), lambda a, v: a @ v, lambda a, v: a @ v),
+    Case("vecmat", np.vecmat, (V3, T234), lambda v, a: v @ a, lambda v, a: v @ a),
+    Case("multi_dot", np.linalg.multi_dot, (V3, A34, B42), lambda *m: jnp.linalg.multi_dot(m),
+         lambda *m: torch.linalg.multi_dot(m), as_list=True),
     Case("einsum-matmul", np.einsum, (A34, B42), lambda a, b: jnp.einsum("ij,jk->ik", a, b),
          lambda a, b: torch.einsum("ij,jk->ik", a, b), lead=("ij,jk->ik",)),
     Case("einsum-diagonal", np.einsum, (M,), lambda a: jnp.einsum("ii->i", a),
@@ -97,6 +112,51 @@ CASES = [
          lambda a: torch.linalg.cholesky(_lower_t(a))),
     Case("eigh", np.linalg.eigh, (SPD,), lambda a: jnp.linalg.eigh(_lower_j(a)),
          lambda a: torch.linalg.eigh(_lower_t(a)), pick=lambda y: y[0] + y[1][0] ** 2),  # sign-free
+    Case("norm", np.linalg.norm, (A34,), jnp.linalg.norm, torch.linalg.norm),
+    Case("norm-vector-3", np.linalg.norm, (A34,), jnp.linalg.norm,
+         lambda a, ord, axis: torch.linalg.vector_norm(a, ord, axis), kwargs={"ord": 3, "axis": 1}),
+    Case("norm-nuc-axes", np.linalg.norm, (T234,), jnp.linalg.norm,
+         lambda a, ord, axis, keepdims: torch.linalg.matrix_norm(a, ord, axis, keepdims),
+         kwargs={"ord": "nuc", "axis": (2, 0), "keepdims": True}),
+    Case("norm-2", np.linalg.norm, (M,), jnp.linalg.norm, torch.linalg.matrix_norm, static=(2,)),
+    Case("vector_norm", np.linalg.vector_norm, (T234,), jnp.linalg.vector_norm,
+         lambda a, axis, keepdims: torch.linalg.vector_norm(a, dim=axis, keepdim=keepdims),
+         kwargs={"axis": (0, 2), "keepdims": True}),
+    Case("vector_norm-inf", np.linalg.vector_norm, (A34,), jnp.linalg.vector_norm,
+         lambda a, ord: torch.linalg.vector_norm(a, ord), kwargs={"ord": np.inf}),
+    Case("matrix_norm", np.linalg.matrix_norm, (T234,), jnp.linalg.matrix_norm, torch.linalg.matrix_norm),
+    Case("matrix_norm-1", np.linalg.matrix_norm, (T234,), jnp.linalg.matrix_norm,
+         lambda a, ord: torch.linalg.matrix_norm(a, ord), kwargs={"ord": 1}),
+    Case("svd-values", np.linalg.svd, (A34.T.copy(),), jnp.linalg.svd,
+         lambda a, compute_uv: torch.linalg.svdvals(a), kwargs={"compute_uv": False}),
+    Case("svdvals", np.linalg.svdvals, (T234,), jnp.linalg.svdvals, torch.linalg.svdvals),
+    Case("qr", np.linalg.qr, (A34.T.copy(),), jnp.linalg.qr, torch.linalg.qr,
+         pick=lambda y: y[0] @ y[1] + y[1][0, 0]),
+    Case("qr-wide", np.linalg.qr, (A34,), jnp.linalg.qr, torch.linalg.qr, pick=lambda y: y[1] + y[0][0, 1]),
+    Case("qr-complete-wide", np.linalg.qr, (A34,), jnp.linalg.qr, torch.linalg.qr,
+         kwargs={"mode": "complete"}, pick=lambda y: y[1] + y[0][0, 1]),
+    Case("svd-values-hermitian", np.linalg.svd, (SPD,), lambda a, **kw: jnp.linalg.svd(_lower_j(a), **kw),
+         lambda a, **kw: torch.linalg.svdvals(_lower_t(a)), kwargs={"hermitian": True, "compute_uv": False}),
+    Case("qr-r", np.linalg.qr, (T234,), jnp.linalg.qr, lambda a, mode: torch.linalg.qr(a)[1],
+         kwargs={"mode": "r"}),
+    Case("pinv", np.linalg.pinv, (A34,), jnp.linalg.pinv, torch.linalg.pinv),
+    Case("pinv-hermitian", np.linalg.pinv, (SPD,), lambda a, hermitian: jnp.linalg.pinv(_lower_j(a)),
+         lambda a, hermitian: torch.linalg.pinv(_lower_t(a)), kwargs={"hermitian": True}),
+    Case("logsumexp", special.logsumexp, (T234,), jsp.logsumexp, lambda a: torch.logsumexp(a, (0, 1, 2))),
+    Case("logsumexp-axis-b", special.logsumexp, (A34,), jsp.logsumexp,
+         lambda a, axis, b, keepdims: torch.logsumexp(a + torch.log(torch.tensor(b)), axis, keepdims),
+         kwargs={"axis": 1, "b": W34, "keepdims": True}),
+    Case("trace", np.trace, (M,), jnp.trace, torch.trace),
+    Case("trace-axes", np.trace, (T234,), jnp.trace,
+         lambda a, offset, axis1, axis2: torch.diagonal(a, offset, axis1, axis2).sum(-1),
+         kwargs={"offset": 1, "axis1": 0, "axis2": 2}),
+    Case("ndarray.trace", np.ndarray.trace, (A34,), jnp.trace, lambda a: torch.diagonal(a).sum()),
+    Case("linalg.trace", np.linalg.trace, (T234,), jnp.linalg.trace,
+         lambda a, offset: torch.diagonal(a, offset, -2, -1).sum(-1), kwargs={"offset": -1}),
+    Case("linalg.diagonal", np.linalg.diagonal, (T234,), jnp.linalg.diagonal,
+         lambda a, offset: torch.diagonal(a, offset, -2, -1), kwargs={"offset": 1}),
+    Case("linalg.matrix_transpose", np.linalg.matrix_transpose, (T234,), jnp.linalg.matrix_transpose,
+         lambda a: a.mT),
     Case("eigvalsh", np.linalg.eigvalsh, (SPD,), lambda a: jnp.linalg.eigvalsh(_lower_j(a)),
          lambda a: torch.linalg.eigvalsh(_lower_t(a))),
 ]
@@ -117,7 +177,7 @@ def test_native_under_jax(case: Case) -> None:
     argnums = tuple(range(len(case.arrays)))
 
     def loss(*a: Any) -> Any:
-        return jnp.sum(jnp.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))))
+        return jnp.sum(jnp.sin(case.pick(case.call(g, a))))
 
     def ref(*a: Any) -> Any:
         return jnp.sum(jnp.sin(case.pick(case.jax_ref(*a, *case.static, **case.kwargs))))
@@ -141,7 +201,7 @@ def test_native_under_torch(case: Case) -> None:
     xs = tuple(torch.tensor(a) for a in case.arrays)
 
     def loss(*a: Any) -> Any:
-        return torch.sin(case.pick(g(*case.lead, *a, *case.static, **case.kwargs))).sum()
+        return torch.sin(case.pick(case.call(g, a))).sum()
 
     def ref(*a: Any) -> Any:
         return torch.sin(case.pick(case.torch_ref(*a, *case.static, **case.kwargs))).sum()
@@ -157,3 +217,12 @@ def test_native_under_torch(case: Case) -> None:
     ref_firsts = torch.autograd.grad(ref(*leaves), leaves, create_graph=True)
     wants = torch.autograd.grad(sum(d.sum() for d in ref_firsts), leaves)
     _assert_tree_close(seconds, wants)
+
+
+def test_singular_vectors_keep_the_host_tier() -> None:
+    """``svd``'s singular vectors are NumPy's (their signs are each LAPACK's choice): the host
+    tier serves them, and ``native=True`` refuses."""
+    with pytest.raises(TypeError, match="native"):
+        rtorch.wrap(np.linalg.svd, native=True)(torch.tensor(A34))
+    u, s, vh = rtorch.wrap(np.linalg.svd)(torch.tensor(A34), full_matrices=False)
+    np.testing.assert_allclose(u.numpy(), np.linalg.svd(A34, full_matrices=False)[0], **CLOSE)

@@ -383,6 +383,18 @@ def test_cotangent_on_the_read_triangle(f: Any, kw: dict[str, Any], lower: bool)
     np.testing.assert_allclose(np.sum(abar * d), np.sum(ybar * fd), rtol=1e-6)
 
 
+def test_pinv_hermitian_of_a_matrix_not_symmetric_differentiates_what_numpy_computes() -> None:
+    """``pinv(a, hermitian=True)`` inverts the Hermitian matrix of ``a``'s lower triangle: its
+    gradient and tangent are those of that function, whatever ``a``'s upper triangle holds."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 3)) + 3 * np.eye(3)  # not symmetric
+    ybar, d = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    fd = (LA.pinv(a + 1e-6 * d, hermitian=True) - LA.pinv(a - 1e-6 * d, hermitian=True)) / 2e-6
+    _, abar = rc.rrule(LA.pinv, a, hermitian=True)[1](ybar)
+    np.testing.assert_allclose(np.sum(abar * d), np.sum(ybar * fd), rtol=1e-6)
+    np.testing.assert_allclose(rc.frule((None, d), LA.pinv, a, hermitian=True)[1], fd, rtol=1e-6, atol=1e-8)
+
+
 # --------------------------------------------------------------------------------------------
 # complex SVD / eigh: gauge-invariant losses
 # --------------------------------------------------------------------------------------------

@@ -160,6 +160,8 @@ def test_refusals_name_the_solver_and_the_fix() -> None:
     _, back = engine_rrule(so.root, equations, np.zeros(2), (np.ones(2),))
     with pytest.raises(NotImplementedError, match="'fjac'"):
         back(rc.Tangent[RESULT]({"fjac": np.ones((2, 2))}))
+    xbar = back(rc.Tangent[RESULT]({"x": np.ones(2), "fjac": rc.ZeroTangent()}))  # a zero field is no use
+    np.testing.assert_allclose(xbar[3][0], back(rc.Tangent[RESULT]({"x": np.ones(2)}))[3][0])
     _, back = engine_rrule(so.root, lambda x, p: x ** 2 - p, np.array([0.0]), (np.array([0.0]),))
     with pytest.raises(np.linalg.LinAlgError, match="singular"):
         back(rc.Tangent[RESULT]({"x": np.ones(1)}))
