@@ -102,7 +102,6 @@ def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...
 
 
 @structural
-@structural
 def _full_reduction(x: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int,
                                            np.dtype[Any]]:
     """The geometry of a reduction of ``x`` over every axis: its shape, axes, shape with
@@ -110,6 +109,7 @@ def _full_reduction(x: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...], tu
     return x.shape, tuple(range(x.ndim)), (1,) * x.ndim, x.size, _cotangent_dtype(x)
 
 
+@structural
 def _not_args(n: int) -> tuple[NoTangent, ...]:
     return (NoTangent(),) * n
 
