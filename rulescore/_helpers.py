@@ -207,6 +207,13 @@ def partials_rules(
         return y, partials_pullback
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not errstate and len(args) == 1 and type(args[0]) is np.ndarray:
+            # the nested hot path (one NumPy array, no options): few calls for an outer level to trace
+            y = f(*args)
+            d = partials(*args, result=y) if with_result else partials(*args)
+            d, xdot = d[0] if type(d) is tuple else d, tangents[1]
+            zero = isinstance(xdot, AbstractZero) or isinstance(d, AbstractZero)
+            return y, fit(y, _ZT if zero else _times(d, xdot))
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
         if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
                                             or type(args[-1]) not in _NUMPY_TYPES) \

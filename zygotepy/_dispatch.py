@@ -34,7 +34,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
-from rulescore._fitting import proj, stand_in
+from rulescore._fitting import fit, proj, stand_in
 from rulescore._projection import project
 from rulescore._structural import STRUCTURAL_MARK
 from rulescore._zeros import NO_TANGENT_DATA
@@ -148,12 +148,13 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
 
 #: rulescore's structural helpers that pullbacks call on every cotangent, by the position of
 #: the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
-#: primal's type, shape and dtype), ``conj`` (a real value) and ``stand_in`` (anything but an
-#: array; an array gives a constant of its shape and dtype). Their branches read only types,
+#: primal's type, shape and dtype), ``fit`` (the same for an frule's output tangent), ``conj``
+#: (a real value) and ``stand_in`` (anything but an array; an array gives a constant of its
+#: shape and dtype). Their branches read only types,
 #: shapes and dtypes, which boxing does not change, so the plain call on the unboxed values
 #: says what the traced call would do; when the answer is the argument itself, the traced call
 #: would return the box unchanged: nested levels skip tracing these bodies line by line.
-PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, conj: 0, stand_in: 0}
+PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, fit: 1, conj: 0, stand_in: 0}
 _PLAIN_NUMBERS = (float, np.float64, np.ndarray)
 
 
