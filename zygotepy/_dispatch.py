@@ -550,6 +550,10 @@ def _contains(x: Any, trace: Trace) -> bool:
     return unbox(x, trace)[1] is not None
 
 
+#: Argument types :func:`innermost` need not search (no box inside): the commonest first.
+_FLAT = frozenset({float, np.ndarray, int, bool, str, type(None), np.float64, types.FunctionType})
+
+
 def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str, Any],
               deep: bool) -> Trace | None:
     """The innermost active trace among the boxes in the arguments (containers searched;
@@ -560,7 +564,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
         t = type(a)
         if t is Box:
             tr = a._zp_trace
-        elif t in CONTAINERS or (deep and t is not float and t is not np.ndarray):
+        elif t in CONTAINERS or (deep and t not in _FLAT):
             tr = _scan(a, deep)
             if tr is None:
                 continue
