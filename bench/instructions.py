@@ -12,7 +12,8 @@ Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
 first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
-``tanh`` and Hessian-vector product; ``nested_tanh_jvp``, the derivatives as nested ``jvp``) and ``grad_of_grad`` (its second derivative of
+``tanh`` and Hessian-vector product; ``nested_tanh_jvp``, the derivatives as nested
+``jvp``) and ``grad_of_grad`` (its second derivative of
 ``sin(x) * x**2`` at a float) with ``nested_tanh_autograd``, ``hvp_autograd`` and
 ``grad_of_grad_autograd``, the same computations in HIPS autograd, for a ratio that load does not move::
 
@@ -125,7 +126,8 @@ WORKLOADS.update({
 })
 ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))"}
 #: What one measured call is, when not ``zp.gradient(f, arg)``.
-CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivatives(x)", "nested_tanh_autograd": "tanh_derivatives(x)",
+CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivatives(x)",
+         "nested_tanh_autograd": "tanh_derivatives(x)",
          "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)",
          "grad_of_grad": "grad_of_grad(0.7)", "grad_of_grad_autograd": "grad_of_grad(0.7)"}
 

@@ -48,12 +48,13 @@ __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
-    "add_to_primal", "array_namespace", "carries_no_derivative", "checking", "checks_enabled", "conj", "declare_parameters",
+    "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "declare_parameters",
     "deflinear", "fields_of",
-    "frule", "frule_via_ad", "ignore_derivatives", "is_structural", "is_zero", "linear_rules", "non_differentiable",
+    "frule", "frule_via_ad", "ignore_derivatives", "is_zero", "linear_rules", "non_differentiable",
     "non_differentiable_rules", "parameters_of", "partials_rules", "project", "register_rules", "RulePair",
     "rebuild", "rrule",
-    "rrule_via_ad", "rules", "scalar_rule", "scale", "structural", "sub", "tree_add", "tree_flatten", "tree_leaves",
+    "rrule_via_ad", "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves",
     "tree_map", "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
+    "carries_no_derivative", "is_structural", "structural",
 ]
 __version__ = "0.1.0"
