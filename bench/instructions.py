@@ -12,10 +12,12 @@ Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
 first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
-``tanh`` and Hessian-vector product) with ``nested_tanh_autograd`` and ``hvp_autograd``, the
-same computations in HIPS autograd, for a ratio that load does not move, and ``linalg`` (one
-gradient through ``svd``, ``qr``, ``pinv``, the norms, ``trace``, ``vdot``, ``matvec``, ``multi_dot``
-and ``scipy.special.logsumexp``, whose rules also have a native tier)::
+``tanh`` and Hessian-vector product; ``nested_tanh_jvp``, the derivatives as nested
+``jvp``) and ``grad_of_grad`` (its second derivative of
+``sin(x) * x**2`` at a float) with ``nested_tanh_autograd``, ``hvp_autograd`` and
+``grad_of_grad_autograd``, the same computations in HIPS autograd, for a ratio that load does not
+move, and ``linalg`` (one gradient through ``svd``, ``qr``, ``pinv``, the norms, ``trace``, ``vdot``,
+``matvec``, ``multi_dot`` and ``scipy.special.logsumexp``, whose rules also have a native tier)::
 
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
 """
@@ -75,6 +77,14 @@ def tanh_derivatives(x):
         out.append(f(x))
     return out
 """
+_TANH_JVP_ZP = """
+def tanh_derivatives(x):
+    out, f = [], np.tanh
+    for _ in range(4):
+        f = (lambda g: lambda v: zp.jvp(g, (v,), (np.ones_like(v),))[1])(f)
+        out.append(f(x))
+    return out
+"""
 _TANH_AG = """
 import autograd, autograd.numpy as anp
 def tanh_derivatives(x):
@@ -98,11 +108,23 @@ def lse(x):
     return m + anp.log(anp.sum(anp.exp(x - m))) + 0.5 * anp.dot(x, anp.dot(A, x))
 hvp = autograd.hessian_vector_product(lse)
 """
+_GRAD2_ZP = """
+def sin_x2(x):
+    return np.sin(x) * x**2
+def grad_of_grad(x):
+    return zp.gradient(lambda u: zp.gradient(sin_x2, u)[0], x)[0]
+"""
+_GRAD2_AG = """
+import autograd, autograd.numpy as anp
+grad_of_grad = autograd.grad(autograd.grad(lambda u: anp.sin(u) * u**2))
+"""
 # Workload 8's nested cases (bench/wl_nested.py), and the same with HIPS autograd for reference:
 # a ratio of instruction counts that load on the machine does not move.
 WORKLOADS.update({
     "nested_tanh": _NESTED + _TANH_ZP, "nested_tanh_autograd": _NESTED + _TANH_AG,
+    "nested_tanh_jvp": _NESTED + _TANH_JVP_ZP,
     "hvp": _NESTED + _HVP_ZP, "hvp_autograd": _NESTED + _HVP_AG,
+    "grad_of_grad": _NESTED + _GRAD2_ZP, "grad_of_grad_autograd": _NESTED + _GRAD2_AG,
 })
 # The rules with a native tier beyond the element-wise ones and matmul (svd, qr, pinv, the norms,
 # trace, vdot, matvec, multi_dot, logsumexp): their NumPy path must cost what it did.
@@ -124,8 +146,10 @@ def f(A):
 """
 ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))", "linalg": "A0"}
 #: What one measured call is, when not ``zp.gradient(f, arg)``.
-CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_autograd": "tanh_derivatives(x)",
-         "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)"}
+CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivatives(x)",
+         "nested_tanh_autograd": "tanh_derivatives(x)",
+         "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)",
+         "grad_of_grad": "grad_of_grad(0.7)", "grad_of_grad_autograd": "grad_of_grad(0.7)"}
 
 PROGRAM = """
 import sys

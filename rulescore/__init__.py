@@ -37,6 +37,7 @@ from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
 from rulescore._rule_pair import RulePair, register_rules
+from rulescore._structural import carries_no_derivative, is_structural, structural
 from rulescore._structure import fields_of, rebuild
 from rulescore._tangent import Tangent
 from rulescore._thunks import InplaceableThunk, Thunk, unthunk
@@ -54,5 +55,6 @@ __all__ = [
     "rebuild", "rrule",
     "rrule_via_ad", "rules", "scalar_rule", "scale", "sub", "tree_add", "tree_flatten", "tree_leaves",
     "tree_map", "tree_scale", "tree_sub", "unbind", "unbroadcast", "unthunk", "zero_like",
+    "carries_no_derivative", "is_structural", "structural",
 ]
 __version__ = "0.1.0"

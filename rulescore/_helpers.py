@@ -19,6 +19,7 @@ from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
+from rulescore._structural import structural
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 _NT = NoTangent()
@@ -35,6 +36,7 @@ def _wants(partials: Callable[..., Any], name: str) -> bool:
         return False
 
 
+@structural
 def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
     for a in args:
         if type(a) is not t:
@@ -42,6 +44,7 @@ def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
     return True
 
 
+@structural
 def _all_real_scalars(args: tuple[Any, ...]) -> bool:
     """Whether every argument is a Python float or a NumPy float64 scalar."""
     for a in args:
@@ -182,6 +185,9 @@ def partials_rules(
                     d1, ta = ybar * ds[0], type(args[0])  # projection is a conversion
                     return (_NT, d1 if type(d1) is ta else ta(d1))
                 return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
+            if one_array:  # the nested hot path: few calls for an outer level to trace
+                d = partials(*args, result=y) if with_result else partials(*args)
+                return _NT, proj(args[0], _times_conj(ybar, d[0] if type(d) is tuple else d))
             ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
             out = []
             for a, d in zip(args, ds, strict=True):
@@ -196,10 +202,18 @@ def partials_rules(
             float_inputs, array_inputs = where is None and _all_real_scalars(args), False
         else:
             float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
+        one_array = array_inputs and where is None and not errstate and len(args) == 1
         partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 
     def partials_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not errstate and len(args) == 1 and type(args[0]) is np.ndarray:
+            # the nested hot path (one NumPy array, no options): few calls for an outer level to trace
+            y = f(*args)
+            d = partials(*args, result=y) if with_result else partials(*args)
+            d, xdot = d[0] if type(d) is tuple else d, tangents[1]
+            zero = isinstance(xdot, AbstractZero) or isinstance(d, AbstractZero)
+            return y, fit(y, _ZT if zero else _times(d, xdot))
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
         if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
                                             or type(args[-1]) not in _NUMPY_TYPES) \

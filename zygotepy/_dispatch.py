@@ -34,8 +34,9 @@ import numpy as np
 import rulescore as rc
 from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
-from rulescore._fitting import proj, stand_in
+from rulescore._fitting import fit, proj, stand_in
 from rulescore._projection import project
+from rulescore._structural import STRUCTURAL_MARK
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
@@ -124,6 +125,8 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
                 y = _pass_through(fn, args, kept)
                 if y is not NOT_FAST:
                     return y
+            elif fn.__dict__.get(STRUCTURAL_MARK):
+                return _structural(fn, args, kwargs)
             target = top.python_target(fn, False)
             if target is not None:
                 return target(*args, **kwargs)
@@ -145,12 +148,13 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
 
 #: rulescore's structural helpers that pullbacks call on every cotangent, by the position of
 #: the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
-#: primal's type, shape and dtype), ``conj`` (a real value) and ``stand_in`` (anything but an
-#: array; an array gives a constant of its shape and dtype). Their branches read only types,
+#: primal's type, shape and dtype), ``fit`` (the same for an frule's output tangent), ``conj``
+#: (a real value) and ``stand_in`` (anything but an array; an array gives a constant of its
+#: shape and dtype). Their branches read only types,
 #: shapes and dtypes, which boxing does not change, so the plain call on the unboxed values
 #: says what the traced call would do; when the answer is the argument itself, the traced call
 #: would return the box unchanged: nested levels skip tracing these bodies line by line.
-PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, conj: 0, stand_in: 0}
+PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, fit: 1, conj: 0, stand_in: 0}
 _PLAIN_NUMBERS = (float, np.float64, np.ndarray)
 
 
@@ -170,6 +174,32 @@ def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
     if y is plain[kept]:
         return args[kept]
     return y if fn is stand_in else NOT_FAST  # a stand-in depends on the shape and dtype alone
+
+
+def _structural(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` for a helper marked :func:`rulescore.structural`, on the plain
+    values under the boxes (in tuples, lists and dicts too): its answer depends on types, shapes
+    and dtypes only, so it is what the traced body would give, and it must carry no derivative
+    (checked: a helper marked by mistake raises instead of cutting the derivative)."""
+    y = fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+    if not rc.carries_no_derivative(y):
+        raise UntraceableError(
+            f"{callable_name(fn)} is marked rulescore.structural, so {user_code()} ran it on plain values, "
+            f"but it returned {type(y).__name__}, which can carry a derivative: remove the marker "
+            "(its result depends on the numbers it is given) or return shapes, dtypes, flags or ints only")
+    return y
+
+
+def _plain(x: Any) -> Any:
+    """``x`` with every box in it (through tuples, lists and dicts) replaced by its primal."""
+    t = type(x)
+    if t is Box:
+        return unbox_all(x)
+    if t is tuple or t is list:
+        return t(_plain(v) for v in x)
+    if t is dict:
+        return {k: _plain(v) for k, v in x.items()}
+    return x
 
 
 def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -520,6 +550,10 @@ def _contains(x: Any, trace: Trace) -> bool:
     return unbox(x, trace)[1] is not None
 
 
+#: Argument types :func:`innermost` need not search (no box inside): the commonest first.
+_FLAT = frozenset({float, np.ndarray, int, bool, str, type(None), np.float64, types.FunctionType})
+
+
 def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str, Any],
               deep: bool) -> Trace | None:
     """The innermost active trace among the boxes in the arguments (containers searched;
@@ -530,7 +564,7 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
         t = type(a)
         if t is Box:
             tr = a._zp_trace
-        elif t in CONTAINERS or (deep and t is not float and t is not np.ndarray):
+        elif t in CONTAINERS or (deep and t not in _FLAT):
             tr = _scan(a, deep)
             if tr is None:
                 continue

@@ -165,8 +165,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            return node
+        if isinstance(node.op, ast.Not) or (isinstance(node.operand, ast.Constant) and isinstance(
+                node.operand.value, (int, float, complex))):
+            return node  # a literal such as -1: nothing traced to see
         op = _OPERATORS[type(node.op)]
         return _call(node, _name(f"_zp_op_{op.__name__}", node), node.operand)
 

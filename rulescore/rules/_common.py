@@ -25,6 +25,7 @@ from rulescore._helpers import mask, non_differentiable_rules, partials_rules
 from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
+from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 
@@ -134,6 +135,7 @@ def check_kwargs(uf: Any, kwargs: dict[str, Any]) -> Any:
     return where
 
 
+@structural
 def is_complex(v: Any) -> bool:
     """Whether ``v`` is a complex number or has a complex dtype.
 
@@ -148,6 +150,7 @@ def is_complex(v: Any) -> bool:
     return dt is not None and np.dtype(dt).kind == "c"
 
 
+@structural
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """``axis`` (``None`` for every axis, an int, a negative int or a sequence) as sorted
     non-negative axes, NumPy's ``AxisError`` for one out of range.

@@ -42,6 +42,7 @@ from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair, register_rules
+from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex, normalize_axes
@@ -74,15 +75,18 @@ def _opt(bound: dict[str, Any], key: str, default: Any) -> Any:
     return default if value is _NOVALUE else value
 
 
+@structural
 def _shape(x: Any) -> tuple[int, ...]:
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
+@structural
 def _dtype(x: Any) -> np.dtype[Any]:
     dt: np.dtype[Any] = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
     return dt
 
 
+@structural
 def _cotangent_dtype(x: Any) -> np.dtype[Any]:
     dt = _dtype(x)
     return dt if dt.kind in "fc" else np.dtype(np.float64)
@@ -92,10 +96,20 @@ def _conj_if(flag: bool, v: Any, xp: Any = np) -> Any:
     return xp.conj(v) if flag else v
 
 
+@structural
 def _keep_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+@structural
+def _full_reduction(x: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int,
+                                           np.dtype[Any]]:
+    """The geometry of a reduction of ``x`` over every axis: its shape, axes, shape with
+    ``keepdims``, element count and cotangent dtype (structural: nested levels do not trace it)."""
+    return x.shape, tuple(range(x.ndim)), (1,) * x.ndim, x.size, _cotangent_dtype(x)
+
+
+@structural
 def _not_args(n: int) -> tuple[NoTangent, ...]:
     return (NoTangent(),) * n
 
@@ -117,12 +131,11 @@ class _Call:
             # the commonest call, np.sum(x): every axis, no options
             self.kw = {}
             self.y = compute(x)
-            self.shape = x.shape
-            self.axes = tuple(range(x.ndim))
-            self.kshape = (1,) * x.ndim
+            self.shape, self.axes, self.kshape, self.count, self.dtype = _full_reduction(x)
             self.keepdims = False
             self.where = True
-            self.count = x.size
+            self.complex = self.dtype.kind == "c"
+            return
         else:
             self.kw = _bind(name, params, args, kwargs)
             self.shape = _shape(x)
@@ -376,6 +389,14 @@ def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, .
     """
 
     def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if total and not args and not kwargs and type(x) is np.ndarray:
+            # np.sum(x): the pullback is one broadcast, which a nested level traces cheaply
+            shape = x.shape
+
+            def sum_pullback(ybar: Any) -> Any:
+                return _NT, project(x, np.broadcast_to(ybar, shape))
+
+            return compute(x), sum_pullback
         c = _Call(name, params, compute, x, args, kwargs, default_axis)
 
         def reduction_pullback(ybar: Any) -> Any:
@@ -388,6 +409,7 @@ def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, .
         c = _Call(name, params, compute, x, args, kwargs, default_axis)
         return c.y, c.tangent(tangents[1], push)
 
+    total = grad is _sum_grad and default_axis is None  # a sum over every axis by default
     reduction_rrule.__name__ = reduction_rrule.__qualname__ = f"{name}_rrule"
     reduction_frule.__name__ = reduction_frule.__qualname__ = f"{name}_frule"
     return reduction_rrule, reduction_frule

@@ -49,3 +49,24 @@ def test_third_derivative_of_numpy_functions_of_a_float(x: float) -> None:
 
     got = d(d(d(lambda u: np.sin(u) * u)))(x)  # NumPy scalars (np.sin of a float) meet floats
     np.testing.assert_allclose(got, -3.0 * np.sin(x) - x * np.cos(x), rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(XS, POINTS)
+def test_nested_jvp_of_a_float_broadcast_against_an_array(x: np.ndarray, b: float) -> None:
+    # the frules' ``fit`` broadcasts the float's tangent onto the array: not handed back unchanged
+    def inner(c: float) -> float:
+        return zp.jvp(lambda d: np.sum(np.tanh(x + d)), (c,), (1.0,))[1]
+
+    t = np.tanh(x + b)
+    got = zp.jvp(inner, (b,), (1.0,))[1]
+    np.testing.assert_allclose(got, np.sum(-2.0 * t * (1.0 - t * t)), rtol=1e-10, atol=1e-12)
+
+
+def test_nested_jvp_keeps_float32_tangents() -> None:
+    x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+    ones = np.ones_like(x)
+    got = zp.jvp(lambda v: zp.jvp(np.tanh, (v,), (ones,))[1], (x,), (ones,))[1]
+    assert got.dtype == np.float32
+    t = np.tanh(x.astype(np.float64))
+    np.testing.assert_allclose(got, -2.0 * t * (1.0 - t * t), rtol=1e-5)

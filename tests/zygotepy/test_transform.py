@@ -129,3 +129,17 @@ def test_curried_lambdas_on_one_line_are_told_apart():
     assert zp.gradient(lambda x: make(2.0)(x, 3.0), 1.0) == (6.0,)
     same_names = lambda x: lambda x: x * 5.0  # noqa: E731
     assert zp.gradient(lambda v: same_names(1.0)(v) * v, 2.0) == (20.0,)
+
+
+def test_negative_literals_stay_literals_and_negated_values_are_traced():
+    def f(x):
+        return x[-1] * -2.0 + (-x[0]) * -1
+
+    def count_negations(fn):
+        import dis
+        return sum(1 for i in dis.get_instructions(transformed(fn)) if i.argval == "_zp_op_neg")
+
+    import numpy as np
+    x = np.array([1.0, 2.0, 3.0])
+    assert count_negations(f) == 1  # -x[0] only: the literals are constants of the rewritten code
+    np.testing.assert_allclose(zp.gradient(f, x)[0], [1.0, 0.0, -2.0])
