@@ -10,7 +10,8 @@ helpers (``np.sum``, the element-wise partials) are checked against closed forms
 
 from __future__ import annotations
 
-import sys
+import importlib
+import pkgutil
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
+import rulescore
 import rulescore as rc
 import zygotepy as zp
 from rulescore._helpers import _all_of_type, _all_real_scalars
@@ -53,9 +55,9 @@ DTYPES = st.sampled_from([np.float64, np.float32, np.complex128, np.int64])
 
 def _marked_in_rulescore() -> set[Any]:
     found = set()
-    for name, module in list(sys.modules.items()):  # the rule files a program may have loaded
-        if not name.startswith("rulescore") or module is None:
-            continue
+    modules = [importlib.import_module(info.name)  # every module, not only those loaded so far
+               for info in pkgutil.walk_packages(rulescore.__path__, "rulescore.")]
+    for module in modules:
         for value in vars(module).values():
             if rc.is_structural(value) and getattr(value, "__module__", "").startswith("rulescore"):
                 found.add(value)
