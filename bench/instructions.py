@@ -11,11 +11,13 @@ two commits can be compared side by side::
 Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
-first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
-``tanh`` and Hessian-vector product) with ``nested_tanh_autograd`` and ``hvp_autograd``, the
-same computations in HIPS autograd, for a ratio that load does not move::
+first gradient, counted once), ``nested_tanh``, ``hvp`` and ``rosen`` (workload 8's derivatives
+1-4 of ``tanh``, Hessian-vector product and Hessian of a 100-dim Rosenbrock, on
+``wl_nested``'s data) with ``nested_tanh_autograd``, ``hvp_autograd`` and
+``rosen_autograd``, the same computations in HIPS autograd, for a ratio that load does not move::
 
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
+    python bench/instructions.py --only rosen,rosen_autograd -n 5
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ rng = np.random.default_rng(8)
 a = rng.standard_normal((50, 50))
 A = a @ a.T / 50
 xh, vh = rng.standard_normal(50), rng.standard_normal(50)
+xr = rng.standard_normal(100) * 0.5
 """
 _TANH_ZP = """
 def tanh_derivatives(x):
@@ -96,16 +99,28 @@ def lse(x):
     return m + anp.log(anp.sum(anp.exp(x - m))) + 0.5 * anp.dot(x, anp.dot(A, x))
 hvp = autograd.hessian_vector_product(lse)
 """
+_ROSEN_ZP = """
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+def hess(x):
+    return zp.hessian(rosen, x)
+"""
+_ROSEN_AG = """
+import autograd, autograd.numpy as anp
+hess = autograd.hessian(lambda x: anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2))
+"""
 # Workload 8's nested cases (bench/wl_nested.py), and the same with HIPS autograd for reference:
 # a ratio of instruction counts that load on the machine does not move.
 WORKLOADS.update({
     "nested_tanh": _NESTED + _TANH_ZP, "nested_tanh_autograd": _NESTED + _TANH_AG,
     "hvp": _NESTED + _HVP_ZP, "hvp_autograd": _NESTED + _HVP_AG,
+    "rosen": _NESTED + _ROSEN_ZP, "rosen_autograd": _NESTED + _ROSEN_AG,
 })
 ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))"}
 #: What one measured call is, when not ``zp.gradient(f, arg)``.
 CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_autograd": "tanh_derivatives(x)",
-         "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)"}
+         "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)",
+         "rosen": "hess(xr)", "rosen_autograd": "hess(xr)"}
 
 PROGRAM = """
 import sys
