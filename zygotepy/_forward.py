@@ -207,10 +207,10 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             if stack is None:
                 return None
             dots.append(stack)
-        elif _plain(a):
+        elif _constant(a):
             dots.append(_ZERO)
         else:
-            return None  # containers and objects: one direction at a time
+            return None  # containers and objects that may hold boxes: one direction at a time
     if rule.wrt is not None and not any(type(args[i]) is Box for i in rule.wrt if i < len(args)):
         return None  # no tangent where the rule differentiates: the per-direction run keeps the contract
     assert rule.impl is not None
@@ -226,6 +226,17 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
 
 def _plain(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes, type(None)))
+
+
+def _constant(x: Any) -> bool:
+    """Whether an argument that is not a box holds none either (a number, an array, a dtype, an
+    index: a slice or a tuple of them, a shape), so its tangent is zero in every direction."""
+    t = type(x)
+    if t is tuple or t is list:
+        return all(_constant(v) for v in x)
+    if t is slice:
+        return _constant(x.start) and _constant(x.stop) and _constant(x.step)
+    return t is not Box and (_plain(x) or x is Ellipsis or isinstance(x, np.dtype))
 
 
 def _stacked(box: Box, primal: Any, directions: int) -> Any:

@@ -87,6 +87,50 @@ def test_batchable_frules_run_once_per_pass_and_the_others_fall_back():
     assert calls == {"batchable": 1, "per_direction": 1 + 4}
 
 
+def window(x, index, shape, dtype):
+    return np.reshape(x[index], shape).astype(dtype)
+
+
+@rc.frule.register(window)
+def window_frule(tangents, x, index, shape, dtype):
+    WINDOW_CALLS.append(type(tangents[1]))
+    return window(x, index, shape, dtype), np.reshape(tangents[1][index], shape).astype(dtype)
+
+
+WINDOW_CALLS: list[type] = []
+
+
+def test_indices_shapes_and_dtypes_do_not_stop_batching():
+    """Arguments holding no traced value (a slice, a tuple of them, a shape, a dtype) have no
+    tangent in any direction: the frule still runs once for all directions."""
+    WINDOW_CALLS.clear()
+    x = np.arange(1.0, 7.0)
+    (J,) = zp.jacobian(lambda v: window(v, (slice(1, None),), (5, 1), np.dtype(np.float64)), x,
+                       mode="forward")
+    np.testing.assert_array_equal(J, np.eye(6)[1:].reshape(5, 1, 6))
+    assert WINDOW_CALLS == [rc.Batched]
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_hessian(x):
+    h = np.zeros((len(x), len(x)))
+    i = np.arange(len(x) - 1)
+    h[i, i] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    h[i + 1, i + 1] += 200.0
+    h[i, i + 1] = h[i + 1, i] = -400.0 * x[:-1]
+    return h
+
+
+def test_hessian_through_slices_and_sums_in_one_batched_pass_matches_the_closed_form():
+    x = RNG.normal(size=7)
+    for chunk in (128, 3):
+        np.testing.assert_allclose(zp.hessian(rosenbrock, x, chunk=chunk), rosenbrock_hessian(x),
+                                   rtol=1e-12, atol=1e-10)
+
+
 def test_an_frule_error_is_raised_not_swallowed_by_batching():
     def fragile(x):
         return x * 1.0
