@@ -24,10 +24,11 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
+from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
-from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
+from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _PLAIN_CALLABLES, _is_plain_callable
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
 from zygotepy._views import note_view, settle
@@ -154,23 +155,34 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     """:func:`apply_frule` for the commonest call of the only active trace, a forward one with
     one direction (``jvp``; the outer level of a Hessian-vector product, where every operation
     of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
-    that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything else is
-    left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box or not _is_plain_callable(fn):
+    that are this trace's boxes of floats and arrays, or constants holding no box (numbers,
+    arrays, shapes, names, dtypes). Anything else is left to the full path (``NOT_FAST``)."""
+    if type(fn) is Box:
+        return NOT_FAST  # a traced callable object: never hashed here
+    try:
+        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
+    except (KeyError, TypeError):
+        known = False
+    if not known and not _is_plain_callable(fn):
         return NOT_FAST
     primals: Any = args
     dots: list[Any] = [_NO_TANGENT]
-    traced = False
+    traced: list[int] = []  # the positions of arguments with a tangent (a float or an array)
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
             if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
                 return NOT_FAST
             if not traced:
-                primals, traced = list(args), True
+                primals = list(args)
             primals[i] = a._zp_value
-            dots.append(_tangents(a)[0])
-        elif ta in _FAST_CONSTANTS:
+            tangents = a._zp_tangents
+            dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+            if type(dot) not in _FAST_VALUES:
+                return NOT_FAST  # a zero, a thunk: plain_tangents' business
+            dots.append(dot)
+            traced.append(i)
+        elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
             dots.append(_ZERO)
         else:
             return NOT_FAST
@@ -178,15 +190,20 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
         return fn(*args)  # nothing traced: the rule would compute just this
     plain = tuple(primals)
     rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
-    if rule is None or rule.kind != "rule" or rule.config or trace.checks:
+    if rule is None:
         return NOT_FAST
-    nonzero = plain_tangents(tuple(dots))
-    if nonzero is None:
-        return NOT_FAST
-    y, ydot = rule.impl(nonzero, *plain)  # type: ignore[misc]
+    if rule.non_differentiable:  # a comparison, hasattr, ...: no tangent, nothing recorded
+        return fn(*plain)
+    wrt = rule.wrt
+    if rule.kind != "rule" or rule.config or trace.checks or (
+            wrt is not None and not any(i in wrt for i in traced)):
+        return NOT_FAST  # no tangent where the rule differentiates: the full path keeps the contract
+    y, ydot = rule.impl(tuple(dots), *plain)  # type: ignore[misc]
     if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
         return y
-    return trace.tangent_box(y, (ydot,))
+    box = Box(y, trace, -1)  # trace.tangent_box, inlined
+    box._zp_tangents = (ydot,)
+    return box
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
