@@ -76,9 +76,9 @@ class ForwardTrace(Trace):
         return (f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
                 f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
 
-    def python_target(self, fn: Any, params: bool) -> Any:
-        """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
-        return python_target(fn, params)
+    #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
+    #: dispatcher asks for it at every call of a Python function (rule bodies traced by jvp).
+    python_target = staticmethod(python_target)
 
     def tangent_box(self, value: Any, tangents: Any) -> Box:
         """A node carrying ``tangents``: one per direction, or one ``rulescore.Batched`` stack."""
