@@ -24,11 +24,10 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import to_user
 from zygotepy._errors import UntraceableError
-from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _PLAIN_CALLABLES, _is_plain_callable
+from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
 from zygotepy._views import note_view, settle
@@ -157,13 +156,7 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
     that are this trace's boxes of floats and arrays, or constants holding no box (numbers,
     arrays, shapes, names, dtypes). Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box:
-        return NOT_FAST  # a traced callable object: never hashed here
-    try:
-        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
-    except (KeyError, TypeError):
-        known = False
-    if not known and not _is_plain_callable(fn):
+    if type(fn) is Box or not _is_plain_callable(fn):
         return NOT_FAST
     primals: Any = args
     dots: list[Any] = [_NO_TANGENT]
