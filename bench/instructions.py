@@ -11,15 +11,17 @@ two commits can be compared side by side::
 Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
-first gradient, counted once), ``nested_tanh`` and ``hvp`` (workload 8's derivatives 1-4 of
-``tanh`` and Hessian-vector product; ``nested_tanh_jvp``, the derivatives as nested
-``jvp``) and ``grad_of_grad`` (its second derivative of
-``sin(x) * x**2`` at a float) with ``nested_tanh_autograd``, ``hvp_autograd`` and
-``grad_of_grad_autograd``, the same computations in HIPS autograd, for a ratio that load does not
-move, and ``linalg`` (one gradient through ``svd``, ``qr``, ``pinv``, the norms, ``trace``, ``vdot``,
-``matvec``, ``multi_dot`` and ``scipy.special.logsumexp``, whose rules also have a native tier)::
+first gradient, counted once), ``nested_tanh``, ``hvp`` and ``rosen`` (workload 8's derivatives
+1-4 of ``tanh``, Hessian-vector product and Hessian of a 100-dim Rosenbrock, on ``wl_nested``'s
+data; ``nested_tanh_jvp``, the derivatives as nested ``jvp``) and ``grad_of_grad`` (its second
+derivative of ``sin(x) * x**2`` at a float) with ``nested_tanh_autograd``, ``hvp_autograd``,
+``rosen_autograd`` and ``grad_of_grad_autograd``, the same computations in HIPS autograd, for a
+ratio that load does not move, and ``linalg`` (one gradient through ``svd``, ``qr``, ``pinv``, the
+norms, ``trace``, ``vdot``, ``matvec``, ``multi_dot`` and ``scipy.special.logsumexp``, whose rules
+also have a native tier)::
 
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
+    python bench/instructions.py --only rosen,rosen_autograd -n 5
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ rng = np.random.default_rng(8)
 a = rng.standard_normal((50, 50))
 A = a @ a.T / 50
 xh, vh = rng.standard_normal(50), rng.standard_normal(50)
+xr = rng.standard_normal(100) * 0.5
 """
 _TANH_ZP = """
 def tanh_derivatives(x):
@@ -118,6 +121,16 @@ _GRAD2_AG = """
 import autograd, autograd.numpy as anp
 grad_of_grad = autograd.grad(autograd.grad(lambda u: anp.sin(u) * u**2))
 """
+_ROSEN_ZP = """
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+def hess(x):
+    return zp.hessian(rosen, x)
+"""
+_ROSEN_AG = """
+import autograd, autograd.numpy as anp
+hess = autograd.hessian(lambda x: anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2))
+"""
 # Workload 8's nested cases (bench/wl_nested.py), and the same with HIPS autograd for reference:
 # a ratio of instruction counts that load on the machine does not move.
 WORKLOADS.update({
@@ -125,6 +138,7 @@ WORKLOADS.update({
     "nested_tanh_jvp": _NESTED + _TANH_JVP_ZP,
     "hvp": _NESTED + _HVP_ZP, "hvp_autograd": _NESTED + _HVP_AG,
     "grad_of_grad": _NESTED + _GRAD2_ZP, "grad_of_grad_autograd": _NESTED + _GRAD2_AG,
+    "rosen": _NESTED + _ROSEN_ZP, "rosen_autograd": _NESTED + _ROSEN_AG,
 })
 # The rules with a native tier beyond the element-wise ones and matmul (svd, qr, pinv, the norms,
 # trace, vdot, matvec, multi_dot, logsumexp): their NumPy path must cost what it did.
@@ -149,7 +163,8 @@ ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))", "linalg
 CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivatives(x)",
          "nested_tanh_autograd": "tanh_derivatives(x)",
          "hvp": "hvp(xh, vh)", "hvp_autograd": "hvp(xh, vh)",
-         "grad_of_grad": "grad_of_grad(0.7)", "grad_of_grad_autograd": "grad_of_grad(0.7)"}
+         "grad_of_grad": "grad_of_grad(0.7)", "grad_of_grad_autograd": "grad_of_grad(0.7)",
+         "rosen": "hess(xr)", "rosen_autograd": "hess(xr)"}
 
 PROGRAM = """
 import sys

@@ -147,14 +147,7 @@ class Batched(NDArrayOperatorsMixin):
         return Batched(self.data.squeeze(self._axes(axis)))
 
     def __getitem__(self, index: Any) -> Batched:
-        index = index if isinstance(index, tuple) else (index,)
-        advanced = [i for i in index if not isinstance(i, (slice, type(None), type(Ellipsis)))]
-        fancy = any(not isinstance(i, (int, np.integer)) for i in advanced)
-        if fancy and len(advanced) > 1:  # NumPy would move the indexed axes before the direction axis
-            raise NotBatchable("indexing with an array and another integer or array index")
-        if any(type(i) is Batched for i in index):
-            raise NotBatchable("indexing by a batched tangent")
-        return Batched(self.data[(slice(None), *index)])
+        return Batched(self.data[batched_index(index)])
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method != "__call__" or not _UFUNC_KWARGS.issuperset(kwargs):
@@ -186,6 +179,23 @@ class Batched(NDArrayOperatorsMixin):
 
     def __repr__(self) -> str:
         return f"Batched({self.directions} directions of shape {self.shape}, {self.dtype})"
+
+
+def batched_index(index: Any) -> tuple[Any, ...]:
+    """``index`` of a tangent, as the index of its stack (the direction axis kept in front).
+
+    Example:
+        >>> batched_index((0, slice(1, None)))
+        (slice(None, None, None), 0, slice(1, None, None))
+    """
+    index = index if isinstance(index, tuple) else (index,)
+    advanced = [i for i in index if not isinstance(i, (slice, type(None), type(Ellipsis)))]
+    fancy = any(not isinstance(i, (int, np.integer)) for i in advanced)
+    if fancy and len(advanced) > 1:  # NumPy would move the indexed axes before the direction axis
+        raise NotBatchable("indexing with an array and another integer or array index")
+    if any(type(i) is Batched for i in index):
+        raise NotBatchable("indexing by a batched tangent")
+    return (slice(None), *index)
 
 
 def _matmul(a: Any, b: Any, **kwargs: Any) -> Batched:

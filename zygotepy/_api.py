@@ -70,6 +70,8 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
                           _dispatch.call(np.ravel, _dispatch.call(np.imag, o))]
             else:
                 parts.append(_dispatch.call(np.ravel, o))
+        if len(parts) == 1:  # one output leaf: no concatenation, which batched tangents lack
+            return parts[0]
         return _dispatch.call(np.concatenate, parts) if parts else np.zeros(0)
 
     x0: list[Any] = []

@@ -75,9 +75,9 @@ class ForwardTrace(Trace):
         return (f"{callable_name(fn)} has an rrule but no frule, so forward mode cannot "
                 f"differentiate it: register one with @rulescore.frule.register({callable_name(fn)})")
 
-    def python_target(self, fn: Any, params: bool) -> Any:
-        """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
-        return python_target(fn, params)
+    #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
+    #: dispatcher asks for it at every call of a Python function (rule bodies traced by jvp).
+    python_target = staticmethod(python_target)
 
     def tangent_box(self, value: Any, tangents: Any) -> Box:
         """A node carrying ``tangents``: one per direction, or one ``rulescore.Batched`` stack."""
@@ -154,23 +154,28 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     """:func:`apply_frule` for the commonest call of the only active trace, a forward one with
     one direction (``jvp``; the outer level of a Hessian-vector product, where every operation
     of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
-    that are floats, ints, arrays or this trace's boxes of floats and arrays. Anything else is
-    left to the full path (``NOT_FAST``)."""
+    that are this trace's boxes of floats and arrays, or constants holding no box (numbers,
+    arrays, shapes, names, dtypes). Anything else is left to the full path (``NOT_FAST``)."""
     if type(fn) is Box or not _is_plain_callable(fn):
         return NOT_FAST
     primals: Any = args
     dots: list[Any] = [_NO_TANGENT]
-    traced = False
+    traced: list[int] = []  # the positions of arguments with a tangent (a float or an array)
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
             if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
                 return NOT_FAST
             if not traced:
-                primals, traced = list(args), True
+                primals = list(args)
             primals[i] = a._zp_value
-            dots.append(_tangents(a)[0])
-        elif ta in _FAST_CONSTANTS:
+            tangents = a._zp_tangents
+            dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+            if type(dot) not in _FAST_VALUES:
+                return NOT_FAST  # a zero, a thunk: plain_tangents' business
+            dots.append(dot)
+            traced.append(i)
+        elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
             dots.append(_ZERO)
         else:
             return NOT_FAST
@@ -178,15 +183,20 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
         return fn(*args)  # nothing traced: the rule would compute just this
     plain = tuple(primals)
     rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
-    if rule is None or rule.kind != "rule" or rule.config or trace.checks:
+    if rule is None:
         return NOT_FAST
-    nonzero = plain_tangents(tuple(dots))
-    if nonzero is None:
-        return NOT_FAST
-    y, ydot = rule.impl(nonzero, *plain)  # type: ignore[misc]
+    if rule.non_differentiable:  # a comparison, hasattr, ...: no tangent, nothing recorded
+        return fn(*plain)
+    wrt = rule.wrt
+    if rule.kind != "rule" or rule.config or trace.checks or (
+            wrt is not None and not any(i in wrt for i in traced)):
+        return NOT_FAST  # no tangent where the rule differentiates: the full path keeps the contract
+    y, ydot = rule.impl(tuple(dots), *plain)  # type: ignore[misc]
     if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
         return y
-    return trace.tangent_box(y, (ydot,))
+    box = Box(y, trace, -1)  # trace.tangent_box, inlined
+    box._zp_tangents = (ydot,)
+    return box
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
@@ -207,10 +217,10 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             if stack is None:
                 return None
             dots.append(stack)
-        elif _plain(a):
+        elif _constant(a):
             dots.append(_ZERO)
         else:
-            return None  # containers and objects: one direction at a time
+            return None  # containers and objects that may hold boxes: one direction at a time
     if rule.wrt is not None and not any(type(args[i]) is Box for i in rule.wrt if i < len(args)):
         return None  # no tangent where the rule differentiates: the per-direction run keeps the contract
     assert rule.impl is not None
@@ -226,6 +236,17 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
 
 def _plain(x: Any) -> bool:
     return isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes, type(None)))
+
+
+def _constant(x: Any) -> bool:
+    """Whether an argument that is not a box holds none either (a number, an array, a dtype, an
+    index: a slice or a tuple of them, a shape), so its tangent is zero in every direction."""
+    t = type(x)
+    if t is tuple or t is list:
+        return all(_constant(v) for v in x)
+    if t is slice:
+        return _constant(x.start) and _constant(x.stop) and _constant(x.step)
+    return t is not Box and (_plain(x) or x is Ellipsis or isinstance(x, np.dtype))
 
 
 def _stacked(box: Box, primal: Any, directions: int) -> Any:

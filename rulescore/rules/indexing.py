@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._batched import Batched, batched_index
 from rulescore._helpers import non_differentiable_rules
 from rulescore._linear import dense_tangent, linear_rules
 from rulescore._projection import project, unbroadcast
@@ -88,6 +89,11 @@ def unindex(ybar: Any, index: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         >>> unindex(np.ones(3), np.array([0, 0, 2]), (4,), np.float64)
         array([2., 0., 1., 0.])
     """
+    if type(ybar) is Batched:  # every direction's scatter at once, into a stack
+        index = _plain_index(index)
+        rank = np.broadcast_to(False, shape)[index].ndim  # what ybar broadcasts to
+        data = ybar.data.reshape((ybar.directions,) + (1,) * (rank - ybar.ndim) + ybar.shape)
+        return Batched(unindex(data, batched_index(index), (ybar.directions, *shape), dtype))
     traced = _override(ybar)
     if traced is not None:
         return traced.__array_function__(unindex, (type(traced),), (ybar, index, shape, dtype), {})

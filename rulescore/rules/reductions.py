@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import is_zero
+from rulescore._batched import Batched
 from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
@@ -168,7 +169,8 @@ class _Call:
         runs only when ``xdot`` is non-zero: ``wrt=(0,)``)."""
         if self.xp is not np:
             return unbroadcast_to(self.xp, self.y, push(self, xdot))
-        return project(self.y, push(self, np.asarray(dense_tangent(self.x, xdot))))
+        xdot = dense_tangent(self.x, xdot)
+        return project(self.y, push(self, xdot if type(xdot) is Batched else np.asarray(xdot)))
 
     def keep(self, v: Any) -> Any:
         """A value of the result's shape reshaped as if reduced with ``keepdims=True``."""

@@ -100,3 +100,48 @@ def test_operations_without_batching_rule_raise(operation: Any) -> None:
         operation(t)
 
 
+
+
+INDICES = [  # (index, shape of x, shape of x[index])
+    (slice(1, None), (5,), (4,)), (slice(None, -1), (5,), ()), ((slice(None), 2), (4, 5), (4,)),
+    (np.array([0, 0, 2]), (4, 5), (3, 5)), ((Ellipsis, np.array([1, 1])), (4, 5), (4, 2)),
+    (np.array([True, False, True, False]), (4, 5), (2, 5)), ((None, 1), (4, 5), (1, 5)),
+    ([0, 1], (4, 5), (2, 5)), ((1, slice(None)), (4, 5), (1,)),
+]
+
+
+@pytest.mark.parametrize("index, shape, y_shape", INDICES, ids=range(len(INDICES)))
+@given(st.data())
+def test_unindex_scatters_every_direction_like_one_at_a_time(
+        index: Any, shape: tuple[int, ...], y_shape: tuple[int, ...], data: st.DataObject) -> None:
+    """getitem's pullback and frule scatter a whole stack at once (repeated indices accumulate,
+    a cotangent of fewer dimensions broadcasts as in each direction)."""
+    from rulescore.rules.indexing import unindex
+
+    ybar = rc.Batched(data.draw(stacks(y_shape)))
+    same(unindex(ybar, index, shape, np.float64),
+         per_direction(lambda y: unindex(y, index, shape, np.float64), ybar))
+
+
+def test_unindex_refuses_indices_numpy_would_move_before_the_directions() -> None:
+    from rulescore.rules.indexing import unindex
+
+    with pytest.raises(rc.NotBatchable):
+        unindex(rc.Batched(np.ones((K, 2))), (np.array([0, 1]), np.array([1, 2])), (4, 5), np.float64)
+
+
+@given(st.data())
+def test_sum_and_slice_frules_push_a_stack_at_once(data: st.DataObject) -> None:
+    """The frules a Hessian of ``sum(f(x[1:], x[:-1]))`` meets take every direction in one call."""
+    import operator
+
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=2, max_side=4))
+    x = data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-3, 3)))
+    xdot = rc.Batched(data.draw(stacks(shape)))
+    for f, args in ((np.sum, ()), (np.sum, (0,)), (operator.getitem, (slice(1, None),)),
+                    (operator.getitem, ((Ellipsis, slice(None, -1)),))):
+        rule = rc.frule.lookup(f, (x, *args))  # its body: the checks take one direction at a time
+        assert rule is not None and rule.impl is not None
+        y, ydot = rule.impl((rc.NoTangent(), xdot, *(rc.NoTangent() for _ in args)), x, *args)
+        np.testing.assert_array_equal(y, f(x, *args))
+        same(ydot, per_direction(lambda t, f=f, args=args: f(t, *args), xdot))

@@ -87,6 +87,113 @@ def test_batchable_frules_run_once_per_pass_and_the_others_fall_back():
     assert calls == {"batchable": 1, "per_direction": 1 + 4}
 
 
+def window(x, index, shape, dtype):
+    return np.reshape(x[index], shape).astype(dtype)
+
+
+@rc.frule.register(window)
+def window_frule(tangents, x, index, shape, dtype):
+    WINDOW_CALLS.append(type(tangents[1]))
+    return window(x, index, shape, dtype), np.reshape(tangents[1][index], shape).astype(dtype)
+
+
+WINDOW_CALLS: list[type] = []
+
+
+def test_indices_shapes_and_dtypes_do_not_stop_batching():
+    """Arguments holding no traced value (a slice, a tuple of them, a shape, a dtype) have no
+    tangent in any direction: the frule still runs once for all directions."""
+    WINDOW_CALLS.clear()
+    x = np.arange(1.0, 7.0)
+    (J,) = zp.jacobian(lambda v: window(v, (slice(1, None),), (5, 1), np.dtype(np.float64)), x,
+                       mode="forward")
+    np.testing.assert_array_equal(J, np.eye(6)[1:].reshape(5, 1, 6))
+    assert WINDOW_CALLS == [rc.Batched]
+
+
+def scaled_copy(x, s):
+    return x * 2.0
+
+
+def scaled_copy_frule(tangents, x, s):
+    SCALED_COPY_CALLS.append(tangents)
+    return scaled_copy(x, s), 2.0 * tangents[1]
+
+
+rc.frule.register_kind(scaled_copy, (), scaled_copy_frule, wrt=(0,))
+rc.rrule.register(scaled_copy)(  # an rrule too: jvp's fast path takes callables with both
+    lambda x, s: (scaled_copy(x, s), lambda ybar: (rc.NoTangent(), 2.0 * ybar, 0.0)))
+SCALED_COPY_CALLS: list[tuple] = []
+
+
+@pytest.mark.parametrize("checks", [True, False], ids=["checked", "fast path"])
+def test_a_tangent_only_where_the_frule_does_not_differentiate_gives_zero_without_calling_it(checks):
+    """The rule contract (``wrt``) holds with and without checking mode (which jvp's fast path,
+    taken only without it, must keep too): ``s`` is not differentiated."""
+    SCALED_COPY_CALLS.clear()
+    with rc.checking(checks):
+        _, tangent = zp.jvp(lambda s: scaled_copy(np.ones(2), s), (1.0,), (1.0,))
+        np.testing.assert_array_equal(tangent, np.zeros(2))
+        assert SCALED_COPY_CALLS == []
+        _, tangent = zp.jvp(lambda x: scaled_copy(x, 3.0), (np.ones(2),), (np.ones(2),))
+    np.testing.assert_array_equal(tangent, [2.0, 2.0])
+    assert len(SCALED_COPY_CALLS) == 1
+
+
+@pytest.mark.parametrize("name, f, x", FAMILIES, ids=[n for n, _, _ in FAMILIES])
+def test_the_unchecked_fast_paths_agree_with_checking_mode(name, f, x):
+    """jvp's first-order fast path and the batched Hessian run only without checking mode (the
+    suite's default is on): their answers must be the checked ones, bit for bit."""
+    v = RNG.normal(size=np.shape(x)) if np.ndim(x) else 1.0
+
+    def loss(u):
+        return np.sum(np.abs(f(u)) ** 2)
+
+    def hvp(u):
+        return zp.jvp(lambda w: zp.gradient(loss, w)[0], (u,), (v,))[1]
+
+    checked = zp.jvp(f, (x,), (v,)), zp.hessian(loss, x), hvp(x)
+    with rc.checking(False):
+        fast = zp.jvp(f, (x,), (v,)), zp.hessian(loss, x), hvp(x)
+    for got, expected in zip(rc.tree_flatten(fast)[0], rc.tree_flatten(checked)[0], strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("checks", [True, False], ids=["checked", "fast path"])
+def test_jvp_through_shapes_names_and_comparisons(checks):
+    """Constants that are not numbers (a shape tuple, an attribute name) and non-differentiable
+    calls (comparisons, hasattr) on traced values, as rule bodies traced by jvp make them."""
+    def f(x):
+        m = np.reshape(x, (2, 2)) * (x.reshape((2, 2)) > 0.0)
+        return np.sum(m * m) if hasattr(x, "shape") and bool(np.all(x == x)) else x
+
+    x, v = np.array([1.0, -2.0, 3.0, 0.5]), np.array([0.3, 1.0, -1.0, 2.0])
+    with rc.checking(checks):
+        y, tangent = zp.jvp(f, (x,), (v,))
+    assert y == f(x)
+    np.testing.assert_allclose(tangent, np.sum(2.0 * x * (x > 0) * v), rtol=1e-14)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_hessian(x):
+    h = np.zeros((len(x), len(x)))
+    i = np.arange(len(x) - 1)
+    h[i, i] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    h[i + 1, i + 1] += 200.0
+    h[i, i + 1] = h[i + 1, i] = -400.0 * x[:-1]
+    return h
+
+
+def test_hessian_through_slices_and_sums_in_one_batched_pass_matches_the_closed_form():
+    x = RNG.normal(size=7)
+    for chunk in (128, 3):
+        np.testing.assert_allclose(zp.hessian(rosenbrock, x, chunk=chunk), rosenbrock_hessian(x),
+                                   rtol=1e-12, atol=1e-10)
+
+
 def test_an_frule_error_is_raised_not_swallowed_by_batching():
     def fragile(x):
         return x * 1.0
