@@ -47,8 +47,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
 
 
 def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
-    tape = trace.tape
-    cts: list[Any] = [None] * len(tape)
+    pullbacks, links = trace.tape, trace.links
+    cts: list[Any] = [None] * len(pullbacks)
     last = -1
     for i, ct in seeds:
         cts[i] = add(cts[i], ct)
@@ -58,33 +58,39 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
         ct = cts[i]
         if ct is None:
             continue
-        node = tape[i]
-        if node is None:
+        pullback = pullbacks[i]
+        if pullback is None:
             continue  # an input: its cotangent is the answer
         cts[i] = None
         if once:
-            tape[i] = None
+            pullbacks[i] = None
         tc = type(ct)
         if tc is not float and tc is not np.ndarray and tc is not np.float64:
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
-        pullback, routes, nargs = node
-        del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
-        if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
-            check_count(in_cts, nargs, pullback)  # raises, naming the pullback
-        del pullback, ct  # with ``once``, what the pullback kept is freed now
-        for argpos, target in routes:
-            c = in_cts[argpos + 1]
+        link = links[i]
+        if type(link) is int:  # one argument, a box (the commonest node: see trace.link)
+            if type(in_cts) is not tuple or len(in_cts) != 2:
+                check_count(in_cts, 1, pullback)  # raises, naming the pullback
+            del pullback, ct  # with ``once``, what the pullback kept is freed now
+            c = in_cts[1]
+            if c is not None and not isinstance(c, AbstractZero):
+                prev = cts[link]
+                cts[link] = c if prev is None else prev + c if type(prev) is float is type(c) else add(prev, c)
+            continue
+        if type(in_cts) is not tuple or len(in_cts) != link[0] + 1:
+            check_count(in_cts, link[0], pullback)
+        del pullback, ct
+        for k in range(1, len(link), 2):
+            c = in_cts[link[k] + 1]
             if c is None or isinstance(c, AbstractZero):
                 continue
+            target = link[k + 1]
             if type(target) is int:
                 prev = cts[target]
-                if prev is None:
-                    cts[target] = c
-                else:
-                    cts[target] = prev + c if type(prev) is float is type(c) else add(prev, c)
+                cts[target] = c if prev is None else prev + c if type(prev) is float is type(c) else add(prev, c)
             else:
                 for path, j in target:
                     part = extract(c, path)
