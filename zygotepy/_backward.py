@@ -37,6 +37,15 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
     return ct
 
 
+def _scatter(cts: list[Any], c: Any, target: list[tuple[Any, int]]) -> None:
+    """Accumulate the parts of a structured cotangent ``c`` into the boxes it came from."""
+    for path, j in target:
+        part = extract(c, path)
+        if part is None or isinstance(part, AbstractZero):
+            continue
+        cts[j] = part if cts[j] is None else add(cts[j], part)
+
+
 def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> list[Any]:
     """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index).
 
@@ -47,8 +56,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
 
 
 def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
-    pullbacks, links = trace.tape, trace.links
-    cts: list[Any] = [None] * len(pullbacks)
+    tape = trace.tape
+    cts: list[Any] = [None] * len(tape)
     last = -1
     for i, ct in seeds:
         cts[i] = add(cts[i], ct)
@@ -58,43 +67,47 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
         ct = cts[i]
         if ct is None:
             continue
-        pullback = pullbacks[i]
-        if pullback is None:
+        node = tape[i]
+        if node is None:
             continue  # an input: its cotangent is the answer
         cts[i] = None
         if once:
-            pullbacks[i] = None
+            tape[i] = None
         tc = type(ct)
         if tc is not float and tc is not np.ndarray and tc is not np.float64:
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
+        n = len(node)  # (see _trace.node) two routes unpacked, any more read as the loop goes
+        if n == 4:
+            pullback, nargs, pos, target = node
+            pos2 = -1
+        elif n == 2:
+            continue  # no traced arguments: nothing to send the cotangent to
+        else:
+            pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
+        rest, k = (node, 6) if n > 6 else (None, n)
+        del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
-        link = links[i]
-        if type(link) is int:  # one argument, a box (the commonest node: see trace.link)
-            if type(in_cts) is not tuple or len(in_cts) != 2:
-                check_count(in_cts, 1, pullback)  # raises, naming the pullback
-            del pullback, ct  # with ``once``, what the pullback kept is freed now
-            c = in_cts[1]
+        if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
+            check_count(in_cts, nargs, pullback)  # raises, naming the pullback
+        del pullback, ct  # with ``once``, what the pullback kept is freed now
+        while True:
+            c = in_cts[pos + 1]
             if c is not None and not isinstance(c, AbstractZero):
-                prev = cts[link]
-                cts[link] = c if prev is None else prev + c if type(prev) is float is type(c) else add(prev, c)
-            continue
-        if type(in_cts) is not tuple or len(in_cts) != link[0] + 1:
-            check_count(in_cts, link[0], pullback)
-        del pullback, ct
-        for k in range(1, len(link), 2):
-            c = in_cts[link[k] + 1]
-            if c is None or isinstance(c, AbstractZero):
-                continue
-            target = link[k + 1]
-            if type(target) is int:
-                prev = cts[target]
-                cts[target] = c if prev is None else prev + c if type(prev) is float is type(c) else add(prev, c)
+                if type(target) is int:
+                    prev = cts[target]
+                    if prev is not None:
+                        c = prev + c if type(prev) is float is type(c) else add(prev, c)
+                    cts[target] = c
+                else:
+                    _scatter(cts, c, target)
+            if pos2 < 0:
+                break
+            pos, target = pos2, target2
+            if rest is not None and k < n:
+                pos2, target2 = rest[k], rest[k + 1]
+                k += 2
             else:
-                for path, j in target:
-                    part = extract(c, path)
-                    if part is None or isinstance(part, AbstractZero):
-                        continue
-                    cts[j] = part if cts[j] is None else add(cts[j], part)
+                pos2 = -1
     return cts

@@ -126,7 +126,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if not known and not _is_plain_callable(fn):
         return NOT_FAST
     primals: Any = args
-    flat: list[Any] = [len(args)]  # the node's link: (nargs, position, tape index, ...)
+    flat: list[Any] = []  # the node's routes: position, tape index, ...
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
@@ -154,8 +154,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if ty is np.ndarray and y.base is not None:
         note_view(trace, y, args)
     tape = trace.tape
-    tape.append(pullback)  # Trace.record, inlined (with trace.link's encoding)
-    trace.links.append(flat[2] if len(flat) == 3 and flat[0] == 1 else tuple(flat))
+    tape.append((pullback, len(args), *flat))  # Trace.record, inlined (see _trace.node)
     return Box(y, trace, len(tape) - 1)
 
 

@@ -55,8 +55,7 @@ class Trace:
     (``zygotepy._forward``). The dispatcher only asks the trace.
     """
 
-    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "links",
-                 "params",
+    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
                  "param_boxes", "shadows", "owners", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
@@ -74,10 +73,7 @@ class Trace:
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
         self.log = debug_logger()  # read once per differentiation: calls check only this attribute
-        #: the tape, as two parallel lists (one object or none per node, so a long tape stays
-        #: compact): per node its pullback (``None`` for an input), and its link (see :func:`link`)
-        self.tape: list[Any] = []
-        self.links: list[Any] = []
+        self.tape: list[Any] = []  # per node: None (an input) or one flat tuple (see :func:`node`)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
         #: arrays written through a view or an alias: id -> (array, its traced value now)
@@ -116,8 +112,7 @@ class Trace:
         The tape keeps tape indices, never boxes, so a finished trace is freed by reference
         counting alone (no box -> trace -> tape -> box cycle)."""
         index = len(self.tape)
-        self.tape.append(pullback)
-        self.links.append(None if pullback is None else link(tuple(
+        self.tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))
         return Box(value, self, index)
@@ -125,8 +120,7 @@ class Trace:
     def record(self, value: Any, pullback: Any, routes: tuple[Any, ...], nargs: int) -> Box:
         """:meth:`box` for routes already given by tape index (the dispatcher's hot path)."""
         index = len(self.tape)
-        self.tape.append(pullback)
-        self.links.append(link(routes, nargs))
+        self.tape.append(node(pullback, routes, nargs))
         return Box(value, self, index)
 
     def param_box(self, value: Any) -> Box:
@@ -141,19 +135,16 @@ class Trace:
         return f"<{type(self).__name__} level={self.level} nodes={len(self.tape)}>"
 
 
-def link(routes: tuple[tuple[int, Any], ...], nargs: int) -> Any:
-    """A tape node's link to its inputs, in as few objects as possible (a node costs memory and
-    cache traffic in the sweep for every object it holds): a one-argument call whose argument is
-    a box is just that box's tape index; anything else is one flat tuple ``(nargs, position,
-    target, position, target, ...)``, a target being a tape index or ``[(path, index), ...]``.
+def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tuple[Any, ...]:
+    """A tape node as one flat tuple, ``(pullback, nargs, position, target, position, target,
+    ...)``, a target being a tape index or ``[(path, index), ...]``: one object per node rather
+    than a tuple per route, which a long tape pays for in memory and in the sweep's cache misses.
 
     Example:
-        >>> link(((0, 7),), 1), link(((1, 7),), 2)
-        (7, (2, 1, 7))
+        >>> node(abs, ((0, 7), (1, 3)), 2)
+        (<built-in function abs>, 2, 0, 7, 1, 3)
     """
-    if nargs == 1 and len(routes) == 1 and routes[0][0] == 0 and type(routes[0][1]) is int:
-        return routes[0][1]
-    return (nargs, *[part for route in routes for part in route])
+    return (pullback, nargs, *[part for route in routes for part in route])
 
 
 #: What :meth:`Trace.differentiate` returns when the trace has no rule for the call.
