@@ -3,7 +3,7 @@
 Every ``gradient``/``pullback``/``jvp`` call pushes a trace of some kind (a subclass of
 :class:`Trace`; its ``level`` is its depth in the stack), and the values it traces are
 :class:`Box` objects on it. A reverse trace's box is a node of its tape, remembering the rule
-pullback that made it and where its inputs came from (its link); a forward trace's box
+pullback that made it and where its inputs came from (its routes); a forward trace's box
 carries tangents. A value traced by an outer level may sit
 inside the box of an inner level: nesting is by wrapping, so perturbations never mix.
 The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate independently.
