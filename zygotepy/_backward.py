@@ -37,6 +37,15 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
     return ct
 
 
+def _scatter(cts: list[Any], c: Any, target: list[tuple[Any, int]]) -> None:
+    """Accumulate the parts of a structured cotangent ``c`` into the boxes it came from."""
+    for path, j in target:
+        part = extract(c, path)
+        if part is None or isinstance(part, AbstractZero):
+            continue
+        cts[j] = part if cts[j] is None else add(cts[j], part)
+
+
 def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> list[Any]:
     """Cotangents of every node of ``trace``, given cotangents for some nodes (by tape index).
 
@@ -69,26 +78,36 @@ def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
-        pullback, routes, nargs = node
+        n = len(node)  # (see _trace.node) two routes unpacked, any more read as the loop goes
+        if n == 4:
+            pullback, nargs, pos, target = node
+            pos2 = -1
+        elif n == 2:
+            continue  # no traced arguments: nothing to send the cotangent to
+        else:
+            pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
+        rest, k = (node, 6) if n > 6 else (None, n)
         del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             check_count(in_cts, nargs, pullback)  # raises, naming the pullback
         del pullback, ct  # with ``once``, what the pullback kept is freed now
-        for argpos, target in routes:
-            c = in_cts[argpos + 1]
-            if c is None or isinstance(c, AbstractZero):
-                continue
-            if type(target) is int:
-                prev = cts[target]
-                if prev is None:
+        while True:
+            c = in_cts[pos + 1]
+            if c is not None and not isinstance(c, AbstractZero):
+                if type(target) is int:
+                    prev = cts[target]
+                    if prev is not None:
+                        c = prev + c if type(prev) is float is type(c) else add(prev, c)
                     cts[target] = c
                 else:
-                    cts[target] = prev + c if type(prev) is float is type(c) else add(prev, c)
+                    _scatter(cts, c, target)
+            if pos2 < 0:
+                break
+            pos, target = pos2, target2
+            if rest is not None and k < n:
+                pos2, target2 = rest[k], rest[k + 1]
+                k += 2
             else:
-                for path, j in target:
-                    part = extract(c, path)
-                    if part is None or isinstance(part, AbstractZero):
-                        continue
-                    cts[j] = part if cts[j] is None else add(cts[j], part)
+                pos2 = -1
     return cts

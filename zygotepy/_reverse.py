@@ -126,19 +126,19 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if not known and not _is_plain_callable(fn):
         return NOT_FAST
     primals: Any = args
-    routes: list[tuple[int, int]] = []
+    flat: list[Any] = []  # the node's routes: position, tape index, ...
     for i, a in enumerate(args):
         ta = type(a)
         if ta is Box:
             if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
                 return NOT_FAST
-            if not routes:
+            if primals is args:
                 primals = list(args)
             primals[i] = a._zp_value
-            routes.append((i, a._zp_index))
+            flat += (i, a._zp_index)
         elif ta not in _FAST_CONSTANTS:
             return NOT_FAST
-    if not routes:
+    if primals is args:
         return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
     plain = tuple(primals)
     rule = RRULES.lookup(fn, plain, CONFIG)
@@ -154,7 +154,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if ty is np.ndarray and y.base is not None:
         note_view(trace, y, args)
     tape = trace.tape
-    tape.append((pullback, tuple(routes), len(args)))  # Trace.record, inlined
+    tape.append((pullback, len(args), *flat))  # Trace.record, inlined (see _trace.node)
     return Box(y, trace, len(tape) - 1)
 
 

@@ -3,7 +3,7 @@
 Every ``gradient``/``pullback``/``jvp`` call pushes a trace of some kind (a subclass of
 :class:`Trace`; its ``level`` is its depth in the stack), and the values it traces are
 :class:`Box` objects on it. A reverse trace's box is a node of its tape, remembering the rule
-pullback that made it and where its inputs came from (``routes``); a forward trace's box
+pullback that made it and where its inputs came from (its routes); a forward trace's box
 carries tangents. A value traced by an outer level may sit
 inside the box of an inner level: nesting is by wrapping, so perturbations never mix.
 The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate independently.
@@ -73,7 +73,7 @@ class Trace:
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
         self.log = debug_logger()  # read once per differentiation: calls check only this attribute
-        self.tape: list[Any] = []  # per node: None (an input) or (pullback, routes, nargs)
+        self.tape: list[Any] = []  # per node: None (an input) or one flat tuple (see :func:`node`)
         self.params = params or {}
         self.param_boxes: dict[int, Box] = {}
         #: arrays written through a view or an alias: id -> (array, its traced value now)
@@ -112,18 +112,15 @@ class Trace:
         The tape keeps tape indices, never boxes, so a finished trace is freed by reference
         counting alone (no box -> trace -> tape -> box cycle)."""
         index = len(self.tape)
-        if pullback is None:
-            self.tape.append(None)
-        else:
-            self.tape.append((pullback, tuple(
-                (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
-                for i, t in routes), nargs))
+        self.tape.append(None if pullback is None else node(pullback, tuple(
+            (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
+            for i, t in routes), nargs))
         return Box(value, self, index)
 
     def record(self, value: Any, pullback: Any, routes: tuple[Any, ...], nargs: int) -> Box:
         """:meth:`box` for routes already given by tape index (the dispatcher's hot path)."""
         index = len(self.tape)
-        self.tape.append((pullback, routes, nargs))
+        self.tape.append(node(pullback, routes, nargs))
         return Box(value, self, index)
 
     def param_box(self, value: Any) -> Box:
@@ -136,6 +133,18 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} level={self.level} nodes={len(self.tape)}>"
+
+
+def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tuple[Any, ...]:
+    """A tape node as one flat tuple, ``(pullback, nargs, position, target, position, target,
+    ...)``, a target being a tape index or ``[(path, index), ...]``: one object per node rather
+    than a tuple per route, which a long tape pays for in memory and in the sweep's cache misses.
+
+    Example:
+        >>> node(abs, ((0, 7), (1, 3)), 2)
+        (<built-in function abs>, 2, 0, 7, 1, 3)
+    """
+    return (pullback, nargs, *[part for route in routes for part in route])
 
 
 #: What :meth:`Trace.differentiate` returns when the trace has no rule for the call.

@@ -67,3 +67,22 @@ def test_a_pullback_with_the_wrong_arity_is_named():
         y = trace.record(4.0, short_pullback, ((0, x._zp_index),), 1)
     with pytest.raises(rc.RuleError, match=r"short_pullback returned 1 cotangents; expected 2"):
         backward(trace, [(y._zp_index, 1.0)])
+
+
+def test_nodes_with_one_to_four_routes_each_send_every_cotangent_home():
+    """A node is one flat tuple (``_trace.node``) whose first two routes the sweep unpacks and
+    whose further routes it reads in a loop: every route, in any position, must get its part."""
+    def pullback_of(nargs):
+        return lambda ct: (rc.NoTangent(), *[ct * (k + 1) for k in range(nargs)])
+
+    with new_trace(ReverseTrace) as trace:
+        xs = [trace.box(1.0) for _ in range(4)]
+        outs = []
+        for nargs in (1, 2, 3, 4):
+            # a constant in the first position when there is room: routes need not start at 0
+            routes = tuple((k, xs[k]._zp_index) for k in range(nargs) if nargs == 1 or k > 0)
+            outs.append(trace.record(0.0, pullback_of(nargs), routes, nargs))
+    cts = backward(trace, [(o._zp_index, 10.0) for o in outs])
+    # x_k gets (k + 1) * 10 from every node with more than k arguments that routes position k
+    expected = [10.0, 3 * 20.0, 2 * 30.0, 1 * 40.0]
+    assert [cts[x._zp_index] for x in xs] == expected
