@@ -366,6 +366,18 @@ def _extremum_push(c: _Call, xdot: Any) -> Any:
     return c.reduce(_extremum_weights(c) * xdot)
 
 
+# full reductions (np.sum(x), np.max(x): every axis, no options): a cotangent map without the
+# _Call bookkeeping, which an outer level of nested AD would otherwise trace line by line
+
+def _sum_all_grad(x: np.ndarray, y: Any, ybar: Any) -> Any:
+    return np.broadcast_to(ybar, x.shape)
+
+
+def _extremum_all_grad(x: np.ndarray, y: Any, ybar: Any) -> Any:
+    hits = (x == y) | ((x != x) & (y != y))  # y is one of x's elements, so at least one hit
+    return ybar * (hits / np.sum(hits))
+
+
 _SUM_PARAMS = ("axis", "dtype", "out", "keepdims", "initial", "where")
 _MEAN_PARAMS = ("axis", "dtype", "out", "keepdims")
 _VAR_PARAMS = ("axis", "dtype", "out", "ddof", "keepdims")
@@ -375,10 +387,12 @@ _MAX_PARAMS = ("axis", "out", "keepdims", "initial", "where")
 
 def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, ...],
                     grad: Callable[[_Call, Any], Any], push: Callable[[_Call, Any], Any],
-                    default_axis: Any = None) -> tuple[Callable[..., Any], Callable[..., Any]]:
+                    default_axis: Any = None, grad_all: Callable[..., Any] | None = None,
+                    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The rrule and frule of the reduction ``compute`` (``np.sum``, ...) from its cotangent map
     ``grad(call, ybar)`` and its tangent map ``push(call, xdot)``: only the derivative differs
-    from one reduction to the next, the argument handling is the same.
+    from one reduction to the next, the argument handling is the same. ``grad_all(x, y, ybar)``,
+    when given, is the cotangent map of the commonest call, ``compute(x)`` of a NumPy array.
 
     Example:
         >>> import numpy as np
@@ -391,44 +405,47 @@ def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, .
     """
 
     def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if total and not args and not kwargs and type(x) is np.ndarray:
-            # np.sum(x): the pullback is one broadcast, which a nested level traces cheaply
-            shape = x.shape
+        if grad_all is not None and not args and not kwargs and type(x) is np.ndarray:
+            y = compute(x)
 
-            def sum_pullback(ybar: Any) -> Any:
-                return _NT, project(x, np.broadcast_to(ybar, shape))
+            def full_reduction_pullback(ybar: Any) -> Any:
+                return _NT, project(x, grad_all(x, y, ybar))
 
-            return compute(x), sum_pullback
+            full_reduction_pullback.__name__ = full_reduction_pullback.__qualname__ = pullback_name
+            return y, full_reduction_pullback
         c = _Call(name, params, compute, x, args, kwargs, default_axis)
 
         def reduction_pullback(ybar: Any) -> Any:
             return c.cotangents(grad(c, ybar))
 
-        reduction_pullback.__name__ = reduction_pullback.__qualname__ = f"{name}_pullback"
+        reduction_pullback.__name__ = reduction_pullback.__qualname__ = pullback_name
         return c.y, reduction_pullback
 
     def reduction_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         c = _Call(name, params, compute, x, args, kwargs, default_axis)
         return c.y, c.tangent(tangents[1], push)
 
-    total = grad is _sum_grad and default_axis is None  # a sum over every axis by default
+    pullback_name = f"{name}_pullback"
     reduction_rrule.__name__ = reduction_rrule.__qualname__ = f"{name}_rrule"
     reduction_frule.__name__ = reduction_frule.__qualname__ = f"{name}_frule"
     return reduction_rrule, reduction_frule
 
 
 #: One row per reduction: the callables it serves (the first computes), its name, the
-#: parameters after the array, its cotangent and tangent maps, and its default axis.
+#: parameters after the array, its cotangent and tangent maps, its default axis, and the
+#: cotangent map of a reduction over every axis with no options (or None).
 _REDUCTIONS: tuple[tuple[Any, ...], ...] = (
-    ((np.sum, np.ndarray.sum), "sum", _SUM_PARAMS, _sum_grad, _sum_push, None),
-    ((np.add.reduce,), "add_reduce", _SUM_PARAMS, _sum_grad, _sum_push, 0),
-    ((np.nansum,), "nansum", _SUM_PARAMS, _nansum_grad, _nansum_push, None),
-    ((np.mean, np.ndarray.mean), "mean", _MEAN_PARAMS, _mean_grad, _mean_push, None),
-    ((np.prod, np.ndarray.prod), "prod", _SUM_PARAMS, _prod_grad, _prod_push, None),
-    ((np.var, np.ndarray.var), "var", _VAR_PARAMS, _var_grad, _var_push, None),
-    ((np.std, np.ndarray.std), "std", _VAR_PARAMS, _std_grad, _std_push, None),
-    ((np.max, np.amax, np.ndarray.max), "max", _MAX_PARAMS, _extremum_grad, _extremum_push, None),
-    ((np.min, np.amin, np.ndarray.min), "min", _MAX_PARAMS, _extremum_grad, _extremum_push, None),
+    ((np.sum, np.ndarray.sum), "sum", _SUM_PARAMS, _sum_grad, _sum_push, None, _sum_all_grad),
+    ((np.add.reduce,), "add_reduce", _SUM_PARAMS, _sum_grad, _sum_push, 0, None),
+    ((np.nansum,), "nansum", _SUM_PARAMS, _nansum_grad, _nansum_push, None, None),
+    ((np.mean, np.ndarray.mean), "mean", _MEAN_PARAMS, _mean_grad, _mean_push, None, None),
+    ((np.prod, np.ndarray.prod), "prod", _SUM_PARAMS, _prod_grad, _prod_push, None, None),
+    ((np.var, np.ndarray.var), "var", _VAR_PARAMS, _var_grad, _var_push, None, None),
+    ((np.std, np.ndarray.std), "std", _VAR_PARAMS, _std_grad, _std_push, None, None),
+    ((np.max, np.amax, np.ndarray.max), "max", _MAX_PARAMS, _extremum_grad, _extremum_push, None,
+     _extremum_all_grad),
+    ((np.min, np.amin, np.ndarray.min), "min", _MAX_PARAMS, _extremum_grad, _extremum_push, None,
+     _extremum_all_grad),
 )
 
 
@@ -569,8 +586,8 @@ _SCANS: tuple[tuple[Any, ...], ...] = (
 
 
 RULES: tuple[RulePair, ...] = (
-    *(RulePair(f, *pair, wrt=(0,)) for fs, name, params, grad, push, axis in _REDUCTIONS
-      for pair in [reduction_rules(fs[0], name, params, grad, push, axis)] for f in fs),
+    *(RulePair(f, *pair, wrt=(0,)) for fs, name, params, grad, push, axis, grad_all in _REDUCTIONS
+      for pair in [reduction_rules(fs[0], name, params, grad, push, axis, grad_all)] for f in fs),
     *(RulePair(f, *pair, wrt=(0,)) for fs, name, grad, push in _SCANS
       for pair in [scan_rules(fs[0], name, grad, push)] for f in fs),
 )

@@ -166,3 +166,25 @@ def test_sum_with_options_still_takes_the_general_path() -> None:
     fd = np.array([(grad_f(x + h * e).sum() - grad_f(x - h * e).sum()) / (2 * h) for e in eye])
     got = zp.gradient(lambda u: np.sum(zp.gradient(f, u)[0]), x)[0]
     np.testing.assert_allclose(got, fd.reshape(x.shape), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("extremum", [np.max, np.min, np.ndarray.max])
+def test_nested_full_max_and_min_against_finite_differences(extremum: Any) -> None:
+    x = np.array([0.3, 1.7, -1.1, 0.9])
+
+    def f(u: np.ndarray) -> Any:
+        return extremum(np.sin(u) * u) ** 2 + np.sum(u * u) * extremum(u)
+
+    def grad_f(u: np.ndarray) -> np.ndarray:
+        g = zp.gradient(f, u)[0]
+        assert type(g) is np.ndarray
+        return g
+
+    h, eye = 1e-6, np.eye(x.size)
+    fd = np.array([(grad_f(x + h * e) - grad_f(x - h * e)) / (2 * h) for e in eye])
+    np.testing.assert_allclose(zp.hessian(f, x), fd, rtol=1e-6, atol=1e-8)  # forward over reverse
+    rows = [zp.gradient(lambda u, i=i: zp.gradient(f, u)[0][i], x)[0] for i in range(x.size)]
+    np.testing.assert_allclose(np.array(rows), fd, rtol=1e-6, atol=1e-8)  # reverse over reverse
+    tie = np.array([2.0, -1.0, 2.0])  # the cotangent is split between equal elements, as before
+    np.testing.assert_allclose(zp.gradient(lambda u: extremum(-u * u if extremum is np.min else u), tie)[0],
+                               [0.5, 0.0, 0.5] if extremum is not np.min else [-2.0, 0.0, -2.0])
