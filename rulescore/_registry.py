@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any
@@ -222,6 +222,10 @@ class RuleTable:
         self.name = name
         self._forward = name == "frule"
         self._by_callable: dict[Any, _CallableRules] = {}
+        #: Every callable with a rule or an opt-out, as a read-only mapping: ``f in table.primals``
+        #: is :meth:`has_rules` for a hashable ``f``, without a method call (engines ask it of
+        #: every function they meet).
+        self.primals: Mapping[Any, Any] = types.MappingProxyType(self._by_callable)
 
     # -- registration --------------------------------------------------------------------------
     def register(

@@ -106,6 +106,7 @@ _NO_LEVELS: tuple[Trace, ...] = ()
 
 
 RRULES, FRULES = rc.rrule, rc.frule
+_RRULE_PRIMALS, _FRULE_PRIMALS, _ADJOINT_PRIMALS = RRULES.primals, FRULES.primals, ADJOINTS.primals
 
 
 def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -118,8 +119,8 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         # a Python function without rules (a helper, a closure, a rule's body traced by an outer
         # level) runs rewritten: _resolve's answer, without its search for a rule
         top = levels[-1]
-        if (not top.with_params and top.log is None and not RRULES.has_rules(fn)
-                and not FRULES.has_rules(fn) and not ADJOINTS.has_rules(fn)):
+        if (not top.with_params and top.log is None and fn not in _RRULE_PRIMALS
+                and fn not in _FRULE_PRIMALS and fn not in _ADJOINT_PRIMALS):
             kept = PASS_THROUGH.get(fn)
             if kept is not None and not kwargs:
                 y = _pass_through(fn, args, kept)
@@ -137,10 +138,11 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         # outer levels call them on most lines (``type(x) is float``); the general path would
         # look up their rules and unbox their arguments level by level.
         return (_type_of if fn is type else fn)(*args, **kwargs)
-    if not kwargs and len(levels) == 1:  # traced_call's first step, inlined
-        fast = levels[0].fast_path
+    if not kwargs:  # traced_call's first step, inlined
+        top = levels[-1]
+        fast = top.fast_path
         if fast is not None:
-            y = fast(fn, args, levels[0])
+            y = fast(fn, args, top)
             if y is not NOT_FAST:
                 return y
     return _resolve(levels, fn, args, kwargs, True)
@@ -164,9 +166,11 @@ def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
     if len(args) <= kept:
         return NOT_FAST
     plain = []
-    for a in args:
-        p = unbox_all(a)
+    for p in args:
         tp = type(p)
+        while tp is Box:
+            p = p._zp_value
+            tp = type(p)
         if tp not in _PLAIN_NUMBERS or (tp is np.ndarray and p.dtype.kind not in "fc"):
             return NOT_FAST
         plain.append(p)
@@ -238,10 +242,11 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
                 recurse: bool) -> Any:
     """Differentiate ``fn(*args, **kwargs)`` under the active ``levels`` (``recurse``: a Python
     function without a rule may be differentiated through)."""
-    if not kwargs and len(levels) == 1:
-        fast = levels[0].fast_path
+    if not kwargs:
+        top = levels[-1]
+        fast = top.fast_path
         if fast is not None:
-            y = fast(fn, args, levels[0])
+            y = fast(fn, args, top)
             if y is not NOT_FAST:
                 return y
     return _resolve(levels, fn, args, kwargs, recurse)

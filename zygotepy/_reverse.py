@@ -20,6 +20,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name
+from rulescore._structural import STRUCTURAL_MARK
 from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
@@ -55,17 +56,20 @@ class ReverseTrace(Trace):
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
-        if not outer and not self.with_params and self.log is None:
-            self.fast_path = _apply_first_order  # the dispatcher's hot path (it logs nothing)
+        if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
+            if not outer:
+                self.fast_path = _apply_first_order
+            elif self.uniform and all(t.log is None for t in outer):
+                self.fast_path = _apply_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``fn``'s rrule on this trace's tape, or ``NO_RULE``."""
         rule = RRULES.lookup(fn, args, CONFIG)
         return NO_RULE if rule is None else apply_rule(RRULES, rule, fn, args, kwargs, self)
 
-    def python_target(self, fn: Any, params: bool) -> Any:
-        """The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`)."""
-        return python_target(fn, params)
+    #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
+    #: dispatcher asks it of every Python function a nested level traces.
+    python_target = staticmethod(python_target)
 
 
 #: callable -> ADJOINTS.version when found plain (-1: not plain); bounded: callables may come and go.
@@ -156,6 +160,92 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     tape = trace.tape
     tape.append((pullback, len(args), *flat))  # Trace.record, inlined (see _trace.node)
     return Box(y, trace, len(tape) - 1)
+
+
+#: rule -> the rewritten body of its rrule, which an outer level traces line by line.
+_TRACED_IMPLS = BoundedCache(4096)
+
+
+def _traced_impl(rule: Any) -> Any:
+    """``rule.impl`` as the dispatcher runs it at the outer levels (what ``call(rule.impl, ...)``
+    resolves to: its rewritten version), or ``None`` when that call needs the full path (the
+    body has rules of its own, is marked structural or is not Python)."""
+    impl = rule.impl
+    try:
+        return _TRACED_IMPLS[rule]
+    except KeyError:
+        pass
+    plain = type(impl) is types.FunctionType and not (
+        RRULES.has_rules(impl) or rc.frule.has_rules(impl) or ADJOINTS.has_rules(impl)
+        or impl.__dict__.get(STRUCTURAL_MARK))
+    target = python_target(impl, False) if plain else None
+    _TRACED_IMPLS.put(rule, target)
+    return target
+
+
+def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
+    """:func:`_apply_first_order` under nested reverse levels (every active level a reverse
+    trace, none logging or holding implicit parameters): a plain callable with an rrule and
+    arguments that are boxes of floats or arrays (at any level) or constants. The level owning
+    the innermost argument records the rule, whose body runs rewritten at the levels outside
+    it (what :func:`~zygotepy._dispatch.apply_rule` does, without the general path's search)."""
+    if type(fn) is Box:
+        return NOT_FAST
+    try:
+        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version
+    except (KeyError, TypeError):
+        known = False
+    if not known and not _is_plain_callable(fn):
+        return NOT_FAST
+    best: Any = None
+    for a in args:
+        ta = type(a)
+        if ta is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            if type(unbox_all(a)) not in _FAST_VALUES:
+                return NOT_FAST
+        elif ta not in _FAST_CONSTANTS:
+            return NOT_FAST
+    if best is None:
+        return fn(*args)  # nothing traced at any level
+    if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
+        return NOT_FAST  # a box of a finished differentiation: the full path says so
+    if type(fn) is np.ufunc and len(args) > fn.nin:
+        return NOT_FAST  # out= given positionally
+    primals: list[Any] = []
+    flat: list[Any] = []
+    for i, a in enumerate(args):
+        if type(a) is Box and a._zp_trace is best:
+            primals.append(a._zp_value)
+            flat += (i, a._zp_index)
+        else:
+            primals.append(a)
+    plain = tuple(primals)
+    rule = RRULES.lookup(fn, plain, CONFIG)
+    if rule is None or rule.kind != "rule" or rule.config or best.checks:
+        return NOT_FAST
+    outer = best.outer
+    if not outer:
+        y, pullback = rule.impl(*plain)  # type: ignore[misc]
+    else:
+        target = _traced_impl(rule)
+        if target is None:
+            return NOT_FAST
+        token = LEVELS.set(outer)
+        try:
+            y, pullback = target(*plain)
+        finally:
+            LEVELS.reset(token)
+    ty = type(y)
+    if ty is not Box and ty not in _FAST_VALUES and plain_output(y):
+        return y
+    if ty is np.ndarray and y.base is not None:
+        note_view(best, y, args)
+    tape = best.tape
+    tape.append((pullback, len(args), *flat))
+    return Box(y, best, len(tape) - 1)
 
 
 def _box_args(trace: Trace, x: Any) -> Any:

@@ -1,7 +1,6 @@
 """Forward mode: jvp and pushforward against finite differences and against jacobian @ v for each
 rule family; batched tangents; refusals."""
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,26 +8,9 @@ import pytest
 
 import rulescore as rc
 import zygotepy as zp
+from tests.zygotepy.families import FAMILIES
 
 RNG = np.random.default_rng(7)
-A = RNG.normal(size=(3, 3))
-SPD = A @ A.T + 3 * np.eye(3)
-
-#: One representative program per rule family: (name, f, x).
-FAMILIES = [
-    ("operators", lambda x: (x * x - x / (1.5 + x ** 2)) @ A @ x, RNG.normal(size=3)),
-    ("math", lambda x: math.sin(x) * math.exp(x) + math.atan2(x, 2.0) + math.hypot(x, 1.0), 0.4),
-    ("builtins", lambda x: abs(x) * max(x, 0.5 * x) + sum([x, 2 * x]) + float(x), -0.7),
-    ("ufuncs", lambda x: np.tanh(x) * np.log1p(np.exp(x)) + np.arctan2(x, 1.0 + x ** 2), RNG.normal(size=4)),
-    ("reductions", lambda x: np.stack([np.sum(x ** 2, axis=0), np.prod(x, axis=1), np.max(x, axis=0)]),
-     RNG.normal(size=(3, 3))),
-    ("shape", lambda x: np.concatenate([x.reshape(2, 3).T.ravel(), np.flip(x), np.roll(x, 1) * x]),
-     RNG.normal(size=6)),
-    ("indexing", lambda x: x[1:, None] * x[np.array([0, 0, 2])] + x[x > 0].sum(), RNG.normal(size=4)),
-    ("linalg", lambda x: np.linalg.solve(SPD + np.diag(x), x) + np.linalg.det(SPD + np.outer(x, x)),
-     RNG.normal(size=3)),
-    ("fft", lambda x: np.abs(np.fft.rfft(x)) ** 2, RNG.normal(size=6)),
-]
 
 
 def central_difference(f, x, v, h=1e-6):

@@ -9,6 +9,7 @@ import pytest
 
 import rulescore as rc
 import zygotepy as zp
+from tests.zygotepy.families import FAMILIES
 from tests.zygotepy.finite_differences import fd
 
 
@@ -261,3 +262,36 @@ def test_argnums_out_of_range_is_refused_and_negative_counts_from_the_end():
         zp.gradient(f, 2.0, 3.0, argnums=(0, -3))
     assert zp.gradient(f, 2.0, 3.0, argnums=-1) == (pytest.approx(fd(lambda y: f(2.0, y), 3.0)),)
     assert zp.gradient(f, 2.0, 3.0, argnums=(-2, 1)) == (9.0, 12.0)
+
+
+@pytest.mark.parametrize("name, f, x", FAMILIES, ids=[n for n, _, _ in FAMILIES])
+def test_nested_reverse_fast_path_agrees_with_checking_mode(name, f, x):
+    """Reverse over reverse takes the nested fast path only without checking mode (the suite's
+    default is on): the Hessian and a third-order derivative must be the checked ones, bit for
+    bit, and the Hessian must match finite differences of the gradient."""
+
+    def loss(u):
+        return np.sum(np.abs(f(u)) ** 2)
+
+    def derivatives(u):
+        hess = zp.jacobian(lambda w: zp.gradient(loss, w)[0], u, mode="reverse")[0]
+        third = zp.gradient(lambda w: np.sum(zp.gradient(
+            lambda v: np.sum(zp.gradient(loss, v)[0] ** 2), w)[0]), u)[0]
+        return hess, third
+
+    checked = derivatives(x)
+    with rc.checking(False):
+        fast = derivatives(x)
+    for got, expected in zip(fast, checked, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    n, h = int(np.size(x)), 1e-6
+    flat = np.ravel(np.asarray(x, dtype=float))
+    columns = []
+    for i in range(n):
+        step = np.zeros(n)
+        step[i] = h
+        ends = [np.ravel(zp.gradient(loss, np.reshape(flat + s, np.shape(x)) if np.ndim(x)
+                                     else float(flat[0] + s[0]))[0]) for s in (step, -step)]
+        columns.append((ends[0] - ends[1]) / (2 * h))
+    np.testing.assert_allclose(np.reshape(checked[0], (n, n)), np.stack(columns, axis=1),
+                               rtol=1e-5, atol=1e-5)
