@@ -37,20 +37,25 @@ def _wants(partials: Callable[..., Any], name: str) -> bool:
 
 
 @structural
-def _all_of_type(args: tuple[Any, ...], t: type) -> bool:
-    for a in args:
-        if type(a) is not t:
-            return False
-    return True
+def _call_kind(args: tuple[Any, ...], y: Any, unmasked: bool, quiet: bool) -> tuple[bool, bool, bool, bool]:
+    """What an element-wise rule's pullback may skip, from types alone (one call for an outer
+    level to trace): ``(numpy_scalar, float_inputs, array_inputs, one_array)``.
 
-
-@structural
-def _all_real_scalars(args: tuple[Any, ...]) -> bool:
-    """Whether every argument is a Python float or a NumPy float64 scalar."""
+    ``numpy_scalar``: the output is a NumPy float64 (NumPy warns about a division by zero);
+    ``float_inputs``: real scalars throughout, no mask; ``array_inputs``: arrays only (no lists
+    to convert); ``one_array``: one array, no mask, no silenced warnings.
+    """
+    ty = type(y)
+    numpy_scalar = ty is np.float64
+    if ty is float or numpy_scalar:
+        for a in args:
+            if type(a) is not float and type(a) is not np.float64:
+                return numpy_scalar, False, False, False
+        return numpy_scalar, unmasked, False, False
     for a in args:
-        if type(a) is not float and type(a) is not np.float64:
-            return False
-    return True
+        if type(a) is not np.ndarray:
+            return False, False, False, False
+    return False, False, True, unmasked and not quiet and len(args) == 1
 
 
 def _times_conj(ybar: Any, d: Any) -> Any:
@@ -165,13 +170,13 @@ def partials_rules(
 
     def partials_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
-        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
-                                            or type(args[-1]) not in _NUMPY_TYPES) \
+        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES or (
+                args[-1] is not args[0] and type(args[-1]) not in _NUMPY_TYPES)) \
                 and (xp := foreign_namespace(args)) is not None:
             return native_rrule(xp, args, kwargs)  # NumPy would convert them (or warn, for a tensor)
         y = f(*args, **kwargs)
         if not needs_inputs:
-            args = tuple([stand_in(a) for a in args])
+            args = (*[stand_in(a) for a in args],)
 
         def partials_pullback(ybar: Any) -> Any:
             if float_inputs and (type(ybar) is float or type(ybar) is np.float64):
@@ -197,12 +202,7 @@ def partials_rules(
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        numpy_scalar = type(y) is np.float64  # only NumPy warns about a division by zero
-        if type(y) is float or numpy_scalar:
-            float_inputs, array_inputs = where is None and _all_real_scalars(args), False
-        else:
-            float_inputs, array_inputs = False, _all_of_type(args, np.ndarray)  # no lists to convert
-        one_array = array_inputs and where is None and not errstate and len(args) == 1
+        numpy_scalar, float_inputs, array_inputs, one_array = _call_kind(args, y, where is None, errstate)
         partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 

@@ -328,9 +328,14 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if functional is not None:  # np.place, np.add.at, ...: a functional update of the array
             return _in_place(fn, functional)
     if tf is _DISPATCHER:
+        try:
+            return _LIBRARY_TARGETS[fn, params]
+        except KeyError:
+            pass
         implementation = fn._implementation
         if type(implementation) is types.FunctionType and not _skipped(implementation):
             return _library_target(fn, implementation, params)
+        _LIBRARY_TARGETS.put((fn, params), None)
         return None
     if tf is type:
         init = fn.__init__
@@ -385,10 +390,29 @@ def _in_place(fn: Any, functional: Any) -> Any:
     return write
 
 
+#: Per ``(public function, params)``, what :func:`_library_target` runs: NumPy's functions without
+#: a rule (``np.broadcast_to`` in a pullback) are met at every call of a rule body an outer level
+#: traces. Bounded; library functions live as long as their modules.
+_LIBRARY_TARGETS = BoundedCache(1024)
+
+
 def _library_target(public: Any, fn: types.FunctionType, params: bool) -> Any:
     """Run library code (``fn``, the code of ``public``) rewritten when a traced value is among
     the arguments (inside containers and objects too: a frozen SciPy distribution holds its
     parameters), else as it is. Errors inside it name ``public``, the function the user called."""
+    key = (public, params)
+    try:
+        return _LIBRARY_TARGETS[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable callable object
+        return _library_run(public, fn, params)
+    run = _library_run(public, fn, params)
+    _LIBRARY_TARGETS.put(key, run)
+    return run
+
+
+def _library_run(public: Any, fn: types.FunctionType, params: bool) -> Any:
     target = transformed(fn, params)  # fn itself without source: then operator overloading only
 
     def run(*args: Any, **kwargs: Any) -> Any:

@@ -114,8 +114,13 @@ def add_rrule(x: Any, y: Any) -> Any:
     x, y = stand_in(x), stand_in(y)
 
     def add_pullback(zbar: Any) -> Any:
+        if type(zbar) is np.ndarray and not arrays:
+            # lazy: a scalar's cotangent sums zbar, and the scalar is often a literal (1 + t * t)
+            return (_NT, proj(x, zbar) if tx is np.ndarray else Thunk(lambda: proj(x, zbar)),
+                    proj(y, zbar) if ty is np.ndarray else Thunk(lambda: proj(y, zbar)))
         return _NT, proj(x, zbar), proj(y, zbar)
 
+    arrays = tx is np.ndarray and ty is np.ndarray
     return z, add_pullback
 
 
@@ -136,11 +141,13 @@ def add_frule(tangents: Any, x: Any, y: Any) -> Any:
 
 def sub_rrule(x: Any, y: Any) -> Any:
     def sub_pullback(zbar: Any) -> Any:
-        if type(zbar) is np.ndarray:  # lazy: y is often a constant (data, targets)
-            return _NT, proj(x, zbar), Thunk(lambda: proj(y, -zbar))
+        if type(zbar) is np.ndarray:  # lazy: y is often a constant (data, targets), and so is a scalar x
+            return (_NT, proj(x, zbar) if array_x else Thunk(lambda: proj(x, zbar)),
+                    Thunk(lambda: proj(y, -zbar)))
         return _NT, proj(x, zbar), proj(y, -zbar)
 
     z = x - y
+    array_x = type(x) is np.ndarray
     x, y = stand_in(x), stand_in(y)
     return z, sub_pullback
 
@@ -168,7 +175,7 @@ def mul_rrule(x: Any, y: Any) -> Any:
             return _NT, proj(x, zbar * y), proj(y, x * zbar)
 
         return z, float_mul_pullback
-    if type(z) in _SEQ:
+    if tx is not np.ndarray and ty is not np.ndarray and type(z) in _SEQ:  # (an array's product is one)
         return _repeat_rrule(x, y, z)
 
     def mul_pullback(zbar: Any) -> Any:
@@ -193,10 +200,14 @@ def truediv_rrule(x: Any, y: Any) -> Any:
 
     def truediv_pullback(zbar: Any) -> Any:
         xbar = zbar / conj(y)
-        if type(y) is not float:  # lazy: dividing by a constant (a count, an array of data) is common
-            return _NT, proj(x, xbar), Thunk(lambda: proj(y, -xbar * conj(z)))
+        if type(y) is not float:
+            # lazy: dividing by a constant (a count, an array of data) is common, and so is dividing
+            # a literal (1 / t)
+            return (_NT, proj(x, xbar) if array_x else Thunk(lambda: proj(x, xbar)),
+                    Thunk(lambda: proj(y, -xbar * conj(z))))
         return _NT, proj(x, xbar), proj(y, -xbar * conj(z))
 
+    array_x = type(x) is np.ndarray
     return z, truediv_pullback
 
 

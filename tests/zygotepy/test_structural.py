@@ -23,7 +23,7 @@ from hypothesis.extra.numpy import array_shapes, arrays
 import rulescore
 import rulescore as rc
 import zygotepy as zp
-from rulescore._helpers import _all_of_type, _all_real_scalars
+from rulescore._helpers import _call_kind
 from rulescore.rules._common import is_complex, normalize_axes
 from rulescore.rules.reductions import (
     _cotangent_dtype,
@@ -43,8 +43,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     _shape: lambda f, x: f(x),
     _full_reduction: lambda f, x: f(x),
     is_complex: lambda f, x: f(x),
-    _all_of_type: lambda f, x: f((x, x), np.ndarray),
-    _all_real_scalars: lambda f, x: f((x, 1.0)),
+    _call_kind: lambda f, x: f((x, x), x * 2, True, False),
     normalize_axes: lambda f, x: f(-1 if x.ndim else None, x.ndim),
     _keep_shape: lambda f, x: f(x.shape, tuple(range(0, x.ndim, 2))),
     _not_args: lambda f, x: f(x.ndim),
