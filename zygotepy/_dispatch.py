@@ -98,6 +98,9 @@ def _reduce(fn: Any, iterable: Any, *initial: Any) -> Any:
 #: argument from C, which must come back to the dispatcher (``map(math.sin, xs)``).
 SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sorted: _sorted,
                                  functools.reduce: _reduce}
+#: Classes whose construction only stores references (a lazy tangent keeps its function): built
+#: as they are around traced values, as pullbacks traced by an outer level build them.
+REFERENCE_HOLDERS = frozenset({rc.Thunk, rc.InplaceableThunk})
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
@@ -283,6 +286,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         special = SPECIAL_FORMS.get(fn)
         if special is not None:
             return special(*args, **kwargs)
+        if fn in REFERENCE_HOLDERS:
+            return fn(*args, **kwargs)
     elif tf is types.MethodDescriptorType and fn.__objclass__ in MUTABLE_CONTAINERS:
         return fn(*args, **kwargs)  # list.copy(xs) (copy.copy calls it), dict.get(d, k): references only
     if levels[-1].with_params:

@@ -83,14 +83,14 @@ def _is_plain_callable(fn: Any) -> bool:
     rule: a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with no
     legacy adjoint (cached until the next adjoint is defined)."""
     try:
-        version = _PLAIN_CALLABLES[fn]
-        if version == ADJOINTS.version:
+        version = _PLAIN_CALLABLES.get(fn)
+        if version is None:
+            if fn not in RRULES.primals:
+                return False  # not cached: a rule may be registered later
+        elif version == ADJOINTS.version:
             return True
-        if version < 0:
+        elif version < 0:
             return False
-    except KeyError:
-        if not RRULES.has_rules(fn):
-            return False  # not cached: a rule may be registered later
     except TypeError:  # an unhashable callable object
         return False
     tf = type(fn)
@@ -124,8 +124,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
-    except (KeyError, TypeError):
+        known = _PLAIN_CALLABLES.get(fn) == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
+    except TypeError:
         known = False
     if not known and not _is_plain_callable(fn):
         return NOT_FAST
@@ -192,8 +192,8 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
     if type(fn) is Box:
         return NOT_FAST
     try:
-        known = _PLAIN_CALLABLES[fn] == ADJOINTS.version
-    except (KeyError, TypeError):
+        known = _PLAIN_CALLABLES.get(fn) == ADJOINTS.version
+    except TypeError:
         known = False
     if not known and not _is_plain_callable(fn):
         return NOT_FAST

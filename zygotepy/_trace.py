@@ -194,13 +194,30 @@ class _GCPause:
 _GC_PAUSE = _GCPause()
 
 
-def gc_paused() -> _GCPause:
+class _HeldPause:
+    """The pause as seen from inside a running trace: its thread already holds it, so there is
+    nothing to take or give back (a nested ``gradient`` skips the lock twice per call)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+_HELD_PAUSE = _HeldPause()
+
+
+def gc_paused() -> _GCPause | _HeldPause:
     """Pause Python's cyclic garbage collector while a trace runs (and let differentiated code
     recurse as deep as it could undifferentiated).
 
     A tape of a million nodes makes every full collection scan a million objects, which more
     than doubles the cost of a long program; the tape itself holds no reference cycles, so
     nothing it allocates needs the collector. Re-enabled when the last differentiation ends.
+    Inside a running trace (nested differentiation) the outer one holds the pause already.
 
     Example:
         >>> import gc
@@ -208,7 +225,7 @@ def gc_paused() -> _GCPause:
         ...     gc.isenabled()
         False
     """
-    return _GC_PAUSE
+    return _HELD_PAUSE if LEVELS.get() else _GC_PAUSE
 
 
 class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as trace``)
@@ -229,11 +246,13 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as t
     def __enter__(self) -> Any:
         trace = self.trace
         self.token = LEVELS.set((*trace.outer, trace))
-        _GC_PAUSE.__enter__()
+        if not trace.outer:  # (inside a trace, the outer one holds the pause)
+            _GC_PAUSE.__enter__()
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        _GC_PAUSE.__exit__()
+        if not self.trace.outer:
+            _GC_PAUSE.__exit__()
         LEVELS.reset(self.token)
 
 

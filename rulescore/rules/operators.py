@@ -179,8 +179,14 @@ def mul_rrule(x: Any, y: Any) -> Any:
         return _repeat_rrule(x, y, z)
 
     def mul_pullback(zbar: Any) -> Any:
+        if type(zbar) is np.ndarray and not arrays:
+            # lazy: a scalar's cotangent sums the product, and the scalar is often a constant (2.0 * x)
+            return (_NT,
+                    proj(x, zbar * conj(y)) if tx is np.ndarray else Thunk(lambda: proj(x, zbar * conj(y))),
+                    proj(y, conj(x) * zbar) if ty is np.ndarray else Thunk(lambda: proj(y, conj(x) * zbar)))
         return _NT, proj(x, zbar * conj(y)), proj(y, conj(x) * zbar)
 
+    arrays = tx is np.ndarray and ty is np.ndarray
     return z, mul_pullback
 
 
