@@ -129,37 +129,76 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
         known = False
     if not known and not _is_plain_callable(fn):
         return NOT_FAST
-    primals: Any = args
-    flat: list[Any] = []  # the node's routes: position, tape index, ...
-    for i, a in enumerate(args):
-        ta = type(a)
+    # the node's routes (position, tape index, ...) and the primals: one and two arguments
+    # unrolled (nearly every call), any other count in a loop
+    n = len(args)
+    if n == 2:
+        a, b = args
+        ta, tb = type(a), type(b)
         if ta is Box:
-            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+            x = a._zp_value
+            if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
                 return NOT_FAST
-            if primals is args:
-                primals = list(args)
-            primals[i] = a._zp_value
-            flat += (i, a._zp_index)
-        elif ta not in _FAST_CONSTANTS:
+            if tb is Box:
+                y = b._zp_value
+                if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                    return NOT_FAST
+                routes: tuple[Any, ...] = (0, a._zp_index, 1, b._zp_index)
+            elif tb in _FAST_CONSTANTS:
+                y, routes = b, (0, a._zp_index)
+            else:
+                return NOT_FAST
+        elif ta in _FAST_CONSTANTS:
+            if tb is not Box:
+                return fn(a, b) if tb in _FAST_CONSTANTS else NOT_FAST  # nothing traced: just this
+            y = b._zp_value
+            if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                return NOT_FAST
+            x, routes = a, (1, b._zp_index)
+        else:
             return NOT_FAST
-    if primals is args:
-        return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
-    plain = tuple(primals)
+        plain: tuple[Any, ...] = (x, y)
+    elif n == 1:
+        (a,) = args
+        ta = type(a)
+        if ta is not Box:
+            return fn(a) if ta in _FAST_CONSTANTS else NOT_FAST
+        x = a._zp_value
+        if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
+            return NOT_FAST
+        plain, routes = (x,), (0, a._zp_index)
+    else:
+        primals: Any = args
+        flat: list[Any] = []
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Box:
+                if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+                    return NOT_FAST
+                if primals is args:
+                    primals = list(args)
+                primals[i] = a._zp_value
+                flat += (i, a._zp_index)
+            elif ta not in _FAST_CONSTANTS:
+                return NOT_FAST
+        if primals is args:
+            return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
+        plain, routes = tuple(primals), tuple(flat)
     rule = RRULES.lookup(fn, plain, CONFIG)
     if rule is None or rule.kind != "rule":
         return NOT_FAST
     if rule.config or trace.checks:
-        y, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
+        out, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
     else:
-        y, pullback = rule.impl(*plain)  # type: ignore[misc]
-    ty = type(y)
-    if ty not in _FAST_VALUES and plain_output(y):
-        return y
-    if ty is np.ndarray and y.base is not None:
-        note_view(trace, y, args)
+        out, pullback = rule.impl(*plain)  # type: ignore[misc]
+    ty = type(out)
+    if ty not in _FAST_VALUES and plain_output(out):
+        return out
+    if ty is np.ndarray and out.base is not None:
+        note_view(trace, out, args)
     tape = trace.tape
-    tape.append((pullback, len(args), *flat))  # Trace.record, inlined (see _trace.node)
-    return Box(y, trace, len(tape) - 1)
+    tape.append((pullback, n, *routes))  # Trace.record, inlined (see _trace.node)
+    return Box(out, trace, len(tape) - 1)
 
 
 #: rule -> the rewritten body of its rrule, which an outer level traces line by line.
