@@ -59,7 +59,7 @@ class ReverseTrace(Trace):
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
-            elif self.uniform and all(t.log is None for t in outer):
+            elif all(t.log is None for t in outer):
                 self.fast_path = _apply_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -223,11 +223,12 @@ def _traced_impl(rule: Any) -> Any:
 
 
 def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
-    """:func:`_apply_first_order` under nested reverse levels (every active level a reverse
-    trace, none logging or holding implicit parameters): a plain callable with an rrule and
-    arguments that are boxes of floats or arrays (at any level) or constants. The level owning
-    the innermost argument records the rule, whose body runs rewritten at the levels outside
-    it (what :func:`~zygotepy._dispatch.apply_rule` does, without the general path's search)."""
+    """:func:`_apply_first_order` under nested levels (a reverse trace innermost, none logging or
+    holding implicit parameters; the outer ones reverse or forward): a plain callable with an
+    rrule and arguments that are boxes of floats or arrays (at any level) or constants. When the
+    level owning the innermost argument is a reverse trace it records the rule, whose body runs
+    rewritten at the levels outside it (what :func:`~zygotepy._dispatch.apply_rule` does,
+    without the general path's search); a forward level's call takes the full path."""
     if type(fn) is Box:
         return NOT_FAST
     try:
@@ -251,6 +252,8 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         return fn(*args)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
         return NOT_FAST  # a box of a finished differentiation: the full path says so
+    if type(best) is not ReverseTrace:
+        return NOT_FAST  # an outer forward level's call: its own mode decides
     if type(fn) is np.ufunc and len(args) > fn.nin:
         return NOT_FAST  # out= given positionally
     primals: list[Any] = []
