@@ -215,26 +215,46 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten); with
     ``params``, the variant that also sees implicit parameters reached without a call."""
     cache = _BY_FUNCTION[params]
-    try:
-        return cache[fn]
-    except KeyError:
-        pass
+    result = cache.get(fn)
+    if result is not None:
+        return result
     code = fn.__code__
     if is_generated(code):
-        result: Any = fn
+        result = fn
     else:
-        new = rewritten(fn, params)
-        if new is None:
+        recipe = _RECIPES.get((code, params))
+        if recipe is None:
+            recipe = _recipe(fn, params)
+            _RECIPES.put((code, params), recipe)
+        if recipe is _NOT_REWRITTEN:
             _refuse_hidden_rules(fn)
             result = fn
         else:
-            cells = dict(zip(code.co_freevars, fn.__closure__ or (), strict=True))
-            closure = tuple(cells[n] if n in cells else types.CellType(HELPERS[n]) for n in new.co_freevars)
+            new, sources = recipe
+            cells = fn.__closure__
+            closure = tuple(cells[s] if type(s) is int else s for s in sources)  # type: ignore[index]
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
     cache.put(fn, result)
     return result
+
+
+#: Per ``(code, params)``: the rewritten code and, per free variable of it, the position of the
+#: original closure's cell to share or the engine helper's cell (one per helper: rewritten code
+#: only reads it). A function made afresh per call (a lambda in a loop) is then rebuilt from this
+#: without reading the free variables' names again. Bounded; holds code objects only.
+_RECIPES = BoundedCache(4096)
+_NOT_REWRITTEN: Any = object()
+_HELPER_CELLS = {name: types.CellType(helper) for name, helper in HELPERS.items()}
+
+
+def _recipe(fn: types.FunctionType, params: bool) -> Any:
+    new = rewritten(fn, params)
+    if new is None:
+        return _NOT_REWRITTEN
+    position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
+    return new, tuple(position[n] if n in position else _HELPER_CELLS[n] for n in new.co_freevars)
 
 
 def _refuse_hidden_rules(fn: types.FunctionType) -> None:
