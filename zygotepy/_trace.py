@@ -67,8 +67,9 @@ class Trace:
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
-        self.with_params: bool = bool(params) or any(t.with_params for t in outer)
-        self.uniform = all(type(t) is type(self) for t in outer)  # every active trace of one kind
+        self.with_params: bool = bool(params) or (bool(outer) and any(t.with_params for t in outer))
+        #: every active trace of one kind
+        self.uniform = not outer or all(type(t) is type(self) for t in outer)
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
@@ -160,6 +161,10 @@ _GC_LOCK = threading.Lock()
 DEPTH_FACTOR = 4
 
 
+#: Whether this thread (context) holds the collector pause: inner pauses then cost nothing.
+_PAUSE_HELD: contextvars.ContextVar[bool] = contextvars.ContextVar("zygotepy_gc_pause_held", default=False)
+
+
 class _GCPause:
     """Pause Python's cyclic garbage collector while a trace runs (see :func:`gc_paused`), and
     scale the recursion limit by :data:`DEPTH_FACTOR` (restored with the collector).
@@ -167,7 +172,7 @@ class _GCPause:
     A class rather than a generator-based context manager: it is entered several times per
     ``gradient`` call, and this costs a fraction of a ``contextlib`` wrapper."""
 
-    __slots__ = ()
+    __slots__ = ("token",)
     holders = 0
     was_enabled = False
     user_limit = 0
@@ -180,8 +185,10 @@ class _GCPause:
                 _GCPause.user_limit = sys.getrecursionlimit()
                 sys.setrecursionlimit(_GCPause.user_limit * DEPTH_FACTOR)
             _GCPause.holders += 1
+        self.token = _PAUSE_HELD.set(True)
 
     def __exit__(self, *exc: object) -> None:
+        _PAUSE_HELD.reset(self.token)
         with _GC_LOCK:
             _GCPause.holders -= 1
             if _GCPause.holders == 0:
@@ -191,12 +198,9 @@ class _GCPause:
                     sys.setrecursionlimit(_GCPause.user_limit)
 
 
-_GC_PAUSE = _GCPause()
-
-
 class _HeldPause:
-    """The pause as seen from inside a running trace: its thread already holds it, so there is
-    nothing to take or give back (a nested ``gradient`` skips the lock twice per call)."""
+    """The pause as seen where this thread holds it already (inside ``gradient``, a nested
+    differentiation): nothing to take or give back, and no lock."""
 
     __slots__ = ()
 
@@ -217,7 +221,7 @@ def gc_paused() -> _GCPause | _HeldPause:
     A tape of a million nodes makes every full collection scan a million objects, which more
     than doubles the cost of a long program; the tape itself holds no reference cycles, so
     nothing it allocates needs the collector. Re-enabled when the last differentiation ends.
-    Inside a running trace (nested differentiation) the outer one holds the pause already.
+    Where this thread holds the pause already, the inner one is free.
 
     Example:
         >>> import gc
@@ -225,7 +229,7 @@ def gc_paused() -> _GCPause | _HeldPause:
         ...     gc.isenabled()
         False
     """
-    return _HELD_PAUSE if LEVELS.get() else _GC_PAUSE
+    return _HELD_PAUSE if _PAUSE_HELD.get() else _GCPause()
 
 
 class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as trace``)
@@ -238,7 +242,7 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as t
         0
     """
 
-    __slots__ = ("trace", "token")
+    __slots__ = ("trace", "token", "pause")
 
     def __init__(self, kind: type[Trace], *args: Any, **kwargs: Any) -> None:
         self.trace = kind(LEVELS.get(), *args, **kwargs)
@@ -246,13 +250,12 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as t
     def __enter__(self) -> Any:
         trace = self.trace
         self.token = LEVELS.set((*trace.outer, trace))
-        if not trace.outer:  # (inside a trace, the outer one holds the pause)
-            _GC_PAUSE.__enter__()
+        pause = self.pause = gc_paused()
+        pause.__enter__()
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        if not self.trace.outer:
-            _GC_PAUSE.__exit__()
+        self.pause.__exit__()
         LEVELS.reset(self.token)
 
 
