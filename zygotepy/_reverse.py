@@ -116,6 +116,15 @@ _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
 
 
+def _is_shape(t: tuple[Any, ...]) -> bool:
+    """A tuple of ints (a shape, axes): a constant the fast path takes as a second argument
+    (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``)."""
+    for v in t:
+        if type(v) is not int:
+            return False
+    return True
+
+
 def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     """:func:`~zygotepy._dispatch.apply_rule` for the commonest call (a first-order reverse
     trace's ``fast_path``): a plain callable with rules, arguments that are floats, ints, arrays
@@ -144,13 +153,13 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
                 if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
                     return NOT_FAST
                 routes: tuple[Any, ...] = (0, a._zp_index, 1, b._zp_index)
-            elif tb in _FAST_CONSTANTS:
+            elif tb in _FAST_CONSTANTS or (tb is tuple and _is_shape(b)):
                 y, routes = b, (0, a._zp_index)
             else:
                 return NOT_FAST
         elif ta in _FAST_CONSTANTS:
-            if tb is not Box:
-                return fn(a, b) if tb in _FAST_CONSTANTS else NOT_FAST  # nothing traced: just this
+            if tb is not Box:  # nothing traced: just this
+                return fn(a, b) if tb in _FAST_CONSTANTS or (tb is tuple and _is_shape(b)) else NOT_FAST
             y = b._zp_value
             if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
                 return NOT_FAST
