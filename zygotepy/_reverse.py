@@ -255,7 +255,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
                 best = tr
             if type(unbox_all(a)) not in _FAST_VALUES:
                 return NOT_FAST
-        elif ta not in _FAST_CONSTANTS:
+        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
             return NOT_FAST
     if best is None:
         return fn(*args)  # nothing traced at any level
