@@ -55,15 +55,15 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
                                  "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem", "_zp_compare",
-                                 *OPERATOR_HELPERS)
+                                 "_zp_class_of", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
     return ast.copy_location(ast.Name(id=id_, ctx=ast.Load()), like)
 
 
-def _call(like: ast.AST, func: ast.expr, *args: ast.expr) -> ast.Call:
-    return ast.copy_location(ast.Call(func=_name("_zp_call", like), args=[func, *args], keywords=[]), like)
+def _call(like: ast.AST, func: ast.expr, *args: ast.expr, helper: str = "_zp_call") -> ast.Call:
+    return ast.copy_location(ast.Call(func=_name(helper, like), args=[func, *args], keywords=[]), like)
 
 
 def _scope_nodes(body: list[ast.AST]) -> list[ast.AST]:
@@ -146,6 +146,9 @@ class _Rewriter(ast.NodeTransformer):
                 hidden = ast.Call(func=_name("_zp_locals", node), args=[node], keywords=[])
                 return ast.copy_location(hidden, node)
             return node
+        if (isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1
+                and not isinstance(node.args[0], ast.Starred) and not node.keywords):
+            return _call(node, node.func, *node.args, helper="_zp_class_of")  # ``type(x)``: hot
         return ast.copy_location(
             ast.Call(func=_name("_zp_call", node), args=[node.func, *node.args], keywords=node.keywords),
             node)

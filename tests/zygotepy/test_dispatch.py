@@ -181,7 +181,8 @@ def test_first_order_fast_path_gives_the_same_gradients_with_and_without_checkin
 
 
 @pytest.mark.parametrize("checks", [True, False])
-@pytest.mark.parametrize("x", [0.7, np.float64(0.7), np.array([0.7, -1.2])], ids=["float", "float64", "array"])
+@pytest.mark.parametrize("x", [0.7, np.float64(0.7), np.array([0.7, -1.2])],
+                         ids=["float", "float64", "array"])
 def test_first_order_fast_path_every_argument_layout(checks, x):
     """One and two arguments (traced or constant in either place, ints among the constants),
     three arguments, and a call with nothing traced: the fast path's cases, against closed forms."""

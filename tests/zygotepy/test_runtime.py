@@ -128,3 +128,24 @@ def test_defaultdict_accumulation_moves_references():
         return d["k"] * 2.0
 
     assert zp.gradient(f, 1.5) == (pytest.approx(2.0 * (1.0 + 2 * 1.5)),)
+
+
+def test_type_of_a_traced_value_is_its_primal_class_and_a_rebound_type_is_called():
+    """``type(x)`` in differentiated code (rewritten to skip the dispatcher) sees the primal's
+    class at any depth of nesting; a local named ``type`` is an ordinary call."""
+
+    def branches(x):
+        if type(x) is float:
+            return x * 3.0
+        return np.sum(x) * 5.0
+
+    assert zp.gradient(branches, 2.0) == (3.0,)
+    np.testing.assert_array_equal(zp.gradient(branches, np.ones(2))[0], [5.0, 5.0])
+    second = zp.gradient(lambda u: zp.gradient(lambda v: branches(v) * v, u)[0], 2.0)[0]
+    assert second == 6.0  # d2/du2 of 3 u**2, decided on a box of a box
+
+    def rebound(x):
+        type = lambda v: v * 2.0  # noqa: A001, E731  (shadows the builtin)
+        return type(x)
+
+    assert zp.gradient(rebound, 1.5) == (2.0,)
