@@ -216,6 +216,8 @@ class RuleTable:
         >>> y, back = rc.rrule(double, 3.0)
         >>> y, back(1.0)
         (6.0, (NoTangent(), 2.0))
+        >>> double in rc.rrule.primals, double in rc.frule.primals
+        (True, False)
     """
 
     def __init__(self, name: str) -> None:
