@@ -228,6 +228,9 @@ class RuleTable:
         #: is :meth:`has_rules` for a hashable ``f``, without a method call (engines ask it of
         #: every function they meet).
         self.primals: Mapping[Any, Any] = types.MappingProxyType(self._by_callable)
+        #: How many rules (and opt-outs) have been registered: an engine caching what it found
+        #: (:meth:`sole_rule`) looks again when this changes.
+        self.version = 0
 
     # -- registration --------------------------------------------------------------------------
     def register(
@@ -276,6 +279,7 @@ class RuleTable:
         if entry is None:
             entry = self._by_callable[rule.primal] = _CallableRules()
         entry.add(rule)
+        self.version += 1
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
@@ -305,6 +309,24 @@ class RuleTable:
             if rule is None:
                 return None
         return None if rule.kind == "opt_out" else rule
+
+    def sole_rule(self, f: Any) -> Rule | None:
+        """The rule of ``f`` whatever its arguments' types and the config, when ``f`` has just
+        one rule, registered without types or a config (``np.sin``, ``operator.mul``); else
+        ``None``. Until :attr:`version` changes an engine may keep it instead of calling
+        :meth:`lookup` at every call.
+
+        Example:
+            >>> import math, rulescore as rc
+            >>> rc.rrule.sole_rule(math.sin) is rc.rrule.lookup(math.sin, (0.5,))
+            True
+        """
+        try:
+            entry = self._by_callable.get(f)
+        except TypeError:
+            return None
+        rule = None if entry is None else entry.only
+        return None if rule is None or rule.kind == "opt_out" else rule
 
     def has_rules(self, f: Any) -> bool:
         """Whether any rule (or opt-out) is registered for ``f``, whatever the types."""

@@ -72,27 +72,29 @@ class ReverseTrace(Trace):
     python_target = staticmethod(python_target)
 
 
-#: callable -> ADJOINTS.version when found plain (-1: not plain); bounded: callables may come and go.
+#: callable -> ``(ADJOINTS.version, RRULES.version, its sole rrule or None)`` when found plain,
+#: -1 when not; bounded: callables may come and go.
 _PLAIN_CALLABLES = BoundedCache(1024)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 
 
-def _is_plain_callable(fn: Any) -> bool:
-    """Whether a callable with rules needs none of the dispatcher's general handling before its
-    rule: a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with no
-    legacy adjoint (cached until the next adjoint is defined)."""
+def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
+    """For a callable with rules that needs none of the dispatcher's general handling before its
+    rule (a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with
+    no legacy adjoint): ``(ADJOINTS.version, RRULES.version, its sole rrule or None)``, cached
+    until a rule or an adjoint is defined; ``None`` for any other callable."""
     try:
-        version = _PLAIN_CALLABLES.get(fn)
-        if version is None:
-            if fn not in RRULES.primals:
-                return False  # not cached: a rule may be registered later
-        elif version == ADJOINTS.version:
-            return True
-        elif version < 0:
-            return False
+        cached = _PLAIN_CALLABLES.get(fn)
     except TypeError:  # an unhashable callable object
-        return False
+        return None
+    if type(cached) is tuple:
+        if cached[0] == ADJOINTS.version and cached[1] == RRULES.version:
+            return cached
+    elif cached is not None:
+        return None  # not plain, by its type
+    elif fn not in RRULES.primals:
+        return None  # not cached: a rule may be registered later
     tf = type(fn)
     owner = getattr(fn, "__self__", None)
     module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
@@ -100,12 +102,18 @@ def _is_plain_callable(fn: Any) -> bool:
         and fn is not operator.getitem and fn is not getattr
     if not plain:
         _PLAIN_CALLABLES.put(fn, -1)
-        return False
+        return None
     if ADJOINTS.has_rules(fn):
         _PLAIN_CALLABLES.pop(fn, None)
-        return False
-    _PLAIN_CALLABLES.put(fn, ADJOINTS.version)
-    return True
+        return None
+    entry = (ADJOINTS.version, RRULES.version, RRULES.sole_rule(fn))
+    _PLAIN_CALLABLES.put(fn, entry)
+    return entry
+
+
+def _is_plain_callable(fn: Any) -> bool:
+    """Whether ``fn`` takes the fast paths (see :func:`_plain_entry`)."""
+    return _plain_entry(fn) is not None
 
 
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
@@ -133,11 +141,14 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        known = _PLAIN_CALLABLES.get(fn) == ADJOINTS.version  # _is_plain_callable's cache hit, inlined
+        plain_entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
     except TypeError:
-        known = False
-    if not known and not _is_plain_callable(fn):
         return NOT_FAST
+    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
+            or plain_entry[1] != RRULES.version:
+        plain_entry = _plain_entry(fn)
+        if plain_entry is None:
+            return NOT_FAST
     # the node's routes (position, tape index, ...) and the primals: one and two arguments
     # unrolled (nearly every call), any other count in a loop
     n = len(args)
@@ -193,7 +204,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
         if primals is args:
             return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
         plain, routes = tuple(primals), tuple(flat)
-    rule = RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None or rule.kind != "rule":
         return NOT_FAST
     if rule.config or trace.checks:
@@ -239,13 +250,16 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
     rewritten at the levels outside it (what :func:`~zygotepy._dispatch.apply_rule` does,
     without the general path's search); a forward level's call takes the full path."""
     if type(fn) is Box:
-        return NOT_FAST
+        return NOT_FAST  # a traced callable object: never hashed here
     try:
-        known = _PLAIN_CALLABLES.get(fn) == ADJOINTS.version
+        plain_entry = _PLAIN_CALLABLES.get(fn)
     except TypeError:
-        known = False
-    if not known and not _is_plain_callable(fn):
         return NOT_FAST
+    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
+            or plain_entry[1] != RRULES.version:
+        plain_entry = _plain_entry(fn)
+        if plain_entry is None:
+            return NOT_FAST
     best: Any = None
     for a in args:
         ta = type(a)
@@ -274,7 +288,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         else:
             primals.append(a)
     plain = tuple(primals)
-    rule = RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None or rule.kind != "rule" or rule.config or best.checks:
         return NOT_FAST
     outer = best.outer

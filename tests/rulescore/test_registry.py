@@ -512,3 +512,22 @@ def test_callables_lists_everything_with_rules(table):
     table.register(f)(tagged("f"))
     assert table.callables() == [f]
     assert triple in rc.rrule.callables()
+
+
+def test_sole_rule_and_version_let_an_engine_cache_lookups(table):
+    def f(x):
+        return x
+
+    before = table.version
+    table.register(f)(tagged("any"))
+    assert table.version == before + 1
+    assert f in table.primals and table.sole_rule(f) is table.lookup(f, (1.0,))
+    table.register(f, float)(tagged("float"))  # a typed rule: the lookup depends on the types now
+    assert table.version == before + 2 and table.sole_rule(f) is None
+    assert table.lookup(f, (1.0,)).impl(1.0)[0] == "float"
+
+    def g(x):
+        return x
+
+    table.opt_out(g)
+    assert table.sole_rule(g) is None and table.sole_rule(len) is None and table.sole_rule([]) is None

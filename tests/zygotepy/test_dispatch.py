@@ -158,6 +158,10 @@ def test_rules_and_adjoints_defined_after_first_use_take_effect():
     rc.rrule.register(triple)(lambda x: (triple(x), lambda g: (rc.NoTangent(), 30.0 * g)))
     assert zp.gradient(triple, 2.0) == (30.0,)  # the rule, now on the fast path
     assert zp.gradient(triple, 2.0) == (30.0,)
+    # a rule for floats only, after the fast path kept the one rule above as the only one
+    rc.rrule.register(triple, float)(lambda x: (triple(x), lambda g: (rc.NoTangent(), 40.0 * g)))
+    assert zp.gradient(triple, 2.0) == (40.0,)
+    np.testing.assert_array_equal(zp.gradient(lambda v: np.sum(triple(v)), np.ones(2))[0], [30.0, 30.0])
 
     @zp.adjoint(triple)
     def _(x):
