@@ -15,8 +15,8 @@ collection is on exactly while it runs, and the figure is the collected count di
 Nothing else calls ``sys.call_tracing`` (the program replaces it with a function that raises
 before measuring), and a Python whose ``libpython`` has no symbol table collects nothing, which
 is reported as an error rather than a figure. Counting the whole process instead, N calls minus
-0 calls, left the per-call figure at the mercy of the processes' spread of several million
-instructions (imports, allocator state): one MLP count came out negative. ``first_call``
+0 calls, left the per-call figure at the mercy of the processes' spread of millions of
+instructions outside the workload: one MLP count came out negative. ``first_call``
 (import plus the first gradient, counted once) is about the import, so it still counts whole
 processes: one with the import and a gradient minus one importing NumPy only.
 
