@@ -1,12 +1,24 @@
 """Instructions per gradient call, counted by callgrind: repeatable on a loaded machine.
 
 Timings on a shared two-core machine move by tens of percent; instruction counts do not. This
-script runs each workload N times and 0 times under ``valgrind --tool=callgrind`` and reports
-the difference divided by N, for the checkout given with ``--source`` (default: this one), so
-two commits can be compared side by side::
+script runs each workload in one process under ``valgrind --tool=callgrind`` for the checkout
+given with ``--source`` (default: this one), so two commits can be compared side by side::
 
     git worktree add /tmp/base <commit>
     python bench/instructions.py --source /tmp/base --source .
+
+Only the measured calls are counted: the process imports everything and makes warm-up calls
+(the rewrite, the caches and the interpreter's specialisation are not what is measured) with
+collection off (``--collect-atstart=no``), then runs the N measured calls inside
+``sys.call_tracing``, whose C function ``sys_call_tracing`` is the ``--toggle-collect`` switch:
+collection is on exactly while it runs, and the figure is the collected count divided by N.
+Nothing else calls ``sys.call_tracing`` (the program replaces it with a function that raises
+before measuring), and a Python whose ``libpython`` has no symbol table collects nothing, which
+is reported as an error rather than a figure. Counting the whole process instead, N calls minus
+0 calls, left the per-call figure at the mercy of the processes' spread of millions of
+instructions outside the workload: one MLP count came out negative. ``first_call``
+(import plus the first gradient, counted once) is about the import, so it still counts whole
+processes: one with the import and a gradient minus one importing NumPy only.
 
 Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
 with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
@@ -166,15 +178,28 @@ CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivati
          "grad_of_grad": "grad_of_grad(0.7)", "grad_of_grad_autograd": "grad_of_grad(0.7)",
          "rosen": "hess(xr)", "rosen_autograd": "hess(xr)"}
 
+#: Warm-up calls before the measured ones: CPython 3.11 specialises a function's bytecode only
+#: after it has run a few times, and the engine's per-call code runs once per gradient.
+WARMUP = 10
+#: The C function of ``sys.call_tracing``: collection is on while it runs the measured calls.
+SWITCH = "sys_call_tracing"
+
 PROGRAM = """
 import sys
 sys.path.insert(0, {source!r})
 import zygotepy as zp
 {body}
 arg = {arg}
-{call}  # warm: the rewrite and the caches are not what is measured
-for _ in range({n}):
+for _ in range({warmup}):
     {call}
+def measured_calls():
+    for _ in range({n}):
+        {call}
+def call_tracing_is_the_switch(func, args):
+    raise RuntimeError("bench/instructions.py: the workload called sys.call_tracing, which switches "
+                       "callgrind's collection; the count would be wrong")
+measure, sys.call_tracing = sys.call_tracing, call_tracing_is_the_switch
+measure(measured_calls, ())
 """
 
 FIRST_CALL = """
@@ -184,7 +209,7 @@ sys.path.insert(0, {source!r})
 """
 
 
-def count(program: str) -> int:
+def count(program: str, *options: str) -> int:
     """Instructions callgrind collects running ``program`` in a fresh interpreter."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "program.py")
@@ -192,7 +217,8 @@ def count(program: str) -> int:
             fh.write(program)
         env = {**os.environ, "PYTHONHASHSEED": "0", "RULESCORE_CHECKS": "0"}
         out = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", sys.executable, path],
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", *options,
+             sys.executable, path],
             capture_output=True, text=True, env=env, check=True,
         )
     match = re.search(r"Collected : (\d+)", out.stderr)
@@ -202,11 +228,16 @@ def count(program: str) -> int:
 
 
 def per_call(source: str, workload: str, n: int) -> float:
+    """Instructions per call of ``workload``: N calls counted in one process, divided by N."""
     body, arg = WORKLOADS[workload], ARGS.get(workload, "None")
     run = CALLS.get(workload, "zp.gradient(f, arg)")
-    many = count(PROGRAM.format(source=source, body=body, arg=arg, call=run, n=n))
-    none = count(PROGRAM.format(source=source, body=body, arg=arg, call=run, n=0))
-    return (many - none) / n
+    program = PROGRAM.format(source=source, body=body, arg=arg, call=run, n=n, warmup=WARMUP)
+    collected = count(program, "--collect-atstart=no", f"--toggle-collect={SWITCH}")
+    if collected == 0:
+        raise RuntimeError(
+            f"callgrind collected nothing for {workload!r}: the switch {SWITCH!r} was not found, so "
+            f"{sys.executable}'s libpython has no symbol table (use a Python built with symbols)")
+    return collected / n
 
 
 def first_call(source: str) -> float:
