@@ -232,13 +232,13 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     if result is not None:
         return result
     code = fn.__code__
-    if is_generated(code):
+    recipe = _RECIPES.get((code, params))
+    if recipe is None:
+        recipe = _AS_IT_IS if is_generated(code) else _recipe(fn, params)
+        _RECIPES.put((code, params), recipe)
+    if recipe is _AS_IT_IS:
         result = fn
     else:
-        recipe = _RECIPES.get((code, params))
-        if recipe is None:
-            recipe = _recipe(fn, params)
-            _RECIPES.put((code, params), recipe)
         if recipe is _NOT_REWRITTEN:
             _refuse_hidden_rules(fn)
             result = fn
@@ -255,10 +255,11 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
 
 #: Per ``(code, params)``: the rewritten code and, per free variable of it, the position of the
 #: original closure's cell to share or the engine helper's cell (one per helper: rewritten code
-#: only reads it). A function made afresh per call (a lambda in a loop) is then rebuilt from this
+#: only reads it); or that the code runs as it is (made by the rewriter, or not rewritable). A function made afresh per call (a lambda in a loop) is then rebuilt from this
 #: without reading the free variables' names again. Bounded; holds code objects only.
 _RECIPES = BoundedCache(4096)
 _NOT_REWRITTEN: Any = object()
+_AS_IT_IS: Any = object()  # code the rewriter made (a closure of rewritten code): already traced
 _HELPER_CELLS = {name: types.CellType(helper) for name, helper in HELPERS.items()}
 
 

@@ -28,12 +28,19 @@ LEVELS: contextvars.ContextVar[tuple[Trace, ...]] = contextvars.ContextVar("zygo
 
 def debug_logger() -> Any:
     """The ``"zygotepy"`` logger if it emits DEBUG records, else ``None``. The logging module is
-    not imported for this: if nobody imported it, nobody asked for DEBUG."""
+    not imported for this: if nobody imported it, nobody asked for DEBUG. The logger is looked
+    up once (``getLogger`` takes the logging module's lock; every trace asks)."""
     logging = sys.modules.get("logging")
     if logging is None:
         return None
-    log = logging.getLogger("zygotepy")
+    log = _LOGGER.get("zygotepy")
+    if log is None:
+        log = _LOGGER["zygotepy"] = logging.getLogger("zygotepy")
     return log if log.isEnabledFor(logging.DEBUG) else None
+
+
+#: The ``"zygotepy"`` logger once looked up (a logger lives as long as the logging module).
+_LOGGER: dict[str, Any] = {}
 
 
 def log_call(trace: Trace, fn: Any, args: tuple[Any, ...], how: str, rule: Any = None) -> None:
