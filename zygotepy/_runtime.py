@@ -255,8 +255,9 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
 
 #: Per ``(code, params)``: the rewritten code and, per free variable of it, the position of the
 #: original closure's cell to share or the engine helper's cell (one per helper: rewritten code
-#: only reads it); or that the code runs as it is (made by the rewriter, or not rewritable). A function made afresh per call (a lambda in a loop) is then rebuilt from this
-#: without reading the free variables' names again. Bounded; holds code objects only.
+#: only reads it); or that the code runs as it is (made by the rewriter, or not rewritable). A
+#: function made afresh per call (a lambda in a loop) is then rebuilt from this without reading
+#: its free variables' names again. Bounded; holds code objects only.
 _RECIPES = BoundedCache(4096)
 _NOT_REWRITTEN: Any = object()
 _AS_IT_IS: Any = object()  # code the rewriter made (a closure of rewritten code): already traced
