@@ -25,6 +25,8 @@ STRUCTURAL_MARK = "__rulescore_structural__"
 #: Scalars an answer may be built from: data with no tangent space, integers (shapes, axes,
 #: counts) and the zero tangents.
 _NO_DERIVATIVE = (*NO_TANGENT_DATA, int, np.integer, AbstractZero)
+#: The commonest of them, tested by exact type first.
+_NO_DERIVATIVE_EXACT = frozenset({bool, int, str, type(None), type, np.dtype})
 
 
 def structural(fn: F) -> F:
@@ -71,8 +73,12 @@ def carries_no_derivative(y: Any) -> bool:
         >>> rc.carries_no_derivative((2, 3.0))
         False
     """
-    if isinstance(y, _NO_DERIVATIVE):
+    ty = type(y)
+    if ty in _NO_DERIVATIVE_EXACT or isinstance(y, _NO_DERIVATIVE):
         return True
-    if type(y) is tuple or type(y) is frozenset:
-        return all(carries_no_derivative(v) for v in y)
+    if ty is tuple or ty is frozenset:
+        for v in y:  # (a loop: engines check every structural call's answer)
+            if not carries_no_derivative(v):
+                return False
+        return True
     return False
