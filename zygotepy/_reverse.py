@@ -359,6 +359,12 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
                 return ct
         elif tp is float and type(ct) is float:
             return ct
+        elif tp is Box and type(ct) is Box:  # nested: an outer level traces the gradient
+            v, p = unbox_all(ct), unbox_all(primal)  # (to_user's projection would pass it through)
+            tv = type(v)
+            if tv is type(p) and (tv is float or (tv is np.ndarray and v.dtype == p.dtype
+                                                 and v.shape == p.shape and p.dtype.kind in "fc")):
+                return ct
         return to_user(ZeroTangent() if ct is None else ct, primal)
     if t is tuple or t is list:
         parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
