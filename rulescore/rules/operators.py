@@ -112,16 +112,21 @@ def add_rrule(x: Any, y: Any) -> Any:
     if type(z) in _SEQ:
         return _concat_rrule(x, y, z)
     x, y = stand_in(x), stand_in(y)
+    if tx is np.ndarray and ty is np.ndarray:
 
-    def add_pullback(zbar: Any) -> Any:
-        if type(zbar) is np.ndarray and not arrays:
+        def add_pullback(zbar: Any) -> Any:
+            return _NT, proj(x, zbar), proj(y, zbar)
+
+        return z, add_pullback
+
+    def mixed_add_pullback(zbar: Any) -> Any:  # an operand that is not an array
+        if type(zbar) is np.ndarray:
             # lazy: a scalar's cotangent sums zbar, and the scalar is often a literal (1 + t * t)
             return (_NT, proj(x, zbar) if tx is np.ndarray else Thunk(lambda: proj(x, zbar)),
                     proj(y, zbar) if ty is np.ndarray else Thunk(lambda: proj(y, zbar)))
         return _NT, proj(x, zbar), proj(y, zbar)
 
-    arrays = tx is np.ndarray and ty is np.ndarray
-    return z, add_pullback
+    return z, mixed_add_pullback
 
 
 def float_add_pullback(zbar: Any) -> Any:
@@ -178,16 +183,22 @@ def mul_rrule(x: Any, y: Any) -> Any:
     if tx is not np.ndarray and ty is not np.ndarray and type(z) in _SEQ:  # (an array's product is one)
         return _repeat_rrule(x, y, z)
 
-    def mul_pullback(zbar: Any) -> Any:
-        if type(zbar) is np.ndarray and not arrays:
+    if tx is np.ndarray and ty is np.ndarray:
+
+        def mul_pullback(zbar: Any) -> Any:
+            return _NT, proj(x, zbar * conj(y)), proj(y, conj(x) * zbar)
+
+        return z, mul_pullback
+
+    def mixed_mul_pullback(zbar: Any) -> Any:  # an operand that is not an array
+        if type(zbar) is np.ndarray:
             # lazy: a scalar's cotangent sums the product, and the scalar is often a constant (2.0 * x)
             return (_NT,
                     proj(x, zbar * conj(y)) if tx is np.ndarray else Thunk(lambda: proj(x, zbar * conj(y))),
                     proj(y, conj(x) * zbar) if ty is np.ndarray else Thunk(lambda: proj(y, conj(x) * zbar)))
         return _NT, proj(x, zbar * conj(y)), proj(y, conj(x) * zbar)
 
-    arrays = tx is np.ndarray and ty is np.ndarray
-    return z, mul_pullback
+    return z, mixed_mul_pullback
 
 
 def mul_frule(tangents: Any, x: Any, y: Any) -> Any:
