@@ -21,7 +21,8 @@ instructions outside the workload: one MLP count came out negative. ``first_call
 processes: one with the import and a gradient minus one importing NumPy only.
 
 Workloads: ``scalar`` (the ``math.sin`` chain of workload 1), ``np_scalar`` (the same chain
-with ``np.sin`` on Python floats), ``mlp`` (workload 2's MLP at width 4, where NumPy's
+with ``np.sin`` on Python floats), ``one_op`` (the gradient of ``np.sum`` of a 4x4 array: what a
+``gradient`` call costs around its one operation), ``mlp`` (workload 2's MLP at width 4, where NumPy's
 arithmetic is negligible and the engine's own work dominates), ``first_call`` (import plus the
 first gradient, counted once), ``nested_tanh``, ``hvp`` and ``rosen`` (workload 8's derivatives
 1-4 of ``tanh``, Hessian-vector product and Hessian of a 100-dim Rosenbrock, on ``wl_nested``'s
@@ -61,6 +62,12 @@ def f(x):
     for _ in range(100):
         y = np.sin(y) * x + 0.1
     return y
+""",
+    "one_op": """
+import numpy as np
+x = np.ones((4, 4))
+def f(x):
+    return np.sum(x)
 """,
     "mlp": """
 import numpy as np
@@ -170,7 +177,7 @@ def f(A):
     return (np.sum(s) + np.sum(r * r) + norms + products + np.sum(np.linalg.pinv(A))
             + np.sum(np.matvec(A, B[:, 0])) + np.sum(scipy.special.logsumexp(A, axis=1, b=W)))
 """
-ARGS = {"scalar": "0.7", "np_scalar": "0.7", "mlp": "list(zip(Ws, bs))", "linalg": "A0"}
+ARGS = {"scalar": "0.7", "np_scalar": "0.7", "one_op": "x", "mlp": "list(zip(Ws, bs))", "linalg": "A0"}
 #: What one measured call is, when not ``zp.gradient(f, arg)``.
 CALLS = {"nested_tanh": "tanh_derivatives(x)", "nested_tanh_jvp": "tanh_derivatives(x)",
          "nested_tanh_autograd": "tanh_derivatives(x)",

@@ -9,7 +9,9 @@ the two arguments of each step, ``power``'s edges, complex numbers):
   result is NumPy's own (``np.add.reduce`` sums pairwise); the pullback runs the fold's
   pullbacks backwards. ``axis`` (an int, a tuple or ``None``), ``keepdims`` and ``initial`` are
   supported; ``out=``, ``where=`` and ``dtype=`` are refused with a ``TypeError`` naming the
-  method. ``np.add.reduce`` keeps its own rule (:mod:`rulescore.rules.reductions`).
+  method. ``np.add.reduce`` keeps its own rule (:mod:`rulescore.rules.reductions`). Where NumPy's
+  own ``reduce`` is not the fold (NumPy 2.4's AVX-512 ``power`` and ``arctan2``), the rules
+  raise an ``ArithmeticError`` that says so: no derivative would match what NumPy returns.
 - ``outer`` is the ufunc applied to ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
 
 ``ufunc.at`` writes into its first argument and returns ``None``, which no rule can express:
@@ -35,7 +37,7 @@ from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufuncs import RULES as UFUNC_RULES
 
-__all__ = ["AT_UFUNCS", "BINARY_UFUNCS", "RULES", "ufunc_at"]
+__all__ = ["AT_UFUNCS", "BINARY_UFUNCS", "RULES", "reduce_is_a_fold", "ufunc_at"]
 
 _NT = NoTangent()
 _ZT = ZeroTangent()
@@ -80,10 +82,49 @@ def _front(x: Any, axis: Any) -> tuple[Any, list[int]]:
     return np.reshape(moved, (-1, *rest)), axes
 
 
+#: ufunc -> whether NumPy's ``ufunc.reduce`` computes its documented fold on this machine (a
+#: finite table: one entry per binary ufunc).
+_REDUCE_IS_A_FOLD: dict[np.ufunc, bool] = {}
+
+
+def reduce_is_a_fold(uf: np.ufunc) -> bool:
+    """Whether ``uf.reduce`` computes ``acc = uf(acc, x[k])`` along the axis here, as NumPy
+    documents. NumPy 2.4's AVX-512 loops of ``power`` and ``arctan2`` do not when called as a
+    reduction (``np.power.reduce([a, b, c])`` gives ``a ** c``), so on such a CPU no derivative
+    matches what they return. Probed once per ufunc.
+
+    Example:
+        >>> import numpy as np
+        >>> reduce_is_a_fold(np.multiply)
+        True
+    """
+    known = _REDUCE_IS_A_FOLD.get(uf)
+    if known is None:
+        x = np.array([0.5, 0.75, 1.25, 1.5, 1.75])
+        acc = x[0]
+        for v in x[1:]:
+            acc = uf(acc, v)
+        known = _REDUCE_IS_A_FOLD[uf] = bool(np.isclose(uf.reduce(x), acc, rtol=1e-12, atol=0.0))
+    return known
+
+
+def _refuse_broken_reduce(uf: np.ufunc) -> None:
+    if not reduce_is_a_fold(uf):
+        x = np.array([0.5, 0.75, 1.25])
+        raise ArithmeticError(
+            f"numpy.{uf.__name__}.reduce: NumPy {np.__version__} on this CPU does not compute the fold "
+            f"it documents (numpy.{uf.__name__}.reduce({x.tolist()}) gives {float(uf.reduce(x))!r}, not "
+            f"{float(uf(uf(x[0], x[1]), x[2]))!r}), so no derivative matches its result; write the fold as a "
+            f"loop (acc = numpy.{uf.__name__}(acc, x[k])) or functools.reduce(numpy.{uf.__name__}, x)")
+
+
 def _folding(method: str, uf: np.ufunc, params: tuple[str, ...], x: Any, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any], Any, list[int]]:
     """``uf.<method>(x, ...)``, its bound parameters, ``x`` with the folded axes first
-    (:func:`_front`) and those axes: what every rule of ``reduce`` and ``accumulate`` starts from."""
+    (:func:`_front`) and those axes: what every rule of ``reduce`` and ``accumulate`` starts from.
+    A ``reduce`` NumPy computes wrongly on this machine is refused (:func:`reduce_is_a_fold`)."""
+    if method == "reduce":
+        _refuse_broken_reduce(uf)
     y = getattr(uf, method)(x, *args, **kwargs)
     p = _bind(method, uf, params, args, kwargs, 0)
     xm, axes = _front(x, p["axis"])

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import rulescore.testing as rct
 from rulescore.rules import FAMILIES as LIBRARY_FAMILIES
 from rulescore.testing import no_tangent
-from tests.rulescore.rules._cases import RuleCase, case_id
+from tests.rulescore.rules._cases import RuleCase, broken_reduce, case_id
 
 SYSTEMS = [s for s in ("jax", "torch") if s in rct.installed_systems()]
 _RULES = Path(__file__).parents[1] / "rulescore" / "rules"
@@ -57,6 +57,9 @@ def _cases() -> list[Any]:
 def test_rule_through_exporter(family: str, case: RuleCase, system: str) -> None:
     if system not in SYSTEMS:
         pytest.skip(f"{system} is not installed (the test extra installs it)")
+    if broken_reduce(case):
+        pytest.skip("NumPy computes this reduce wrongly on this CPU: its rules refuse it "
+                    "(tests/rulescore/rules/test_ufunc_methods.py)")
     strategies = st.tuples(*(a if isinstance(a, st.SearchStrategy) else st.just(a) for a in case.args))
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
