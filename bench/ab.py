@@ -13,7 +13,9 @@ Workloads (the same functions and data as ``run.py``'s): ``mlp`` (workload 2, wi
 tape ``floor``), ``big`` (workload 3), ``scalar`` (workload 1's ``math.sin`` and ``np.sin``
 chains) and ``nested_tanh`` (workload 8's derivatives 1-4 of ``tanh``, against HIPS autograd's
 ``elementwise_grad`` when it is installed). The workload code is this checkout's ``bench/``;
-only ``zygotepy`` and ``rulescore`` come from each ``--source``.
+only ``zygotepy`` and ``rulescore`` come from each ``--source``. On a shared VM a process may
+run slower from start to end (every row of it, up to 2x): read the ratios within a row of the
+output, and take several rounds.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+from _env import child_env
 
 
 def _cases(workload: str) -> dict[str, Callable[[], Any]]:
@@ -74,27 +76,20 @@ def _cases(workload: str) -> dict[str, Callable[[], Any]]:
 
 
 def child(source: str, workload: str, samples: int, min_time: float) -> None:
-    """One process: this checkout's engine, medians of interleaved samples, as JSON on stdout."""
-    sys.path.insert(0, BENCH_DIR)
-    sys.path.insert(0, source)
+    """One process: this checkout's engine, medians of interleaved samples (``harness.measure``
+    on process CPU time), as JSON on stdout."""
     from _env import pin
 
-    pin()
+    pin()  # before NumPy; it puts this checkout on sys.path, so the measured one goes in front
+    sys.path.insert(0, source)
+    import harness  # noqa: I001  (after the path is set: the order is the point)
     import zygotepy
 
     if not os.path.abspath(zygotepy.__file__).startswith(source):
         raise SystemExit(f"zygotepy came from {zygotepy.__file__}, not {source}")
-    cases = _cases(workload)
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for _ in range(samples):
-        for name, fn in cases.items():
-            fn()
-            n, start = 0, time.process_time()
-            while (elapsed := time.process_time() - start) < min_time or n == 0:
-                fn()
-                n += 1
-            times[name].append(elapsed / n)
-    print(json.dumps({k: sorted(v)[len(v) // 2] for k, v in times.items()}))
+    harness.clock = time.process_time
+    stats = harness.measure(_cases(workload), samples, min_time)
+    print(json.dumps({k: st.median for k, st in stats.items()}))
 
 
 def main() -> None:
@@ -118,7 +113,7 @@ def main() -> None:
                 out = subprocess.run(
                     [sys.executable, __file__, "--source", src, "--child", src, workload,
                      "--samples", str(opts.samples), "--min-time", str(opts.min_time)],
-                    capture_output=True, text=True, check=True).stdout
+                    capture_output=True, text=True, check=True, env=child_env()).stdout
                 medians = json.loads(out.strip().splitlines()[-1])
                 ref = next(iter(medians.values()))
                 cells = ", ".join(f"{k} {v * 1e6:.0f} µs ({v / ref:.3f}x)" for k, v in medians.items())

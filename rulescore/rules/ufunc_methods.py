@@ -25,6 +25,7 @@ in-place call into the functional one (:data:`rulescore.rules.writes.IN_PLACE`).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -82,11 +83,11 @@ def _front(x: Any, axis: Any) -> tuple[Any, list[int]]:
     return np.reshape(moved, (-1, *rest)), axes
 
 
-#: ufunc -> whether NumPy's ``ufunc.reduce`` computes its documented fold on this machine (a
-#: finite table: one entry per binary ufunc).
-_REDUCE_IS_A_FOLD: dict[np.ufunc, bool] = {}
+#: The values ``reduce_is_a_fold`` folds: every binary ufunc with a rule is smooth there.
+_PROBE = np.array([0.5, 0.75, 1.25, 1.5, 1.75])
 
 
+@functools.lru_cache(maxsize=64)  # one entry per binary ufunc
 def reduce_is_a_fold(uf: np.ufunc) -> bool:
     """Whether ``uf.reduce`` computes ``acc = uf(acc, x[k])`` along the axis here, as NumPy
     documents. NumPy 2.4's AVX-512 loops of ``power`` and ``arctan2`` do not when called as a
@@ -98,24 +99,17 @@ def reduce_is_a_fold(uf: np.ufunc) -> bool:
         >>> reduce_is_a_fold(np.multiply)
         True
     """
-    known = _REDUCE_IS_A_FOLD.get(uf)
-    if known is None:
-        x = np.array([0.5, 0.75, 1.25, 1.5, 1.75])
-        acc = x[0]
-        for v in x[1:]:
-            acc = uf(acc, v)
-        known = _REDUCE_IS_A_FOLD[uf] = bool(np.isclose(uf.reduce(x), acc, rtol=1e-12, atol=0.0))
-    return known
+    return bool(np.isclose(uf.reduce(_PROBE), functools.reduce(uf, _PROBE), rtol=1e-12, atol=0.0))
 
 
 def _refuse_broken_reduce(uf: np.ufunc) -> None:
     if not reduce_is_a_fold(uf):
-        x = np.array([0.5, 0.75, 1.25])
+        name = f"numpy.{uf.__name__}"
         raise ArithmeticError(
-            f"numpy.{uf.__name__}.reduce: NumPy {np.__version__} on this CPU does not compute the fold "
-            f"it documents (numpy.{uf.__name__}.reduce({x.tolist()}) gives {float(uf.reduce(x))!r}, not "
-            f"{float(uf(uf(x[0], x[1]), x[2]))!r}), so no derivative matches its result; write the fold as a "
-            f"loop (acc = numpy.{uf.__name__}(acc, x[k])) or functools.reduce(numpy.{uf.__name__}, x)")
+            f"{name}.reduce: NumPy {np.__version__} on this CPU does not compute the fold it documents "
+            f"({name}.reduce({_PROBE.tolist()}) gives {float(uf.reduce(_PROBE))!r}, not "
+            f"{float(functools.reduce(uf, _PROBE))!r}), so no derivative matches its result; write the "
+            f"fold as a loop (acc = {name}(acc, x[k])) or functools.reduce({name}, x)")
 
 
 def _folding(method: str, uf: np.ufunc, params: tuple[str, ...], x: Any, args: tuple[Any, ...],

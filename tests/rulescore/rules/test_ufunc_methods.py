@@ -6,6 +6,7 @@ zygotepy (second derivatives included; ``np.add.at``/``np.multiply.at`` against 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -122,17 +123,20 @@ def test_rule(case: RuleCase) -> None:
     check_case(case)
 
 
-def test_the_reduce_probe_compares_numpy_with_the_fold() -> None:
-    """``reduce_is_a_fold`` says whether NumPy's ``reduce`` is the documented fold, ufunc by ufunc,
-    on this machine (so the refusal above happens exactly where NumPy is wrong)."""
-    x = np.array([0.6, 1.3, 0.8, 1.7])
+def test_the_reduce_probe_says_where_numpy_is_wrong() -> None:
+    """``reduce_is_a_fold``'s verdict from its one probe holds for other values and lengths:
+    NumPy's ``reduce`` along the rows of a random matrix and of a longer vector against the fold,
+    for every binary ufunc (so the refusal above happens where NumPy is wrong). Which of NumPy's
+    loops runs depends on the layout (a C matrix reduced along axis 0 takes an element-wise
+    loop, which is right), so a broken ufunc's ``reduce`` is refused whatever the axis."""
+    m = np.random.default_rng(3).uniform(0.5, 2.0, (3, 7))
     for uf in BINARY_UFUNCS:
         if uf is np.ldexp:
             continue
-        fold = x[0]
-        for v in x[1:]:
-            fold = uf(fold, v)
-        assert reduce_is_a_fold(uf) == bool(np.isclose(uf.reduce(x), fold, rtol=1e-12, atol=0.0)), uf
+        rows = np.array([functools.reduce(uf, r) for r in m])
+        assert np.allclose(uf.reduce(m, axis=1), rows, rtol=1e-12) is reduce_is_a_fold(uf), uf
+        v = np.concatenate([m[0], m[1]])
+        assert bool(np.isclose(uf.reduce(v), functools.reduce(uf, v), rtol=1e-12)) is reduce_is_a_fold(uf), uf
     assert reduce_is_a_fold(np.multiply) and reduce_is_a_fold(np.subtract)
 
 
