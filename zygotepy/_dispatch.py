@@ -75,19 +75,21 @@ def _type_of(x: Any, *rest: Any) -> Any:
 
 
 def _map(fn: Any, *iterables: Any) -> Any:
+    iterables = tuple(python_iterator(it) for it in iterables)
     return (call(fn, *items) for items in zip(*iterables))  # noqa: B905  (map stops at the shortest)
 
 
 def _filter(fn: Any, iterable: Any) -> Any:
-    return (v for v in iterable if (v if fn is None else call(fn, v)))
+    return (v for v in python_iterator(iterable) if (v if fn is None else call(fn, v)))
 
 
 def _sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> Any:
-    return sorted(iterable, key=None if key is None else (lambda v: call(key, v)), reverse=reverse)
+    return sorted(python_iterator(iterable), key=None if key is None else (lambda v: call(key, v)),
+                  reverse=reverse)
 
 
 def _reduce(fn: Any, iterable: Any, *initial: Any) -> Any:
-    items = iter(iterable)
+    items = iter(python_iterator(iterable))
     acc = initial[0] if initial else next(items)
     for v in items:
         acc = call(fn, acc, v)
@@ -140,7 +142,9 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         # through ``__class__``, ``len`` through ``__len__``). Rule bodies and helpers traced at
         # outer levels call them on most lines (``type(x) is float``); the general path would
         # look up their rules and unbox their arguments level by level.
-        return (_type_of if fn is type else fn)(*args, **kwargs)
+        if fn is not len or not args or type(args[0]) in _PLAIN_ARGUMENTS or python_dunder(
+                type(args[0]), "__len__") is None:
+            return (_type_of if fn is type else fn)(*args, **kwargs)
     if not kwargs:  # traced_call's first step, inlined
         top = levels[-1]
         fast = top.fast_path
@@ -276,8 +280,13 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             special = SPECIAL_FORMS.get(fn)
             if special is not None:
                 return special(*args, **kwargs)
-        elif towner in MUTABLE_CONTAINERS:
-            return fn(*args, **kwargs)  # list.append(box), dict.update(...): references only
+        elif towner in MUTABLE_CONTAINERS:  # list.append(box), dict.update(...): references only
+            key = kwargs.get("key")
+            if type(key) is types.FunctionType:  # xs.sort(key=f): f runs through the dispatcher
+                kwargs = {**kwargs, "key": lambda *v: call(key, *v)}
+            if fn.__name__ in ("extend", "update") and args and type(args[0]) not in _PLAIN_ARGUMENTS:
+                args = (python_iterator(args[0]), *args[1:])
+            return fn(*args, **kwargs)
         elif towner is np.ndarray or towner is float or towner is complex or isinstance(owner, np.generic):
             # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
             fn, args = getattr(towner, fn.__name__), (owner, *args)
@@ -290,6 +299,10 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             return fn(*args, **kwargs)
     elif tf is types.MethodDescriptorType and fn.__objclass__ in MUTABLE_CONTAINERS:
         return fn(*args, **kwargs)  # list.copy(xs) (copy.copy calls it), dict.get(d, k): references only
+    if (tf is types.BuiltinFunctionType or tf is type) and fn in ITERATING:
+        y = protocol_call(fn, args, kwargs)
+        if y is not NOT_FAST:
+            return y
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
     if fn is operator.getitem and (plain_container(args[0]) or isinstance(args[0], rc.Tangent)):
@@ -432,19 +445,84 @@ def getattr_has_own_rule(obj: Any, name: str) -> bool:
     return rule is not None and bool(rule.types)
 
 
+#: Classes whose attributes are read as they are in rewritten code: none runs Python code
+#: the engine must see (a box reads its own attributes through the dispatcher).
+PLAIN_ATTRIBUTE_OWNERS = frozenset({
+    types.ModuleType, Box, np.ndarray, float, int, bool, complex, str, bytes, tuple, list, dict, set,
+    frozenset, type, type(None), types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+    np.float64, np.float32, np.int64, np.dtype, np.ufunc, type(np.sum)})
+
+
 def python_attribute(obj: Any, name: str) -> Any:
-    """``obj.name`` for a plain object in code rewritten for implicit parameters: a Python
-    property, ``cached_property`` or ``__getattr__`` runs through the dispatcher (Python would
-    call it from C, where the parameters it reads are not seen); a cache is not filled."""
+    """``obj.name`` in rewritten code: a property, ``cached_property``, ``__getattribute__`` or
+    ``__getattr__`` written in Python runs through the dispatcher (Python would call it from C,
+    where the calls it makes are not seen). A cache is filled only with a value that holds no
+    traced value (a traced one must not outlive its differentiation)."""
     cls = type(obj)
-    if cls is types.ModuleType or cls is Box:
+    if cls in PLAIN_ATTRIBUTE_OWNERS or isinstance(obj, type):
         return getattr(obj, name)
     kind, attr = attribute_kind(cls, name)
-    if (kind == "property" or kind == "cached") and attr is not None:
+    if kind == "property" and attr is not None:
         return call(attr, obj)
+    if kind == "cached":
+        found = getattr(obj, "__dict__", {})
+        if name in found:
+            return found[name]
+        value = call(attr, obj)
+        if not LEVELS.get() or innermost(LEVELS.get(), (value,), {}, True) is None:
+            found[name] = value
+        return value
     if kind == "hook" and name not in getattr(obj, "__dict__", ()) and not getattr_has_own_rule(obj, name):
         return call(attr, obj, name)
+    custom = python_dunder(cls, "__getattribute__")
+    if custom is not None:
+        return call(custom, obj, name)
     return getattr(obj, name)
+
+
+def python_setattr(obj: Any, name: str, value: Any) -> None:
+    """``obj.name = value`` in rewritten code: a property's setter or a ``__setattr__`` written in
+    Python runs through the dispatcher."""
+    cls = type(obj)
+    if cls not in PLAIN_ATTRIBUTE_OWNERS and not isinstance(obj, type):
+        setter = _descriptor_method(cls, name, "fset")
+        if setter is None:
+            setter = python_dunder(cls, "__setattr__")
+            if setter is not None:
+                call(setter, obj, name, value)
+                return
+        else:
+            call(setter, obj, value)
+            return
+    setattr(obj, name, value)
+
+
+def python_delattr(obj: Any, name: str) -> None:
+    """``del obj.name`` in rewritten code: a property's deleter or a ``__delattr__`` written in
+    Python runs through the dispatcher."""
+    cls = type(obj)
+    if cls not in PLAIN_ATTRIBUTE_OWNERS and not isinstance(obj, type):
+        deleter = _descriptor_method(cls, name, "fdel")
+        if deleter is None:
+            deleter = python_dunder(cls, "__delattr__")
+            if deleter is not None:
+                call(deleter, obj, name)
+                return
+        else:
+            call(deleter, obj)
+            return
+    delattr(obj, name)
+
+
+def _descriptor_method(cls: type, name: str, which: str) -> Any:
+    """The Python setter or deleter (``which``: ``"fset"``/``"fdel"``) of a property ``name`` of
+    ``cls``, or ``None``."""
+    try:
+        attr = inspect.getattr_static(cls, name)
+    except AttributeError:
+        return None
+    method = getattr(attr, which, None) if isinstance(attr, property) else None
+    return method if isinstance(method, types.FunctionType) else None
 
 
 #: Operators whose operands may be user classes defining them in Python: those methods are
@@ -479,6 +557,91 @@ def python_dunder(cls: type, name: str) -> Any:
                 break
     _PYTHON_DUNDERS.put(key, method)
     return method
+
+
+def python_iterator(x: Any) -> Any:
+    """An iterator over ``x`` whose ``__iter__``/``__next__`` (or old-style ``__getitem__``),
+    when written in Python, run through the dispatcher; ``x`` itself when none is."""
+    cls = type(x)
+    method = python_dunder(cls, "__iter__")
+    if method is not None:
+        return _python_next(call(method, x))
+    if getattr(cls, "__iter__", None) is None:
+        getitem = python_dunder(cls, "__getitem__")
+        if getitem is not None:
+            return _indexed(x, getitem)
+    return _python_next(x) if python_dunder(cls, "__next__") is not None else x
+
+
+def _python_next(it: Any) -> Any:
+    method = python_dunder(type(it), "__next__")
+    return it if method is None else _driven(it, method)
+
+
+def _driven(it: Any, method: Any) -> Any:
+    """The values of ``it`` by its Python ``__next__``, run through the dispatcher."""
+    while True:
+        try:
+            value = call(method, it)
+        except StopIteration:
+            return
+        yield value
+
+
+def _indexed(x: Any, getitem: Any) -> Any:
+    """Python's old iteration protocol (``x[0]``, ``x[1]``, ... until ``IndexError``) through the
+    dispatcher."""
+    i = 0
+    while True:
+        try:
+            value = call(getitem, x, i)
+        except IndexError:
+            return
+        yield value
+        i += 1
+
+
+#: Builtins that iterate their arguments from C (``sum(obj)``, ``list(obj)``) or call ``len``,
+#: ``next`` or a ``key`` function on them: an argument whose protocol methods are written in
+#: Python is handed over as an iterator that runs them through the dispatcher, and a Python
+#: ``key`` function is called through it.
+ITERATING = frozenset({list, tuple, set, frozenset, sum, min, max, zip, enumerate, any, all, iter, next, len,
+                       bool, collections.deque})
+_PLAIN_ARGUMENTS = frozenset({list, tuple, dict, float, int, str, np.ndarray, Box, type(None), range, bool,
+                              types.FunctionType, types.GeneratorType})
+
+
+def protocol_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` for an :data:`ITERATING` builtin whose arguments (or ``key``) may
+    run Python protocol methods, or ``NOT_FAST`` when none does."""
+    key = kwargs.get("key")
+    if all(type(a) in _PLAIN_ARGUMENTS for a in args) and (key is None or type(key) is not types.FunctionType):
+        return NOT_FAST
+    if key is not None and type(key) is types.FunctionType:
+        kwargs = {**kwargs, "key": lambda *v: call(key, *v)}
+    if not args:
+        return fn(**kwargs)
+    first, cls = args[0], type(args[0])
+    if fn is len or fn is bool:
+        method = python_dunder(cls, "__len__" if fn is len else "__bool__")
+        if method is not None:
+            return fn(call(method, first)) if fn is bool else operator.index(call(method, first))
+        if fn is bool and python_dunder(cls, "__len__") is not None:
+            return call(python_dunder(cls, "__len__"), first) != 0
+        return fn(first)
+    if fn is next:
+        method = python_dunder(cls, "__next__")
+        if method is None:
+            return fn(*args)
+        try:
+            return call(method, first)
+        except StopIteration:
+            if len(args) > 1:
+                return args[1]
+            raise
+    if fn is iter:
+        return iter(python_iterator(first)) if len(args) == 1 else fn(*args)
+    return fn(*(python_iterator(a) for a in args), **kwargs)
 
 
 def _user_operator(dunders: tuple[str, str | None], args: tuple[Any, ...]) -> Any:

@@ -112,6 +112,10 @@ def store(container: Any, index: Any, value: Any) -> None:
     shares memory with a written one, written into its traced value (:mod:`zygotepy._views`);
     refused if they would hide a gradient otherwise."""
     levels = LEVELS.get()
+    method = _python_setitem(container) if levels else None
+    if method is not None:
+        _dispatch.call(method, container, index, value)
+        return
     if levels and type(unbox_all(container)) is np.ndarray and (
             type(container) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
             levels[-1].with_params and _views.shadowed(levels, unbox_all(container)))):
@@ -134,6 +138,10 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
     alias, a container, a view), written into the traced value of the array owning its memory
     (:mod:`zygotepy._views`), so every reference reads it."""
     levels = LEVELS.get()
+    method = _python_setitem(x) if levels else None
+    if method is not None:
+        _dispatch.call(method, x, index, value)
+        return x
     if levels and not _dispatch.plain_container(x) and (
             type(x) is Box or _dispatch.innermost(levels, (value,), {}, False) or (
             levels[-1].with_params and type(x) is np.ndarray and _views.shadowed(levels, x))):
@@ -145,6 +153,14 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
         return _dispatch.call(setindex, x, index, value)
     x[index] = value
     return x
+
+
+def _python_setitem(container: Any) -> Any:
+    """A ``__setitem__`` written in Python for ``container``'s class (it then runs rewritten), or ``None``."""
+    tc = type(container)
+    if tc in _dispatch.PLAIN_ATTRIBUTE_OWNERS or tc is Box:
+        return None
+    return _dispatch.python_dunder(tc, "__setitem__")
 
 
 #: References to an array held only by one local name, seen from inside ``setitem``: the
@@ -180,9 +196,112 @@ def compare(op: Any, a: Any, b: Any) -> Any:
 
 
 def attribute(x: Any, name: str) -> Any:
-    """``x.name`` in code rewritten for implicit parameters: ``x`` may be a parameter (``W.T``),
-    and a property of a plain object runs rewritten (see :func:`zygotepy._dispatch.python_attribute`)."""
-    return _dispatch.python_attribute(param(x), name)
+    """``x.name`` in rewritten code: a property, ``cached_property`` or ``__getattr__`` written in
+    Python runs rewritten on any object (see :func:`zygotepy._dispatch.python_attribute`); in
+    code rewritten for implicit parameters ``x`` may also be a parameter (``W.T``)."""
+    tx = type(x)
+    if tx is np.ndarray:
+        levels = LEVELS.get()
+        if levels and levels[-1].with_params:
+            x = param(x)
+        return getattr(x, name)
+    if tx in _dispatch.PLAIN_ATTRIBUTE_OWNERS or not LEVELS.get():
+        return getattr(x, name)
+    return _dispatch.python_attribute(x, name)
+
+
+def set_attribute(x: Any, name: str, value: Any) -> None:
+    """``x.name = value`` in rewritten code: a property's setter or a ``__setattr__`` written in
+    Python runs rewritten."""
+    if type(x) in _dispatch.PLAIN_ATTRIBUTE_OWNERS or not LEVELS.get():
+        setattr(x, name, value)
+    else:
+        _dispatch.python_setattr(x, name, value)
+
+
+def delete_attribute(x: Any, name: str) -> None:
+    """``del x.name`` in rewritten code: a property's deleter or a ``__delattr__`` written in
+    Python runs rewritten."""
+    if type(x) in _dispatch.PLAIN_ATTRIBUTE_OWNERS or not LEVELS.get():
+        delattr(x, name)
+    else:
+        _dispatch.python_delattr(x, name)
+
+
+#: Iterables whose iteration runs no Python code of the user's (a box iterates itself through
+#: the dispatcher).
+_PLAIN_ITERABLES = frozenset({list, tuple, dict, range, str, bytes, set, frozenset, Box, zip, enumerate,
+                              type({}.items()), type({}.keys()), type({}.values()), types.GeneratorType,
+                              map, filter, reversed})
+
+
+def iterate(x: Any) -> Any:
+    """What a ``for`` loop, a comprehension or an unpacking in rewritten code iterates: ``x``
+    itself, unless its ``__iter__``/``__next__`` (or old-style ``__getitem__``) is written in
+    Python; then an iterator that runs those rewritten. In code rewritten for implicit
+    parameters, an array may be a parameter (``for row in W``)."""
+    tx = type(x)
+    if tx in _PLAIN_ITERABLES:
+        return x
+    if tx is np.ndarray:
+        return param(x)
+    if not LEVELS.get():
+        return x
+    return _dispatch.python_iterator(x)
+
+
+def with_manager(manager: Any) -> Any:
+    """The context manager a ``with`` statement in rewritten code enters: ``manager`` itself,
+    unless its ``__enter__``/``__exit__`` is written in Python; then one that runs them rewritten."""
+    if not LEVELS.get():
+        return manager
+    cls = type(manager)
+    enter, exit_ = _dispatch.python_dunder(cls, "__enter__"), _dispatch.python_dunder(cls, "__exit__")
+    if enter is None and exit_ is None:
+        return manager
+    return _Managed(manager, enter, exit_)
+
+
+class _Managed:
+    """A context manager whose Python ``__enter__``/``__exit__`` run through the dispatcher."""
+
+    __slots__ = ("manager", "enter", "exit")
+
+    def __init__(self, manager: Any, enter: Any, exit_: Any) -> None:
+        self.manager, self.enter, self.exit = manager, enter, exit_
+
+    def __enter__(self) -> Any:
+        if self.enter is None:
+            return type(self.manager).__enter__(self.manager)
+        return _dispatch.call(self.enter, self.manager)
+
+    def __exit__(self, *exc: Any) -> Any:
+        if self.exit is None:
+            return type(self.manager).__exit__(self.manager, *exc)
+        return _dispatch.call(self.exit, self.manager, *exc)
+
+
+def contains(container: Any, item: Any) -> bool:
+    """``item in container`` in rewritten code: a ``__contains__`` (or ``__iter__``) written in
+    Python runs rewritten."""
+    tc = type(container)
+    if tc in _PLAIN_ITERABLES or tc is np.ndarray or not LEVELS.get():
+        return item in container
+    method = _dispatch.python_dunder(tc, "__contains__")
+    if method is not None:
+        return bool(_dispatch.call(method, container, item))
+    if _dispatch.python_dunder(tc, "__iter__") is not None or _dispatch.python_dunder(tc, "__getitem__"):
+        return any(v is item or v == item for v in _dispatch.python_iterator(container))
+    return item in container
+
+
+def delete_item(container: Any, index: Any) -> None:
+    """``del container[index]`` in rewritten code: a ``__delitem__`` written in Python runs rewritten."""
+    method = _dispatch.python_dunder(type(container), "__delitem__") if LEVELS.get() else None
+    if method is not None:
+        _dispatch.call(method, container, index)
+    else:
+        del container[index]
 
 
 def user_locals(names: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +337,9 @@ def class_of(fn: Any, x: Any) -> Any:
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_locals": user_locals,
                            "_zp_call": _dispatch.call, "_zp_slice": slice, "_zp_setitem": setitem,
                            "_zp_store": store, "_zp_inplace": inplace, "_zp_getitem": getitem,
-                           "_zp_compare": compare, "_zp_class_of": class_of, **OPERATOR_HELPERS}
+                           "_zp_compare": compare, "_zp_class_of": class_of, "_zp_setattr": set_attribute,
+                           "_zp_delattr": delete_attribute, "_zp_iter": iterate, "_zp_with": with_manager,
+                           "_zp_contains": contains, "_zp_delitem": delete_item, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -397,15 +518,21 @@ _CLASS_TARGETS = WeakBoundedCache(256)
 
 
 def _class_target(cls: Any) -> Any:
-    """What constructs ``cls`` with its Python ``__init__`` (or ``__post_init__``) traced, or
-    ``None`` for a class constructed as it is."""
+    """What constructs ``cls`` with its Python ``__new__``, ``__init__`` or ``__post_init__`` (its
+    own or inherited) traced, or ``None`` for a class constructed as it is."""
+    if _skipped(cls):
+        return None
     if _has_post_init(cls):
         return _post_init_constructor(cls)
-    init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else None
-    if (isinstance(init, types.FunctionType) and cls.__new__ is object.__new__ and not _skipped(cls)
-            and init.__code__.co_filename[:1] != "<"):
-        return _constructor(cls)
-    return None
+    new = cls.__new__
+    python_new = isinstance(new, types.FunctionType) and new.__code__.co_filename[:1] != "<"
+    init = cls.__init__
+    python_init = isinstance(init, types.FunctionType) and init.__code__.co_filename[:1] != "<"
+    if not (python_new or (python_init and new is object.__new__)):
+        return None
+    if not python_new and new is not object.__new__:
+        return None  # a compiled __new__ (a tuple or ndarray subclass): constructed as it is
+    return _constructor(cls, new if python_new else None, init if python_init else None)
 
 
 def _in_place(fn: Any, functional: Any) -> Any:
@@ -507,10 +634,16 @@ def _post_init_constructor(cls: Any) -> Any:
     return construct
 
 
-def _constructor(cls: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)
+def _constructor(cls: Any, new: Any, init: Any) -> Any:  # a class (Any: mypy refuses cls.__init__ on a type)
+    """Construct ``cls`` as Python does, with its Python ``__new__`` (``new``) and ``__init__``
+    (``init``, run only on an instance of ``cls``) going through the dispatcher."""
+
     def construct(*args: Any, **kwargs: Any) -> Any:
-        obj: Any = object.__new__(cls)
-        _dispatch.call(cls.__init__, obj, *args, **kwargs)
+        obj: Any = object.__new__(cls) if new is None else _dispatch.call(new, cls, *args, **kwargs)
+        if init is not None and isinstance(obj, cls):
+            _dispatch.call(init, obj, *args, **kwargs)
+        elif init is None and new is not None and isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
+            type(obj).__init__(obj, *args, **kwargs)
         return obj
 
     return construct

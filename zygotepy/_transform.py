@@ -55,7 +55,8 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
 #: helpers (``_zp_call``, ``_zp_getitem``, ...), ``slice`` and the operators.
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
                                  "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem", "_zp_compare",
-                                 "_zp_class_of", *OPERATOR_HELPERS)
+                                 "_zp_class_of", "_zp_setattr", "_zp_delattr", "_zp_iter", "_zp_with",
+                                 "_zp_contains", "_zp_delitem", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -95,36 +96,86 @@ def _local_names(func: ast.AST) -> set[str]:
 
 
 class _Rewriter(ast.NodeTransformer):
-    """Routes calls, operators and subscripts to the dispatcher; with ``params``, also passes the
-    objects of attribute loads, iterations and unpackings through ``param`` (implicit parameters
-    are arrays the code may reach without any call)."""
+    """Routes calls, operators, subscripts and the protocols Python runs implicitly (attribute
+    reads, writes and deletes, iteration, ``with``, ``in``) to the engine's helpers, so that a
+    property, an ``__iter__`` or an ``__enter__`` written in Python runs rewritten too; with
+    ``params``, the objects of attribute loads, iterations and unpackings also pass through
+    ``param`` (implicit parameters are arrays the code may reach without any call).
 
-    def __init__(self, params: bool) -> None:
+    ``modules``: global names bound to modules when the function was rewritten; their attributes
+    (``np.sum``) are read as they are."""
+
+    def __init__(self, params: bool, modules: frozenset[str] = frozenset(), cls: str | None = None) -> None:
         self.scopes: list[set[str]] = []
         self.params = params
+        self.modules = modules
+        self.classes = [cls]  # the class whose private names (``self.__x``) are mangled here
         self.temporaries = 0
+
+    def _attr_name(self, attr: str) -> ast.Constant:
+        """The attribute name as Python looks it up: ``__x`` in a class body is ``_Class__x``."""
+        owner = self.classes[-1]
+        if owner is not None and attr.startswith("__") and not attr.endswith("__") and owner.strip("_"):
+            attr = f"_{owner.lstrip('_')}{attr}"
+        return ast.Constant(attr)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        self.classes.append(node.name)
+        self.generic_visit(node)
+        self.classes.pop()
+        return node
 
     def _param(self, node: ast.expr) -> ast.expr:
         if not self.params:
             return node
         return ast.copy_location(ast.Call(func=_name("_zp_param", node), args=[node], keywords=[]), node)
 
+    def _helper(self, helper: str, node: ast.AST, *args: ast.expr) -> ast.Call:
+        return ast.copy_location(ast.Call(func=_name(helper, node), args=list(args), keywords=[]), node)
+
+    def _is_module(self, value: ast.expr) -> bool:
+        return isinstance(value, ast.Name) and value.id in self.modules and not any(
+            value.id in scope for scope in self.scopes)
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if not self.params or not isinstance(node.ctx, ast.Load):
+        if not isinstance(node.ctx, ast.Load) or (self._is_module(node.value) and not self.params):
             return node
-        # obj.name -> _zp_attr(obj, "name"): a parameter's box, and properties run rewritten
-        return ast.copy_location(ast.Call(func=_name("_zp_attr", node),
-                                          args=[node.value, ast.Constant(node.attr)], keywords=[]), node)
+        # obj.name -> _zp_attr(obj, "name"): properties, cached properties and __getattr__ run
+        # rewritten on any object (and a parameter's box is found)
+        return self._helper("_zp_attr", node, node.value, self._attr_name(node.attr))
+
+    def _iterated(self, node: ast.expr) -> ast.expr:
+        return self._helper("_zp_iter", node, node)
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        self.generic_visit(node)
+        for item in node.items:  # __enter__/__exit__ written in Python run rewritten
+            item.context_expr = self._helper("_zp_with", item.context_expr, item.context_expr)
+        return node
+
+    def visit_Delete(self, node: ast.Delete) -> Any:
+        self.generic_visit(node)
+        out: list[ast.stmt] = []
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                call = self._helper("_zp_delattr", target, target.value, self._attr_name(target.attr))
+            elif isinstance(target, ast.Subscript):
+                call = self._helper("_zp_delitem", target, target.value, _index_expr(target.slice))
+            else:
+                out.append(ast.copy_location(ast.Delete(targets=[target]), node))
+                continue
+            out.append(ast.copy_location(ast.Expr(value=call), node))
+        return out
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
-        node.iter = self._param(node.iter)
+        node.iter = self._iterated(node.iter)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         self.generic_visit(node)
-        node.iter = self._param(node.iter)
+        node.iter = self._iterated(node.iter)
         return node
 
     def _visit_scope(self, node: ast.AST) -> ast.AST:
@@ -160,6 +211,11 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            found = self._helper("_zp_contains", node, node.comparators[0], node.left)
+            if isinstance(node.ops[0], ast.NotIn):
+                return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=found), node)
+            return found
         if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARISONS:
             return node
         op = _COMPARISONS[type(node.ops[0])]
@@ -208,9 +264,14 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Assign(self, node: ast.Assign) -> Any:
         target = node.targets[0]
         if (len(node.targets) > 1 or isinstance(target, (ast.Tuple, ast.List))) and any(
-                _stores_into_subscript(t) for t in node.targets) and not any(
+                _stores_into_item(t) for t in node.targets) and not any(
                 isinstance(n, ast.Starred) for t in node.targets for n in ast.walk(t)):
             return self._split_assign(node)
+        if len(node.targets) == 1 and isinstance(target, ast.Attribute):
+            # o.a = v -> setattr(o, "a", v): a property's setter or a __setattr__ runs rewritten
+            value, owner = self.visit(node.value), self.visit(target.value)
+            stored = self._helper("_zp_setattr", node, owner, self._attr_name(target.attr), value)
+            return ast.copy_location(ast.Expr(value=stored), node)
         if len(node.targets) == 1 and isinstance(target, ast.Subscript):
             value = self.visit(node.value)
             container = self.visit(target.value)
@@ -224,8 +285,8 @@ class _Rewriter(ast.NodeTransformer):
             new = ast.Call(func=_name("_zp_store", node), args=[container, index, value], keywords=[])
             return ast.copy_location(ast.Expr(value=ast.copy_location(new, node)), node)
         self.generic_visit(node)
-        if isinstance(target, (ast.Tuple, ast.List)):  # a, b = W unpacks rows of a parameter
-            node.value = self._param(node.value)
+        if isinstance(target, (ast.Tuple, ast.List)):  # a, b = obj iterates obj (rows of a parameter)
+            node.value = self._iterated(node.value)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -263,18 +324,20 @@ class _Rewriter(ast.NodeTransformer):
             obj = self._temporary()
             read = self.visit(ast.copy_location(
                 ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
-            into = ast.copy_location(
-                ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)
+            into = self._helper("_zp_setattr", node, _name(obj, node), self._attr_name(target.attr),
+                                update(read, "attribute"))
             return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
-                    ast.copy_location(ast.Assign(targets=[into], value=update(read, "attribute")), node)]
+                    ast.copy_location(ast.Expr(value=into), node)]
         self.generic_visit(node)
         return node
 
 
-def _stores_into_subscript(target: ast.AST) -> bool:
-    if isinstance(target, ast.Subscript):
+def _stores_into_item(target: ast.AST) -> bool:
+    """Whether an assignment target stores into a subscript or an attribute (then a tuple target
+    is split into one store per element, each through its helper)."""
+    if isinstance(target, (ast.Subscript, ast.Attribute)):
         return True
-    return isinstance(target, (ast.Tuple, ast.List)) and any(_stores_into_subscript(e) for e in target.elts)
+    return isinstance(target, (ast.Tuple, ast.List)) and any(_stores_into_item(e) for e in target.elts)
 
 
 def _index_expr(index: ast.expr) -> ast.expr:
@@ -435,7 +498,8 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
         _warn_no_source(fn)
         return None
     node, cls = found
-    node = _Rewriter(params).visit(_copy(node))
+    modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
+    node = _Rewriter(params, modules, cls).visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
         func: Any = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
