@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from zygotepy import _dispatch
-from zygotepy._errors import UntraceableError, user_code
+from zygotepy._errors import UntraceableError, unseen_code, user_code
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
 BINARY = {
@@ -68,11 +68,27 @@ for _name, _op in {**COMPARISONS, **UNARY}.items():
 
 def _array_ufunc(self: Box, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     fn = ufunc if method == "__call__" else getattr(ufunc, method)
+    _refuse_plain_out(fn, kwargs)
     return _dispatch.call_primitive(fn, *inputs, **kwargs)
 
 
 def _array_function(self: Box, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
+    _refuse_plain_out(func, kwargs)
     return _dispatch.call_primitive(func, *args, **kwargs)
+
+
+def _refuse_plain_out(fn: Any, kwargs: dict[str, Any]) -> None:
+    """NumPy hands a box its protocols only from code the engine did not rewrite (rewritten code
+    calls through the dispatcher). A write of a traced value into a plain array's memory there
+    (``acc += x``, ``out=acc``) cannot be followed: that code reads ``acc`` afterwards as it is."""
+    out = kwargs.get("out")
+    targets = out if type(out) is tuple else (out,)
+    if any(type(t) is np.ndarray for t in targets):
+        raise UntraceableError(
+            f"{_dispatch.public_name(fn)} writes a traced value into a plain array (out=, or an in-place "
+            f"operator such as +=) inside {unseen_code()}. The array's later reads there would not see "
+            "the traced value, so the result and its gradient would be wrong. Build a new array "
+            "instead (acc = acc + x), or call that code explicitly from the differentiated function.")
 
 
 def _getitem(self: Box, index: Any) -> Any:
@@ -114,11 +130,10 @@ def _int(self: Box) -> int:
 def _refuse(kind: str) -> Any:
     def method(self: Box, *args: Any, **kwargs: Any) -> Any:
         raise UntraceableError(
-            f"a traced value was converted to a plain {kind} inside {user_code()}, so its gradient "
-            f"would be lost. That code could not be traced (it has no Python source, or it is a "
-            f"compiled routine). Register an rrule for the function that does the conversion "
-            f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated."
-        )
+            f"a traced value was converted to a plain {kind} inside {unseen_code()}. Its gradient "
+            f"would be lost. Register an rrule for the function that does the conversion "
+            f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated "
+            f"(zygotepy.dropgrad(x)).")
 
     return method
 
@@ -136,13 +151,18 @@ def _format(self: Box, spec: str) -> str:
 
 
 def _hash(self: Box) -> int:
-    """By identity, as PyTorch hashes tensors: a memo filled with plain numbers must not answer
-    for a traced value (its answer would be a constant, and the gradient through it lost).
-    Integers, strings and bytes keep their value's hash, so traced ones still index tables."""
+    """Integers, strings and bytes keep their value's hash, so traced ones still index tables. Any
+    other traced value refuses, as JAX's tracers do: a lookup keyed on it would be decided by its
+    value (a hash by identity misses equal keys; a hash by value answers with a constant), and the
+    gradient through that choice would be lost."""
     value = unbox_all(self)
     if isinstance(value, (int, np.integer, str, bytes)):
         return hash(value)
-    return object.__hash__(self)
+    raise TypeError(
+        f"a traced {type(value).__name__} is used as a dictionary key or set member inside {user_code()}; "
+        "which entry is found would depend on its value, which differentiation cannot follow. Look it "
+        "up by its plain value, zygotepy.dropgrad(x) (no gradient flows through the lookup), or "
+        "compare values explicitly (x == key)")
 
 
 _NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})

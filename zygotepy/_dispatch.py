@@ -310,8 +310,9 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     if fn is getattr and len(args) > 1 and args[1] in PLAIN_ATTRIBUTES:
         return getattr(unbox_all(args[0]), *args[1:])  # shape, dtype, ...: no derivative, hot
 
-    if (tf is np.ufunc and len(args) > fn.nin) or (kwargs and _names_an_array(kwargs.get("out")) and (
-            tf is np.ufunc or (tf is types.BuiltinFunctionType and type(fn.__self__) is np.ufunc))):
+    if tf is not np.ufunc and len(args) > 2 and "out" not in kwargs:
+        args, kwargs = _out_by_keyword(fn, args, kwargs)
+    if (tf is np.ufunc and len(args) > fn.nin) or (kwargs and _names_an_array(kwargs.get("out"))):
         return ufunc_into(levels, fn, args, kwargs, call)  # a write into out=: functional
     given = args, kwargs  # f's own call: a declared positional form is its rules' only
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
@@ -349,6 +350,39 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+#: Per NumPy function, the position of its ``out`` parameter, or -1.
+_OUT_POSITIONS = BoundedCache(1024)
+
+
+def out_position(fn: Any) -> int:
+    """The position of a NumPy function's positional ``out`` parameter (``np.dot(a, b, out)``),
+    or -1 (cached): the fast paths leave a call giving it by position to the full path."""
+    try:
+        return _OUT_POSITIONS[fn]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return -1
+    position = -1
+    if (getattr(fn, "__module__", None) or "").startswith("numpy") and type(fn) is not np.ufunc:
+        try:
+            names = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in _POSITIONAL]
+        except (TypeError, ValueError):
+            names = []
+        position = names.index("out") if "out" in names else -1
+    _OUT_POSITIONS.put(fn, position)
+    return position
+
+
+def _out_by_keyword(fn: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``np.dot(a, b, c)`` as ``np.dot(a, b, out=c)``: a NumPy function's ``out`` given by position."""
+    position = out_position(fn)
+    if 0 <= position < len(args) and isinstance(args[position], np.ndarray | Box):
+        return args[:position] + args[position + 1:], {**kwargs, "out": args[position]}
+    return args, kwargs
 
 
 def _names_an_array(out: Any) -> bool:
@@ -615,7 +649,7 @@ def protocol_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
     """``fn(*args, **kwargs)`` for an :data:`ITERATING` builtin whose arguments (or ``key``) may
     run Python protocol methods, or ``NOT_FAST`` when none does."""
     key = kwargs.get("key")
-    if all(type(a) in _PLAIN_ARGUMENTS for a in args) and (key is None or type(key) is not types.FunctionType):
+    if all(type(a) in _PLAIN_ARGUMENTS for a in args) and type(key) is not types.FunctionType:
         return NOT_FAST
     if key is not None and type(key) is types.FunctionType:
         kwargs = {**kwargs, "key": lambda *v: call(key, *v)}
@@ -861,7 +895,8 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         token = LEVELS.set(outer)
         try:
             if rule.kind == "non_differentiable":
-                return call(fn, *primals, **kwargs)
+                y = call(fn, *primals, **kwargs)
+                return _constant_of_params(y, trace) if trace.with_params else y
             if trace.checks or not rule.impl:
                 y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
             elif rule.config:  # table.run's body, without tracing its own lines at the outer levels
@@ -876,6 +911,21 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     if ty is np.ndarray and y.base is not None:
         note_view(trace, y, args)
     return trace.record(y, pullback, tuple(routes), len(args))
+
+
+def _constant_of_params(y: Any, trace: Trace) -> Any:
+    """A non-differentiable call's output with every implicit parameter in it (``dropgrad(W)``
+    hands back ``W`` itself) replaced by a view of it: the same values, which no later call takes
+    for the parameter again."""
+    if type(y) is np.ndarray:
+        array: np.ndarray = y
+        for t in (*trace.outer, trace):
+            if t.params.get(id(array)) is array:
+                return array.view()
+        return array
+    if type(y) is tuple or type(y) is list:
+        return type(y)(_constant_of_params(v, trace) for v in y)
+    return y
 
 
 #: What a trace's ``fast_path`` returns for a call it leaves to the full path.

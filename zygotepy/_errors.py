@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextvars
+import linecache
 import os
 import sys
 import warnings
@@ -76,3 +77,30 @@ def user_code() -> str:
         return "unknown code"
     code = frame.f_code
     return f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
+
+
+def unseen_code() -> str:
+    """``user_code()`` for code running without the engine rewriting it, with the reason: a
+    traced value reached it through an operation Python or compiled code made on its behalf.
+
+    Example:
+        >>> def callback():
+        ...     return unseen_code()
+        >>> "callback (" in callback()
+        True
+    """
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "unknown code"
+    code = frame.f_code
+    where = f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
+    if not linecache.getlines(code.co_filename, frame.f_globals):
+        why = "it has no Python source (exec of a string, or a compiled routine's callback)"
+    elif "site-packages" in code.co_filename or "dist-packages" in code.co_filename:
+        why = "it is library code that zygotepy runs as it is"
+    else:
+        why = ("it was called by Python itself or by compiled code (a callback or a special method "
+               "zygotepy does not rewrite), so zygotepy does not see the calls it makes")
+    return f"{where}, which runs as it is: {why}"

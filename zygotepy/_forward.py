@@ -156,7 +156,7 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
     that are this trace's boxes of floats and arrays, or constants holding no box (numbers,
     arrays, shapes, names, dtypes). Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box or not _is_plain_callable(fn):
+    if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
         return NOT_FAST
     primals: Any = args
     dots: list[Any] = [_NO_TANGENT]

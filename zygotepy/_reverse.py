@@ -10,8 +10,12 @@ stay in rulescore's representation until the very edge (:mod:`zygotepy._edge`).
 
 from __future__ import annotations
 
+import enum
+import functools
 import inspect
+import numbers
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -28,7 +32,16 @@ from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTang
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
-from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
+from zygotepy._dispatch import (
+    NOT_FAST,
+    RRULES,
+    SPECIAL_FORMS,
+    apply_rule,
+    call,
+    out_position,
+    plain_output,
+    unbox,
+)
 from zygotepy._edge import to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
@@ -188,6 +201,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
             return NOT_FAST
         plain, routes = (x,), (0, a._zp_index)
     else:
+        if out_position(fn) >= 0:
+            return NOT_FAST  # np.dot(a, b, out): the full path writes into out
         primals: Any = args
         flat: list[Any] = []
         for i, a in enumerate(args):
@@ -277,7 +292,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         return NOT_FAST  # a box of a finished differentiation: the full path says so
     if type(best) is not ReverseTrace:
         return NOT_FAST  # an outer forward level's call: its own mode decides
-    if type(fn) is np.ufunc and len(args) > fn.nin:
+    if (type(fn) is np.ufunc and len(args) > fn.nin) or (len(args) > 2 and out_position(fn) >= 0):
         return NOT_FAST  # out= given positionally
     primals: list[Any] = []
     flat: list[Any] = []
@@ -321,9 +336,53 @@ def _box_args(trace: Trace, x: Any) -> Any:
         return t(_box_args(trace, v) for v in x)
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
-    if isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x) or inspect.ismodule(x):
-        return x
+    if not holds_numbers(x):
+        return x  # an enum, a sentinel, a callable, a Generator, a set of names: the same object
     return trace.box(x)
+
+
+def holds_numbers(x: Any, seen: set[int] | None = None) -> bool:
+    """Whether ``x`` is or holds (in containers and object fields) a number or a numeric array: only
+    such an argument is traced. Enums, sets, callables without numeric fields, random generators
+    and objects such as ``object()`` sentinels pass through as the same objects, so ``is``,
+    ``in`` and dictionary lookups on them behave as without differentiation.
+
+    Example:
+        >>> import enum, functools, numpy as np
+        >>> class Act(enum.Enum):
+        ...     RELU = 1
+        >>> [holds_numbers(v) for v in (1.5, np.ones(2), Act.RELU, object(), {"a"}, np.tanh)]
+        [True, True, False, False, False, False]
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (int, float, complex, np.number, numbers.Number)):
+        return True  # (a Fraction, a Decimal: traced, and their rules decide)
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "iufcO"
+    if (isinstance(x, _PASSING_THROUGH) or isinstance(x, NO_TANGENT_TYPES) or inspect.isroutine(x)
+            or inspect.ismodule(x) or isinstance(x, type) or _random_object(x)):
+        return False
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return False
+    seen.add(id(x))
+    if isinstance(x, (tuple, list)):
+        return any(holds_numbers(v, seen) for v in x)
+    if isinstance(x, dict):
+        return any(holds_numbers(v, seen) for v in x.values())
+    if not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+        return False  # an object() sentinel, a compiled value with no fields
+    return any(holds_numbers(v, seen) for v in fields_of(x).values())
+
+
+#: Values never traced, whatever they hold.
+_PASSING_THROUGH = (enum.Enum, set, frozenset, functools.partial, range, slice, str, bytes)
+
+
+def _random_object(x: Any) -> bool:
+    random = sys.modules.get("numpy.random")
+    return random is not None and isinstance(x, (random.Generator, random.RandomState, random.BitGenerator))
 
 
 def _assemble(boxed: Any, cts: list[Any]) -> Any:

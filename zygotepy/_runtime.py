@@ -642,8 +642,8 @@ def _constructor(cls: Any, new: Any, init: Any) -> Any:  # a class (Any: mypy re
         obj: Any = object.__new__(cls) if new is None else _dispatch.call(new, cls, *args, **kwargs)
         if init is not None and isinstance(obj, cls):
             _dispatch.call(init, obj, *args, **kwargs)
-        elif init is None and new is not None and isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
-            type(obj).__init__(obj, *args, **kwargs)
+        elif init is None and isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
+            type(obj).__init__(obj, *args, **kwargs)  # a compiled __init__ after a Python __new__
         return obj
 
     return construct

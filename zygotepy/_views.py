@@ -222,8 +222,9 @@ def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: 
 
 def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                call: Any) -> Any:
-    """``fn(*args, out=o, where=w)`` (``fn`` a ufunc, or a ufunc's ``reduce``, ``accumulate``
-    ...) with a traced value involved: the result (kept from ``o`` where a ufunc's ``w`` is
+    """``fn(*args, out=o, where=w)`` (``fn`` a ufunc, a ufunc's ``reduce``, ``accumulate`` ..., or
+    any other function writing into ``out=``: ``np.dot``, ``np.clip``, ``np.sum``) with a traced
+    value involved: the result (kept from ``o`` where a ufunc's ``w`` is
     False) written into the traced value of ``o`` (:func:`write`), and ``o`` returned, as NumPy
     returns it. ``call`` is the dispatcher's."""
     method = type(fn) is not np.ufunc
@@ -233,7 +234,7 @@ def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs
     out = kwargs.pop("out")
     targets = out if type(out) is tuple else (out,)
     where = True if method else kwargs.pop("where", True)
-    if not any(type(v) is Box for v in (*args, *kwargs.values(), *targets, where)) and not any(
+    if not any(_holds_box(v) for v in (*args, *kwargs.values(), *targets, where)) and not any(
             type(t) is np.ndarray and shadowed(levels, t) for t in targets):
         return fn(*args, out=out, **kwargs) if method else fn(*args, out=out, where=where, **kwargs)
     target = targets[0]
@@ -247,6 +248,18 @@ def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs
         value = call(np.where, where, value, latest(levels, target, call))
     write(levels, target, None, value, call)
     return out
+
+
+def _holds_box(x: Any) -> bool:
+    """Whether ``x`` is a box or a tuple, list or dict holding one (``np.concatenate([a, b], out=c)``)."""
+    t = type(x)
+    if t is Box:
+        return True
+    if t is tuple or t is list:
+        return any(_holds_box(v) for v in x)
+    if t is dict:
+        return any(_holds_box(v) for v in x.values())
+    return False
 
 
 def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:
