@@ -84,11 +84,13 @@ def _refuse_plain_out(fn: Any, kwargs: dict[str, Any]) -> None:
     out = kwargs.get("out")
     targets = out if type(out) is tuple else (out,)
     if any(type(t) is np.ndarray for t in targets):
+        where, why = unseen_code()
         raise UntraceableError(
             f"{_dispatch.public_name(fn)} writes a traced value into a plain array (out=, or an in-place "
-            f"operator such as +=) inside {unseen_code()}. The array's later reads there would not see "
-            "the traced value, so the result and its gradient would be wrong. Build a new array "
-            "instead (acc = acc + x), or call that code explicitly from the differentiated function.")
+            f"operator such as +=) inside {where}, which runs as it is: {why}. The array's later reads "
+            "there would not see the traced value, so the result and its gradient would be wrong. Build "
+            "a new array instead (acc = acc + x), or call that code explicitly from the differentiated "
+            "function.")
 
 
 def _getitem(self: Box, index: Any) -> Any:
@@ -129,11 +131,12 @@ def _int(self: Box) -> int:
 
 def _refuse(kind: str) -> Any:
     def method(self: Box, *args: Any, **kwargs: Any) -> Any:
+        where, why = unseen_code()
         raise UntraceableError(
-            f"a traced value was converted to a plain {kind} inside {unseen_code()}. Its gradient "
-            f"would be lost. Register an rrule for the function that does the conversion "
-            f"(@rulescore.rrule.register(fn)), or call it on values that are not differentiated "
-            f"(zygotepy.dropgrad(x)).")
+            f"a traced value was converted to a plain {kind} inside {where}, so its gradient would be "
+            f"lost. That code runs as it is: {why}. Register an rrule for the function that does the "
+            f"conversion (@rulescore.rrule.register(fn)), or call it on values that are not "
+            f"differentiated (zygotepy.dropgrad(x)).")
 
     return method
 

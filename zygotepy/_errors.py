@@ -79,21 +79,21 @@ def user_code() -> str:
     return f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
 
 
-def unseen_code() -> str:
-    """``user_code()`` for code running without the engine rewriting it, with the reason: a
-    traced value reached it through an operation Python or compiled code made on its behalf.
+def unseen_code() -> tuple[str, str]:
+    """``user_code()`` for code running without the engine rewriting it, and why it runs as it
+    is: a traced value reached it through an operation Python or compiled code made on its behalf.
 
     Example:
         >>> def callback():
         ...     return unseen_code()
-        >>> "callback (" in callback()
+        >>> callback()[0].startswith("callback (")
         True
     """
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
         frame = frame.f_back  # type: ignore[assignment]
     if frame is None:
-        return "unknown code"
+        return "unknown code", "it is not Python code"
     code = frame.f_code
     where = f"{code.co_qualname} ({code.co_filename}:{frame.f_lineno})"
     if not linecache.getlines(code.co_filename, frame.f_globals):
@@ -103,4 +103,4 @@ def unseen_code() -> str:
     else:
         why = ("it was called by Python itself or by compiled code (a callback or a special method "
                "zygotepy does not rewrite), so zygotepy does not see the calls it makes")
-    return f"{where}, which runs as it is: {why}"
+    return where, why

@@ -11,18 +11,21 @@ without source give ``None`` (with one warning).
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import dis
+import functools
 import inspect
 import linecache
 import operator
+import sys
 import types
 import weakref
 from typing import Any
 
 from zygotepy._caches import BoundedCache
-from zygotepy._errors import LIBRARY_CALL, warn_user
+from zygotepy._errors import LIBRARY_CALL, UntraceableError, warn_user
 
 _OPERATORS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -360,7 +363,11 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         return None
-    text = "".join(lines)
+    return _text_index(filename, "".join(lines))
+
+
+def _text_index(filename: str, text: str) -> dict[int, list[tuple[ast.AST, str | None]]] | None:
+    """The functions and lambdas of a source text by first line (cached per file and text)."""
     cached = _FILES.get(filename)
     if cached is not None and cached[0] == text:
         return cached[1]  # type: ignore[no-any-return]
@@ -380,15 +387,82 @@ def _file_index(filename: str, module_globals: Any) -> dict[int, list[tuple[ast.
             walk(child, child.name if isinstance(child, ast.ClassDef) else cls)
 
     walk(tree, None)
+    # the module's imports (line 0: no function starts there): a name bound by an import changes
+    # how the compiler reads its attributes (LOAD_ATTR, not LOAD_METHOD), see _compiles_to
+    imports = [n for n in _scope_nodes(tree.body) if isinstance(n, ast.Import) or (
+        isinstance(n, ast.ImportFrom) and n.module != "__future__")]  # (future imports: flags)
+    index[0] = [(n, None) for n in sorted(imports, key=lambda n: n.lineno)]
     _FILES.put(filename, (text, index))
     return index
 
 
+def typed_sources(filename: str) -> list[str]:
+    """Texts that may hold the source of code compiled from ``filename`` when no file holds it:
+    ``python -c``'s argument (``<string>``), and the statements typed into the plain REPL
+    (``<stdin>``), most recent first, from readline's history. Each is checked against the code
+    object before it is used (:func:`_find_node`), so a wrong guess is never rewritten.
+
+    Example:
+        >>> typed_sources("not typed")
+        []
+    """
+    if filename == "<string>":
+        argv = list(getattr(sys, "orig_argv", ()))
+        if "-c" in argv[:-1]:
+            return [argv[argv.index("-c") + 1]]
+        return []
+    if filename != "<stdin>":
+        return []
+    readline = sys.modules.get("readline")
+    if readline is None:
+        return []
+    lines = [readline.get_history_item(i) or "" for i in range(1, readline.get_current_history_length() + 1)]
+    statements = []
+    for first in reversed(range(len(lines))):
+        if not lines[first] or lines[first][0].isspace():
+            continue  # a statement begins at an unindented line
+        block = [lines[first]]
+        for line in lines[first + 1:]:
+            if line and not line[0].isspace() and not line.startswith(_CONTINUATIONS):
+                break
+            block.append(line)
+        statements.append("\n".join(block) + "\n")
+    return statements
+
+
+#: Unindented lines that continue a compound statement typed into the REPL.
+_CONTINUATIONS = ("else", "elif", "except", "finally", ")", "]", "}")
+
+
 def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
+    """``fn``'s syntax tree and the class it is defined in, from its file or from the text it was
+    typed as (:func:`typed_sources`), checked to compile to ``fn``'s own code; ``None`` if no
+    source is found; :data:`STALE` if the source found is not the code being run (its file was
+    edited after it was imported)."""
     code = fn.__code__
     index = _file_index(code.co_filename, fn.__globals__)
-    if index is None:
-        return None
+    texts = typed_sources(code.co_filename) if index is None else []
+    indexes = [index] if index is not None else [_text_index(code.co_filename, t) for t in texts]
+    stale = False
+    for found_index in indexes:
+        if found_index is None:
+            continue
+        imports = [n for n, _ in found_index.get(0, [])]
+        for found in _nodes_at(fn, found_index):
+            if _compiles_to(found[0], found[1], code, imports):
+                return found
+            stale = True
+    return STALE if stale and index is not None else None
+
+
+#: What :func:`_find_node` returns for a function whose file no longer holds its code.
+STALE: Any = (None, None)
+
+
+def _nodes_at(fn: types.FunctionType,
+              index: dict[int, list[tuple[ast.AST, str | None]]]) -> list[tuple[ast.AST, str | None]]:
+    """The nodes in ``index`` that may be ``fn``'s, the likeliest first."""
+    code = fn.__code__
     candidates = index.get(code.co_firstlineno, [])
     if code.co_name == "<lambda>":
         lambdas = [(n, c) for n, c in candidates if isinstance(n, ast.Lambda)]
@@ -409,9 +483,60 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
         fitting = [(n, c) for n, c in lambdas if covers(n) and same_signature(n)]
         fitting.sort(key=lambda nc: ((nc[0].end_lineno or 0) - nc[0].lineno,
                                      (nc[0].end_col_offset or 0) - nc[0].col_offset))
-        return fitting[0] if fitting else None
-    named = [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
-    return named[0] if len(named) == 1 else None
+        return fitting
+    return [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
+
+
+#: The compiler flags of ``from __future__`` imports, which a code object carries in ``co_flags``.
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                                for name in __future__.all_feature_names), 0)
+
+
+def _compiles_to(node: Any, cls: str | None, code: types.CodeType, imports: list[ast.AST]) -> bool:
+    """Whether the source ``node`` (defined in class ``cls``, in a module with these ``imports``)
+    compiles to ``code``: the text found is the code being run (not a file edited since, nor
+    another function on that line)."""
+    original = _copy(node)
+    if isinstance(original, ast.Lambda):
+        stmt: ast.stmt = ast.Assign(targets=[ast.Name(id="_zp_fn", ctx=ast.Store())], value=original)
+    else:
+        original.decorator_list = []  # the function object is decorated already
+        original.name = "_zp_fn"  # its own name stays a global (a recursive call), as in _rewrite
+        stmt = original
+    body: list[ast.stmt] = [stmt, ast.Return(value=ast.Constant(None))]
+    if code.co_freevars:  # names the function reads from an enclosing function stay free variables
+        body.insert(0, ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in code.co_freevars],
+                                  value=ast.Constant(None)))
+    factory: ast.stmt = ast.FunctionDef(
+        name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                kw_defaults=[], kwarg=None, defaults=[]),
+        body=body, decorator_list=[], returns=None, type_comment=None)
+    if cls is not None:
+        factory = ast.ClassDef(name=cls, bases=[], keywords=[], body=[factory], decorator_list=[])
+    module = ast.Module(body=[*imports, factory], type_ignores=[])  # type: ignore[list-item]
+    ast.copy_location(factory, node)
+    ast.fix_missing_locations(module)
+    try:
+        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
+                           dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    found = _find_code(compiled, "<lambda>" if isinstance(original, ast.Lambda) else "_zp_fn")
+    return found is not None and _same_code(found, code)
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames:
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
+        if isinstance(x, types.CodeType):
+            if not (isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):
+            return False
+    return True
 
 
 # -- compiling the rewritten function -------------------------------------------------------------
@@ -497,6 +622,11 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     if found is None:
         _warn_no_source(fn)
         return None
+    if found is STALE:
+        raise UntraceableError(
+            f"the source of {code.co_qualname} in {code.co_filename} is not the code being run: the file "
+            "was edited after it was imported. Reload the module (importlib.reload) or restart Python, "
+            "so that what zygotepy differentiates is what the function computes")
     node, cls = found
     modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
     node = _Rewriter(params, modules, cls).visit(_copy(node))
