@@ -389,7 +389,7 @@ def _text_index(filename: str, text: str) -> dict[int, list[tuple[ast.AST, str |
     walk(tree, None)
     # the module's imports (line 0: no function starts there): a name bound by an import changes
     # how the compiler reads its attributes (LOAD_ATTR, not LOAD_METHOD), see _compiles_to
-    imports = [n for n in _scope_nodes(tree.body) if isinstance(n, ast.Import) or (
+    imports = [n for n in _scope_nodes(list(tree.body)) if isinstance(n, ast.Import) or (
         isinstance(n, ast.ImportFrom) and n.module != "__future__")]  # (future imports: flags)
     index[0] = [(n, None) for n in sorted(imports, key=lambda n: n.lineno)]
     _FILES.put(filename, (text, index))
@@ -483,7 +483,7 @@ def _nodes_at(fn: types.FunctionType,
         fitting = [(n, c) for n, c in lambdas if covers(n) and same_signature(n)]
         fitting.sort(key=lambda nc: ((nc[0].end_lineno or 0) - nc[0].lineno,
                                      (nc[0].end_col_offset or 0) - nc[0].col_offset))
-        return fitting
+        return list(fitting)
     return [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
 
 
