@@ -473,7 +473,12 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
     name = callable_name(f)
     if wrt is not None:
         names = list(inspect.signature(f).parameters)
-        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+        if not all(isinstance(w, str) for w in wanted):
+            positions = all(isinstance(w, int) and not isinstance(w, bool) for w in wanted)
+            raise TypeError(f"{entry}: wrt must name parameters of {name} (a string or a tuple of strings "
+                            f"from {names[:nargs]}), got {wrt!r}; to select arguments by position use "
+                            f"{f'argnums={wrt!r}' if positions else 'argnums='}")
         missing = [w for w in wanted if w not in names[:nargs]]
         if missing:
             raise ValueError(f"wrt names {missing} are not positional arguments of {name} ({names[:nargs]})")

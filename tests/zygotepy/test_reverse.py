@@ -101,6 +101,51 @@ def test_argnums_and_wrt():
 
     assert zp.gradient(f, 1.0, 2.0, 3.0, argnums=(0, 2)) == (6.0, 2.0)
     assert zp.gradient(f, 1.0, 2.0, 3.0, wrt="y") == (3.0,)
+    assert zp.gradient(f, 1.0, 2.0, 3.0, wrt=["z", "x"]) == (2.0, 6.0)
+
+
+@pytest.mark.parametrize("wrt, advice", [
+    (1, "argnums=1"), ((0, 2), r"argnums=\(0, 2\)"), ([1], r"argnums=\[1\]"),
+    (("x", 1), "argnums="), (1.5, "argnums="), (b"x", "argnums="),
+])
+@pytest.mark.parametrize("entry", [zp.gradient, zp.withgradient])
+def test_wrt_that_does_not_name_parameters_is_a_type_error_naming_wrt(entry, wrt, advice):
+    def f(x, y, z):
+        return x * y * z
+
+    with pytest.raises(TypeError, match=rf"wrt must name parameters of .*f .*\['x', 'y', 'z'\].*{advice}"):
+        entry(f, 1.0, 2.0, 3.0, wrt=wrt)
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda x, n: x * n, (3.0, 2.0)),
+    (lambda x, n: x ** n, (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: n ** x, (9.0 * math.log(3.0), 6.0)),
+    (lambda x, n: math.pow(x, n), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: pow(x, n), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: float(np.power(x, n)), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: x / n + n, (1.0 / 3.0, 1.0 - 2.0 / 9.0)),
+    (lambda x, n: x ** (n - 1) * n, (3.0 * 2.0 * 2.0, 4.0 * math.log(2.0) * 3.0 + 4.0)),
+])
+def test_an_integer_argument_gets_a_float_gradient_whatever_the_operation(f, expected):
+    """One rule (ChainRules': an integer's tangent is projected onto the reals): an int argument gets
+    a float gradient, whether it meets ``*``, ``/`` or ``**``, checked against finite differences."""
+    got = zp.gradient(f, 2.0, 3)
+    assert all(type(g) is float for g in got)
+    assert got == pytest.approx(expected)
+    step = 1e-6
+    numeric = ((f(2.0 + step, 3) - f(2.0 - step, 3)) / (2 * step),
+               (f(2.0, 3 + step) - f(2.0, 3 - step)) / (2 * step))
+    assert got == pytest.approx(numeric, rel=1e-6)
+
+
+def test_an_integer_used_only_for_control_flow_or_indexing_gets_none():
+    def power(x, n):
+        return 1.0 if n == 0 else x * power(x, n - 1)
+
+    assert zp.gradient(power, 2.0, 3) == (12.0, None)
+    assert zp.gradient(lambda v, i: v[i] * 2.0, np.ones(3), 1)[1] is None
+    assert zp.gradient(lambda x, n: x ** n, 2.0, True) == (1.0, None)  # a bool has no tangent space
 
 
 def test_keyword_arguments_pass_through():
