@@ -116,3 +116,58 @@ def test_doctests_render_as_code(page: Path) -> None:
         if re.match(r"\s*```", line):
             in_fence = not in_fence
         assert in_fence or not line.startswith(">>>"), f"{page.name}:{number}: a doctest outside a code block"
+
+
+def commonmark_tokens(text: str) -> list[Any]:
+    """The block tokens of ``text`` as a CommonMark renderer (the package index, GitHub) parses it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").parse(text)
+
+
+def unclosed_fences(text: str) -> list[int]:
+    """The 1-based lines of fenced code blocks that no closing fence ends: CommonMark runs each of
+    them to the end of its container, swallowing the rest of the page."""
+    lines = text.splitlines()
+    out = []
+    for token in commonmark_tokens(text):
+        if token.type != "fence" or token.map is None:
+            continue
+        start, end = token.map
+        closing = lines[end - 1].strip() if end - 1 < len(lines) and end - 1 > start else ""
+        marker = token.markup
+        if not (closing.startswith(marker) and set(closing) <= {marker[0]}):
+            out.append(start + 1)
+    return out
+
+
+def test_unclosed_fences_finds_a_stray_fence() -> None:
+    assert unclosed_fences("# T\n\n```bash\nls\n```\n\ntext\n") == []
+    assert unclosed_fences("# T\n\n```bash\nls\n```\n```\n## Lost\n") == [6]
+    assert unclosed_fences("~~~\ncode\n~~~~\n\n````\nx\n```\n") == [5]
+
+
+#: README.md's sections, in order: it is also rulescore's page on the package index.
+README_HEADINGS = [
+    (1, "rulescore + zygotepy"), (2, "Quick start"), (2, "Installing for your own project"),
+    (2, "Documentation"), (2, "What the test suite skips, and why"),
+]
+
+
+def test_readme_renders_as_intended() -> None:
+    """Parsed by a CommonMark parser, README.md has its sections (none swallowed into a code block
+    by a stray fence, none repeated) and every fence closes."""
+    text = (ROOT / "README.md").read_text()
+    tokens = commonmark_tokens(text)
+    headings = [(int(t.tag[1]), tokens[i + 1].content)
+                for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == README_HEADINGS
+    assert unclosed_fences(text) == []
+    fences = [t.content for t in tokens if t.type == "fence"]
+    repeated = sorted({f for f in fences if fences.count(f) > 1})
+    assert not repeated, f"README.md repeats a code block: {repeated}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_fence_closes(page: Path) -> None:
+    assert unclosed_fences(page.read_text()) == [], f"{page.name}: a fence that never closes"
