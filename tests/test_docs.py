@@ -171,3 +171,36 @@ def test_readme_renders_as_intended() -> None:
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
 def test_every_fence_closes(page: Path) -> None:
     assert unclosed_fences(page.read_text()) == [], f"{page.name}: a fence that never closes"
+
+
+#: The widest code line the site shows whole at 1280 px (Material's content column); longer ones scroll.
+CODE_WIDTH = 88
+
+
+@pytest.mark.parametrize("page", [*pages(), ROOT / "README.md"], ids=lambda p: p.name if p.parent == ROOT else
+                         str(p.relative_to(DOCS)))
+def test_code_comments_are_not_clipped(page: Path) -> None:
+    """A comment at the end of a long code line is cut off where the code block scrolls: put it on
+    its own line (doctest directives must stay on their line)."""
+    fence = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if re.match(r"\s*```", line):
+            fence = not fence
+            continue
+        code = fence or line.startswith("    ")
+        if code and len(line) > CODE_WIDTH and re.search(r"\s#\s(?!doctest:)", line):
+            pytest.fail(f"{page.name}:{number}: a comment past column {CODE_WIDTH}: {line.strip()}")
+
+
+def test_the_site_loads_nothing_from_the_network() -> None:
+    """Offline readers see the whole site: no CDN scripts or styles (MathJax, Google Fonts), and no
+    TeX math on the pages, which would show raw without a script to render it."""
+    config = load_config()
+    assert config["theme"].get("font") is False, "Material loads Google Fonts unless theme.font is false"
+    remote = [u for key in ("extra_javascript", "extra_css") for u in config.get(key, [])
+              if re.match(r"(https?:)?//", str(u))]
+    assert not remote, f"mkdocs.yml loads {remote} from the network"
+    for page in pages():
+        prose = FENCE.sub("", page.read_text())
+        prose = re.sub(r"`[^`\n]*`", "", prose)  # code spans may hold any characters
+        assert not re.search(r"\$[^$\n]*\\[a-zA-Z]+|\\\(|\\\[", prose), f"{page.name}: TeX math needs MathJax"
