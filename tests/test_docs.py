@@ -204,3 +204,13 @@ def test_the_site_loads_nothing_from_the_network() -> None:
         prose = FENCE.sub("", page.read_text())
         prose = re.sub(r"`[^`\n]*`", "", prose)  # code spans may hold any characters
         assert not re.search(r"\$[^$\n]*\\[a-zA-Z]+|\\\(|\\\[", prose), f"{page.name}: TeX math needs MathJax"
+
+
+def test_ci_runs_the_exhaustive_checks_in_a_step_of_their_own() -> None:
+    """The tests the default run deselects (``exhaustive``) still run in CI: .ci/run has a pytest step
+    with ``--exhaustive`` selecting exactly them, after README command 2."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    steps = [i for i, line in enumerate(ci) if "pytest" in line and "--exhaustive" in line]
+    assert steps, ".ci/run never runs the tests marked exhaustive"
+    readme_suite = next(i for i, line in enumerate(ci) if line.endswith("python -m pytest -q -n auto"))
+    assert all(i > readme_suite and "-m exhaustive" in ci[i] for i in steps)
