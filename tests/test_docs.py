@@ -214,3 +214,22 @@ def test_ci_runs_the_exhaustive_checks_in_a_step_of_their_own() -> None:
     assert steps, ".ci/run never runs the tests marked exhaustive"
     readme_suite = next(i for i, line in enumerate(ci) if line.endswith("python -m pytest -q -n auto"))
     assert all(i > readme_suite and "-m exhaustive" in ci[i] for i in steps)
+
+
+@pytest.mark.parametrize("package", ["rulescore", "zygotepy", "rulescore.testing"])
+def test_api_reference_parses_every_example_as_code(package: str) -> None:
+    """With the docs build's griffe extension, each docstring's ``Example:`` (modules' too) is a
+    Google-style examples section, which mkdocstrings renders as code, not as nested block quotes."""
+    griffe = pytest.importorskip("griffe", reason="the API reference is built with the docs extra")
+    extensions = griffe.load_extensions("tools/griffe_examples.py:SphinxDocstrings")
+    root = griffe.load(package, extensions=extensions, search_paths=[str(ROOT)], docstring_parser="google")
+    stack, checked = [root], 0
+    while stack:
+        obj = stack.pop()
+        stack.extend(m for m in obj.members.values() if not m.is_alias)
+        if obj.docstring is None or ">>>" not in obj.docstring.value:
+            continue
+        kinds = {section.kind.value for section in obj.docstring.parsed}
+        assert "examples" in kinds, f"{obj.path}: its doctest would render as block quotes ({kinds})"
+        checked += 1
+    assert checked > 5
