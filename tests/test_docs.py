@@ -116,3 +116,120 @@ def test_doctests_render_as_code(page: Path) -> None:
         if re.match(r"\s*```", line):
             in_fence = not in_fence
         assert in_fence or not line.startswith(">>>"), f"{page.name}:{number}: a doctest outside a code block"
+
+
+def commonmark_tokens(text: str) -> list[Any]:
+    """The block tokens of ``text`` as a CommonMark renderer (the package index, GitHub) parses it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").parse(text)
+
+
+def unclosed_fences(text: str) -> list[int]:
+    """The 1-based lines of fenced code blocks that no closing fence ends: CommonMark runs each of
+    them to the end of its container, swallowing the rest of the page."""
+    lines = text.splitlines()
+    out = []
+    for token in commonmark_tokens(text):
+        if token.type != "fence" or token.map is None:
+            continue
+        start, end = token.map
+        closing = lines[end - 1].strip() if end - 1 < len(lines) and end - 1 > start else ""
+        marker = token.markup
+        if not (closing.startswith(marker) and set(closing) <= {marker[0]}):
+            out.append(start + 1)
+    return out
+
+
+def test_unclosed_fences_finds_a_stray_fence() -> None:
+    assert unclosed_fences("# T\n\n```bash\nls\n```\n\ntext\n") == []
+    assert unclosed_fences("# T\n\n```bash\nls\n```\n```\n## Lost\n") == [6]
+    assert unclosed_fences("~~~\ncode\n~~~~\n\n````\nx\n```\n") == [5]
+
+
+#: README.md's sections, in order: it is also rulescore's page on the package index.
+README_HEADINGS = [
+    (1, "rulescore + zygotepy"), (2, "Quick start"), (2, "Installing for your own project"),
+    (2, "Documentation"), (2, "What the test suite skips, and why"),
+]
+
+
+def test_readme_renders_as_intended() -> None:
+    """Parsed by a CommonMark parser, README.md has its sections (none swallowed into a code block
+    by a stray fence, none repeated) and every fence closes."""
+    text = (ROOT / "README.md").read_text()
+    tokens = commonmark_tokens(text)
+    headings = [(int(t.tag[1]), tokens[i + 1].content)
+                for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == README_HEADINGS
+    assert unclosed_fences(text) == []
+    fences = [t.content for t in tokens if t.type == "fence"]
+    repeated = sorted({f for f in fences if fences.count(f) > 1})
+    assert not repeated, f"README.md repeats a code block: {repeated}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_fence_closes(page: Path) -> None:
+    assert unclosed_fences(page.read_text()) == [], f"{page.name}: a fence that never closes"
+
+
+#: The widest code line the site shows whole at 1280 px (Material's content column); longer ones scroll.
+CODE_WIDTH = 88
+
+
+@pytest.mark.parametrize("page", [*pages(), ROOT / "README.md"], ids=lambda p: p.name if p.parent == ROOT else
+                         str(p.relative_to(DOCS)))
+def test_code_comments_are_not_clipped(page: Path) -> None:
+    """A comment at the end of a long code line is cut off where the code block scrolls: put it on
+    its own line (doctest directives must stay on their line)."""
+    fence = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if re.match(r"\s*```", line):
+            fence = not fence
+            continue
+        code = fence or line.startswith("    ")
+        if code and len(line) > CODE_WIDTH and re.search(r"\s#\s(?!doctest:)", line):
+            pytest.fail(f"{page.name}:{number}: a comment past column {CODE_WIDTH}: {line.strip()}")
+
+
+def test_the_site_loads_nothing_from_the_network() -> None:
+    """Offline readers see the whole site: no CDN scripts or styles (MathJax, Google Fonts), and no
+    TeX math on the pages, which would show raw without a script to render it."""
+    config = load_config()
+    assert config["theme"].get("font") is False, "Material loads Google Fonts unless theme.font is false"
+    remote = [u for key in ("extra_javascript", "extra_css") for u in config.get(key, [])
+              if re.match(r"(https?:)?//", str(u))]
+    assert not remote, f"mkdocs.yml loads {remote} from the network"
+    for page in pages():
+        prose = FENCE.sub("", page.read_text())
+        prose = re.sub(r"`[^`\n]*`", "", prose)  # code spans may hold any characters
+        assert not re.search(r"\$[^$\n]*\\[a-zA-Z]+|\\\(|\\\[", prose), f"{page.name}: TeX math needs MathJax"
+
+
+def test_ci_runs_the_exhaustive_checks_in_a_step_of_their_own() -> None:
+    """The tests the default run deselects (``exhaustive``) still run in CI: .ci/run has a pytest step
+    with ``--exhaustive`` selecting exactly them, after README command 2."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    steps = [i for i, line in enumerate(ci) if "pytest" in line and "--exhaustive" in line]
+    assert steps, ".ci/run never runs the tests marked exhaustive"
+    readme_suite = next(i for i, line in enumerate(ci) if line.endswith("python -m pytest -q -n auto"))
+    assert all(i > readme_suite and "-m exhaustive" in ci[i] for i in steps)
+
+
+@pytest.mark.parametrize("package", ["rulescore", "zygotepy", "rulescore.testing"])
+def test_api_reference_parses_every_example_as_code(package: str) -> None:
+    """With the docs build's griffe extension, each docstring's ``Example:`` (modules' too) is a
+    Google-style examples section, which mkdocstrings renders as code, not as nested block quotes."""
+    griffe = pytest.importorskip("griffe", reason="the API reference is built with the docs extra")
+    extensions = griffe.load_extensions("tools/griffe_examples.py:SphinxDocstrings")
+    root = griffe.load(package, extensions=extensions, search_paths=[str(ROOT)], docstring_parser="google")
+    stack, checked = [root], 0
+    while stack:
+        obj = stack.pop()
+        stack.extend(m for m in obj.members.values() if not m.is_alias)
+        if obj.docstring is None or ">>>" not in obj.docstring.value:
+            continue
+        kinds = {section.kind.value for section in obj.docstring.parsed}
+        assert "examples" in kinds, f"{obj.path}: its doctest would render as block quotes ({kinds})"
+        checked += 1
+    assert checked > 5

@@ -17,9 +17,21 @@ _SPHINX_ROLE = re.compile(r":(?:class|func|mod|meth|attr|data|exc|obj):`~?([^`]+
 
 
 class SphinxDocstrings(griffe.Extension):
-    """``Example:`` headings become ``Examples:``, Sphinx roles become code spans."""
+    """``Example:`` headings become ``Examples:``, Sphinx roles become code spans.
 
-    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
-        if obj.docstring is not None:
-            text = _EXAMPLE_HEADING.sub(r"\1Examples:", obj.docstring.value)
-            obj.docstring.value = _SPHINX_ROLE.sub(r"`\1`", text)
+    Every object of the loaded package is rewritten once it is loaded (``on_package``): griffe
+    calls ``on_object`` for classes and functions but not for modules, whose docstrings (the
+    packages' ``__init__``) would otherwise keep ``Example:`` and render as block quotes."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        stack: list[griffe.Object] = [pkg]
+        while stack:
+            obj = stack.pop()
+            _rewrite(obj)
+            stack.extend(m for m in obj.members.values() if not m.is_alias)  # type: ignore[misc]
+
+
+def _rewrite(obj: griffe.Object) -> None:
+    if obj.docstring is not None:
+        text = _EXAMPLE_HEADING.sub(r"\1Examples:", obj.docstring.value)
+        obj.docstring.value = _SPHINX_ROLE.sub(r"`\1`", text)

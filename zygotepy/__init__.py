@@ -11,7 +11,15 @@ Example:
 
 from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
-from zygotepy._api import diaghessian, forwarddiff, hessian, hessian_reverse, jacobian
+from zygotepy._api import (
+    WithJacobian,
+    diaghessian,
+    forwarddiff,
+    hessian,
+    hessian_reverse,
+    jacobian,
+    withjacobian,
+)
 from zygotepy._errors import NotScalarError, UntraceableError
 from zygotepy._explain import explain
 from zygotepy._forward import jvp, pushforward
@@ -20,9 +28,10 @@ from zygotepy._reverse import Grads, Params, WithGradient, gradient, params, pul
 from zygotepy._transform import ZygoteWarning
 
 __all__ = [
-    "Grads", "NotScalarError", "Params", "UntraceableError", "WithGradient", "ZygoteWarning", "adjoint",
+    "Grads", "NotScalarError", "Params", "UntraceableError", "WithGradient", "WithJacobian", "ZygoteWarning",
+    "adjoint",
     "checkpointed", "diaghessian", "dropgrad", "explain", "forwarddiff", "hessian", "hessian_reverse", "jvp",
     "pushforward", "forward", "gradient", "hook", "ignore", "isderiving", "jacobian", "params",
-    "pullback", "refresh", "showgrad", "withgradient",
+    "pullback", "refresh", "showgrad", "withgradient", "withjacobian",
 ]
 __version__ = "0.1.0"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -14,7 +14,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from zygotepy import _dispatch
 from zygotepy._forward import basis, jacobian_forward, push
-from zygotepy._reverse import check_keywords, gradient, reverse_jacobian
+from zygotepy._reverse import Grads, Params, check_keywords, gradient, pullback, reverse_jacobian
 from zygotepy._trace import LEVELS, unbox_all
 
 
@@ -183,9 +183,85 @@ def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int =
         ((array([[2.+4.j]]),), (array([[2.+4.j]]),))
         >>> zp.jacobian(lambda z: np.abs(z) ** 2, z)
         (array([[2.+4.j]]),)
+
+    With a single :class:`Params` argument (implicit parameters, as Zygote's ``jacobian(f, ps)``),
+    ``f`` takes no arguments and the result is a :class:`Grads` of Jacobians (reverse mode):
+
+        >>> W = np.array([1.0, 2.0])
+        >>> zp.jacobian(lambda: W ** 2, zp.params(W))[W]
+        array([[2., 0.],
+               [0., 4.]])
     """
     check_keywords("jacobian", f, kwargs)
+    if len(args) == 1 and isinstance(args[0], Params):
+        y, jac, aux = _params_jacobian(f, args[0], kwargs, mode, has_aux)
+        return (jac, aux) if has_aux else jac
     return _jacobian(f, args, kwargs, mode, chunk, tuple(range(len(args))), has_aux)
+
+
+def _params_jacobian(f: Any, ps: Params, kwargs: dict[str, Any], mode: str,
+                     has_aux: bool) -> tuple[Any, Grads, Any]:
+    """``(y, Grads of Jacobians, aux)`` for implicit parameters: one pullback per output element."""
+    if mode == "forward":
+        raise ValueError(f"jacobian of {callable_name(f)} with implicit parameters (Params) runs in "
+                         "reverse mode: use mode='auto' or 'reverse', or pass the arrays as arguments for "
+                         "forward mode")
+    y, back, *aux = pullback(f, ps, has_aux=has_aux, **kwargs)
+    y_arr = np.asarray(y)
+    if y_arr.dtype.kind not in "iuf" or any(np.iscomplexobj(p) for p in ps):
+        raise ValueError(f"jacobian of {callable_name(f)} with implicit parameters (Params) needs a real "
+                         f"output and real parameters (got a {y_arr.dtype} output): pass the arrays as "
+                         "arguments, jacobian(f, *arrays), whose complex convention is documented there")
+    rows: dict[int, list[Any]] = {id(p): [] for p in ps}
+    for index in np.ndindex(*y_arr.shape):
+        seed = np.zeros(y_arr.shape)
+        seed[index] = 1.0
+        gs = back(seed if y_arr.ndim else float(seed[()]))
+        for p in ps:
+            g = gs[p]
+            rows[id(p)].append(np.zeros(p.shape) if g is None else g)
+    blocks = {id(p): np.reshape(np.stack(rows[id(p)]) if rows[id(p)] else np.zeros((0, *p.shape)),
+                                y_arr.shape + p.shape) for p in ps}
+    return y, Grads(ps, blocks), aux[0] if aux else None
+
+
+class WithJacobian(NamedTuple):
+    """``withjacobian``'s result: the value and the Jacobians."""
+
+    val: Any
+    grad: Any
+
+
+def withjacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int = 64,
+                 **kwargs: Any) -> WithJacobian:
+    """``(val, grad)``: ``f(*args)`` and its Jacobians, as :func:`jacobian` gives them (Zygote's
+    ``withjacobian``); with a single :class:`Params` argument, ``grad`` is a :class:`Grads` of
+    Jacobians.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> x = np.array([1.0, 2.0])
+        >>> zp.withjacobian(lambda v: v ** 2, x)
+        WithJacobian(val=array([1., 4.]), grad=(array([[2., 0.],
+               [0., 4.]]),))
+        >>> W = np.array([3.0])
+        >>> res = zp.withjacobian(lambda: np.concatenate([W, 2 * W]), zp.params(W))
+        >>> res.val, res.grad[W]
+        (array([3., 6.]), array([[1.],
+               [2.]]))
+    """
+    check_keywords("jacobian", f, kwargs)
+    if len(args) == 1 and isinstance(args[0], Params):
+        y, jac, _ = _params_jacobian(f, args[0], kwargs, mode, False)
+        return WithJacobian(y, jac)
+
+    def value_twice(*xs: Any, **kw: Any) -> Any:
+        out = f(*xs, **kw)
+        return out, out  # the second is jacobian's aux: the value, not differentiated
+
+    value_twice.__qualname__ = callable_name(f)
+    jac, val = _jacobian(value_twice, args, kwargs, mode, chunk, tuple(range(len(args))), True)
+    return WithJacobian(val, jac)
 
 
 def _gradient_of(f: Any, nargs: int, kwargs: dict[str, Any]) -> Any:

@@ -42,21 +42,64 @@ def _hook_adjoint(fn: Any, x: Any) -> Any:
 
 
 def showgrad(x: Any, name: str | None = None) -> Any:
-    """``x`` unchanged going forward; prints ``x``'s gradient when it arrives.
+    """``x`` unchanged going forward; prints ``x``'s gradient when it arrives, labelled ``name`` or,
+    without one, by the argument's source text at the call (Zygote's ``@showgrad``), or by the
+    call's file and line where that text cannot be read.
 
     Example:
         >>> import zygotepy as zp
         >>> zp.gradient(lambda a: zp.showgrad(a, "a") * 3.0, 2.0)
         ∂(a) = 3.0
         (3.0,)
+        >>> zp.gradient(lambda a, b: zp.showgrad(a * b) + zp.showgrad(b), 2.0, 5.0)
+        ∂(b) = 1.0
+        ∂(a * b) = 1.0
+        (5.0, 3.0)
     """
     return x
 
 
+def _argument_text(function_name: str) -> str:
+    """The source text of the first argument of the call of ``function_name`` running in the nearest
+    frame outside zygotepy and rulescore, or ``file:line`` of that call."""
+    import ast
+    import linecache
+    import os
+    import sys
+
+    engine = tuple(os.path.dirname(m.__file__ or "") + os.sep for m in (rc, sys.modules[__name__]))
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(engine):
+        frame = frame.f_back
+    code, where = frame.f_code, f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    # the call being made (Python 3.11+): the rewriter keeps the user's source positions
+    first, last, start, end = list(code.co_positions())[frame.f_lasti // 2] \
+        if hasattr(code, "co_positions") else (None, None, None, None)
+    candidates = []
+    if first is not None and last is not None and start is not None and end is not None and lines:
+        text = "".join(lines[first - 1:last])
+        candidates.append(text[start:len(text) - len(lines[last - 1]) + end])
+    if lines and 0 < frame.f_lineno <= len(lines):
+        candidates.append(lines[frame.f_lineno - 1].strip())
+    for text in candidates:
+        try:
+            tree = ast.parse(text.strip(), mode="eval") if text.strip() else None
+        except SyntaxError:
+            tree = None  # a line inside a multi-line statement
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                 and ast.unparse(n.func).split(".")[-1] == function_name] if tree is not None else []
+        if len(calls) == 1:
+            return ast.unparse(calls[0].args[0])
+    return where
+
+
 @adjoint(showgrad)
 def _showgrad_adjoint(x: Any, name: str | None = None) -> Any:
+    label = name if name is not None else _argument_text("showgrad")
+
     def show(xbar: Any) -> Any:
-        print(f"∂({name or 'x'}) = {xbar}")
+        print(f"∂({label}) = {xbar}")
         return (xbar,) if name is None else (xbar, None)
 
     return x, show

@@ -494,7 +494,9 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
 
     ``back`` returns one gradient per argument (``None`` where there is none) and may be called
     any number of times. With ``has_aux=True``, ``f`` returns ``(y, aux)`` and the result is
-    ``(y, back, aux)`` (JAX's ``vjp``); ``aux`` is not differentiated.
+    ``(y, back, aux)`` (JAX's ``vjp``); ``aux`` is not differentiated. With a single
+    :class:`Params` argument (implicit parameters, as Zygote's ``pullback(f, ps)``), ``f`` takes no
+    arguments and ``back`` returns :class:`Grads`.
 
     Example:
         >>> import math, zygotepy as zp
@@ -504,9 +506,16 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         >>> y, back, aux = zp.pullback(lambda x: (x * 3.0, "note"), 2.0, has_aux=True)
         >>> y, back(1.0), aux
         (6.0, (3.0,), 'note')
+        >>> import numpy as np
+        >>> W = np.array([1.0, 2.0])
+        >>> y, back = zp.pullback(lambda: W * W, zp.params(W))
+        >>> back(np.array([1.0, 10.0]))[W]
+        array([ 2., 40.])
     """
     check_keywords("pullback", f, kwargs)
-    trace, boxed, out = _run(f, args, kwargs, None)
+    implicit = len(args) == 1 and isinstance(args[0], Params)
+    trace, boxed, out = (_run(f, (), kwargs, None, args[0].by_id()) if implicit
+                         else _run(f, args, kwargs, None))
     main = out
     if has_aux:
         if not isinstance(out, tuple) or len(out) != 2:
@@ -514,7 +523,9 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
                             f"(y, aux), but it returned {type(unbox_all(out)).__name__}")
         main = out[0]
 
-    def back(ybar: Any) -> tuple[Any, ...]:
+    def back(ybar: Any) -> Any:
+        if implicit:
+            return _grads_from(trace, main, args[0], ybar=ybar)
         cts = backward(trace, _seeds(main, trace, ybar))
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
@@ -532,7 +543,12 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
     name = callable_name(f)
     if wrt is not None:
         names = list(inspect.signature(f).parameters)
-        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+        if not all(isinstance(w, str) for w in wanted):
+            positions = all(isinstance(w, int) and not isinstance(w, bool) for w in wanted)
+            raise TypeError(f"{entry}: wrt must name parameters of {name} (a string or a tuple of strings "
+                            f"from {names[:nargs]}), got {wrt!r}; to select arguments by position use "
+                            f"{f'argnums={wrt!r}' if positions else 'argnums='}")
         missing = [w for w in wanted if w not in names[:nargs]]
         if missing:
             raise ValueError(f"wrt names {missing} are not positional arguments of {name} ({names[:nargs]})")
@@ -743,12 +759,22 @@ class Params:
     """Implicit parameters: arrays tracked by identity wherever the code reaches them (closures,
     globals, attributes). Objects, lists, tuples and dicts are searched for arrays.
 
+    Zygote's ``push!``, ``union!`` and ``delete!`` are :meth:`add`, :meth:`update` (or
+    :meth:`union`, which returns a new ``Params``) and :meth:`discard`; ``copy!`` between the
+    parameters and a flat vector is :meth:`copy_to` and :meth:`copy_from`.
+
     Example:
         >>> import numpy as np, zygotepy as zp
         >>> W = np.array([1.0, 2.0])
         >>> gs = zp.gradient(lambda: (W * W).sum(), zp.params(W))
         >>> gs[W]
         array([2., 4.])
+        >>> b = np.zeros(1)
+        >>> ps = zp.params(W)
+        >>> ps.add(b); ps.add(W); len(ps)       # by identity: W is there once
+        2
+        >>> ps.discard(b); b in ps, len(ps.union([b, np.ones(3)]))
+        (False, 3)
     """
 
     def __init__(self, *xs: Any) -> None:
@@ -758,6 +784,48 @@ class Params:
 
     def by_id(self) -> dict[int, np.ndarray]:
         return {id(a): a for a in self._arrays}
+
+    def add(self, x: Any) -> None:
+        """Add the arrays in ``x`` (an array, or an object or container holding arrays) that are not
+        parameters yet (Zygote's ``push!``)."""
+        self.update(x)
+
+    def update(self, *xs: Any) -> None:
+        """Add the arrays in each of ``xs`` (another :class:`Params` too) not already present
+        (Zygote's ``union!``)."""
+        found: list[np.ndarray] = []
+        _arrays_in(xs, found, {id(a) for a in self._arrays})
+        self._arrays.extend(found)
+
+    def union(self, *xs: Any) -> Params:
+        """A new :class:`Params` with these parameters and the arrays of ``xs``, each once."""
+        return Params(self._arrays, *xs)
+
+    def discard(self, x: Any) -> None:
+        """Remove the arrays in ``x`` that are parameters (absent ones are ignored: Zygote's ``delete!``)."""
+        gone: list[np.ndarray] = []
+        _arrays_in(x, gone, set())
+        self._arrays = [a for a in self._arrays if all(a is not g for g in gone)]
+
+    def copy_to(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The parameters' values, flattened in order into one vector (``out``, if given: Zygote's
+        ``copy!(x, ps)``), for optimisers that work on flat vectors (``scipy.optimize``)."""
+        return _flatten_into(out, self._arrays, "Params.copy_to")
+
+    def copy_from(self, flat: Any) -> None:
+        """Write a flat vector back into the parameter arrays, in place and in order (Zygote's
+        ``copy!(ps, x)``); its length must be the parameters' total size."""
+        flat = np.asarray(flat)
+        if flat.shape != (self._size(),):
+            raise ValueError(f"Params.copy_from needs a vector of length {self._size()} (the parameters' "
+                             f"total size), got shape {flat.shape}")
+        start = 0
+        for a in self._arrays:
+            a[...] = flat[start:start + a.size].reshape(a.shape)
+            start += a.size
+
+    def _size(self) -> int:
+        return sum(a.size for a in self._arrays)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         return iter(self._arrays)
@@ -772,6 +840,21 @@ class Params:
         return f"Params([{', '.join(f'{a.dtype}{list(a.shape)}' for a in self._arrays)}])"
 
 
+def _flatten_into(out: np.ndarray | None, values: list[Any], entry: str) -> np.ndarray:
+    """``values`` raveled one after the other into the vector ``out`` (a new one if ``None``)."""
+    size = sum(np.size(v) for v in values)
+    if out is None:
+        out = np.empty(size, dtype=np.result_type(np.float64, *values))
+    elif out.shape != (size,):
+        raise ValueError(f"{entry} needs a vector of length {size} (the parameters' total size), "
+                         f"got shape {out.shape}")
+    start = 0
+    for v in values:
+        out[start:start + np.size(v)] = np.ravel(v)
+        start += np.size(v)
+    return out
+
+
 def params(*xs: Any) -> Params:
     """Collect implicit parameters (arrays, or objects/containers holding arrays).
 
@@ -783,17 +866,27 @@ def params(*xs: Any) -> Params:
     return Params(*xs)
 
 
-class Grads(Mapping[Any, Any]):
-    """Gradients of implicit parameters, indexed by the parameter arrays themselves.
+def _add_or_none(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
 
-    Supports ``gs[W]``, ``keys()``, ``items()``, ``gs1 + gs2`` and ``2 * gs``.
+
+class Grads(Mapping[Any, Any]):
+    """Gradients of implicit parameters, indexed by the parameter arrays themselves; ``None`` for a
+    parameter the result does not depend on.
+
+    As Zygote's ``Grads``: ``gs[W]``, ``keys()``, ``items()``; arithmetic ``gs1 + gs2``,
+    ``gs1 - gs2``, ``-gs``, ``gs * 2``, ``2 * gs``, ``gs / 2`` (``None`` read as zero between two
+    ``Grads``, kept by scalars); :meth:`map`, :meth:`merge` (``merge!``) and :meth:`copy_to`
+    (``copy!`` into a flat vector).
 
     Example:
         >>> import numpy as np, zygotepy as zp
         >>> W = np.array([3.0])
         >>> gs = zp.gradient(lambda: (W ** 2).sum(), zp.params(W))
-        >>> (2 * gs)[W], (gs + gs)[W]
-        (array([12.]), array([12.]))
+        >>> (2 * gs)[W], (gs + gs)[W], (gs - gs * 0.5)[W], (gs / 2)[W]
+        (array([12.]), array([12.]), array([3.]), array([3.]))
+        >>> gs.map(np.sign)[W], gs.copy_to()
+        (array([1.]), array([6.]))
     """
 
     def __init__(self, params: Params, grads: dict[int, Any]) -> None:
@@ -812,23 +905,89 @@ class Grads(Mapping[Any, Any]):
         return len(self.params)
 
     def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> Grads:
-        return Grads(self.params, {id(p): op(self[p], other[p] if isinstance(other, Grads) else other)
-                                   for p in self.params})
+        if isinstance(other, Grads):
+            ps = self.params.union(other.params)
+            return Grads(ps, {id(p): op(self._grads.get(id(p)), other._grads.get(id(p))) for p in ps})
+        return Grads(self.params, {id(p): op(self[p], other) for p in self.params})
 
     def __add__(self, other: Grads) -> Grads:
-        return self._combine(other, lambda a, b: b if a is None else a if b is None else a + b)
+        if not isinstance(other, Grads):
+            return NotImplemented
+        return self._combine(other, _add_or_none)
+
+    def __sub__(self, other: Grads) -> Grads:
+        if not isinstance(other, Grads):
+            return NotImplemented
+        return self._combine(other, lambda a, b: _add_or_none(a, None if b is None else -b))
+
+    def __neg__(self) -> Grads:
+        return self.map(operator.neg)
 
     def __mul__(self, s: Any) -> Grads:
+        if isinstance(s, Grads):
+            return self._combine(s, lambda a, b: None if a is None or b is None else a * b)
         return self._combine(s, lambda a, b: None if a is None else a * b)
 
     __rmul__ = __mul__
+
+    def __truediv__(self, s: Any) -> Grads:
+        if isinstance(s, Grads):
+            return NotImplemented
+        return self._combine(s, lambda a, b: None if a is None else a / b)
+
+    def map(self, f: Callable[[Any], Any]) -> Grads:
+        """``f`` applied to each gradient (``None`` stays ``None``), as new ``Grads``.
+
+        Example:
+            >>> import numpy as np, zygotepy as zp
+            >>> W, b = np.array([-2.0, 3.0]), np.zeros(1)
+            >>> gs = zp.gradient(lambda: (W * W).sum(), zp.params(W, b))
+            >>> clipped = gs.map(lambda g: np.clip(g, -1.0, 1.0))
+            >>> clipped[W], clipped[b]
+            (array([-1.,  1.]), None)
+        """
+        return Grads(self.params, {id(p): None if (g := self._grads.get(id(p))) is None else f(g)
+                                   for p in self.params})
+
+    def merge(self, *others: Grads) -> Grads:
+        """Accumulate the gradients of ``others`` into these, in place (Zygote's ``merge!``): a
+        parameter of ``others`` not among these is added (to these ``Grads``, not to the
+        :class:`Params` they came from). Returns ``self``.
+
+        Example:
+            >>> import numpy as np, zygotepy as zp
+            >>> W, V = np.array([1.0]), np.array([2.0])
+            >>> total = zp.gradient(lambda: (W * 3.0).sum(), zp.params(W))
+            >>> total.merge(zp.gradient(lambda: (W * V).sum(), zp.params(W, V)))
+            Grads(2 parameters)
+            >>> total[W], total[V]
+            (array([5.]), array([1.]))
+        """
+        for other in others:
+            self.params = self.params.union(other.params)
+            for p in other.params:
+                self._grads[id(p)] = _add_or_none(self._grads.get(id(p)), other._grads.get(id(p)))
+        return self
+
+    def copy_to(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The gradients flattened in the parameters' order into one vector (``out``, if given;
+        zeros for ``None``): Zygote's ``copy!(x, gs)``, for optimisers working on flat vectors.
+
+        Example:
+            >>> import numpy as np, zygotepy as zp
+            >>> W, b = np.array([[1.0, 2.0]]), np.zeros(1)
+            >>> zp.gradient(lambda: (W * W).sum(), zp.params(W, b)).copy_to()
+            array([2., 4., 0.])
+        """
+        values = [np.zeros(p.shape) if (g := self._grads.get(id(p))) is None else g for p in self.params]
+        return _flatten_into(out, values, "Grads.copy_to")
 
     def __repr__(self) -> str:
         return f"Grads({len(self)} parameters)"
 
 
-def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False) -> Grads:
-    cts = backward(trace, _seeds(out, trace, 1.0), once)
+def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False, ybar: Any = 1.0) -> Grads:
+    cts = backward(trace, _seeds(out, trace, ybar), once)
     grads = {}
     for p in ps:
         box = trace.param_boxes.get(id(p))

@@ -561,6 +561,21 @@ def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
         return new
 
 
+def rewritten_source(fn: types.FunctionType, params: bool = False) -> str | None:
+    """The source text of ``fn`` as the engine rewrites it (what :func:`rewritten` compiles, before
+    it is wrapped to receive the helpers), or ``None`` when ``fn`` has no source to rewrite.
+
+    Example:
+        >>> def f(x):
+        ...     return x * 2
+        >>> print(rewritten_source(f))
+        def f(x):
+            return _zp_call(_zp_op_mul, x, 2)
+    """
+    found = _find_node(fn)
+    return None if found is None else ast.unparse(_Rewriter(params).visit(_copy(found[0])))
+
+
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
 _ATTRIBUTES = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 

@@ -32,9 +32,9 @@ from rulescore._zeros import NoTangent, ZeroTangent
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
     "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "family_rules", "fit",
-    "frexp_cotangents", "frexp_tangent", "is_complex", "is_int_like", "mask", "modf_cotangents",
-    "modf_tangent", "normalize_axes", "pow_grad_p", "pow_grad_x", "pow_partials", "product_tangent",
-    "proj", "spread", "stand_in", "sum_dots",
+    "frexp_cotangents", "frexp_tangent", "is_bool_like", "is_complex", "is_int_like", "mask",
+    "modf_cotangents", "modf_tangent", "normalize_axes", "pow_grad_p", "pow_grad_x", "pow_partials",
+    "product_tangent", "proj", "spread", "stand_in", "sum_dots",
 ]
 
 _NT = NoTangent()
@@ -222,6 +222,22 @@ def is_int_like(p: Any) -> bool:
     return dt is not None and dt.kind in "iub"
 
 
+def is_bool_like(p: Any) -> bool:
+    """A boolean exponent (``bool``, ``np.bool_`` or a boolean array): it has no tangent space, while
+    an integer exponent gets a float cotangent, as every integer argument does (ChainRules projects
+    an integer's tangent onto the reals).
+
+    Example:
+        >>> import numpy as np
+        >>> is_bool_like(True), is_bool_like(np.array([True])), is_bool_like(2)
+        (True, True, False)
+    """
+    if isinstance(p, (bool, np.bool_)):
+        return True
+    dt = getattr(p, "dtype", None)
+    return dt is not None and dt.kind == "b"
+
+
 def _pow_dx_at_zero(p: Any) -> Any:
     """Limit of ``p * x ** (p - 1)`` as ``x -> 0`` from above."""
     pr = p.real
@@ -260,12 +276,13 @@ def pow_grad_x(x: Any, p: Any, z: Any) -> Any:
 
 
 def pow_grad_p(x: Any, p: Any, z: Any) -> Any:
-    """``d(x ** p)/dp``: ``z * log(x)``; ``0`` where ``x <= 0`` for real ``x`` and real ``z``
-    (where ``x ** p`` is real only at integer ``p``).
+    """``d(x ** p)/dp``: ``z * log(x)``; for real ``x < 0`` and real ``z`` (``p`` an integer, or a
+    float with an integer value) ``z * log(-x)``, the derivative of the real part of ``x ** p``
+    along real ``p`` (ChainRules' ``real(log(complex(x)))``); ``0`` at ``x == 0``.
 
     Example:
-        >>> round(float(pow_grad_p(2.0, 3.0, 8.0)), 4), pow_grad_p(-1.0, 2.0, 1.0)
-        (5.5452, 0.0)
+        >>> round(float(pow_grad_p(2.0, 3.0, 8.0)), 4), round(float(pow_grad_p(-2.0, 3, -8.0)), 4)
+        (5.5452, -5.5452)
     """
     if not isinstance(x, np.ndarray) and not isinstance(p, np.ndarray) and not isinstance(z, np.ndarray):
         if is_complex(x):
@@ -274,18 +291,24 @@ def pow_grad_p(x: Any, p: Any, z: Any) -> Any:
             return z * np.log(x)
         if is_complex(z):  # Python's (-2.0) ** 0.5 is complex: use the principal complex log
             return z * np.log(x + 0j) if x != 0 else 0.0 * z
-        return 0.0 * z
+        return z * np.log(-x) if x < 0 else 0.0 * z
     with np.errstate(divide="ignore", invalid="ignore"):
+        nz = x != 0
         if is_complex(x):
-            nz = x != 0
             return np.where(nz, z * np.log(np.where(nz, x, 1)), 0)
-        pos = x > 0
-        return np.where(pos, z * np.log(np.where(pos, x, 1)), 0)
+        return np.where(nz, z * np.log(np.abs(np.where(nz, x, 1))), 0)
 
 
 def pow_partials(x: Any, p: Any, result: Any) -> Any:
-    """Both partials of ``x ** p`` (``NoTangent()`` for an integer exponent)."""
-    return pow_grad_x(x, p, result), (_NT if is_int_like(p) else pow_grad_p(x, p, result))
+    """Both partials of ``x ** p`` (an integer exponent too gets ``z * log(x)``; a boolean one
+    ``NoTangent()``).
+
+    Example:
+        >>> dx, dp = pow_partials(2.0, 3, 8.0)
+        >>> dx, round(float(dp), 4)
+        (12.0, 5.5452)
+    """
+    return pow_grad_x(x, p, result), (_NT if is_bool_like(p) else pow_grad_p(x, p, result))
 
 
 # -- abs: builtins.abs, operator.abs, numpy.absolute ---------------------------------------------

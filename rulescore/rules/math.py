@@ -11,8 +11,9 @@ derivatives through the rules) when an engine traces them. Python floats do not 
 quietly, so where the true derivative is infinite (``sqrt`` and ``cbrt`` at ``0``, ``asin`` and
 ``acos`` at ``±1``, ``acosh`` at ``1``) it is returned as ``±inf`` explicitly. At the origin
 ``hypot`` (any number of arguments), ``dist`` and ``atan2`` use the zero subgradient. ``pow``
-follows the conventions of :mod:`rulescore.rules.operators` (``d/dp`` is ``NoTangent()`` for an
-integer exponent and ``0`` for ``x <= 0``); ``ldexp``'s integer exponent gets ``NoTangent()``;
+follows the conventions of :mod:`rulescore.rules.operators` (``d/dp`` is ``z * log(x)``, for an
+integer exponent too; ``z * log(-x)`` for ``x < 0``, ``0`` at ``0``); ``ldexp``'s integer
+exponent gets ``NoTangent()``;
 ``copysign(x, y)`` has ``d/dy = ZeroTangent()``; ``fmod`` and ``remainder`` have ``d/dy = -n``
 for the integer quotient ``n``; ``frexp`` and ``modf`` differentiate their first output only.
 ``gamma`` and ``lgamma`` use a digamma computed by recurrence and an asymptotic series.

@@ -14,9 +14,12 @@ conjugate of the derivative; ``abs`` of a complex ``z`` gives ``z / |z| * real(y
 Conventions at the edges:
 
 - ``x ** p``: ``d/dx`` at ``x == 0`` is its limit (``1`` for ``p == 1``, ``0`` for ``p == 0`` or
-  ``p > 1``, ``inf`` for ``0 < p < 1``); ``d/dp`` is ``z * log(x)`` for ``x > 0``, ``0`` for
-  ``x <= 0`` (where ``x ** p`` is real only at integer ``p``), and ``NoTangent()`` when ``p`` is
-  an integer (a Python or NumPy int, or an integer array).
+  ``p > 1``, ``inf`` for ``0 < p < 1``); ``d/dp`` is ``z * log(x)``: for real ``x < 0`` (where
+  ``x ** p`` is real only at integer ``p``) ``z * log(-x)``, the derivative of the real part, as
+  ChainRules; ``0`` at ``x == 0``. An integer ``p`` (a Python or NumPy int, or an integer array)
+  gets this float cotangent too, as every integer argument does (ChainRules projects an
+  integer's tangent onto the reals); it is a thunk, so the logarithm is computed only when an
+  engine reads it. A boolean ``p`` gets ``NoTangent()``.
 - ``abs`` has derivative ``0`` at ``0``; ``x % y`` has ``d/dy = -(x // y)``.
 """
 
@@ -30,7 +33,7 @@ import numpy as np
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
-from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import (
     abs_dot,
     abs_grad,
@@ -38,6 +41,7 @@ from rulescore.rules._common import (
     entries,
     family_rules,
     fit,
+    is_bool_like,
     is_int_like,
     pow_grad_p,
     pow_grad_x,
@@ -261,6 +265,7 @@ def mod_frule(tangents: Any, x: Any, y: Any) -> Any:
 def pow_rrule(x: Any, p: Any) -> Any:
     z = x ** p
     int_p = is_int_like(p)
+    bool_p = int_p and is_bool_like(p)
     square = type(p) is int and p == 2 and type(x) is np.ndarray and x.dtype.kind == "f"
 
     def pow_pullback(zbar: Any) -> Any:
@@ -269,8 +274,10 @@ def pow_rrule(x: Any, p: Any) -> Any:
             xbar = proj(x, (2 * zbar.reshape(-1)[0]) * x)
         else:
             xbar = proj(x, zbar * conj(pow_grad_x(x, p, z)))
-        if int_p:
+        if bool_p:
             return _NT, xbar, _NT
+        if int_p:  # an exponent written as a literal is rarely differentiated: the log only when read
+            return _NT, xbar, Thunk(lambda: proj(p, zbar * conj(pow_grad_p(x, p, z))))
         return _NT, xbar, proj(p, zbar * conj(pow_grad_p(x, p, z)))
 
     return z, pow_pullback
@@ -280,7 +287,7 @@ def pow_frule(tangents: Any, x: Any, p: Any) -> Any:
     _, xdot, pdot = tangents
     z = x ** p
     zdot = pow_grad_x(x, p, z) * xdot
-    if not is_int_like(p):
+    if not isinstance(pdot, AbstractZero) and pdot is not None and not is_bool_like(p):
         zdot = zdot + pow_grad_p(x, p, z) * pdot
     return z, fit(z, zdot)
 

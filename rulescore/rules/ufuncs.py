@@ -35,8 +35,9 @@ Conventions:
   cotangent from the argument it came from (``fmax``/``fmin`` prefer the non-NaN argument).
 - Edges: derivatives that are infinite (``sqrt`` at ``0``, ``arcsin`` at ``±1``) are ``inf``, not
   NaN; ``hypot`` and ``arctan2`` use the zero subgradient at the origin; ``power`` follows
-  :mod:`rulescore.rules.operators` (``d/dp`` is ``NoTangent()`` for an integer exponent, ``0``
-  for ``x <= 0``).
+  :mod:`rulescore.rules.operators` (``d/dp`` is ``z * log(x)``, ``z * log(-x)`` for ``x < 0``,
+  for an integer exponent too: a float cotangent, as every integer argument gets; ``NoTangent()``
+  for a boolean exponent).
 - Accuracy: ``expm1``'s derivative is ``exp(x)`` (not ``result + 1``, which cancels);
   ``logaddexp``'s are ``exp(-logaddexp(0, y - x))``, which neither overflows nor cancels.
 
@@ -70,8 +71,8 @@ from rulescore.rules._common import (
     fit,
     frexp_cotangents,
     frexp_tangent,
+    is_bool_like,
     is_complex,
-    is_int_like,
     mask,
     modf_cotangents,
     modf_tangent,
@@ -111,7 +112,7 @@ def divide_partials(x: Any, y: Any, result: Any) -> Any:
 def float_power_partials(x: Any, p: Any, result: Any) -> Any:
     one = np.float64(1.0)  # compute the partials in double precision, as float_power does
     xx = x * one
-    return pow_grad_x(xx, p, result), (_NT if is_int_like(p) else pow_grad_p(xx, p * one, result))
+    return pow_grad_x(xx, p, result), (_NT if is_bool_like(p) else pow_grad_p(xx, p * one, result))
 
 
 def negative_partials(x: Any) -> Any:

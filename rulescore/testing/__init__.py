@@ -12,6 +12,16 @@ Example:
     >>> rct.test_frule(math.exp, 0.5)
 """
 
+try:
+    import hypothesis as _hypothesis  # noqa: F401  (checked first: the error should name the extra)
+except ModuleNotFoundError as missing:
+    if missing.name != "hypothesis":
+        raise
+    raise ModuleNotFoundError(
+        "rulescore.testing needs hypothesis, which rulescore installs with its `testing` extra: "
+        "pip install 'rulescore[testing]' (from a checkout: pip install '.[testing]')",
+        name="hypothesis") from missing
+
 from rulescore.testing import strategies as strategies
 from rulescore.testing._engines import (
     SYSTEMS,

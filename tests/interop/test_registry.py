@@ -4,10 +4,11 @@ element-wise, reduction, contraction and linear-algebra families.
 
 Each check is :func:`rulescore.testing.check_systems`: the exporter's vjp against finite
 differences of ``f`` (NumPy), and the exporter's vjp of its vjp against finite differences of
-rulescore's own pullback (NumPy): one exporter call per order. The suite runs the first case of
-each family and a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of
-minutes); ``RULESCORE_INTEROP_REGISTRY=all`` runs every case. ``RULESCORE_INTEROP_EXAMPLES`` sets
-the hypothesis examples per case (default 1).
+rulescore's own pullback (NumPy): one exporter call per order. The default run checks the first
+case of each family through each exporter; ``--exhaustive`` (a step of its own in ``.ci/run``)
+adds a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of minutes);
+``RULESCORE_INTEROP_REGISTRY=all`` with ``--exhaustive`` runs every case.
+``RULESCORE_INTEROP_EXAMPLES`` sets the hypothesis examples per case (default 1).
 Every case passes through both exporters: no case is listed as a known failure.
 """
 
@@ -48,8 +49,10 @@ def _cases() -> list[Any]:
         for k, case in enumerate(module.CASES):
             if k % SAMPLE:
                 continue
+            marks = [] if k == 0 else [pytest.mark.exhaustive]
             for system in ("jax", "torch"):
-                params.append(pytest.param(family, case, system, id=f"{system}-{family}-{case_id(case)}"))
+                params.append(pytest.param(family, case, system, id=f"{system}-{family}-{case_id(case)}",
+                                           marks=marks))
     return params
 
 

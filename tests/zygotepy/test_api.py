@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import zygotepy as zp
+from tests.zygotepy.finite_differences import fd
 
 
 def test_jacobian_shape():
@@ -162,3 +163,59 @@ def test_hessian_of_a_function_using_forwarddiff():
     H_fd = np.stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(2)], axis=-1)
     np.testing.assert_allclose(zp.hessian(f, x), H_fd, rtol=1e-6)
     np.testing.assert_allclose(zp.hessian_reverse(f, x), H_fd, rtol=1e-6)
+
+
+# -- jacobian and withjacobian with implicit parameters (Zygote's jacobian(f, ps)) -------------------
+W_J = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]])
+B_J = np.array([0.1, -0.3, 0.2])
+
+
+def _layer(x):
+    return np.tanh(W_J @ x + B_J)
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, -0.7]), np.array([1.5, 2.0])])
+def test_jacobian_with_params_matches_the_explicit_jacobian(x):
+    ps = zp.params(W_J, B_J)
+    jac = zp.jacobian(lambda: _layer(x), ps)
+    assert isinstance(jac, zp.Grads)
+    J_W, J_B = zp.jacobian(lambda W, b: np.tanh(W @ x + b), W_J, B_J, mode="reverse")
+    assert jac[W_J].shape == (3, 3, 2) and jac[B_J].shape == (3, 3)
+    np.testing.assert_allclose(jac[W_J], J_W)
+    np.testing.assert_allclose(jac[B_J], J_B)
+    np.testing.assert_allclose(jac[B_J][:, 1], fd(lambda v: _layer_with_bias(x, 1, v), B_J[1]),
+                               rtol=1e-6, atol=1e-9)
+
+
+def _layer_with_bias(x, i, value):
+    b = B_J.copy()
+    b[i] = value
+    return np.tanh(W_J @ x + b)
+
+
+def test_jacobian_with_params_scalar_output_unused_parameter_and_aux():
+    W, unused = np.array([1.0, 2.0]), np.ones(2)
+    jac, aux = zp.jacobian(lambda: (np.sum(W ** 2), "aux"), zp.params(W, unused), has_aux=True)
+    np.testing.assert_allclose(jac[W], [2.0, 4.0])
+    assert aux == "aux"
+    np.testing.assert_array_equal(jac[unused], np.zeros(2))
+    with pytest.raises(ValueError, match="reverse mode"):
+        zp.jacobian(lambda: W * 2, zp.params(W), mode="forward")
+    with pytest.raises(ValueError, match="real output"):
+        zp.jacobian(lambda: W * 1j, zp.params(W))
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_withjacobian_gives_the_value_and_jacobians(mode):
+    x, y = np.array([1.0, 2.0]), 3.0
+    res = zp.withjacobian(lambda a, s: a * s + a ** 2, x, y, mode=mode)
+    assert isinstance(res, zp.WithJacobian)
+    np.testing.assert_allclose(res.val, x * y + x ** 2)
+    expected = zp.jacobian(lambda a, s: a * s + a ** 2, x, y, mode=mode)
+    for got, want in zip(res.grad, expected, strict=True):
+        np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(res.grad[0], np.diag(y + 2 * x))
+    np.testing.assert_allclose(res.grad[1], x)
+    res = zp.withjacobian(lambda: _layer(x), zp.params(W_J, B_J))
+    np.testing.assert_allclose(res.val, _layer(x))
+    np.testing.assert_allclose(res.grad[B_J], zp.jacobian(lambda b: np.tanh(W_J @ x + b), B_J)[0])

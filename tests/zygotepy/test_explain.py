@@ -63,3 +63,39 @@ def test_engine_warning_points_at_the_users_line():
     ours = [w for w in caught if issubclass(w.category, zp.ZygoteWarning)]
     assert ours, "expected a ZygoteWarning for a function without source"
     assert ours[0].filename == __file__
+
+
+class Model:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return np.sum(scaled(self.w) * x[0])
+
+
+def test_explain_source_prints_the_rewritten_function(capsys):
+    """``source=True`` shows what runs under differentiation (Zygote's ``@code_adjoint``): every
+    call, operator and subscript routed through the dispatcher's helpers."""
+    zp.explain(loss, source=True)
+    out = capsys.readouterr().out
+    assert "def loss(w, x):" in out and "_zp_call(np.sum" in out and "_zp_call(scaled, w)" in out
+    assert "_zp_op_mul" in out and "_zp_getitem" in out and "call..." not in out  # no table without args
+    zp.explain(Model(np.ones(2)).__call__, source=True)
+    assert "def __call__(self, x):" in capsys.readouterr().out
+    zp.explain(lambda v: v * 2.0, source=True)
+    assert "lambda v: _zp_call(_zp_op_mul, v, 2.0)" in capsys.readouterr().out
+
+
+def test_explain_source_with_arguments_prints_source_then_table(capsys):
+    zp.explain(loss, np.ones(2), np.array([0.5, 2.0]), source=True)
+    out = capsys.readouterr().out
+    assert out.index("def loss(w, x):") < out.index("traced through") and "rule" in out
+
+
+def test_explain_source_says_when_there_is_nothing_to_rewrite(capsys):
+    zp.explain(np.sin, source=True)
+    assert "not rewritten: it is not a Python function" in capsys.readouterr().out
+    namespace: dict = {}
+    exec("def f(x):\n    return x * 2\n", namespace)
+    zp.explain(namespace["f"], source=True)
+    assert "not rewritten: it has no Python source" in capsys.readouterr().out

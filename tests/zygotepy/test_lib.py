@@ -1,6 +1,7 @@
 """The Zygote surface: @adjoint semantics, hooks, checkpointing, reflection, compatibility names."""
 
 import math
+import sys
 import tracemalloc
 import warnings
 
@@ -13,11 +14,36 @@ import zygotepy as zp
 def test_hook_showgrad_dropgrad_ignore(capsys):
     assert zp.gradient(lambda a: zp.hook(lambda g: 10 * g, a) * 2, 1.0) == (20.0,)
     zp.gradient(lambda a: zp.showgrad(a) * 4.0, 1.0)
-    assert capsys.readouterr().out.strip() == "∂(x) = 4.0"
+    assert capsys.readouterr().out.strip() == "∂(a) = 4.0"
     assert zp.gradient(lambda a: a * zp.dropgrad(a), 3.0) == (3.0,)
     log = []
     assert zp.gradient(lambda a: a * zp.ignore(lambda: log.append(1) or 2.0), 3.0) == (2.0,)
     assert log == [1]
+
+
+def _model(x, w):
+    h = zp.showgrad(x * w)
+    return zp.showgrad(np.sum(h ** 2)) + zp.showgrad(w[0]) + zp.showgrad(
+        w[1], "second weight")
+
+
+def test_showgrad_labels_each_value_by_its_expression(capsys):
+    """Without a name, each printed gradient is labelled by the argument's source text (Zygote's
+    ``@showgrad``), inside functions, lambdas and across lines, not by a fixed letter."""
+    gx, gw = zp.gradient(_model, np.ones(2), np.array([1.0, 2.0]))
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["∂(second weight) = 1.0", "∂(w[0]) = 1.0", "∂(np.sum(h ** 2)) = 1.0", "∂(x * w) = [2. 4.]"]
+    np.testing.assert_allclose(gx, [2.0, 8.0])
+    zp.gradient(lambda a, b: zp.showgrad(a) * zp.showgrad(
+        b * 2.0), 1.0, 3.0)
+    assert sorted(capsys.readouterr().out.splitlines()) == ["∂(a) = 6.0", "∂(b * 2.0) = 1.0"]
+
+
+def test_showgrad_without_an_argument_expression_labels_by_file_and_line(capsys):
+    """Passed to gradient itself, showgrad has no argument text at a call: the label is the call site."""
+    line = sys._getframe().f_lineno + 1
+    assert zp.gradient(zp.showgrad, 2.0) == (1.0,)
+    assert capsys.readouterr().out.strip() == f"∂(test_lib.py:{line}) = 1.0"
 
 
 def test_isderiving_refresh_and_forward_alias():

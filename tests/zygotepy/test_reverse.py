@@ -101,6 +101,51 @@ def test_argnums_and_wrt():
 
     assert zp.gradient(f, 1.0, 2.0, 3.0, argnums=(0, 2)) == (6.0, 2.0)
     assert zp.gradient(f, 1.0, 2.0, 3.0, wrt="y") == (3.0,)
+    assert zp.gradient(f, 1.0, 2.0, 3.0, wrt=["z", "x"]) == (2.0, 6.0)
+
+
+@pytest.mark.parametrize("wrt, advice", [
+    (1, "argnums=1"), ((0, 2), r"argnums=\(0, 2\)"), ([1], r"argnums=\[1\]"),
+    (("x", 1), "argnums="), (1.5, "argnums="), (b"x", "argnums="),
+])
+@pytest.mark.parametrize("entry", [zp.gradient, zp.withgradient])
+def test_wrt_that_does_not_name_parameters_is_a_type_error_naming_wrt(entry, wrt, advice):
+    def f(x, y, z):
+        return x * y * z
+
+    with pytest.raises(TypeError, match=rf"wrt must name parameters of .*f .*\['x', 'y', 'z'\].*{advice}"):
+        entry(f, 1.0, 2.0, 3.0, wrt=wrt)
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda x, n: x * n, (3.0, 2.0)),
+    (lambda x, n: x ** n, (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: n ** x, (9.0 * math.log(3.0), 6.0)),
+    (lambda x, n: math.pow(x, n), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: pow(x, n), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: float(np.power(x, n)), (12.0, 8.0 * math.log(2.0))),
+    (lambda x, n: x / n + n, (1.0 / 3.0, 1.0 - 2.0 / 9.0)),
+    (lambda x, n: x ** (n - 1) * n, (3.0 * 2.0 * 2.0, 4.0 * math.log(2.0) * 3.0 + 4.0)),
+])
+def test_an_integer_argument_gets_a_float_gradient_whatever_the_operation(f, expected):
+    """One rule (ChainRules': an integer's tangent is projected onto the reals): an int argument gets
+    a float gradient, whether it meets ``*``, ``/`` or ``**``, checked against finite differences."""
+    got = zp.gradient(f, 2.0, 3)
+    assert all(type(g) is float for g in got)
+    assert got == pytest.approx(expected)
+    step = 1e-6
+    numeric = ((f(2.0 + step, 3) - f(2.0 - step, 3)) / (2 * step),
+               (f(2.0, 3 + step) - f(2.0, 3 - step)) / (2 * step))
+    assert got == pytest.approx(numeric, rel=1e-6)
+
+
+def test_an_integer_used_only_for_control_flow_or_indexing_gets_none():
+    def power(x, n):
+        return 1.0 if n == 0 else x * power(x, n - 1)
+
+    assert zp.gradient(power, 2.0, 3) == (12.0, None)
+    assert zp.gradient(lambda v, i: v[i] * 2.0, np.ones(3), 1)[1] is None
+    assert zp.gradient(lambda x, n: x ** n, 2.0, True) == (1.0, None)  # a bool has no tangent space
 
 
 def test_keyword_arguments_pass_through():
@@ -295,3 +340,123 @@ def test_nested_reverse_fast_path_agrees_with_checking_mode(name, f, x):
         columns.append((ends[0] - ends[1]) / (2 * h))
     np.testing.assert_allclose(np.reshape(checked[0], (n, n)), np.stack(columns, axis=1),
                                rtol=1e-5, atol=1e-5)
+
+
+# -- Zygote's habits with implicit parameters: Params and Grads as Python methods -----------------
+RNG = np.random.default_rng(29)
+W_HABIT = RNG.standard_normal((3, 2))
+B_HABIT = RNG.standard_normal(3)
+X_HABIT = RNG.standard_normal(2)
+
+
+def _habit_loss():
+    return np.sum(np.tanh(W_HABIT @ X_HABIT + B_HABIT) ** 2)
+
+
+def _fd_of_param(loss, p):
+    """Finite differences of ``loss()`` in the entries of the array ``p`` (perturbed in place)."""
+    def at(value):
+        saved = p.copy()
+        p[...] = value
+        try:
+            return loss()
+        finally:
+            p[...] = saved
+
+    return fd(at, p.copy())
+
+
+@pytest.mark.parametrize("scale", [2.0, -0.5, 3])
+def test_grads_arithmetic_matches_the_arithmetic_of_their_arrays(scale):
+    ps = zp.params(W_HABIT, B_HABIT)
+    gs = zp.gradient(_habit_loss, ps)
+    other = zp.gradient(lambda: np.sum(W_HABIT ** 3) + np.sum(B_HABIT), ps)
+    for p in (W_HABIT, B_HABIT):
+        np.testing.assert_allclose(gs[p], _fd_of_param(_habit_loss, p), rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose((gs - other)[p], gs[p] - other[p])
+        np.testing.assert_allclose((gs + other)[p], gs[p] + other[p])
+        np.testing.assert_allclose((gs * scale)[p], gs[p] * scale)
+        np.testing.assert_allclose((scale * gs)[p], scale * gs[p])
+        np.testing.assert_allclose((gs / scale)[p], gs[p] / scale)
+        np.testing.assert_allclose((-gs)[p], -gs[p])
+        np.testing.assert_allclose((gs * other)[p], gs[p] * other[p])
+        np.testing.assert_allclose(gs.map(np.abs)[p], np.abs(gs[p]))
+
+
+def test_grads_arithmetic_reads_a_missing_gradient_as_zero_and_scalars_keep_it_missing():
+    W, unused = np.array([1.0, 2.0]), np.array([5.0])
+    gs = zp.gradient(lambda: np.sum(W ** 2), zp.params(W, unused))
+    assert gs[unused] is None and (gs * 2)[unused] is None and gs.map(np.abs)[unused] is None
+    only_unused = zp.gradient(lambda: np.sum(unused * 3.0), zp.params(unused))
+    both = gs - only_unused  # parameters of either side, None as zero
+    np.testing.assert_allclose(both[W], [2.0, 4.0])
+    np.testing.assert_allclose(both[unused], [-3.0])
+    assert (gs * only_unused)[W] is None
+    with pytest.raises(TypeError):
+        gs + 1.0  # noqa: B018  (a number is not a set of gradients)
+
+
+def test_grads_merge_accumulates_in_place_like_zygote_merge():
+    W, V = np.array([1.0, -1.0]), np.array([2.0])
+    ps_w = zp.params(W)
+    total = zp.gradient(lambda: np.sum(W * 3.0), ps_w)
+    again = zp.gradient(lambda: np.sum(W * V), zp.params(W, V))
+    third = zp.gradient(lambda: np.sum(V ** 2), zp.params(V))
+    assert total.merge(again, third) is total
+    np.testing.assert_allclose(total[W], [5.0, 5.0])
+    np.testing.assert_allclose(total[V], np.sum(W) + 2 * V)
+    assert len(ps_w) == 1, "merge must not change the user's Params"
+    np.testing.assert_allclose(again[W], [2.0, 2.0])  # the merged-in Grads are left alone
+
+
+def test_grads_and_params_copy_to_and_from_flat_vectors():
+    W, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.5])
+    ps = zp.params(W, b)
+    gs = zp.gradient(lambda: np.sum(W ** 2) + float(b[0]) * 0.0, ps)
+    flat = gs.copy_to()
+    np.testing.assert_allclose(flat, np.concatenate([2 * W.ravel(), [0.0]]))
+    out = np.full(5, 7.0)
+    assert gs.copy_to(out) is out and np.array_equal(out, flat)
+    np.testing.assert_allclose(ps.copy_to(), [1.0, 2.0, 3.0, 4.0, 0.5])
+    ps.copy_from(np.arange(5.0))
+    np.testing.assert_allclose(W, [[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_allclose(b, [4.0])
+    with pytest.raises(ValueError, match="length 5"):
+        ps.copy_from(np.zeros(4))
+    with pytest.raises(ValueError, match="length 5"):
+        gs.copy_to(np.zeros((5, 1)))
+
+
+def test_params_add_update_union_discard_by_identity():
+    W, V, twin = np.ones(2), np.zeros(3), np.ones(2)  # twin equals W but is another array
+    ps = zp.params(W)
+    ps.add(W)
+    ps.add(twin)
+    assert len(ps) == 2 and twin in ps
+    ps.update([V], {"again": W})
+    assert [id(p) for p in ps] == [id(W), id(twin), id(V)]
+    bigger = ps.union(np.ones(1))
+    assert len(bigger) == 4 and len(ps) == 3
+    ps.discard(twin)
+    ps.discard(np.ones(2))  # equal to W, not W: ignored
+    assert [id(p) for p in ps] == [id(W), id(V)]
+    gs = zp.gradient(lambda: np.sum(W * twin) + np.sum(V), ps)
+    assert set(map(id, gs)) == {id(W), id(V)}
+    np.testing.assert_allclose(gs[W], twin)
+
+
+def test_pullback_with_params_gives_grads_for_any_cotangent():
+    def hidden():
+        return np.tanh(W_HABIT @ X_HABIT + B_HABIT)
+
+    ps = zp.params(W_HABIT, B_HABIT)
+    y, back = zp.pullback(hidden, ps)
+    np.testing.assert_allclose(y, hidden())
+    for ybar in (np.ones(3), np.array([1.0, -2.0, 0.5])):
+        gs = back(ybar)
+        assert isinstance(gs, zp.Grads)
+        for p in ps:
+            np.testing.assert_allclose(gs[p], _fd_of_param(lambda: float(hidden() @ ybar), p),
+                                       rtol=1e-5, atol=1e-8)
+    y, back, aux = zp.pullback(lambda: (np.sum(W_HABIT), "aux"), ps, has_aux=True)
+    assert aux == "aux" and back(1.0)[B_HABIT] is None
