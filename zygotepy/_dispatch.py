@@ -775,6 +775,10 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
             tr = _scan(a, deep)
             if tr is None:
                 continue
+        elif deep and t is types.FunctionType and a.__closure__:  # a callback capturing a traced value
+            tr = _scan(tuple(c.cell_contents for c in a.__closure__ if _filled(c)), deep)
+            if tr is None:
+                continue
         else:
             continue
         if tr.level > level:
@@ -786,6 +790,17 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
     if best is not None and not (best.level < len(levels) and levels[best.level] is best):
         raise UntraceableError(escaped())
     return best
+
+
+def _filled(cell: Any) -> bool:
+    """Whether a closure cell holds a value (a name assigned later in its scope leaves it empty)."""
+    try:
+        return cell.cell_contents is not _EMPTY
+    except ValueError:
+        return False
+
+
+_EMPTY: Any = object()
 
 
 def _scan(x: Any, deep: bool, seen: set[int] | None = None) -> Trace | None:
@@ -887,6 +902,9 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         if r is not None:
             routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
     refuse_traced_keywords(fn, kwargs, trace)
+    for a in args:
+        if type(a) is types.FunctionType and a.__closure__:
+            _refuse_captured(fn, a, trace)
     outer = trace.outer
     if not outer and table is RRULES and rule.kind == "rule":
         # the first-order hot path: a rulescore rule on plain values needs no level switch
@@ -926,6 +944,24 @@ def _constant_of_params(y: Any, trace: Trace) -> Any:
     if type(y) is tuple or type(y) is list:
         return type(y)(_constant_of_params(v, trace) for v in y)
     return y
+
+
+def _refuse_captured(fn: Any, callback: types.FunctionType, trace: Trace) -> None:
+    """A rule runs with its own level inactive, so a function argument capturing a value of that
+    level (a right-hand side closing over a parameter) cannot use it: refuse, naming the fix."""
+    for name, cell in zip(callback.__code__.co_freevars, callback.__closure__ or (), strict=True):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if unbox(value, trace)[1] is not None:
+            raise UntraceableError(
+                f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
+                f"{name!r} in its closure; the rule for {public_name(fn)} runs the function on plain values, "
+                f"so the gradient through {name!r} would be lost. Pass it as a parameter instead, through "
+                f"the call's args= (odeint(f, y0, t, args=(p,)), brentq(f, a, b, args=(p,)), quad(f, a, b, "
+                "args=(p,))): the rule differentiates those, in any tree of tuples, lists, dicts and "
+                "dataclasses")
 
 
 #: What a trace's ``fast_path`` returns for a call it leaves to the full path.

@@ -676,7 +676,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     new = _find_code(compiled, func.name)
     if new is None:
         return None
-    new = new.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    new = _renamed(new, new.co_qualname, code.co_qualname).replace(co_name=code.co_name)
     _collect_generated(new)
     return new
 
@@ -707,6 +707,14 @@ def _find_code(code: types.CodeType, name: str) -> types.CodeType | None:
             if found is not None:
                 return found
     return None
+
+
+def _renamed(code: types.CodeType, old: str, new: str) -> types.CodeType:
+    """``code`` and the code nested in it with the qualified-name prefix ``old`` (the rewriter's
+    factory) read as ``new`` (the user's function): errors name ``loss.<locals>.<lambda>``."""
+    consts = tuple(_renamed(c, old, new) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    qualname = new + code.co_qualname[len(old):] if code.co_qualname.startswith(old) else code.co_qualname
+    return code.replace(co_consts=consts, co_qualname=qualname)
 
 
 def _collect_generated(code: types.CodeType) -> None:

@@ -29,7 +29,9 @@ import numpy as np
 from rulescore._config import RuleConfig, frule_via_ad, rrule_via_ad
 from rulescore._fitting import proj
 from rulescore._linear import dense_tangent
+from rulescore._projection import ProjectTo
 from rulescore._tangent import Tangent, tangent_type
+from rulescore._tree import tree_flatten, tree_map
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.linalg import _entry, _given
 
@@ -56,36 +58,85 @@ def dense(ct: Any, like: Any) -> Any:
 
 
 class Params:
-    """The differentiable entries of a solver's ``args``, as one flat float vector."""
+    """The differentiable entries of a solver's ``args``, as one flat float vector.
+
+    An entry is differentiable as a whole (a float, a float array, a list of floats), or holds
+    differentiable leaves in a tree (tuples, lists, dicts, dataclasses, NamedTuples: ``args=([(W,
+    b), ...],)`` for a network's layers); the flat vector runs over those, in order.
+
+    Example:
+        >>> import numpy as np
+        >>> p = Params(([(np.ones(2), 3)], {"s": 0.5}))
+        >>> p.size
+        3
+        >>> p.cotangent(np.array([1.0, 2.0, 3.0]))[1]
+        Tangent[dict]({'s': 3.0})
+    """
 
     def __init__(self, args: Any) -> None:
         self.is_tuple = isinstance(args, tuple)
         if not self.is_tuple:  # one argument, or none (solve_ivp's default args=None)
             args = tuple(a for a in (args,) if a is not None)
         self.args: tuple[Any, ...] = args
-        self.where = tuple(i for i, a in enumerate(self.args) if _differentiable(a))
+        #: per differentiable slot: (argument position, leaf position or None for the whole argument)
+        self.slots: list[tuple[int, int | None]] = []
+        self.trees: dict[int, tuple[list[Any], Any]] = {}
+        for i, a in enumerate(self.args):
+            if _differentiable(a):
+                self.slots.append((i, None))
+            elif isinstance(a, (tuple, list, dict)) or hasattr(a, "__dataclass_fields__"):
+                leaves, unflatten = tree_flatten(a)
+                found = [j for j, leaf in enumerate(leaves) if _differentiable(leaf)]
+                if found:
+                    self.trees[i] = (leaves, unflatten)
+                    self.slots += [(i, j) for j in found]
+        self.where = tuple(sorted({i for i, _ in self.slots}))
         # plain stand-ins for the differentiable entries (those may be traced by an outer level,
         # and the products run inside solvers, where such a level is not active)
-        self.likes = {i: _plain_like(self.args[i]) for i in self.where}
-        sizes = [int(np.size(self.likes[i])) for i in self.where]
+        self.likes = [_plain_like(self._value(slot)) for slot in self.slots]
+        sizes = [int(np.size(like)) for like in self.likes]
         self.bounds = np.cumsum([0, *sizes])
         self.size = int(self.bounds[-1])
 
+    def _value(self, slot: tuple[int, int | None]) -> Any:
+        i, j = slot
+        return self.args[i] if j is None else self.trees[i][0][j]
+
     def pieces(self, flat: Any) -> list[Any]:
-        return [flat[self.bounds[k]:self.bounds[k + 1]] for k in range(len(self.where))]
+        return [flat[self.bounds[k]:self.bounds[k + 1]] for k in range(len(self.slots))]
+
+    def _per_argument(self, flat: Any, whole: Any, zero: Any) -> list[Any]:
+        """Per argument, its part of ``flat`` (``whole(value, piece)`` per differentiable slot), in
+        the argument's own structure, ``zero`` where nothing is differentiable."""
+        parts: list[Any] = [zero] * len(self.args)
+        leaves_of = {i: [zero] * len(leaves) for i, (leaves, _) in self.trees.items()}
+        for (i, j), piece in zip(self.slots, self.pieces(flat), strict=True):
+            value = whole(self._value((i, j)), piece)
+            if j is None:
+                parts[i] = value
+            else:
+                leaves_of[i][j] = value
+        for i, leaves in leaves_of.items():
+            parts[i] = ProjectTo(self.args[i])(self.trees[i][1](leaves))
+        return parts
 
     def cotangent(self, flat: Any) -> Any:
         """The cotangent of ``args`` (as the solver was given it) from a flat vector."""
-        parts: list[Any] = [NoTangent()] * len(self.args)
-        for i, piece in zip(self.where, self.pieces(flat), strict=True):
-            parts[i] = proj(self.args[i], np.reshape(piece, np.shape(self.args[i])))
+        def whole(a: Any, piece: Any) -> Any:
+            return proj(a, np.reshape(piece, np.shape(a)))
+
+        parts = self._per_argument(flat, whole, NoTangent())
         if not self.is_tuple:
             return parts[0] if parts else NoTangent()
         return TupleTangent(*parts)
 
     def flat(self, cts: tuple[Any, ...]) -> Any:
         """One flat vector from per-argument cotangents (or tangents) of ``args``."""
-        return np.concatenate([np.ravel(dense(cts[i], self.likes[i])) for i in self.where] + [np.zeros(0)])
+        out = []
+        for (i, j), like in zip(self.slots, self.likes, strict=True):
+            ct = cts[i] if j is None else tree_flatten(tree_map(lambda _, c: c, self.args[i], cts[i]))[0][j]
+            out.append(np.ravel(dense(ct, like)))
+        return np.concatenate([*out, np.zeros(0)])
 
     def flat_tangent(self, argsdot: Any) -> Any:
         """The flat vector of a tangent of ``args`` (a zero, a tuple or a structural tangent)."""
@@ -95,10 +146,10 @@ class Params:
 
     def tangents(self, flat: Any) -> tuple[Any, ...]:
         """Per-argument tangents of ``args`` from a flat vector (``NoTangent()`` for the others)."""
-        parts: list[Any] = [NoTangent()] * len(self.args)
-        for i, piece in zip(self.where, self.pieces(flat), strict=True):
-            parts[i] = np.reshape(piece, np.shape(self.likes[i])) if np.ndim(self.likes[i]) else piece[0]
-        return tuple(parts)
+        def whole(like: Any, piece: Any) -> Any:
+            return np.reshape(piece, np.shape(like)) if np.ndim(like) else piece[0]
+
+        return tuple(self._per_argument(flat, whole, NoTangent()))
 
 
 def _plain_like(a: Any) -> Any:
