@@ -2,8 +2,8 @@
 :mod:`rulescore.rules._optional`), for real matrices: ``expm`` and ``expm_frechet`` (through
 Frechet derivatives of block matrices), ``eigh`` (the standard problem, with ``eigvals_only``,
 ``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``:
-general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``,
-``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
+general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``, ``cholesky``
+(``lower=``, ``check_finite=``), ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
 ``solve_sylvester``, ``solve_continuous_lyapunov`` and ``block_diag``.
 
 ``eigh``'s derivatives need every eigenpair: a subset's rule computes the full decomposition of
@@ -36,6 +36,7 @@ from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules import linalg
 from rulescore.rules._common import bind_arguments, entries, family_rules, proj
 from rulescore.rules.linalg import _eigh_grad, _entry, _fold, _given, _unfold
 
@@ -384,7 +385,34 @@ def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: 
     return x, project(x, np.reshape(xdot, np.shape(x)))
 
 
-# -- cho_factor, cho_solve ---------------------------------------------------------------------
+# -- cholesky, cho_factor, cho_solve ----------------------------------------------------------
+
+def _cholesky_upper(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``scipy.linalg.cholesky`` returns (and LAPACK reads) the upper triangle: then it
+    is ``numpy.linalg.cholesky(a, upper=True)``, whose rules these are (after SciPy's check of
+    finite entries, ``check_finite=True``)."""
+    _real(sl.cholesky, a)
+    options = bind_arguments(sl.cholesky, (a, *args), kwargs)
+    if options["check_finite"]:
+        np.asarray_chkfinite(a)
+    return not bool(options["lower"])
+
+
+def cholesky_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    upper = _cholesky_upper(a, args, kwargs)
+    c, numpy_pullback = linalg.cholesky_rrule(np.asarray(a, dtype=float), upper=upper)
+
+    def cholesky_pullback(cbar: Any) -> Any:
+        return NoTangent(), project(a, numpy_pullback(cbar)[1]), *(NoTangent() for _ in args)
+
+    return c, cholesky_pullback
+
+
+def cholesky_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    upper = _cholesky_upper(a, args, kwargs)
+    adot = np.asarray(dense_tangent(a, tangents[1]), dtype=float)
+    return linalg.cholesky_frule((NoTangent(), adot), np.asarray(a, dtype=float), upper=upper)
+
 
 def _lower_factor(c: Any, lower: bool) -> Any:
     """``L`` with ``A = L L^T`` from ``cho_factor``'s packed result."""
@@ -672,7 +700,7 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
 
 #: The functions with rules (``expm_rrule``, ``expm_frule``, ...).
 _NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, sl.solve, sl.solve_triangular,
-          sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
+          sl.cholesky, sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
           sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
 
 RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED)
