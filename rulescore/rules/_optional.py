@@ -29,6 +29,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.signal": "scipy_signal",
     "scipy.integrate": "scipy_integrate",
     "scipy.optimize": "scipy_optimize",
+    "scipy.spatial.distance": "scipy_spatial",
 }
 
 _REGISTERED: set[str] = set()
