@@ -878,16 +878,78 @@ def astype_rules(f: Any) -> RulePair:
     return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
 
 
+#: The positional form of ``np.pad``'s rules: ``constant_values`` (collected by NumPy's
+#: ``**kwargs``) declared positional, so a traced ``constant_values=c`` gets its cotangent
+#: (:func:`rulescore.declare_parameters`); the other options stay keywords.
+_PAD_FORM = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+                               for name, default in (("array", inspect.Parameter.empty),
+                                                     ("pad_width", inspect.Parameter.empty),
+                                                     ("mode", "constant"), ("constant_values", _NOVALUE))])
+declare_parameters(np.pad, _PAD_FORM)
+_PAD_LINEAR = linear_rules(np.pad, pad_transpose)
+
+
+def _pad_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``np.pad``'s arguments after the array, from the rules' form back to NumPy's call."""
+    if len(args) < 3:
+        return args, kwargs
+    return args[:2], {**kwargs, "constant_values": args[2]}
+
+
+def _pad_mode(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[1] if len(args) > 1 else kwargs.get("mode", "constant")
+
+
+def _pad_values_cotangent(ybar: Any, x: Any, pad_width: Any, values: Any) -> Any:
+    """The cotangent of ``constant_values``: ``ybar`` summed over the region each of the
+    ``(ndim, 2)`` values NumPy broadcasts them to fills (a corner belongs to the last axis padded,
+    as NumPy fills axis after axis), then summed back to the values' shape."""
+    nd = max(np.ndim(x), 1)
+    zeros = np.zeros(np.shape(x))
+    pairs = np.zeros((nd, 2))
+    for i, j in itertools.product(range(nd), range(2)):
+        unit = np.zeros((nd, 2))
+        unit[i, j] = 1.0
+        pairs[i, j] = np.sum(ybar * np.pad(zeros, pad_width, constant_values=unit))
+    shape = np.shape(values)
+    if math.prod(shape) == 1:
+        return np.reshape(np.sum(pairs), shape)
+    if math.prod(shape) == 2 and shape != (2, 1):  # NumPy's reading: (before, after) for every axis
+        return np.reshape(np.sum(pairs, axis=0), shape)
+    return _sum_to(pairs, shape)
+
+
+def pad_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.pad``: linear in ``x`` (:func:`pad_transpose`) and, in ``constant`` mode, in a
+    ``constant_values`` given in the rules' form (its cotangent: :func:`_pad_values_cotangent`)."""
+    call_args, call_kwargs = _pad_keywords(args, kwargs)
+    y, linear_pullback = _PAD_LINEAR.rrule(x, *call_args, **call_kwargs)
+    if len(args) < 3:
+        return y, linear_pullback
+
+    def pad_pullback(ybar: Any) -> Any:
+        _, xbar, *rest = linear_pullback(ybar)
+        values = args[2]
+        constant = _pad_mode(args, kwargs) == "constant"
+        vbar = _project(values, _pad_values_cotangent(ybar, x, args[0], values)) if constant else _NO
+        return (_NO, xbar, *rest, vbar)
+
+    return y, pad_pullback
+
+
 def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather)."""
+    """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather),
+    in ``constant`` mode with the tangent of ``constant_values`` (given in the rules' form)."""
+    values_dot = tangents[4] if len(args) >= 3 else ZeroTangent()
+    args, kwargs = _pad_keywords(args, kwargs)
     y = np.pad(x, *args, **kwargs)
     t = tangents[1]
-    mode = args[1] if len(args) > 1 else kwargs.get("mode", "constant")
+    mode = _pad_mode(args, kwargs)
     if mode not in ("constant", "empty", *_GATHER_PAD_MODES) or kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError(f"no derivative for np.pad(mode={mode!r}, {kwargs})")
     kw = dict(kwargs)
     if mode == "constant":
-        kw["constant_values"] = 0
+        kw["constant_values"] = dense_tangent(kwargs.get("constant_values", 0.0), values_dot)
     elif mode == "empty":
         args, kw["mode"], kw["constant_values"] = args[:1], "constant", 0
     return y, _project(y, np.pad(dense_tangent(x, t), *args, **kw))
@@ -1094,8 +1156,8 @@ RULES: tuple[RulePair, ...] = family_rules(
         RulePair(np.append, append_rrule, append_frule),
         *(linear_rules(f, split_transpose(f))
           for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
-        # pad is affine: its frule pads the tangent with zeros
-        RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
+        # pad is affine: its frule pads the tangent with zeros (or the constant values' tangent)
+        RulePair(np.pad, pad_rrule, pad_frule, wrt=(0, 3)),
         RulePair(np.where, where_rrule, where_frule),
         RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2, 4, 5)),
         RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),

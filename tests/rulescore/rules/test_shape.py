@@ -525,3 +525,34 @@ def test_pad_modes_without_a_derivative_say_so() -> None:
         back(np.ones(6))
     with pytest.raises(NotImplementedError, match="odd"):
         rc.frule((None, np.ones(4), None, None), np.pad, x, 1, "reflect", reflect_type="odd")
+
+
+PAD_VALUE_SHAPES = {
+    "scalar": lambda t: t[0],
+    "before-after": lambda t: np.array([t[0], t[1] ** 2]),
+    "per-axis": lambda t: np.array([[t[0], t[1]], [t[1] * t[0], 2.0]]),
+    "one-per-axis": lambda t: np.array([[t[0]], [t[1]]]),
+    "one-element": lambda t: np.array([t[1] * 3.0]),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(PAD_VALUE_SHAPES))
+def test_pad_with_traced_constant_values_in_both_modes(spelling: str) -> None:
+    """``np.pad(x, ..., constant_values=traced)``: the values' cotangent is the output's summed
+    over the region each fills (corners belong to the last axis), for every spelling NumPy takes."""
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    base = np.arange(1.0, 7.0).reshape(2, 3)
+    weights = np.cos(np.arange(7.0 * 6.0)).reshape(7, 6)
+
+    def padded(t: np.ndarray) -> Any:
+        values = PAD_VALUE_SHAPES[spelling](t)
+        return np.sum(np.pad(base * t[1], ((2, 3), (1, 2)), constant_values=values) * weights) + np.sum(
+            np.pad(t, 1, "constant", constant_values=values if np.size(values) == 1 else 0.5) ** 2)
+
+    theta = np.array([0.7, -1.2])
+    want = fd(padded, theta)
+    np.testing.assert_allclose(zp.gradient(padded, theta)[0], want, rtol=1e-7, atol=1e-9)
+    direction = np.array([0.3, 1.1])
+    np.testing.assert_allclose(zp.jvp(padded, (theta,), (direction,))[1], want @ direction, rtol=1e-7)
