@@ -878,6 +878,49 @@ def astype_rules(f: Any) -> RulePair:
     return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
 
 
+def _block_leaves(arrays: Any) -> list[Any]:
+    """The blocks of ``np.block``'s nested lists, in order."""
+    return [leaf for entry in arrays for leaf in _block_leaves(entry)] if type(arrays) is list else [arrays]
+
+
+def _block_like(arrays: Any, leaves: Any) -> Any:
+    """``arrays``' nesting with its blocks replaced, in order, by those ``leaves`` yields."""
+    return [_block_like(entry, leaves) for entry in arrays] if type(arrays) is list else next(leaves)
+
+
+def _block_sources(arrays: Any) -> list[Any]:
+    """For each block of ``np.block(arrays)``: the flat positions of the result its entries fill
+    (found by blocking the entries' own numbers)."""
+    leaves = _block_leaves(arrays)
+    sizes = [math.prod(np.shape(leaf)) for leaf in leaves]
+    starts = list(itertools.accumulate([0, *sizes]))
+    numbered = (np.reshape(np.arange(start, start + size), np.shape(leaf))
+                for leaf, start, size in zip(leaves, starts, sizes, strict=False))
+    origin = np.reshape(np.block(_block_like(arrays, numbered)), -1)
+    position = np.empty(origin.size, dtype=np.intp)
+    position[origin] = np.arange(origin.size)
+    return [np.reshape(position[start:start + size], np.shape(leaf))
+            for leaf, start, size in zip(leaves, starts, sizes, strict=False)]
+
+
+def block_rrule(arrays: Any) -> Any:
+    """``np.block``: each block's cotangent is the part of the result's it fills."""
+    y = np.block(arrays)
+    sources = _block_sources(arrays)
+
+    def block_pullback(ybar: Any) -> Any:
+        flat = np.reshape(ybar, -1)
+        return _NO, _project(arrays, _block_like(arrays, (flat[source] for source in sources)))
+
+    return y, block_pullback
+
+
+def block_frule(tangents: Any, arrays: Any) -> Any:
+    """``np.block`` is linear: the blocks' tangents, blocked."""
+    y = np.block(arrays)
+    return y, _project(y, np.block(dense_tangent(arrays, tangents[1])))
+
+
 #: The positional form of ``np.pad``'s rules: ``constant_values`` (collected by NumPy's
 #: ``**kwargs``) declared positional, so a traced ``constant_values=c`` gets its cotangent
 #: (:func:`rulescore.declare_parameters`); the other options stay keywords.
@@ -1154,6 +1197,7 @@ RULES: tuple[RulePair, ...] = family_rules(
         # joining and splitting
         *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
         RulePair(np.append, append_rrule, append_frule),
+        RulePair(np.block, block_rrule, block_frule),
         *(linear_rules(f, split_transpose(f))
           for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
         # pad is affine: its frule pads the tangent with zeros (or the constant values' tangent)

@@ -159,6 +159,12 @@ CASES: list[RuleCase] = [
     RuleCase(np.repeat, (A((2, 3), C128), [1, 0, 2], 1), nondiff=(1, 2), name="counts"),
     RuleCase(np.repeat, (A((2, 2)), 3), name="flat", nondiff=(1,)),
     RuleCase(NDA.repeat, (A((2, 2), F32), 2, 0), nondiff=(1, 2)),
+    RuleCase(np.block, (st.tuples(A((2, 2)), A((2, 1)), A((1, 3))).map(lambda t: [[t[0], t[1]], [t[2]]]),),
+             name="2x2"),
+    RuleCase(np.block, (st.tuples(A((2,)), A(())).map(list),), name="1d-with-scalar"),
+    RuleCase(np.block, (st.tuples(A((1, 2, 2)), A((1, 2, 1)), A((1, 2, 3))).map(
+        lambda t: [[[t[0], t[1]]], [[t[2]]]]),), name="3d"),
+    RuleCase(np.block, (st.tuples(A((2, 2), C128), A((2, 2), C128)).map(list),), name="complex"),
     RuleCase(np.pad, (A((2, 3)), 1), nondiff=(1,)),
     RuleCase(np.pad, (A((2, 3), F32), ((1, 0), (0, 2))), {"constant_values": 5.0}, nondiff=(1,),
              name="constant"),
@@ -525,6 +531,27 @@ def test_pad_modes_without_a_derivative_say_so() -> None:
         back(np.ones(6))
     with pytest.raises(NotImplementedError, match="odd"):
         rc.frule((None, np.ones(4), None, None), np.pad, x, 1, "reflect", reflect_type="odd")
+
+
+def kernel_blocks(theta: np.ndarray) -> Any:
+    """A bordered kernel matrix of traced blocks and constants, as np.block is used."""
+    k = np.exp(-np.subtract.outer(np.arange(3.0), np.arange(3.0)) ** 2 * theta[0])
+    border = np.sin(theta[1] * np.arange(3.0))[:, None]
+    m = np.block([[k, border], [border.T, np.array([[theta[1] ** 2 + 2.0]])]])
+    return np.linalg.slogdet(m)[1] + np.sum(np.block([theta, 1.0, theta ** 2]) ** 3)
+
+
+def test_block_of_traced_arrays_in_both_modes_and_second_order() -> None:
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    theta = np.array([0.4, 0.9])
+    want = fd(kernel_blocks, theta)
+    np.testing.assert_allclose(zp.gradient(kernel_blocks, theta)[0], want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(zp.jvp(kernel_blocks, (theta,), (np.array([1.0, -2.0]),))[1],
+                               want @ np.array([1.0, -2.0]), rtol=1e-6)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(kernel_blocks, v)[0][i], theta) for i in range(2)])
+    np.testing.assert_allclose(zp.hessian(kernel_blocks, theta), rows, rtol=1e-5, atol=1e-6)
 
 
 PAD_VALUE_SHAPES = {
