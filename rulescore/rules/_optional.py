@@ -30,6 +30,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.integrate": "scipy_integrate",
     "scipy.optimize": "scipy_optimize",
     "scipy.spatial.distance": "scipy_spatial",
+    "statistics": "stdlib_statistics",
 }
 
 _REGISTERED: set[str] = set()
