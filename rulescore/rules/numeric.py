@@ -691,6 +691,7 @@ RULES: tuple[RulePair, ...] = family_rules(
         RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
         RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
         RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(np.generic.tolist, tolist_rrule, tolist_frule, wrt=(0,)),
         RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
                  (_AXIS_CONCATENATOR,), wrt=(1,)),
         linear_rules(np.rollaxis, rollaxis_transpose),

@@ -1150,6 +1150,11 @@ _TRANSPOSES: dict[Any, Any] = {
     np.ravel: ravel_transpose,
     np.ndarray.ravel: ravel_transpose,
     np.ndarray.flatten: ravel_transpose,
+    # a NumPy scalar's methods whose NumPy function takes other arguments (np.reshape(a, shape)
+    # for x.reshape(1, 1)) or does not exist (flatten)
+    np.generic.reshape: method_reshape_transpose,
+    np.generic.flatten: ravel_transpose,
+    np.generic.transpose: method_transpose_transpose,
     np.squeeze: same_shape_transpose,
     np.ndarray.squeeze: same_shape_transpose,
     np.expand_dims: same_shape_transpose,

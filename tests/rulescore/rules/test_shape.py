@@ -165,6 +165,10 @@ CASES: list[RuleCase] = [
     RuleCase(np.block, (st.tuples(A((1, 2, 2)), A((1, 2, 1)), A((1, 2, 3))).map(
         lambda t: [[[t[0], t[1]]], [[t[2]]]]),), name="3d"),
     RuleCase(np.block, (st.tuples(A((2, 2), C128), A((2, 2), C128)).map(list),), name="complex"),
+    RuleCase(np.generic.reshape, (S.scalars().map(np.float64), 1, 1), nondiff=(1, 2), name="scalar"),
+    RuleCase(np.generic.reshape, (S.scalars().map(np.float32), (1,)), nondiff=(1,), name="float32"),
+    RuleCase(np.generic.flatten, (S.scalars().map(np.float64),), name="scalar"),
+    RuleCase(np.generic.transpose, (S.scalars().map(np.complex128),), name="complex"),
     RuleCase(np.pad, (A((2, 3)), 1), nondiff=(1,)),
     RuleCase(np.pad, (A((2, 3), F32), ((1, 0), (0, 2))), {"constant_values": 5.0}, nondiff=(1,),
              name="constant"),
@@ -552,6 +556,35 @@ def test_block_of_traced_arrays_in_both_modes_and_second_order() -> None:
                                want @ np.array([1.0, -2.0]), rtol=1e-6)
     rows = np.array([fd(lambda v, i=i: zp.gradient(kernel_blocks, v)[0][i], theta) for i in range(2)])
     np.testing.assert_allclose(zp.hessian(kernel_blocks, theta), rows, rtol=1e-5, atol=1e-6)
+
+
+SCALAR_METHODS = {
+    "reshape": lambda s: s.reshape(1, 1).sum() * 2.0,
+    "reshape-tuple": lambda s: np.sum(s.reshape((1, 1, 1)) ** 2),
+    "flatten": lambda s: s.flatten()[0] ** 3,
+    "transpose": lambda s: s.transpose() * s.T,
+    "ravel-squeeze": lambda s: s.ravel()[0] * s.squeeze(),
+    "tolist-item": lambda s: s.tolist() * s.item(),
+    "sum-mean-copy": lambda s: s.sum() + s.mean() * s.copy(),
+    "repeat-clip": lambda s: np.sum(s.repeat(3) * np.arange(3.0)) + s.clip(-10.0, 10.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_METHODS))
+def test_methods_of_a_traced_numpy_scalar(name: str) -> None:
+    """A reduction gives an ``np.float64``; its methods take the ndarray methods' arguments
+    (``s.reshape(1, 1)`` is not ``np.reshape(s, 1, 1)``)."""
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    weights = np.array([0.5, -1.0, 2.0])
+
+    def f(t: float) -> Any:
+        return SCALAR_METHODS[name](np.sum(weights * t ** 2))
+
+    want = fd(f, 0.7)
+    np.testing.assert_allclose(zp.gradient(f, 0.7)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(zp.jvp(f, (0.7,), (1.0,))[1], want, rtol=1e-6)
 
 
 PAD_VALUE_SHAPES = {
