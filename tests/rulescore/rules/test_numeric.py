@@ -92,6 +92,7 @@ CASES = [
     RuleCase(np.generic.item, (S.scalars().map(np.float64),), max_examples=N),
     RuleCase(np.ndarray.tolist, (A((2, 3)),), max_examples=N),
     RuleCase(np.ndarray.tolist, (A(()),), name="0d", max_examples=N),
+    RuleCase(np.generic.tolist, (S.scalars().map(np.float64),), name="scalar", max_examples=N),
     RuleCase(np.interp, (around(QUERIES), around(KNOTS, 0.1), A((4,))), max_examples=N),
     RuleCase(np.interp, (around(QUERIES), np.array(KNOTS), A((4,)), S.scalars(), S.scalars()),
              name="left-right", max_examples=N),
