@@ -1005,14 +1005,14 @@ def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 #: Callables with no derivative: shapes, indices, comparisons, constructors (random numbers:
 #: :mod:`rulescore.rules.random`).
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
-    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.argwhere,
+    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.argwhere,
     np.flatnonzero, np.searchsorted, np.lexsort, np.unravel_index, np.ravel_multi_index,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
     np.eye, np.identity, np.tri, np.indices,
     np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
     np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes, np.broadcast,
-    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
+    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition, np.ndarray.nonzero,
 )
 
 

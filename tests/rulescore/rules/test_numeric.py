@@ -226,3 +226,23 @@ USER = [(user_diff, X), (user_ptp, X), (user_gradient, X), (user_select, X), (us
 def test_zygotepy_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
     np.testing.assert_allclose(g, fd(f, x), rtol=1e-5, atol=1e-6)
+
+
+def partitioned(x: np.ndarray) -> Any:
+    """np.partition as order statistics are computed with it (the k-th smallest, a trimmed sum)."""
+    low = np.partition(x, 2)
+    rows = np.partition(x.reshape(2, 3), 1, axis=1)
+    return low[2] ** 3 + np.sum(low[:2] ** 2) + np.sum(rows ** 3 * np.arange(6.0).reshape(2, 3)) \
+        + np.sum(x[np.argpartition(x, 1)[:1]] ** 2)
+
+
+def test_partition_to_second_order() -> None:
+    """The second derivative traces partition's rule, which calls np.argpartition: an index
+    function with no derivative (it was refused inside the outer derivative)."""
+    import zygotepy as zp
+
+    x = np.array([0.3, -1.2, 0.8, 2.0, 0.1, -0.7])
+    np.testing.assert_allclose(zp.gradient(partitioned, x)[0], fd(partitioned, x), rtol=1e-6, atol=1e-8)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(partitioned, v)[0][i], x) for i in range(6)])
+    np.testing.assert_allclose(zp.hessian(partitioned, x), rows, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(zp.jvp(partitioned, (x,), (np.ones(6),))[1], fd(partitioned, x).sum(), rtol=1e-6)

@@ -265,6 +265,7 @@ CASES: list[RuleCase] = [
 _NONDIFF_CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = [
     (np.shape, (A((2, 3)),), {}), (np.ndim, (A(),), {}), (np.size, (A(),), {}),
     (np.argmax, (A((4,)),), {}), (np.argmin, (A((2, 3)), 1), {}), (np.argsort, (A((4,)),), {}),
+    (np.argpartition, (A((4,)), 1), {}), (NDA.argpartition, (A((2, 3)), 1), {}),
     (np.nonzero, (A((3,)),), {}), (np.argwhere, (A((2, 2)),), {}), (np.flatnonzero, (A((3,)),), {}),
     (np.searchsorted, (np.array([0.0, 1.0, 2.0]), S.scalars()), {}), (np.lexsort, (A((2, 3)),), {}),
     (np.unravel_index, (4, (2, 3)), {}), (np.ravel_multi_index, (([0, 1], [1, 2]), (2, 3)), {}),
