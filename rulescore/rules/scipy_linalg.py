@@ -388,30 +388,49 @@ def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: 
 # -- cholesky, cho_factor, cho_solve ----------------------------------------------------------
 
 def _cholesky_upper(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether ``scipy.linalg.cholesky`` returns (and LAPACK reads) the upper triangle: then it
-    is ``numpy.linalg.cholesky(a, upper=True)``, whose rules these are (after SciPy's check of
-    finite entries, ``check_finite=True``)."""
+    """Whether ``scipy.linalg.cholesky`` returns (and LAPACK reads) the upper triangle."""
     _real(sl.cholesky, a)
-    options = bind_arguments(sl.cholesky, (a, *args), kwargs)
-    if options["check_finite"]:
-        np.asarray_chkfinite(a)
-    return not bool(options["lower"])
+    return not bool(bind_arguments(sl.cholesky, (a, *args), kwargs)["lower"])
+
+
+def _triangular_sandwich(low: Any, m: Any) -> Any:
+    """``L^-T m L^-1`` for a lower-triangular ``L`` (a stack: each), by triangular solves."""
+    if np.ndim(low) > 2:
+        return np.stack([_triangular_sandwich(f, x) for f, x in zip(low, m, strict=True)])
+    left = sl.solve_triangular(low, m, trans="T", lower=True)
+    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True))
+
+
+def _inverse_sandwich(low: Any, m: Any) -> Any:
+    """``L^-1 m L^-T`` for a lower-triangular ``L`` (a stack: each)."""
+    if np.ndim(low) > 2:
+        return np.stack([_inverse_sandwich(f, x) for f, x in zip(low, m, strict=True)])
+    left = sl.solve_triangular(low, m, lower=True)
+    return _t(sl.solve_triangular(low, _t(left), lower=True))
 
 
 def cholesky_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """The factor is SciPy's; the pullback is ``numpy.linalg.cholesky``'s (``L^-T Phi(L^T Lbar)
+    L^-1`` folded onto the triangle LAPACK read) with triangular solves."""
     upper = _cholesky_upper(a, args, kwargs)
-    c, numpy_pullback = linalg.cholesky_rrule(np.asarray(a, dtype=float), upper=upper)
+    c = sl.cholesky(a, *args, **kwargs)
+    low = _t(c) if upper else c
 
     def cholesky_pullback(cbar: Any) -> Any:
-        return NoTangent(), project(a, numpy_pullback(cbar)[1]), *(NoTangent() for _ in args)
+        lbar = _t(cbar) if upper else cbar
+        g = _triangular_sandwich(low, linalg._phi(_t(low) @ lbar))
+        return NoTangent(), project(a, _fold(g, lower=not upper)), *(NoTangent() for _ in args)
 
     return c, cholesky_pullback
 
 
 def cholesky_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     upper = _cholesky_upper(a, args, kwargs)
-    adot = np.asarray(dense_tangent(a, tangents[1]), dtype=float)
-    return linalg.cholesky_frule((NoTangent(), adot), np.asarray(a, dtype=float), upper=upper)
+    c = sl.cholesky(a, *args, **kwargs)
+    low = _t(c) if upper else c
+    symmetric = _unfold(np.asarray(dense_tangent(a, tangents[1]), dtype=float), lower=not upper)
+    ldot = low @ linalg._phi(_inverse_sandwich(low, symmetric))
+    return c, project(c, _t(ldot) if upper else ldot)
 
 
 def _lower_factor(c: Any, lower: bool) -> Any:
