@@ -486,8 +486,9 @@ def cho_solve_rrule(c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
     def cho_solve_pullback(ybar: Any) -> Any:
         m = sl.cho_solve(c_and_lower, ybar)
-        abar = -_as_matrix(m) @ _t(_as_matrix(x))
-        cbar = _packed((abar + abar.T) @ factor, lower)
+        mm, xm = _as_matrix(m), _as_matrix(x)
+        # Abar = -m x^T has rank k (b's columns): (Abar + Abar^T) L without forming an n x n product
+        cbar = _packed(-(mm @ (_t(xm) @ factor) + xm @ (_t(mm) @ factor)), lower)
         return (NoTangent(), tangent_type(tuple)(project(c, cbar), NoTangent()), project(b, m),
                 *(NoTangent() for _ in args))
 

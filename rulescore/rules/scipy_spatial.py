@@ -3,9 +3,10 @@
 ``euclidean`` and ``cityblock``, and ``squareform`` both ways (condensed vector to matrix and
 back), on real arrays: the distances of scikit-learn's kernels and of Gaussian-process code.
 
-SciPy computes these in compiled code. The rules write each distance from the pairwise
-differences with NumPy, so their pullbacks are traced again by an outer derivative (second
-order). ``euclidean`` and ``cityblock`` are not differentiable where two points coincide (a
+SciPy computes these in compiled code; the rules keep SciPy's values and write the derivatives
+with matrix products of the points (no array of all pairwise differences, except for
+``cityblock``), with NumPy and these functions themselves, so an outer derivative traces them
+again (second order). ``euclidean`` and ``cityblock`` are not differentiable where two points coincide (a
 zero distance, a zero coordinate difference): there the rules take the zero subgradient, as
 ``numpy.linalg.norm`` and ``numpy.abs`` do. Other metrics, weights (``w=``) and a callable metric
 raise ``NotImplementedError`` naming the function and the metric rather than give a wrong
@@ -72,113 +73,92 @@ def _pair_index(n: int) -> tuple[Any, Any]:
     return np.triu_indices(n, 1)
 
 
-def _differences(a: Any, b: Any, rows: Any, cols: Any) -> Any:
-    return a[rows] - b[cols]
-
-
-def _distances(metric: str, differences: Any) -> Any:
-    """Each pair's distance from its coordinate differences (the last axis)."""
-    if metric == "cityblock":
-        return np.sum(np.abs(differences), axis=-1)
-    squared = np.sum(differences * differences, axis=-1)
+def _scale(metric: str, distances: Any, dbar: Any) -> Any:
+    """For ``sqeuclidean`` and ``euclidean``: the factor ``s`` of each pair's cotangent of the
+    difference ``a - b`` (``s (a - b)``): ``2 dbar``, or ``dbar / d`` (zero where ``d`` is)."""
     if metric == "sqeuclidean":
-        return squared
-    # the square root away from zero: a traced derivative of this body (second order) takes the
-    # zero subgradient at coincident points too, not 0 * inf
-    positive = squared > 0
-    return np.where(positive, np.sqrt(np.where(positive, squared, 1.0)), 0.0)
-
-
-def _difference_weights(metric: str, differences: Any, distances: Any, dbar: Any) -> Any:
-    """The cotangent of the coordinate differences for the distances' cotangent ``dbar``."""
-    if metric == "cityblock":
-        return dbar[..., None] * np.sign(differences)
-    if metric == "sqeuclidean":
-        return 2.0 * dbar[..., None] * differences
+        return 2.0 * dbar
     positive = distances > 0
-    scale = np.where(positive, dbar / np.where(positive, distances, 1.0), 0.0)
-    return scale[..., None] * differences
+    return np.where(positive, dbar / np.where(positive, distances, 1.0), 0.0)
 
 
-def _difference_tangent(metric: str, differences: Any, distances: Any, ddot: Any) -> Any:
-    """The tangent of the distances along the tangent ``ddot`` of the differences."""
+def _signs(a: Any, b: Any) -> Any:
+    """``sign(a_i - b_j)`` per pair and coordinate, ``(na, nb, d)`` (``cityblock``'s derivative)."""
+    return np.sign(a[:, None, :] - b[None, :, :])
+
+
+def _cross_cotangents(metric: str, a: Any, b: Any, distances: Any, g: Any) -> tuple[Any, Any]:
+    """The cotangents of ``a`` and ``b`` for the cotangent ``g`` of ``cdist(a, b, metric)``, with
+    matrix products (``(na, nb)`` weights), no ``(na, nb, d)`` array except for ``cityblock``."""
     if metric == "cityblock":
-        return np.sum(np.sign(differences) * ddot, axis=-1)
-    inner = np.sum(differences * ddot, axis=-1)
+        signs = _signs(a, b)
+        return np.einsum("ab,abk->ak", g, signs), -np.einsum("ab,abk->bk", g, signs)
+    s = _scale(metric, distances, g)
+    return (np.sum(s, axis=1)[:, None] * a - s @ b, np.sum(s, axis=0)[:, None] * b - s.T @ a)
+
+
+def _cross_tangent(metric: str, a: Any, b: Any, distances: Any, adot: Any, bdot: Any) -> Any:
+    """The tangent of ``cdist(a, b, metric)`` along ``(adot, bdot)``."""
+    if metric == "cityblock":
+        return np.sum(_signs(a, b) * (adot[:, None, :] - bdot[None, :, :]), axis=-1)
+    # (a - b) . (adot - bdot), expanded into matrix products
+    inner = (np.sum(a * adot, axis=1)[:, None] + np.sum(b * bdot, axis=1)[None, :] - a @ bdot.T - adot @ b.T)
     if metric == "sqeuclidean":
         return 2.0 * inner
-    positive = distances > 0
-    return np.where(positive, inner / np.where(positive, distances, 1.0), 0.0)
-
-
-def _pair_matrix(weights: Any, n: int) -> Any:
-    """``(n, n, ...)``: the pair ``i < j``'s row of ``weights`` at ``[i, j]``, zero elsewhere (a
-    gather, which an outer derivative traces)."""
-    rows, cols = _pair_index(n)
-    slot = np.zeros((n, n), dtype=int)
-    slot[rows, cols] = np.arange(1, len(rows) + 1)
-    zero = np.zeros((1, *np.shape(weights)[1:]), dtype=np.result_type(weights, float))
-    return np.concatenate([zero, weights])[slot]
+    return _scale(metric, distances, inner)
 
 
 # -- pdist, cdist -------------------------------------------------------------------------------
 
 def pdist_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     metric = _metric(ssd.pdist, args, kwargs, (x,))
-    xs = np.asarray(x)
-    rows, cols = _pair_index(xs.shape[0])
-    differences = _differences(xs, xs, rows, cols)
-    y = _distances(metric, differences)
+    y = ssd.pdist(x, *args, **kwargs)
 
     def pdist_pullback(ybar: Any) -> Any:
-        pairs = _pair_matrix(_difference_weights(metric, differences, y, ybar), xs.shape[0])
-        return NoTangent(), project(x, np.sum(pairs, axis=1) - np.sum(pairs, axis=0)), *(
-            NoTangent() for _ in args)
+        # the pairs i < j are half of cdist(x, x): with the symmetric cotangent each counts twice,
+        # and x's two roles give the same cotangent (the derivative is symmetric)
+        g = ssd.squareform(ybar, checks=False)
+        distances = ssd.squareform(y, checks=False) if metric == "euclidean" else None
+        xbar = _cross_cotangents(metric, np.asarray(x), np.asarray(x), distances, g)[0]
+        return NoTangent(), project(x, xbar), *(NoTangent() for _ in args)
 
     return y, pdist_pullback
 
 
 def pdist_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     metric = _metric(ssd.pdist, args, kwargs, (x,))
-    xs = np.asarray(x)
+    y = ssd.pdist(x, *args, **kwargs)
+    xs, xdot = np.asarray(x), np.asarray(dense_tangent(x, tangents[1]))
+    distances = ssd.squareform(y, checks=False) if metric == "euclidean" else None
     rows, cols = _pair_index(xs.shape[0])
-    differences = _differences(xs, xs, rows, cols)
-    y = _distances(metric, differences)
-    xdot = dense_tangent(x, tangents[1])
-    return y, project(y, _difference_tangent(metric, differences, y, _differences(xdot, xdot, rows, cols)))
-
-
-def _all_pairs(na: int, nb: int) -> tuple[Any, Any]:
-    rows, cols = np.meshgrid(np.arange(na), np.arange(nb), indexing="ij")
-    return rows.ravel(), cols.ravel()
+    return y, project(y, _cross_tangent(metric, xs, xs, distances, xdot, xdot)[rows, cols])
 
 
 def cdist_rrule(xa: Any, xb: Any, *args: Any, **kwargs: Any) -> Any:
     metric = _metric(ssd.cdist, args, kwargs, (xa, xb))
-    a, b = np.asarray(xa), np.asarray(xb)
-    rows, cols = _all_pairs(a.shape[0], b.shape[0])
-    differences = _differences(a, b, rows, cols)
-    flat = _distances(metric, differences)
+    y = ssd.cdist(xa, xb, *args, **kwargs)
 
     def cdist_pullback(ybar: Any) -> Any:
-        weights = _difference_weights(metric, differences, flat, np.reshape(ybar, -1))
-        pairs = np.reshape(weights, (a.shape[0], b.shape[0], -1))
-        return (NoTangent(), project(xa, np.sum(pairs, axis=1)), project(xb, -np.sum(pairs, axis=0)),
-                *(NoTangent() for _ in args))
+        abar, bbar = _cross_cotangents(metric, np.asarray(xa), np.asarray(xb), y, ybar)
+        return NoTangent(), project(xa, abar), project(xb, bbar), *(NoTangent() for _ in args)
 
-    return np.reshape(flat, (a.shape[0], b.shape[0])), cdist_pullback
+    return y, cdist_pullback
 
 
 def cdist_frule(tangents: Any, xa: Any, xb: Any, *args: Any, **kwargs: Any) -> Any:
     metric = _metric(ssd.cdist, args, kwargs, (xa, xb))
-    a, b = np.asarray(xa), np.asarray(xb)
-    rows, cols = _all_pairs(a.shape[0], b.shape[0])
-    differences = _differences(a, b, rows, cols)
-    flat = _distances(metric, differences)
-    adot, bdot = dense_tangent(xa, tangents[1]), dense_tangent(xb, tangents[2])
-    ydot = _difference_tangent(metric, differences, flat, _differences(adot, bdot, rows, cols))
-    y = np.reshape(flat, (a.shape[0], b.shape[0]))
-    return y, project(y, np.reshape(ydot, y.shape))
+    y = ssd.cdist(xa, xb, *args, **kwargs)
+    adot, bdot = (np.asarray(dense_tangent(v, t)) for v, t in ((xa, tangents[1]), (xb, tangents[2])))
+    return y, project(y, _cross_tangent(metric, np.asarray(xa), np.asarray(xb), y, adot, bdot))
+
+
+def _pair_matrix(values: Any, n: int) -> Any:
+    """``(n, n)``: the pair ``i < j``'s entry of ``values`` at ``[i, j]``, zero elsewhere (a
+    gather, which an outer derivative traces)."""
+    rows, cols = _pair_index(n)
+    slot = np.zeros((n, n), dtype=int)
+    slot[rows, cols] = np.arange(1, len(rows) + 1)
+    return np.concatenate([np.zeros(1, dtype=np.result_type(values, float)), values])[slot]
 
 
 # -- squareform ---------------------------------------------------------------------------------
