@@ -23,11 +23,13 @@ Conventions:
 from __future__ import annotations
 
 import builtins
+import inspect
 from typing import Any
 
 import numpy as np
 
 from rulescore._arithmetic import conj
+from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
@@ -246,6 +248,7 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
 #: (generators, user containers) are iterated by Python, so an engine sees each element.
 _SEQUENCES = (list, tuple, np.ndarray)
 _SEQUENCES_AND_NUMBERS = (list, tuple, np.ndarray, int, float, complex, np.generic)
+_ARRAYS_AND_NUMBERS = (np.ndarray, np.generic, int, float, complex)
 
 #: The builtins with rules of their own (``float_rrule``, ``float_frule``, ...; ``pow`` adds the
 #: modulus in ``builtin_pow_rrule``).
@@ -260,6 +263,8 @@ RULES: tuple[RulePair, ...] = family_rules(
         RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
         choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
         choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
+        # on an array or a number it reads class attributes (libraries probe for dataframe types)
+        non_differentiable_rules(inspect.getattr_static, _ARRAYS_AND_NUMBERS),
     ),
     non_differentiable=NON_DIFFERENTIABLE,
 )

@@ -14,13 +14,14 @@ import numpy as np
 @dataclass(frozen=True)
 class Case:
     """A function of parameters written by the library, the point, and the library's derivatives
-    there (``hessian`` ``None``: the library has none, or a wrong one: see ``note``)."""
+    as functions of the parameters (``hessian`` ``None``: the library has none, or a wrong one:
+    see ``note``)."""
 
     name: str
     f: Callable[[np.ndarray], Any]
     theta: np.ndarray
-    gradient: Callable[[], np.ndarray]
-    hessian: Callable[[], np.ndarray] | None = None
+    gradient: Callable[[np.ndarray], np.ndarray]
+    hessian: Callable[[np.ndarray], np.ndarray] | None = None
     note: str = ""
 
 
@@ -69,14 +70,15 @@ def gp_cases(n: int = 25, seed: int = 0) -> list[Case]:
                           weights: np.ndarray = weights) -> Any:
             return np.sum(weights * fitted.clone_with_theta(theta)(x))
 
-        def kernel_gradient(fitted: Any = fitted, x: np.ndarray = x, weights: np.ndarray = weights) -> Any:
-            return np.einsum("ij,ijk->k", weights, fitted(x, eval_gradient=True)[1])
+        def kernel_gradient(theta: np.ndarray, fitted: Any = fitted, x: np.ndarray = x,
+                            weights: np.ndarray = weights) -> Any:
+            return np.einsum("ij,ijk->k", weights, fitted.clone_with_theta(theta)(x, eval_gradient=True)[1])
 
         def likelihood(theta: np.ndarray, gp: Any = gp) -> Any:
             return gp.log_marginal_likelihood(theta, clone_kernel=True)
 
-        def likelihood_gradient(gp: Any = gp) -> Any:
-            return gp.log_marginal_likelihood(gp.kernel_.theta, eval_gradient=True)[1]
+        def likelihood_gradient(theta: np.ndarray, gp: Any = gp) -> Any:
+            return gp.log_marginal_likelihood(theta, eval_gradient=True, clone_kernel=True)[1]
 
         out.append(Case(f"{name} kernel", kernel_matrix, fitted.theta, kernel_gradient))
         out.append(Case(f"{name} log_marginal_likelihood", likelihood, fitted.theta, likelihood_gradient))
@@ -97,7 +99,8 @@ def _regression_data(n: int = 80, seed: int = 0) -> dict[str, Any]:
 def statsmodels_cases(seed: int = 0) -> list[Case]:
     """statsmodels' discrete models and GLM families: ``loglike`` against ``score`` and
     ``hessian`` (GLMs at a fixed scale: with ``scale=None`` the log-likelihood estimates the
-    scale from the parameters, which ``score`` holds fixed)."""
+    scale from the parameters, which ``score`` holds fixed; 1 for the families without a
+    dispersion, whose ``loglike`` ignores the scale while ``score`` divides by it)."""
     import statsmodels.api as sm
 
     d = _regression_data(seed=seed)
@@ -125,18 +128,17 @@ def statsmodels_cases(seed: int = 0) -> list[Case]:
             theta[-1] = 0.5  # alpha
         note = ("statsmodels' NegativeBinomial.hessian disagrees with finite differences of its own "
                 "score: the Hessian is checked against those" if name == "NegativeBinomial" else "")
-        out.append(Case(name, model.loglike, theta, lambda m=model, t=theta: m.score(t),
-                        None if note else (lambda m=model, t=theta: m.hessian(t)), note))
+        out.append(Case(name, model.loglike, theta, model.score, None if note else model.hessian, note))
     for name, model in glms.items():
         theta = np.array([0.2, -0.1, 0.15])
+        scale = 1.3 if name in ("GLM Gaussian", "GLM Gamma log", "GLM InverseGaussian log", "GLM Tweedie") else 1.0
 
-        def loglike(p: np.ndarray, model: Any = model) -> Any:
-            return model.loglike(p, scale=1.3)
+        def loglike(p: np.ndarray, model: Any = model, scale: float = scale) -> Any:
+            return model.loglike(p, scale=scale)
 
-        out.append(Case(name, loglike, theta, lambda m=model, t=theta: m.score(t, scale=1.3),
-                        lambda m=model, t=theta: m.hessian(t, scale=1.3)))
+        out.append(Case(name, loglike, theta, lambda t, m=model, s=scale: m.score(t, scale=s),
+                        lambda t, m=model, s=scale: m.hessian(t, scale=s)))
     ols = sm.OLS(d["normal"], x)
-    out.append(Case("OLS", ols.loglike, np.array([0.2, -0.4, 0.7]), lambda m=ols: m.score(np.array([0.2, -0.4, 0.7])),
-                    None, "statsmodels' OLS.hessian is not the derivative of its score (a factor 2 and the "
+    out.append(Case("OLS", ols.loglike, np.array([0.2, -0.4, 0.7]), ols.score, None, "statsmodels' OLS.hessian is not the derivative of its score (a factor 2 and the "
                     "concentrated scale): the Hessian is checked against finite differences of the score"))
     return out
