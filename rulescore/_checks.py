@@ -88,11 +88,12 @@ def callable_name(f: Any) -> str:
         ('numpy.add.reduceat', 'abs (vectorized) (a ufunc compiled outside NumPy)')
     """
     if isinstance(f, np.ufunc):
-        if getattr(np, f.__name__, None) is f:
-            return f"numpy.{f.__name__}"
-        if _public_scipy_name(f, "scipy.special", f.__name__):
-            return f"scipy.special.{f.__name__}"
-        return f"{f.__name__} (a ufunc compiled outside NumPy)"
+        name = str(f.__name__)
+        if getattr(np, name, None) is f:
+            return f"numpy.{name}"
+        if _public_scipy_name(f, "scipy.special", name):
+            return f"scipy.special.{name}"
+        return f"{name} (a ufunc compiled outside NumPy)"
     owner = getattr(f, "__self__", None)
     if isinstance(owner, np.ufunc):  # a ufunc's method: numpy.add.at
         return f"{callable_name(owner)}.{f.__name__}"

@@ -60,7 +60,8 @@ def main() -> None:
     for case in cases:
         if options.only in case.name:
             name, error, ours, theirs, ratio = row(case, options.repeat)
-            print(f"| {name} | {error:.1e} | {1e3 * ours:.2f} | {1e3 * theirs:.2f} | {ratio:.1f}x |", flush=True)
+            cells = f"{error:.1e} | {1e3 * ours:.2f} | {1e3 * theirs:.2f} | {ratio:.1f}x"
+            print(f"| {name} | {cells} |", flush=True)
 
 
 if __name__ == "__main__":

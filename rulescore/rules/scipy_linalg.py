@@ -3,7 +3,8 @@
 Frechet derivatives of block matrices), ``eigh`` (the standard problem, with ``eigvals_only``,
 ``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``:
 general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``, ``cholesky``
-(``lower=``, ``check_finite=``), ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
+(``lower=``, ``check_finite=``), ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``,
+``sqrtm``, ``logm``,
 ``solve_sylvester``, ``solve_continuous_lyapunov`` and ``block_diag``.
 
 ``eigh``'s derivatives need every eigenpair: a subset's rule computes the full decomposition of

@@ -6,8 +6,9 @@ their defaults; other boundaries raise ``NotImplementedError`` naming the fix).
 
 Every mode is a window of the full result (SciPy centres ``same`` and ``valid`` in it;
 ``correlate2d`` rounds the centre of ``same`` up), so the pullback embeds the output cotangent in
-a zero full-size array and correlates it with the other input in ``valid`` mode. ``fftconvolve`` with ``axes`` (a batched convolution) and complex
-inputs raise ``TypeError`` rather than give a wrong gradient.
+a zero full-size array and correlates it with the other input in ``valid`` mode. ``fftconvolve``
+with ``axes`` (a batched convolution) and complex inputs raise ``TypeError`` rather than give a
+wrong gradient.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.signal as ss
@@ -38,7 +39,8 @@ def _check(f: Any, a: Any, b: Any, options: dict[str, Any]) -> str:
     if options.get("boundary", "fill") != "fill" or options.get("fillvalue", 0) != 0:
         raise NotImplementedError(
             f"the rule for {callable_name(f)} covers boundary='fill' with fillvalue=0: pad the input "
-            "first (np.pad with mode='wrap' or 'symmetric', or constant_values=fillvalue) and use mode='valid'")
+            "first (np.pad with mode='wrap' or 'symmetric', or constant_values=fillvalue) and use "
+            "mode='valid'")
     if options.get("axes") is not None:
         raise TypeError(f"the rule for {callable_name(f)} does not take axes=: "
                         "convolve the whole arrays, or differentiate a loop over the batch")
@@ -145,5 +147,5 @@ def correlate2d_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: A
     return _frule(ss.correlate2d, _CONVOLVE2D_NAMES, tangents, in1, in2, args, kwargs)
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (ss.convolve, ss.correlate, ss.fftconvolve, ss.convolve2d,
-                                                       ss.correlate2d))
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(), (ss.convolve, ss.correlate, ss.fftconvolve, ss.convolve2d, ss.correlate2d))

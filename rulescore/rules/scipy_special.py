@@ -8,9 +8,10 @@ Jacobian). Integer orders (``polygamma``'s ``n``, ``multigammaln``'s ``d``) get
 ``NoTangent()``.
 
 Some derivatives have no closed form: ``zeta(x, q)`` in ``x``, ``gammainc``/``gammaincc`` in
-``a``, ``wright_bessel``/``log_wright_bessel`` in ``a`` and ``b``. Their cotangents are a fourth-order central difference with a relative step of
-``1e-3`` (relative error about ``1e-10`` away from the poles); the derivatives the library
-documents as exact are ``zeta`` in ``q`` and ``gammainc``/``gammaincc`` in ``x``.
+``a``, ``wright_bessel``/``log_wright_bessel`` in ``a`` and ``b``. Their cotangents are a
+fourth-order central difference with a relative step of ``1e-3`` (relative error about
+``1e-10`` away from the poles); the derivatives the library documents as exact are ``zeta`` in
+``q``, ``gammainc``/``gammaincc`` in ``x`` and the Wright functions in ``x``.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.special as sp

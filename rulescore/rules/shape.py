@@ -924,12 +924,13 @@ def block_frule(tangents: Any, arrays: Any) -> Any:
 #: The positional form of ``np.pad``'s rules: ``constant_values`` (collected by NumPy's
 #: ``**kwargs``) declared positional, so a traced ``constant_values=c`` gets its cotangent
 #: (:func:`rulescore.declare_parameters`); the other options stay keywords.
-_PAD_FORM = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
-                               for name, default in (("array", inspect.Parameter.empty),
-                                                     ("pad_width", inspect.Parameter.empty),
-                                                     ("mode", "constant"), ("constant_values", _NOVALUE))])
+_PAD_FORM = inspect.Signature([
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+    for name, default in (("array", inspect.Parameter.empty), ("pad_width", inspect.Parameter.empty),
+                          ("mode", "constant"), ("constant_values", _NOVALUE))])
 declare_parameters(np.pad, _PAD_FORM)
-_PAD_LINEAR = linear_rules(np.pad, pad_transpose)
+#: ``np.pad``'s rules as a function linear in the array (the rules below add ``constant_values``).
+_PAD_LINEAR: Any = linear_rules(np.pad, pad_transpose)
 
 
 def _pad_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:

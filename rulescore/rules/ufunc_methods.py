@@ -1,5 +1,6 @@
 """Rules for the methods of NumPy's differentiable binary ufuncs: ``reduce``, ``accumulate``,
-``reduceat`` and ``outer`` (``np.multiply.reduce(x)``, ``np.maximum.accumulate(x)``, ``np.subtract.outer(a, b)``).
+``reduceat`` and ``outer`` (``np.multiply.reduce(x)``, ``np.maximum.accumulate(x)``,
+``np.subtract.outer(a, b)``).
 
 They are built from the ufunc's own rules (:mod:`rulescore.rules.ufuncs`), so every binary ufunc
 with a rule gets them and they follow its conventions (ties of ``maximum`` split evenly between
@@ -285,7 +286,8 @@ def _reduceat_rules(uf: np.ufunc) -> RulePair:
         def reduceat_pullback(ybar: Any) -> Any:
             shape = np.shape(x)
             parts = [_placed(dense_tangent(_take(x, axis, where), back(np.take(ybar, k, axis=axis))[1]),
-                             axis, where, shape) for k, (back, where) in enumerate(zip(backs, pieces, strict=True))]
+                             axis, where, shape)
+                     for k, (back, where) in enumerate(zip(backs, pieces, strict=True))]
             return (_NT, project(x, functools.reduce(np.add, parts)), *((_NT,) * len(args)))
 
         reduceat_pullback.__name__ = reduceat_pullback.__qualname__ = f"{uf.__name__}_reduceat_pullback"

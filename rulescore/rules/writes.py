@@ -208,6 +208,7 @@ RULES: tuple[RulePair, ...] = (
 #: (``a.sort()`` is ``a = np.sort(a)``).
 IN_PLACE: dict[Any, Callable[..., np.ndarray]] = {
     np.place: place, np.putmask: putmask, np.put: put, np.ndarray.put: put, np.copyto: copyto,
-    np.ndarray.fill: fill, np.fill_diagonal: fill_diagonal, np.ndarray.sort: np.sort, np.ndarray.partition: np.partition,
+    np.ndarray.fill: fill, np.fill_diagonal: fill_diagonal, np.ndarray.sort: np.sort,
+    np.ndarray.partition: np.partition,
     **{uf.at: partial(ufunc_at, uf) for uf in AT_UFUNCS},
 }

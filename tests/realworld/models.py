@@ -131,7 +131,8 @@ def statsmodels_cases(seed: int = 0) -> list[Case]:
         out.append(Case(name, model.loglike, theta, model.score, None if note else model.hessian, note))
     for name, model in glms.items():
         theta = np.array([0.2, -0.1, 0.15])
-        scale = 1.3 if name in ("GLM Gaussian", "GLM Gamma log", "GLM InverseGaussian log", "GLM Tweedie") else 1.0
+        dispersed = ("GLM Gaussian", "GLM Gamma log", "GLM InverseGaussian log", "GLM Tweedie")
+        scale = 1.3 if name in dispersed else 1.0
 
         def loglike(p: np.ndarray, model: Any = model, scale: float = scale) -> Any:
             return model.loglike(p, scale=scale)
@@ -139,6 +140,7 @@ def statsmodels_cases(seed: int = 0) -> list[Case]:
         out.append(Case(name, loglike, theta, lambda t, m=model, s=scale: m.score(t, scale=s),
                         lambda t, m=model, s=scale: m.hessian(t, scale=s)))
     ols = sm.OLS(d["normal"], x)
-    out.append(Case("OLS", ols.loglike, np.array([0.2, -0.4, 0.7]), ols.score, None, "statsmodels' OLS.hessian is not the derivative of its score (a factor 2 and the "
-                    "concentrated scale): the Hessian is checked against finite differences of the score"))
+    note = ("statsmodels' OLS.hessian is not the derivative of its score (a factor 2 and the concentrated "
+            "scale): the Hessian is checked against finite differences of the score")
+    out.append(Case("OLS", ols.loglike, np.array([0.2, -0.4, 0.7]), ols.score, None, note))
     return out

@@ -34,9 +34,10 @@ def _cases() -> list[RuleCase]:
     for f in (ss.convolve2d, ss.correlate2d):
         for mode in ("full", "same", "valid"):
             out.append(RuleCase(f, (IMAGE, KERNEL), {"mode": mode}, name=mode, max_examples=N))
-            out.append(RuleCase(f, (KERNEL, IMAGE), {"mode": mode}, name=f"{mode}-kernel-first", max_examples=N))
-            out.append(RuleCase(f, (tall, KERNEL.map(lambda k: k[:, :2])), {"mode": mode}, name=f"{mode}-tall",
+            out.append(RuleCase(f, (KERNEL, IMAGE), {"mode": mode}, name=f"{mode}-kernel-first",
                                 max_examples=N))
+            out.append(RuleCase(f, (tall, KERNEL.map(lambda k: k[:, :2])), {"mode": mode},
+                                name=f"{mode}-tall", max_examples=N))
         out.append(RuleCase(f, (IMAGE, KERNEL, "same", "fill", 0), name="positional", nondiff=(2, 3, 4),
                             max_examples=N))
     return out

@@ -21,8 +21,9 @@ from tests.zygotepy.finite_differences import fd  # noqa: E402
 N = 4
 # points whose coordinates all differ (cityblock and euclidean have kinks where they coincide):
 # row k near 0.7 k, the others' rows 0.35 further
-POINTS = S.arrays(shape=(4, 3), min_value=-0.1, max_value=0.1).map(lambda u: u + 0.7 * np.arange(4)[:, None])
-OTHERS = S.arrays(shape=(2, 3), min_value=-0.1, max_value=0.1).map(lambda u: u + 0.7 * np.arange(2)[:, None] + 0.35)
+SMALL = {"min_value": -0.1, "max_value": 0.1}
+POINTS = S.arrays(shape=(4, 3), **SMALL).map(lambda u: u + 0.7 * np.arange(4)[:, None])
+OTHERS = S.arrays(shape=(2, 3), **SMALL).map(lambda u: u + 0.7 * np.arange(2)[:, None] + 0.35)
 CONDENSED = S.arrays(shape=(6,))
 
 
@@ -33,7 +34,8 @@ def _cases() -> list[RuleCase]:
         out.append(RuleCase(ssd.cdist, (POINTS, OTHERS), {"metric": metric}, name=metric, max_examples=N))
     out += [
         RuleCase(ssd.pdist, (POINTS, "sqe"), name="positional-alias", nondiff=(1,), max_examples=N),
-        RuleCase(ssd.pdist, (POINTS.map(lambda p: p[:3, :1]),), name="default-one-coordinate", max_examples=N),
+        RuleCase(ssd.pdist, (POINTS.map(lambda p: p[:3, :1]),), name="default-one-coordinate",
+                 max_examples=N),
         RuleCase(ssd.cdist, (OTHERS, POINTS, "cityblock"), name="positional", nondiff=(2,), max_examples=N),
         RuleCase(ssd.squareform, (CONDENSED,), name="to-matrix", max_examples=N),
         RuleCase(ssd.squareform, (S.arrays(shape=(1,)),), name="one-pair", max_examples=N),
@@ -83,7 +85,8 @@ def rbf_kernel_loss(theta: np.ndarray) -> Any:
     scaled = X / np.exp(theta[:3])
     k = np.exp(-0.5 * ssd.squareform(ssd.pdist(scaled, metric="sqeuclidean")))
     cross = np.exp(-ssd.cdist(scaled[:2], scaled, "euclidean")) + ssd.cdist(scaled, X[:1], "cityblock").T
-    return np.linalg.slogdet(k + np.eye(5))[1] + np.sum(cross * k[:2]) + np.sum(ssd.squareform(k, checks=False))
+    condensed = ssd.squareform(k, checks=False)
+    return np.linalg.slogdet(k + np.eye(5))[1] + np.sum(cross * k[:2]) + np.sum(condensed)
 
 
 THETA = np.array([0.2, -0.4, 0.1])

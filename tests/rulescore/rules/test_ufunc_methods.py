@@ -249,7 +249,8 @@ def segment_sums(x: np.ndarray) -> Any:
     starts = np.array([0, 2, 3])
     counts = np.diff(np.append(starts, len(x)))
     means = np.add.reduceat(x, starts) / counts
-    return (np.sum(means ** 2) + np.sum(np.multiply.reduceat(x, [0, 3])) + np.sum(np.maximum.reduceat(x, [1, 0]))
+    return (np.sum(means ** 2) + np.sum(np.multiply.reduceat(x, [0, 3]))
+            + np.sum(np.maximum.reduceat(x, [1, 0]))
             + np.sum(np.add.reduceat(np.outer(x, x), [0, 1, 4], axis=1) ** 2))
 
 
