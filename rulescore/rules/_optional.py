@@ -31,6 +31,8 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.optimize": "scipy_optimize",
     "scipy.spatial.distance": "scipy_spatial",
     "statistics": "stdlib_statistics",
+    "json": "stdlib_text",
+    "logging": "stdlib_text",
 }
 
 _REGISTERED: set[str] = set()

@@ -44,8 +44,9 @@ COMMAND = "python -m rulescore.rules._table > docs/rules.md"
 #: Optional modules whose import registers more rules (the table includes them if installed).
 OPTIONAL_MODULES = (*OPTIONAL_FAMILIES, "numpy.random")
 
-#: Every family: those registered at import, then those of optional dependencies.
-ALL_FAMILIES = (*FAMILIES, *OPTIONAL_FAMILIES.values())
+#: Every family: those registered at import, then those of optional dependencies (once each: a
+#: family may serve two modules).
+ALL_FAMILIES = tuple(dict.fromkeys((*FAMILIES, *OPTIONAL_FAMILIES.values())))
 
 CORE = "core"
 
@@ -79,6 +80,8 @@ _DESCRIPTIONS = {
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
     "scipy_spatial": "`scipy.spatial.distance`: `pdist`/`cdist` (sqeuclidean, euclidean, cityblock) and "
                      "`squareform` (registered when SciPy imports it).",
+    "stdlib_text": "Text from values (`json.dumps`, the logging calls): no derivative (registered "
+                   "when `json` and `logging` are imported).",
     "stdlib_statistics": "The standard library's `statistics`: `mean`, `median`, `variance`, `pvariance`, "
                          "`stdev`, `pstdev` (registered when it is imported).",
     "scipy_integrate": "`scipy.integrate`: quadrature of samples (`trapezoid`, `simpson`); `odeint`, "

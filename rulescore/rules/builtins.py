@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import operator
 from typing import Any
 
 import numpy as np
@@ -241,7 +242,7 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     builtins.type, builtins.id, builtins.hash, builtins.print, builtins.repr, builtins.str,
     builtins.bool, builtins.range, builtins.callable, builtins.hasattr, builtins.ord,
     builtins.chr, builtins.format, builtins.any, builtins.all, builtins.bin, builtins.hex,
-    builtins.oct, builtins.ascii,
+    builtins.oct, builtins.ascii, str.format, str.__mod__,
 )
 
 #: ``sum``/``min``/``max`` rules see inside lists, tuples, arrays and numbers; other iterables
@@ -265,6 +266,8 @@ RULES: tuple[RulePair, ...] = family_rules(
         choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
         # on an array or a number it reads class attributes (libraries probe for dataframe types)
         non_differentiable_rules(inspect.getattr_static, _ARRAYS_AND_NUMBERS),
+        # text from values: "%.3f" % loss (a string's %, not the number's remainder)
+        non_differentiable_rules(operator.mod, str),
     ),
     non_differentiable=NON_DIFFERENTIABLE,
 )
