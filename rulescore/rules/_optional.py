@@ -33,6 +33,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "statistics": "stdlib_statistics",
     "json": "stdlib_text",
     "logging": "stdlib_text",
+    "numpy.polynomial": "numpy_polynomial",
 }
 
 _REGISTERED: set[str] = set()

@@ -80,6 +80,8 @@ _DESCRIPTIONS = {
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
     "scipy_spatial": "`scipy.spatial.distance`: `pdist`/`cdist` (sqeuclidean, euclidean, cityblock) and "
                      "`squareform` (registered when SciPy imports it).",
+    "numpy_polynomial": "Constructing `numpy.polynomial`'s series from traced coefficients (registered "
+                        "when `numpy.polynomial` is imported).",
     "stdlib_text": "Text from values (`json.dumps`, the logging calls): no derivative (registered "
                    "when `json` and `logging` are imported).",
     "stdlib_statistics": "The standard library's `statistics`: `mean`, `median`, `variance`, `pvariance`, "
