@@ -68,7 +68,7 @@ _DESCRIPTIONS = {
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
     "numeric": "NumPy's numerical routines: `diff`, `gradient`, `convolve`, `correlate`, `interp`, "
-               "`select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, `np.r_`/`np.c_`, "
+               "`vectorize`, `select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, `np.r_`/`np.c_`, "
                "`x.item()`/`x.tolist()`, rounding.",
     "ufunc_methods": "The methods of differentiable binary ufuncs: `reduce`, `accumulate`, `reduceat`, "
                      "`outer`.",

@@ -111,6 +111,10 @@ CASES = [
     RuleCase(np.ndarray.round, (A((3,)),), max_examples=N),
 ]
 
+#: np.vectorize's rules run the user's function through the engine (rc.rrule_via_ad): tested through
+#: zygotepy (test_vectorize_through_zygotepy_in_both_modes).
+COVERED = [np.vectorize.__call__]
+
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_rule(case: RuleCase) -> None:
@@ -247,3 +251,43 @@ def test_partition_to_second_order() -> None:
     np.testing.assert_allclose(zp.hessian(partitioned, x), rows, rtol=1e-5, atol=1e-6)
     _, slope = zp.jvp(partitioned, (x,), (np.ones(6),))
     np.testing.assert_allclose(slope, fd(partitioned, x).sum(), rtol=1e-6)
+
+
+def test_vectorize_through_zygotepy_in_both_modes() -> None:
+    """np.vectorize of a Python scalar function, with broadcasting, an integer argument, a scalar
+    call and a constant the function closes over."""
+    import math
+
+    import zygotepy as zp
+
+    scale = np.array([1.5])
+
+    def element(a: float, b: float, k: int) -> float:
+        return math.sin(a) * b ** k + scale[0] * a if a > 0 else a * b
+
+    vectorized = np.vectorize(element)
+
+    def f(x: np.ndarray) -> Any:
+        grid = vectorized(x[:, None], np.array([0.5, 2.0]) * x[0], 2)
+        return np.sum(grid ** 2) + vectorized(x[1], 3.0, 1)
+
+    x = np.array([0.4, -0.3, 1.2])
+    want = fd(f, x)
+    np.testing.assert_allclose(zp.gradient(f, x)[0], want, rtol=1e-6, atol=1e-8)
+    _, slope = zp.jvp(f, (x,), (np.array([1.0, -2.0, 0.5]),))
+    np.testing.assert_allclose(slope, want @ np.array([1.0, -2.0, 0.5]), rtol=1e-6)
+    # a function closing over a traced value is refused (its pyfunc is run by NumPy), not lost
+    with pytest.raises(zp.UntraceableError, match="traced value was converted"):
+        zp.gradient(lambda x, c: np.sum(np.vectorize(lambda a: c * a)(x)), x, 2.0)
+
+
+def test_vectorize_refuses_signatures_and_several_outputs_by_name() -> None:
+    def pair(a: float) -> Any:
+        return a, 2 * a
+
+    import zygotepy as zp
+
+    with pytest.raises(NotImplementedError, match=r"numpy\.vectorize\(.*pair\) differentiates one output"):
+        zp.gradient(lambda x: np.sum(np.vectorize(pair)(x)[0]), np.ones(2))
+    with pytest.raises(NotImplementedError, match="no signature="):
+        zp.gradient(lambda x: np.sum(np.vectorize(np.sum, signature="(n)->()")(x)), np.ones((2, 3)))
