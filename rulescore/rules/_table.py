@@ -68,8 +68,8 @@ _DESCRIPTIONS = {
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
     "numeric": "NumPy's numerical routines: `diff`, `gradient`, `convolve`, `correlate`, `interp`, "
-               "`vectorize`, `select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, `np.r_`/`np.c_`, "
-               "`x.item()`/`x.tolist()`, rounding.",
+               "`vectorize`, `select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, "
+               "`np.r_`/`np.c_`, `x.item()`/`x.tolist()`, rounding.",
     "ufunc_methods": "The methods of differentiable binary ufuncs: `reduce`, `accumulate`, `reduceat`, "
                      "`outer`.",
     "scipy_special": "`scipy.special` (registered when SciPy imports it).",
