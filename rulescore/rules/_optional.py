@@ -1,4 +1,6 @@
-"""Rule families for optional dependencies (SciPy), registered when their module is imported.
+"""Rule families for optional dependencies (SciPy) and for modules ``import rulescore`` should not
+import (``numpy.polynomial``, ``statistics``, ``json``, ``logging``), registered when their
+module is imported.
 
 ``import rulescore`` never imports SciPy (it takes a few hundred milliseconds). Each optional
 family, a module of :mod:`rulescore.rules` with a ``RULES`` table, is registered once the SciPy
