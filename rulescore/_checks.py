@@ -78,14 +78,14 @@ def describe_call(f: Any, args: tuple[Any, ...]) -> str:
 
 def callable_name(f: Any) -> str:
     """A readable dotted name for any callable (``numpy.sin``, ``numpy.add.at``, ``math.exp``,
-    ``Point``). A ufunc compiled outside NumPy and SciPy (numba's ``@vectorize``) is named as
-    such, not as a NumPy function; a pybind11 function by its module and name, without the
+    ``Point``). A ufunc compiled outside NumPy and SciPy (numba's ``@vectorize``) is named by
+    its own name, not as a NumPy function; a pybind11 function by its module and name, without the
     binding's record type.
 
     Example:
         >>> import numpy as np
         >>> callable_name(np.add.reduceat), callable_name(np.frompyfunc(abs, 1, 1))
-        ('numpy.add.reduceat', 'abs (vectorized) (a ufunc compiled outside NumPy)')
+        ('numpy.add.reduceat', 'abs (vectorized)')
     """
     if isinstance(f, np.ufunc):
         name = str(f.__name__)
@@ -93,7 +93,7 @@ def callable_name(f: Any) -> str:
             return f"numpy.{name}"
         if _public_scipy_name(f, "scipy.special", name):
             return f"scipy.special.{name}"
-        return f"{name} (a ufunc compiled outside NumPy)"
+        return name  # compiled elsewhere (numba's @vectorize, np.frompyfunc): not a NumPy function
     owner = getattr(f, "__self__", None)
     if isinstance(owner, np.ufunc):  # a ufunc's method: numpy.add.at
         return f"{callable_name(owner)}.{f.__name__}"
