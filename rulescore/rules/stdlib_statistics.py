@@ -37,6 +37,7 @@ _NT = NoTangent()
 
 
 def _entries(data: Any) -> list[Any]:
+    """The data as a list, read once (an iterator is consumed here, not again by ``statistics``)."""
     return list(data)
 
 
@@ -63,8 +64,8 @@ def _centre(xs: list[Any], given: Any) -> Any:
 # -- mean, median -------------------------------------------------------------------------------
 
 def mean_rrule(data: Any) -> Any:
-    y = statistics.mean(data)
     xs = _entries(data)
+    y = statistics.mean(xs)
 
     def mean_pullback(ybar: Any) -> Any:
         return _NT, _per_entry(data, [ybar / len(xs)] * len(xs))
@@ -74,7 +75,7 @@ def mean_rrule(data: Any) -> Any:
 
 def mean_frule(tangents: Any, data: Any) -> Any:
     xs = _entries(data)
-    y = statistics.mean(data)
+    y = statistics.mean(xs)
     return y, proj(y, sum(_entry_tangents(data, tangents[1])) / len(xs))
 
 
@@ -88,8 +89,8 @@ def _middle(xs: list[Any]) -> list[tuple[int, float]]:
 
 
 def median_rrule(data: Any) -> Any:
-    y = statistics.median(data)
     xs = _entries(data)
+    y = statistics.median(xs)
     middle = _middle(xs)
 
     def median_pullback(ybar: Any) -> Any:
@@ -102,9 +103,10 @@ def median_rrule(data: Any) -> Any:
 
 
 def median_frule(tangents: Any, data: Any) -> Any:
-    y = statistics.median(data)
+    xs = _entries(data)
+    y = statistics.median(xs)
     dots = _entry_tangents(data, tangents[1])
-    return y, proj(y, sum(weight * dots[i] for i, weight in _middle(_entries(data))))
+    return y, proj(y, sum(weight * dots[i] for i, weight in _middle(xs)))
 
 
 # -- variance, pvariance, stdev, pstdev -----------------------------------------------------------
@@ -114,8 +116,8 @@ def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> RulePair:
     mean when not given) over ``n - 1`` (``sample``) or ``n``, its square root if ``root``."""
 
     def spread_rrule(data: Any, *args: Any) -> Any:
-        y = f(data, *args)
         xs = _entries(data)
+        y = f(xs, *args)
         given = args[0] if args else None
 
         def spread_pullback(ybar: Any) -> Any:
@@ -128,8 +130,8 @@ def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> RulePair:
         return y, spread_pullback
 
     def spread_frule(tangents: Any, data: Any, *args: Any) -> Any:
-        y = f(data, *args)
         xs = _entries(data)
+        y = f(xs, *args)
         given = args[0] if args else None
         c = _centre(xs, given)
         dots = _entry_tangents(data, tangents[1])

@@ -71,3 +71,12 @@ def test_through_zygotepy_both_modes_and_second_order() -> None:
 def test_values_are_the_exact_ones_of_statistics() -> None:
     data = [0.1, 0.2, 0.3, 1e16]
     assert rc.rrule(statistics.variance, data)[0] == statistics.variance(data)
+
+
+def test_an_iterator_is_read_once() -> None:
+    """The rules read their data once: an iterator gives the same value as a list (and no
+    tangent, since it holds none)."""
+    for f in (statistics.mean, statistics.median, statistics.variance, statistics.pstdev):
+        y, back = rc.rrule(f, iter([1.0, 2.0, 6.0]))
+        assert y == f([1.0, 2.0, 6.0])
+        assert isinstance(back(1.0)[1], rc.NoTangent)
