@@ -617,3 +617,5 @@ def test_pad_with_traced_constant_values_in_both_modes(spelling: str) -> None:
     np.testing.assert_allclose(zp.gradient(padded, theta)[0], want, rtol=1e-7, atol=1e-9)
     direction = np.array([0.3, 1.1])
     np.testing.assert_allclose(zp.jvp(padded, (theta,), (direction,))[1], want @ direction, rtol=1e-7)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(padded, v)[0][i], theta) for i in range(2)])
+    np.testing.assert_allclose(zp.hessian(padded, theta), rows, rtol=1e-5, atol=1e-6)

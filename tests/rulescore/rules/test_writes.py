@@ -102,6 +102,8 @@ def test_zygotepy_differentiates_fill_diagonal_in_both_modes() -> None:
     _, slope = zp.jvp(jittered_kernel, (theta,), (direction,))
     np.testing.assert_allclose(slope, want @ direction, rtol=1e-6)
     np.testing.assert_allclose(zp.jacobian(jittered_kernel, theta)[0], want, rtol=1e-6, atol=1e-8)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(jittered_kernel, v)[0][i], theta) for i in range(3)])
+    np.testing.assert_allclose(zp.hessian(jittered_kernel, theta), rows, rtol=1e-5, atol=1e-6)
 
 
 def test_fill_diagonal_form_matches_numpy_and_leaves_its_argument_alone() -> None:
