@@ -78,11 +78,22 @@ def describe_call(f: Any, args: tuple[Any, ...]) -> str:
 
 def callable_name(f: Any) -> str:
     """A readable dotted name for any callable (``numpy.sin``, ``numpy.add.at``, ``math.exp``,
-    ``Point``)."""
+    ``Point``). A ufunc compiled outside NumPy and SciPy (numba's ``@vectorize``) is named by
+    its own name, not as a NumPy function; a pybind11 function by its module and name, without the
+    binding's record type.
+
+    Example:
+        >>> import numpy as np
+        >>> callable_name(np.add.reduceat), callable_name(np.frompyfunc(abs, 1, 1))
+        ('numpy.add.reduceat', 'abs (vectorized)')
+    """
     if isinstance(f, np.ufunc):
-        if getattr(np, f.__name__, None) is not f and _public_scipy_name(f, "scipy.special", f.__name__):
-            return f"scipy.special.{f.__name__}"
-        return f"numpy.{f.__name__}"
+        name = str(f.__name__)
+        if getattr(np, name, None) is f:
+            return f"numpy.{name}"
+        if _public_scipy_name(f, "scipy.special", name):
+            return f"scipy.special.{name}"
+        return name  # compiled elsewhere (numba's @vectorize, np.frompyfunc): not a NumPy function
     owner = getattr(f, "__self__", None)
     if isinstance(owner, np.ufunc):  # a ufunc's method: numpy.add.at
         return f"{callable_name(owner)}.{f.__name__}"
@@ -90,6 +101,8 @@ def callable_name(f: Any) -> str:
     qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if qual is None:  # a callable object: name its class rather than its repr
         return f"<{callable_name(type(f))} object>"
+    if qual.startswith("pybind11_"):  # pybind11's function record type: not part of the name
+        qual = getattr(f, "__name__", qual)
     if isinstance(module, str) and module.startswith("scipy."):
         return _scipy_name(f, module, qual)
     return qual if module in ("builtins", "", None) else f"{module}.{qual}"

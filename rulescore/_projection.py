@@ -242,7 +242,8 @@ def _sequence_projector(x: tuple[Any, ...] | list[Any]) -> Callable[[Any], Any]:
     def project_sequence(dx: Any) -> Any:
         if isinstance(dx, Tangent) and isinstance(dx.backing, tuple):
             entries = list(dx.backing)
-        elif isinstance(dx, (tuple, list)) or (isinstance(dx, np.ndarray) and dx.ndim == 1):
+        elif isinstance(dx, (tuple, list)) or (isinstance(dx, np.ndarray) and dx.ndim >= 1):
+            # an array for an array-like list (np.sum([a, b])): one entry per row
             entries = list(dx)
         else:
             raise ProjectionError(f"cotangent of type {type(dx).__name__} for a {type(x).__name__}")

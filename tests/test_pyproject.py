@@ -15,7 +15,7 @@ PROJECTS = {"rulescore": ROOT / "pyproject.toml",
             "zygotepy": ROOT / "packaging" / "zygotepy" / "pyproject.toml"}
 #: users' extras of rulescore (the others are for working on this repository)
 USER_EXTRAS = {"testing", "jax", "torch", "autograd", "scipy", "array-api"}
-INTERNAL_EXTRAS = {"test", "dev", "docs", "bench"}
+INTERNAL_EXTRAS = {"test", "dev", "docs", "bench", "realworld"}
 
 
 def project(name: str) -> dict:

@@ -1,4 +1,6 @@
-"""Rule families for optional dependencies (SciPy), registered when their module is imported.
+"""Rule families for optional dependencies (SciPy) and for modules ``import rulescore`` should not
+import (``numpy.polynomial``, ``statistics``, ``json``, ``logging``), registered when their
+module is imported.
 
 ``import rulescore`` never imports SciPy (it takes a few hundred milliseconds). Each optional
 family, a module of :mod:`rulescore.rules` with a ``RULES`` table, is registered once the SciPy
@@ -29,6 +31,11 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.signal": "scipy_signal",
     "scipy.integrate": "scipy_integrate",
     "scipy.optimize": "scipy_optimize",
+    "scipy.spatial.distance": "scipy_spatial",
+    "statistics": "stdlib_statistics",
+    "json": "stdlib_text",
+    "logging": "stdlib_text",
+    "numpy.polynomial": "numpy_polynomial",
 }
 
 _REGISTERED: set[str] = set()

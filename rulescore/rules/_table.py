@@ -44,8 +44,9 @@ COMMAND = "python -m rulescore.rules._table > docs/rules.md"
 #: Optional modules whose import registers more rules (the table includes them if installed).
 OPTIONAL_MODULES = (*OPTIONAL_FAMILIES, "numpy.random")
 
-#: Every family: those registered at import, then those of optional dependencies.
-ALL_FAMILIES = (*FAMILIES, *OPTIONAL_FAMILIES.values())
+#: Every family: those registered at import, then those of optional dependencies (once each: a
+#: family may serve two modules).
+ALL_FAMILIES = tuple(dict.fromkeys((*FAMILIES, *OPTIONAL_FAMILIES.values())))
 
 CORE = "core"
 
@@ -67,15 +68,24 @@ _DESCRIPTIONS = {
     "linalg": "`numpy.linalg`.",
     "fft": "`numpy.fft`.",
     "numeric": "NumPy's numerical routines: `diff`, `gradient`, `convolve`, `correlate`, `interp`, "
-               "`select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, `np.r_`/`np.c_`, "
-               "`x.item()`/`x.tolist()`, rounding.",
-    "ufunc_methods": "The methods of differentiable binary ufuncs: `reduce`, `accumulate`, `outer`.",
+               "`vectorize`, `select`, `partition`, `take_along_axis`, `ptp`, `sinc`, `nan_to_num`, "
+               "`np.r_`/`np.c_`, `x.item()`/`x.tolist()`, rounding.",
+    "ufunc_methods": "The methods of differentiable binary ufuncs: `reduce`, `accumulate`, `reduceat`, "
+                     "`outer`.",
     "scipy_special": "`scipy.special` (registered when SciPy imports it).",
     "scipy_stats": "`scipy.stats` distributions: methods of `rv_continuous`/`rv_discrete` and the "
                    "multivariate generators, one signature per distribution class (registered when "
                    "SciPy imports `scipy.stats`).",
     "scipy_linalg": "`scipy.linalg`, real matrices (registered when SciPy imports it).",
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
+    "scipy_spatial": "`scipy.spatial.distance`: `pdist`/`cdist` (sqeuclidean, euclidean, cityblock) and "
+                     "`squareform` (registered when SciPy imports it).",
+    "numpy_polynomial": "Constructing `numpy.polynomial`'s series from traced coefficients (registered "
+                        "when `numpy.polynomial` is imported).",
+    "stdlib_text": "Text from values (`json.dumps`, the logging calls): no derivative (registered "
+                   "when `json` and `logging` are imported).",
+    "stdlib_statistics": "The standard library's `statistics`: `mean`, `median`, `variance`, `pvariance`, "
+                         "`stdev`, `pstdev` (registered when it is imported).",
     "scipy_integrate": "`scipy.integrate`: quadrature of samples (`trapezoid`, `simpson`); `odeint`, "
                        "`solve_ivp` and `quad`, whose rules ask for the AD system's config to "
                        "differentiate the user's function (adjoint and forward sensitivities, "

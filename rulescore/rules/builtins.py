@@ -23,11 +23,14 @@ Conventions:
 from __future__ import annotations
 
 import builtins
+import inspect
+import operator
 from typing import Any
 
 import numpy as np
 
 from rulescore._arithmetic import conj
+from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
@@ -239,13 +242,14 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     builtins.type, builtins.id, builtins.hash, builtins.print, builtins.repr, builtins.str,
     builtins.bool, builtins.range, builtins.callable, builtins.hasattr, builtins.ord,
     builtins.chr, builtins.format, builtins.any, builtins.all, builtins.bin, builtins.hex,
-    builtins.oct, builtins.ascii,
+    builtins.oct, builtins.ascii, str.format, str.__mod__,
 )
 
 #: ``sum``/``min``/``max`` rules see inside lists, tuples, arrays and numbers; other iterables
 #: (generators, user containers) are iterated by Python, so an engine sees each element.
 _SEQUENCES = (list, tuple, np.ndarray)
 _SEQUENCES_AND_NUMBERS = (list, tuple, np.ndarray, int, float, complex, np.generic)
+_ARRAYS_AND_NUMBERS = (np.ndarray, np.generic, int, float, complex)
 
 #: The builtins with rules of their own (``float_rrule``, ``float_frule``, ...; ``pow`` adds the
 #: modulus in ``builtin_pow_rrule``).
@@ -260,6 +264,10 @@ RULES: tuple[RulePair, ...] = family_rules(
         RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
         choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
         choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
+        # on an array or a number it reads class attributes (libraries probe for dataframe types)
+        non_differentiable_rules(inspect.getattr_static, _ARRAYS_AND_NUMBERS),
+        # text from values: "%.3f" % loss (a string's %, not the number's remainder)
+        non_differentiable_rules(operator.mod, str),
     ),
     non_differentiable=NON_DIFFERENTIABLE,
 )

@@ -47,7 +47,7 @@ import numpy as np
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._arithmetic import is_zero
 from rulescore._contract import plain_entry
-from rulescore._linear import linear_rules
+from rulescore._linear import dense_tangent, linear_rules
 from rulescore._namespace import (
     array_namespace,
     constant_like,
@@ -1105,7 +1105,9 @@ def norm_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     p = _bind(np.linalg.norm, args, kwargs)
     x = _arr(p["x"])
     y, kind, axes = _norm(x, p["ord"], p["axis"], p["keepdims"])
-    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], tangents[1])
+    # an array-like x (a list of arrays) has a tangent of the same structure: as one array
+    xdot = tangents[1] if x is p["x"] else np.asarray(dense_tangent(p["x"], tangents[1]))
+    return y, _norm_tangent(x, y, p["ord"], kind, axes, p["keepdims"], xdot)
 
 
 def _vector_norm_layout(x: Any, axis: Any) -> tuple[int, ...]:

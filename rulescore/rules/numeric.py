@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._config import HasForwardsMode, HasReverseMode, RuleConfig, frule_via_ad, rrule_via_ad
 from rulescore._linear import dense_tangent, linear_rules, product_tangent
-from rulescore._projection import project
+from rulescore._projection import project, unbroadcast
 from rulescore._registry import frule, rrule
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
@@ -677,6 +678,57 @@ def correlate_frule(tangents: Any, a: Any, v: Any, *args: Any, **kwargs: Any) ->
     return _bilinear_frule(np.correlate, tangents, a, v, args, kwargs)
 
 
+# ----------------------------------------------------------------------------------------------
+# np.vectorize: the user's function element by element, differentiated by the running AD system
+# ----------------------------------------------------------------------------------------------
+def _vectorized(vec: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The call's result and its arguments broadcast together (refusing what is not element-wise)."""
+    name = getattr(vec.pyfunc, "__qualname__", "the function")
+    if kwargs or vec.signature is not None or vec.excluded:
+        raise NotImplementedError(
+            f"the rule for numpy.vectorize({name}) differentiates an element-wise function of "
+            "positional arguments (no signature=, excluded= or keyword arguments): call "
+            f"{name} in a loop or on whole arrays instead")
+    y = vec(*args)
+    if isinstance(y, tuple):
+        raise NotImplementedError(f"the rule for numpy.vectorize({name}) differentiates one output; "
+                                  f"{name} returns {len(y)}: vectorize each output separately")
+    return y, list(np.broadcast_arrays(*(np.asarray(a) for a in args)))
+
+
+def vectorize_rrule(config: RuleConfig, vec: Any, *args: Any, **kwargs: Any) -> Any:
+    """``vec(*args)``: one reverse-mode call of ``vec.pyfunc`` per element (``rc.rrule_via_ad``)."""
+    y, arrays = _vectorized(vec, args, kwargs)
+    shape = np.shape(y)
+    backs = {index: rrule_via_ad(config, vec.pyfunc, *(a[index] for a in arrays))[1]
+             for index in np.ndindex(shape)}
+
+    def vectorize_pullback(ybar: Any) -> Any:
+        sums = [np.zeros(shape, dtype=np.result_type(a, float)) for a in arrays]
+        for index, back in backs.items():
+            for total, ct in zip(sums, back(np.asarray(ybar)[index])[1:], strict=True):
+                if not isinstance(ct, (NoTangent, ZeroTangent)):
+                    total[index] += ct
+        return NoTangent(), NoTangent(), *(
+            project(a, unbroadcast(total, np.shape(a))) if np.result_type(a).kind in "fc" else NoTangent()
+            for a, total in zip(args, sums, strict=True))
+
+    return y, vectorize_pullback
+
+
+def vectorize_frule(config: RuleConfig, tangents: Any, vec: Any, *args: Any, **kwargs: Any) -> Any:
+    y, arrays = _vectorized(vec, args, kwargs)
+    shape = np.shape(y)
+    dots = [np.broadcast_to(np.asarray(dense_tangent(a, t)), shape)
+            for a, t in zip(args, tangents[2:], strict=True)]
+    ydot = np.zeros(shape, dtype=np.result_type(y, float))
+    for index in np.ndindex(shape):
+        point = tuple(a[index] for a in arrays)
+        ydot[index] = dense_tangent(y[index] if shape else y, frule_via_ad(
+            config, (NoTangent(), *(d[index] for d in dots)), vec.pyfunc, *point)[1])
+    return y, project(y, ydot if shape else ydot[()])
+
+
 #: Rounding: piecewise constant, so no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (np.round, np.around, np.ndarray.round)
 
@@ -691,9 +743,12 @@ RULES: tuple[RulePair, ...] = family_rules(
         RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
         RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
         RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
+        RulePair(np.generic.tolist, tolist_rrule, tolist_frule, wrt=(0,)),
         RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
                  (_AXIS_CONCATENATOR,), wrt=(1,)),
         linear_rules(np.rollaxis, rollaxis_transpose),
+        RulePair(np.vectorize.__call__, vectorize_rrule, config=HasReverseMode),
+        RulePair(np.vectorize.__call__, frule=vectorize_frule, config=HasForwardsMode),
     ),
     non_differentiable=NON_DIFFERENTIABLE,
 )

@@ -2,8 +2,9 @@
 :mod:`rulescore.rules._optional`), for real matrices: ``expm`` and ``expm_frechet`` (through
 Frechet derivatives of block matrices), ``eigh`` (the standard problem, with ``eigvals_only``,
 ``subset_by_index`` and ``subset_by_value``), ``inv``, ``det``, ``solve`` (``assume_a``:
-general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``,
-``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``sqrtm``, ``logm``,
+general, symmetric/positive definite, triangular, diagonal), ``solve_triangular``, ``cholesky``
+(``lower=``, ``check_finite=``), ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``,
+``sqrtm``, ``logm``,
 ``solve_sylvester``, ``solve_continuous_lyapunov`` and ``block_diag``.
 
 ``eigh``'s derivatives need every eigenpair: a subset's rule computes the full decomposition of
@@ -36,6 +37,7 @@ from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
+from rulescore.rules import linalg
 from rulescore.rules._common import bind_arguments, entries, family_rules, proj
 from rulescore.rules.linalg import _eigh_grad, _entry, _fold, _given, _unfold
 
@@ -384,7 +386,53 @@ def solve_triangular_frule(tangents: Any, a: Any, b: Any, *args: Any, **kwargs: 
     return x, project(x, np.reshape(xdot, np.shape(x)))
 
 
-# -- cho_factor, cho_solve ---------------------------------------------------------------------
+# -- cholesky, cho_factor, cho_solve ----------------------------------------------------------
+
+def _cholesky_upper(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``scipy.linalg.cholesky`` returns (and LAPACK reads) the upper triangle."""
+    _real(sl.cholesky, a)
+    return not bool(bind_arguments(sl.cholesky, (a, *args), kwargs)["lower"])
+
+
+def _triangular_sandwich(low: Any, m: Any) -> Any:
+    """``L^-T m L^-1`` for a lower-triangular ``L`` (a stack: each), by triangular solves."""
+    if np.ndim(low) > 2:
+        return np.stack([_triangular_sandwich(f, x) for f, x in zip(low, m, strict=True)])
+    left = sl.solve_triangular(low, m, trans="T", lower=True)
+    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True))
+
+
+def _inverse_sandwich(low: Any, m: Any) -> Any:
+    """``L^-1 m L^-T`` for a lower-triangular ``L`` (a stack: each)."""
+    if np.ndim(low) > 2:
+        return np.stack([_inverse_sandwich(f, x) for f, x in zip(low, m, strict=True)])
+    left = sl.solve_triangular(low, m, lower=True)
+    return _t(sl.solve_triangular(low, _t(left), lower=True))
+
+
+def cholesky_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """The factor is SciPy's; the pullback is ``numpy.linalg.cholesky``'s (``L^-T Phi(L^T Lbar)
+    L^-1`` folded onto the triangle LAPACK read) with triangular solves."""
+    upper = _cholesky_upper(a, args, kwargs)
+    c = sl.cholesky(a, *args, **kwargs)
+    low = _t(c) if upper else c
+
+    def cholesky_pullback(cbar: Any) -> Any:
+        lbar = _t(cbar) if upper else cbar
+        g = _triangular_sandwich(low, linalg._phi(_t(low) @ lbar))
+        return NoTangent(), project(a, _fold(g, lower=not upper)), *(NoTangent() for _ in args)
+
+    return c, cholesky_pullback
+
+
+def cholesky_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+    upper = _cholesky_upper(a, args, kwargs)
+    c = sl.cholesky(a, *args, **kwargs)
+    low = _t(c) if upper else c
+    symmetric = _unfold(np.asarray(dense_tangent(a, tangents[1]), dtype=float), lower=not upper)
+    ldot = low @ linalg._phi(_inverse_sandwich(low, symmetric))
+    return c, project(c, _t(ldot) if upper else ldot)
+
 
 def _lower_factor(c: Any, lower: bool) -> Any:
     """``L`` with ``A = L L^T`` from ``cho_factor``'s packed result."""
@@ -439,8 +487,9 @@ def cho_solve_rrule(c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
 
     def cho_solve_pullback(ybar: Any) -> Any:
         m = sl.cho_solve(c_and_lower, ybar)
-        abar = -_as_matrix(m) @ _t(_as_matrix(x))
-        cbar = _packed((abar + abar.T) @ factor, lower)
+        mm, xm = _as_matrix(m), _as_matrix(x)
+        # Abar = -m x^T has rank k (b's columns): (Abar + Abar^T) L without forming an n x n product
+        cbar = _packed(-(mm @ (_t(xm) @ factor) + xm @ (_t(mm) @ factor)), lower)
         return (NoTangent(), tangent_type(tuple)(project(c, cbar), NoTangent()), project(b, m),
                 *(NoTangent() for _ in args))
 
@@ -672,7 +721,7 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
 
 #: The functions with rules (``expm_rrule``, ``expm_frule``, ...).
 _NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, sl.solve, sl.solve_triangular,
-          sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
+          sl.cholesky, sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
           sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
 
 RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED)

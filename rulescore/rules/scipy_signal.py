@@ -1,11 +1,14 @@
 """Rules for ``scipy.signal`` (registered when SciPy imports ``scipy.signal``, see
 :mod:`rulescore.rules._optional`): ``convolve``, ``correlate`` and ``fftconvolve`` of real
-N-dimensional arrays in every mode (``full``, ``same``, ``valid``).
+N-dimensional arrays in every mode (``full``, ``same``, ``valid``), and ``convolve2d`` and
+``correlate2d`` of real matrices with the zero boundary (``boundary="fill"``, ``fillvalue=0``,
+their defaults; other boundaries raise ``NotImplementedError`` naming the fix).
 
-Every mode is a window of the full result (SciPy centres ``same`` and ``valid`` in it), so the
-pullback embeds the output cotangent in a zero full-size array and correlates it with the other
-input in ``valid`` mode. ``fftconvolve`` with ``axes`` (a batched convolution) and complex
-inputs raise ``TypeError`` rather than give a wrong gradient.
+Every mode is a window of the full result (SciPy centres ``same`` and ``valid`` in it;
+``correlate2d`` rounds the centre of ``same`` up), so the pullback embeds the output cotangent in
+a zero full-size array and correlates it with the other input in ``valid`` mode. ``fftconvolve``
+with ``axes`` (a batched convolution) and complex inputs raise ``TypeError`` rather than give a
+wrong gradient.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.signal as ss
@@ -33,6 +36,11 @@ def _check(f: Any, a: Any, b: Any, options: dict[str, Any]) -> str:
     """The mode of the call, after refusing what these rules do not cover."""
     if np.iscomplexobj(a) or np.iscomplexobj(b):
         raise TypeError(f"the rule for {callable_name(f)} handles real arrays only")
+    if options.get("boundary", "fill") != "fill" or options.get("fillvalue", 0) != 0:
+        raise NotImplementedError(
+            f"the rule for {callable_name(f)} covers boundary='fill' with fillvalue=0: pad the input "
+            "first (np.pad with mode='wrap' or 'symmetric', or constant_values=fillvalue) and use "
+            "mode='valid'")
     if options.get("axes") is not None:
         raise TypeError(f"the rule for {callable_name(f)} does not take axes=: "
                         "convolve the whole arrays, or differentiate a loop over the batch")
@@ -45,11 +53,12 @@ def _options(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ..
     return options
 
 
-def _embed(ybar: Any, a: Any, b: Any) -> Any:
-    """``ybar`` placed where SciPy's output window sits in the full convolution."""
+def _embed(ybar: Any, a: Any, b: Any, round_up: bool = False) -> Any:
+    """``ybar`` placed where SciPy's output window sits in the full convolution (its centre
+    rounded up for ``correlate2d``)."""
     full_shape = tuple(n + m - 1 for n, m in zip(np.shape(a), np.shape(b), strict=True))
     full = np.zeros(full_shape, dtype=np.result_type(ybar, float))
-    window = tuple(slice((f - n) // 2, (f - n) // 2 + n)
+    window = tuple(slice((f - n + round_up) // 2, (f - n + round_up) // 2 + n)
                    for f, n in zip(full_shape, np.shape(ybar), strict=True))
     full[window] = ybar
     return full
@@ -77,7 +86,8 @@ def _rrule(f: Any, names: tuple[str, ...], in1: Any, in2: Any, args: tuple[Any, 
     y = f(in1, in2, *args, **kwargs)
 
     def convolution_pullback(ybar: Any) -> Any:
-        cotangents = _pullback_cotangents(_embed(ybar, in1, in2), in1, in2, f is ss.correlate)
+        correlation = f is ss.correlate or f is ss.correlate2d
+        cotangents = _pullback_cotangents(_embed(ybar, in1, in2, f is ss.correlate2d), in1, in2, correlation)
         return (NoTangent(), *cotangents, *(NoTangent() for _ in args))
 
     return y, convolution_pullback
@@ -94,6 +104,7 @@ def _frule(f: Any, names: tuple[str, ...], tangents: Any, in1: Any, in2: Any, ar
 
 _CONVOLVE_NAMES = ("mode", "method")
 _FFTCONVOLVE_NAMES = ("mode", "axes")
+_CONVOLVE2D_NAMES = ("mode", "boundary", "fillvalue")
 
 
 def convolve_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
@@ -120,4 +131,21 @@ def fftconvolve_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: A
     return _frule(ss.fftconvolve, _FFTCONVOLVE_NAMES, tangents, in1, in2, args, kwargs)
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (ss.convolve, ss.correlate, ss.fftconvolve))
+def convolve2d_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _rrule(ss.convolve2d, _CONVOLVE2D_NAMES, in1, in2, args, kwargs)
+
+
+def convolve2d_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _frule(ss.convolve2d, _CONVOLVE2D_NAMES, tangents, in1, in2, args, kwargs)
+
+
+def correlate2d_rrule(in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _rrule(ss.correlate2d, _CONVOLVE2D_NAMES, in1, in2, args, kwargs)
+
+
+def correlate2d_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: Any) -> Any:
+    return _frule(ss.correlate2d, _CONVOLVE2D_NAMES, tangents, in1, in2, args, kwargs)
+
+
+RULES: tuple[RulePair, ...] = family_rules(
+    globals(), (ss.convolve, ss.correlate, ss.fftconvolve, ss.convolve2d, ss.correlate2d))

@@ -7,10 +7,11 @@ they differentiate again. ``softmax`` and ``log_softmax`` have their own rules (
 Jacobian). Integer orders (``polygamma``'s ``n``, ``multigammaln``'s ``d``) get
 ``NoTangent()``.
 
-Two derivatives have no closed form: ``zeta(x, q)`` in ``x`` and ``gammainc``/``gammaincc`` in
-``a``. Their cotangents are a fourth-order central difference with a relative step of
-``1e-3`` (relative error about ``1e-10`` away from the poles); the derivatives the library
-documents as exact are ``zeta`` in ``q`` and ``gammainc``/``gammaincc`` in ``x``.
+Some derivatives have no closed form: ``zeta(x, q)`` in ``x``, ``gammainc``/``gammaincc`` in
+``a``, ``wright_bessel``/``log_wright_bessel`` in ``a`` and ``b``. Their cotangents are a
+fourth-order central difference with a relative step of ``1e-3`` (relative error about
+``1e-10`` away from the poles); the derivatives the library documents as exact are ``zeta`` in
+``q``, ``gammainc``/``gammaincc`` in ``x`` and the Wright functions in ``x``.
 
 Example:
     >>> import numpy as np, rulescore as rc, scipy.special as sp
@@ -174,6 +175,26 @@ def gammainc_partials(a: Any, x: Any) -> Any:
 def gammaincc_partials(a: Any, x: Any) -> Any:
     step = 1e-3 * np.abs(a)
     return _central_difference(sp.gammaincc, (a, x), 0, step), -_gammainc_density(a, x)
+
+
+def _wright_order_steps(a: Any, b: Any) -> tuple[Any, Any]:
+    return 1e-3 * np.maximum(np.abs(a), 1), 1e-3 * np.maximum(np.abs(b), 1)
+
+
+def wright_bessel_partials(a: Any, b: Any, x: Any) -> Any:
+    """In ``x``: ``d/dx Phi(a, b; x) = Phi(a, a + b; x)`` (the series term by term); in ``a`` and
+    ``b`` a central difference (no closed form; ``a`` within ``2e-3`` of 0 has none)."""
+    step_a, step_b = _wright_order_steps(a, b)
+    return (_central_difference(sp.wright_bessel, (a, b, x), 0, step_a),
+            _central_difference(sp.wright_bessel, (a, b, x), 1, step_b), sp.wright_bessel(a, np.add(a, b), x))
+
+
+def log_wright_bessel_partials(a: Any, b: Any, x: Any, result: Any) -> Any:
+    """``wright_bessel``'s partials over its value: in ``x``, ``exp(log Phi(a, a + b; x) - result)``."""
+    step_a, step_b = _wright_order_steps(a, b)
+    return (_central_difference(sp.log_wright_bessel, (a, b, x), 0, step_a),
+            _central_difference(sp.log_wright_bessel, (a, b, x), 1, step_b),
+            np.exp(sp.log_wright_bessel(a, np.add(a, b), x) - result))
 
 
 # -- functions with an integer order: polygamma(n, x), multigammaln(a, d) ----------------------
@@ -365,6 +386,8 @@ _PARTIALS: dict[Any, Any] = {
     sp.ive: ive_partials,
     sp.rgamma: rgamma_partials,
     sp.betainc: betainc_partials,
+    sp.wright_bessel: wright_bessel_partials,
+    sp.log_wright_bessel: log_wright_bessel_partials,
 }
 
 RULES: tuple[RulePair, ...] = family_rules(

@@ -878,16 +878,122 @@ def astype_rules(f: Any) -> RulePair:
     return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
 
 
+def _block_leaves(arrays: Any) -> list[Any]:
+    """The blocks of ``np.block``'s nested lists, in order."""
+    return [leaf for entry in arrays for leaf in _block_leaves(entry)] if type(arrays) is list else [arrays]
+
+
+def _block_like(arrays: Any, leaves: Any) -> Any:
+    """``arrays``' nesting with its blocks replaced, in order, by those ``leaves`` yields."""
+    return [_block_like(entry, leaves) for entry in arrays] if type(arrays) is list else next(leaves)
+
+
+def _block_sources(arrays: Any) -> list[Any]:
+    """For each block of ``np.block(arrays)``: the flat positions of the result its entries fill
+    (found by blocking the entries' own numbers)."""
+    leaves = _block_leaves(arrays)
+    sizes = [math.prod(np.shape(leaf)) for leaf in leaves]
+    starts = list(itertools.accumulate([0, *sizes]))
+    numbered = (np.reshape(np.arange(start, start + size), np.shape(leaf))
+                for leaf, start, size in zip(leaves, starts, sizes, strict=False))
+    origin = np.reshape(np.block(_block_like(arrays, numbered)), -1)
+    position = np.empty(origin.size, dtype=np.intp)
+    position[origin] = np.arange(origin.size)
+    return [np.reshape(position[start:start + size], np.shape(leaf))
+            for leaf, start, size in zip(leaves, starts, sizes, strict=False)]
+
+
+def block_rrule(arrays: Any) -> Any:
+    """``np.block``: each block's cotangent is the part of the result's it fills."""
+    y = np.block(arrays)
+    sources = _block_sources(arrays)
+
+    def block_pullback(ybar: Any) -> Any:
+        flat = np.reshape(ybar, -1)
+        return _NO, _project(arrays, _block_like(arrays, (flat[source] for source in sources)))
+
+    return y, block_pullback
+
+
+def block_frule(tangents: Any, arrays: Any) -> Any:
+    """``np.block`` is linear: the blocks' tangents, blocked."""
+    y = np.block(arrays)
+    return y, _project(y, np.block(dense_tangent(arrays, tangents[1])))
+
+
+#: The positional form of ``np.pad``'s rules: ``constant_values`` (collected by NumPy's
+#: ``**kwargs``) declared positional, so a traced ``constant_values=c`` gets its cotangent
+#: (:func:`rulescore.declare_parameters`); the other options stay keywords.
+_PAD_FORM = inspect.Signature([
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+    for name, default in (("array", inspect.Parameter.empty), ("pad_width", inspect.Parameter.empty),
+                          ("mode", "constant"), ("constant_values", _NOVALUE))])
+declare_parameters(np.pad, _PAD_FORM)
+#: ``np.pad``'s rules as a function linear in the array (the rules below add ``constant_values``).
+_PAD_LINEAR: Any = linear_rules(np.pad, pad_transpose)
+
+
+def _pad_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``np.pad``'s arguments after the array, from the rules' form back to NumPy's call."""
+    if len(args) < 3:
+        return args, kwargs
+    return args[:2], {**kwargs, "constant_values": args[2]}
+
+
+def _pad_mode(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[1] if len(args) > 1 else kwargs.get("mode", "constant")
+
+
+def _pad_values_cotangent(ybar: Any, x: Any, pad_width: Any, values: Any) -> Any:
+    """The cotangent of ``constant_values``: ``ybar`` summed over the region each of the
+    ``(ndim, 2)`` values NumPy broadcasts them to fills (a corner belongs to the last axis padded,
+    as NumPy fills axis after axis), then summed back to the values' shape."""
+    nd = max(np.ndim(x), 1)
+    zeros = np.zeros(np.shape(x))
+    pairs = np.zeros((nd, 2))
+    for i, j in itertools.product(range(nd), range(2)):
+        unit = np.zeros((nd, 2))
+        unit[i, j] = 1.0
+        pairs[i, j] = np.sum(ybar * np.pad(zeros, pad_width, constant_values=unit))
+    shape = np.shape(values)
+    if math.prod(shape) == 1:
+        return np.reshape(np.sum(pairs), shape)
+    if math.prod(shape) == 2 and shape != (2, 1):  # NumPy's reading: (before, after) for every axis
+        return np.reshape(np.sum(pairs, axis=0), shape)
+    return _sum_to(pairs, shape)
+
+
+def pad_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.pad``: linear in ``x`` (:func:`pad_transpose`) and, in ``constant`` mode, in a
+    ``constant_values`` given in the rules' form (its cotangent: :func:`_pad_values_cotangent`)."""
+    call_args, call_kwargs = _pad_keywords(args, kwargs)
+    y, linear_pullback = _PAD_LINEAR.rrule(x, *call_args, **call_kwargs)
+    if len(args) < 3:
+        return y, linear_pullback
+
+    def pad_pullback(ybar: Any) -> Any:
+        _, xbar, *rest = linear_pullback(ybar)
+        values = args[2]
+        constant = _pad_mode(args, kwargs) == "constant"
+        vbar = _project(values, _pad_values_cotangent(ybar, x, args[0], values)) if constant else _NO
+        return (_NO, xbar, *rest, vbar)
+
+    return y, pad_pullback
+
+
 def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather)."""
+    """``np.pad`` is affine in ``x``: the tangent is padded with zeros (or by the same gather),
+    in ``constant`` mode with the tangent of ``constant_values`` (given in the rules' form)."""
+    values_dot = tangents[4] if len(args) >= 3 else ZeroTangent()
+    args, kwargs = _pad_keywords(args, kwargs)
     y = np.pad(x, *args, **kwargs)
     t = tangents[1]
-    mode = args[1] if len(args) > 1 else kwargs.get("mode", "constant")
+    mode = _pad_mode(args, kwargs)
     if mode not in ("constant", "empty", *_GATHER_PAD_MODES) or kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError(f"no derivative for np.pad(mode={mode!r}, {kwargs})")
     kw = dict(kwargs)
     if mode == "constant":
-        kw["constant_values"] = 0
+        kw["constant_values"] = dense_tangent(kwargs.get("constant_values", 0.0), values_dot)
     elif mode == "empty":
         args, kw["mode"], kw["constant_values"] = args[:1], "constant", 0
     return y, _project(y, np.pad(dense_tangent(x, t), *args, **kw))
@@ -900,14 +1006,14 @@ def pad_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
 #: Callables with no derivative: shapes, indices, comparisons, constructors (random numbers:
 #: :mod:`rulescore.rules.random`).
 NON_DIFFERENTIABLE: tuple[Any, ...] = (
-    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.argwhere,
+    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.argwhere,
     np.flatnonzero, np.searchsorted, np.lexsort, np.unravel_index, np.ravel_multi_index,
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
     np.eye, np.identity, np.tri, np.indices,
     np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.result_type, np.can_cast, np.promote_types, np.min_scalar_type, np.common_type,
     np.issubdtype, np.iscomplexobj, np.isrealobj, np.isscalar, np.broadcast_shapes, np.broadcast,
-    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero,
+    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition, np.ndarray.nonzero,
 )
 
 
@@ -1045,6 +1151,11 @@ _TRANSPOSES: dict[Any, Any] = {
     np.ravel: ravel_transpose,
     np.ndarray.ravel: ravel_transpose,
     np.ndarray.flatten: ravel_transpose,
+    # a NumPy scalar's methods whose NumPy function takes other arguments (np.reshape(a, shape)
+    # for x.reshape(1, 1)) or does not exist (flatten)
+    np.generic.reshape: method_reshape_transpose,
+    np.generic.flatten: ravel_transpose,
+    np.generic.transpose: method_transpose_transpose,
     np.squeeze: same_shape_transpose,
     np.ndarray.squeeze: same_shape_transpose,
     np.expand_dims: same_shape_transpose,
@@ -1092,10 +1203,11 @@ RULES: tuple[RulePair, ...] = family_rules(
         # joining and splitting
         *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
         RulePair(np.append, append_rrule, append_frule),
+        RulePair(np.block, block_rrule, block_frule),
         *(linear_rules(f, split_transpose(f))
           for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
-        # pad is affine: its frule pads the tangent with zeros
-        RulePair(np.pad, linear_rules(np.pad, pad_transpose).rrule, pad_frule, wrt=(0,)),
+        # pad is affine: its frule pads the tangent with zeros (or the constant values' tangent)
+        RulePair(np.pad, pad_rrule, pad_frule, wrt=(0, 3)),
         RulePair(np.where, where_rrule, where_frule),
         RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2, 4, 5)),
         RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),

@@ -1,5 +1,6 @@
-"""Rules for the methods of NumPy's differentiable binary ufuncs: ``reduce``, ``accumulate`` and
-``outer`` (``np.multiply.reduce(x)``, ``np.maximum.accumulate(x)``, ``np.subtract.outer(a, b)``).
+"""Rules for the methods of NumPy's differentiable binary ufuncs: ``reduce``, ``accumulate``,
+``reduceat`` and ``outer`` (``np.multiply.reduce(x)``, ``np.maximum.accumulate(x)``,
+``np.subtract.outer(a, b)``).
 
 They are built from the ufunc's own rules (:mod:`rulescore.rules.ufuncs`), so every binary ufunc
 with a rule gets them and they follow its conventions (ties of ``maximum`` split evenly between
@@ -12,6 +13,8 @@ the two arguments of each step, ``power``'s edges, complex numbers):
   method. ``np.add.reduce`` keeps its own rule (:mod:`rulescore.rules.reductions`). Where NumPy's
   own ``reduce`` is not the fold (NumPy 2.4's AVX-512 ``power`` and ``arctan2``), the rules
   raise an ``ArithmeticError`` that says so: no derivative would match what NumPy returns.
+- ``reduceat`` is one ``reduce`` per slice (``x[i:j]``, or ``x[i]`` where ``j <= i``), each
+  differentiated by that ``reduce``'s rule (``np.add.reduceat`` by ``np.add.reduce``'s).
 - ``outer`` is the ufunc applied to ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
 
 ``ufunc.at`` writes into its first argument and returns ``None``, which no rule can express:
@@ -242,6 +245,67 @@ def _outer_rules(uf: np.ufunc) -> RulePair:
     return RulePair(uf.outer, outer_rrule, outer_frule, wrt=(0, 1))
 
 
+# -- reduceat ----------------------------------------------------------------------------------------
+
+
+def _segments(uf: np.ufunc, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, list[slice]]:
+    """The axis of ``uf.reduceat(x, indices, axis)`` and the slice of ``x`` each output reduces
+    (``x[i:j]`` for ``i < j``, else ``x[i:i + 1]``; the last one to the end)."""
+    p = dict(zip(("indices", "axis", "dtype", "out"), args, strict=False))
+    p.update(kwargs)
+    for key in ("dtype", "out"):
+        if p.get(key) is not None:
+            raise TypeError(f"numpy.{uf.__name__}.reduceat: {key}= is not supported under differentiation")
+    axis = int(p.get("axis", 0)) % max(np.ndim(x), 1)
+    n = np.shape(x)[axis]
+    starts = [int(i) % n if int(i) < 0 else int(i) for i in np.ravel(p["indices"])]
+    ends = [*starts[1:], n]
+    return axis, [slice(i, j) if i < j else slice(i, i + 1) for i, j in zip(starts, ends, strict=True)]
+
+
+def _take(x: Any, axis: int, where: slice) -> Any:
+    return x[(slice(None),) * axis + (where,)]
+
+
+def _placed(part: Any, axis: int, where: slice, shape: tuple[int, ...]) -> Any:
+    """``part`` (the cotangent of ``x[where]`` along ``axis``) in a zero array of ``shape``."""
+    def zeros(size: int) -> Any:
+        return np.zeros(shape[:axis] + (size,) + shape[axis + 1:], dtype=np.result_type(part, float))
+    start, stop = where.indices(shape[axis])[:2]
+    return np.concatenate([zeros(start), part, zeros(shape[axis] - stop)], axis=axis)
+
+
+def _reduceat_rules(uf: np.ufunc) -> RulePair:
+    """``uf.reduceat``: each output is ``uf.reduce`` of one slice, differentiated by that rule."""
+
+    def reduceat_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
+        axis, pieces = _segments(uf, x, args, kwargs)
+        y = uf.reduceat(x, *args, **kwargs)
+        backs = [rrule(uf.reduce, _take(x, axis, where), axis=axis)[1] for where in pieces]
+
+        def reduceat_pullback(ybar: Any) -> Any:
+            shape = np.shape(x)
+            parts = [_placed(dense_tangent(_take(x, axis, where), back(np.take(ybar, k, axis=axis))[1]),
+                             axis, where, shape)
+                     for k, (back, where) in enumerate(zip(backs, pieces, strict=True))]
+            return (_NT, project(x, functools.reduce(np.add, parts)), *((_NT,) * len(args)))
+
+        reduceat_pullback.__name__ = reduceat_pullback.__qualname__ = f"{uf.__name__}_reduceat_pullback"
+        return y, reduceat_pullback
+
+    def reduceat_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        axis, pieces = _segments(uf, x, args, kwargs)
+        y = uf.reduceat(x, *args, **kwargs)
+        xdot = dense_tangent(x, tangents[1])
+        dots = [dense_tangent(piece, frule((_NT, _take(xdot, axis, where)), uf.reduce, piece, axis=axis)[1])
+                for where in pieces for piece in (_take(x, axis, where),)]
+        return y, project(y, np.stack(dots, axis=axis))
+
+    reduceat_rrule.__name__ = reduceat_rrule.__qualname__ = f"{uf.__name__}_reduceat_rrule"
+    reduceat_frule.__name__ = reduceat_frule.__qualname__ = f"{uf.__name__}_reduceat_frule"
+    return RulePair(uf.reduceat, reduceat_rrule, reduceat_frule, wrt=(0,))
+
+
 # -- ufunc.at ----------------------------------------------------------------------------------------
 
 
@@ -346,6 +410,7 @@ _FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
 RULES: tuple[RulePair, ...] = (
     *(_fold_rules("reduce", uf) for uf in _FOLDABLE if uf is not np.add),
     *(_fold_rules("accumulate", uf) for uf in _FOLDABLE),
+    *(_reduceat_rules(uf) for uf in _FOLDABLE),
     *(_outer_rules(uf) for uf in BINARY_UFUNCS),
     RulePair(ufunc_at, ufunc_at_rrule, ufunc_at_frule, wrt=(1, 3)),
 )

@@ -1,7 +1,8 @@
 """Functional forms of NumPy's functions that write into their first argument, and their rules.
 
 ``np.place(a, mask, vals)``, ``np.putmask(a, mask, values)``, ``np.put(a, ind, v)`` (and
-``ndarray.put``), ``np.copyto(dst, src, where=...)``, ``ndarray.fill(value)`` and ``ufunc.at``
+``ndarray.put``), ``np.copyto(dst, src, where=...)``, ``ndarray.fill(value)``,
+``np.fill_diagonal(a, val, wrap=False)`` and ``ufunc.at``
 (its functional form is :func:`rulescore.rules.ufunc_methods.ufunc_at`) change ``a`` in place
 and return ``None``, which no rule can express. Each has a functional form here with the same
 arguments that returns the written copy and leaves ``a`` alone (as JAX's
@@ -31,7 +32,7 @@ from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufunc_methods import AT_UFUNCS, ufunc_at
 
-__all__ = ["IN_PLACE", "RULES", "copyto", "fill", "place", "put", "putmask"]
+__all__ = ["IN_PLACE", "RULES", "copyto", "fill", "fill_diagonal", "place", "put", "putmask"]
 
 _NT = NoTangent()
 _ZT = ZeroTangent()
@@ -100,6 +101,18 @@ def fill(a: Any, value: Any) -> np.ndarray:
     return _written(a, np.ndarray.fill, value)
 
 
+def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> np.ndarray:
+    """``a`` after ``np.fill_diagonal(a, val, wrap)``, as a new array (``a`` is not changed).
+
+    Example:
+        >>> import numpy as np
+        >>> fill_diagonal(np.zeros((2, 2)), [1.0, 2.0])
+        array([[1., 0.],
+               [0., 2.]])
+    """
+    return _written(a, np.fill_diagonal, val, wrap)
+
+
 # -- where each write puts which value ------------------------------------------------------------
 
 
@@ -133,6 +146,13 @@ def _copyto_slots(dst: Any, src: Any, casting: str = "same_kind",
 
 def _fill_slots(a: Any, value: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(np.size(a)), np.zeros(np.size(a), dtype=np.intp)
+
+
+def _fill_diagonal_slots(a: Any, val: Any, wrap: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    diagonal = np.zeros(np.shape(a), dtype=bool)
+    np.fill_diagonal(diagonal, True, wrap)
+    pos = np.flatnonzero(diagonal)
+    return pos, np.arange(pos.size) % max(np.size(val), 1)
 
 
 def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at: int) -> RulePair:
@@ -180,6 +200,7 @@ RULES: tuple[RulePair, ...] = (
     _write_rules(put, _put_slots, 2),
     _write_rules(copyto, _copyto_slots, 1),
     _write_rules(fill, _fill_slots, 1),
+    _write_rules(fill_diagonal, _fill_diagonal_slots, 1),
 )
 
 #: Each NumPy callable that writes into its first argument -> its functional form (same
@@ -187,6 +208,7 @@ RULES: tuple[RulePair, ...] = (
 #: (``a.sort()`` is ``a = np.sort(a)``).
 IN_PLACE: dict[Any, Callable[..., np.ndarray]] = {
     np.place: place, np.putmask: putmask, np.put: put, np.ndarray.put: put, np.copyto: copyto,
-    np.ndarray.fill: fill, np.ndarray.sort: np.sort, np.ndarray.partition: np.partition,
+    np.ndarray.fill: fill, np.fill_diagonal: fill_diagonal, np.ndarray.sort: np.sort,
+    np.ndarray.partition: np.partition,
     **{uf.at: partial(ufunc_at, uf) for uf in AT_UFUNCS},
 }

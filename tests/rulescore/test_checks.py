@@ -255,3 +255,21 @@ def test_environment_variable_sets_the_default(value, expected):
         cwd=os.path.dirname(os.path.dirname(rc.__file__)),
     )
     assert out.stdout.strip() == expected
+
+
+def test_callable_names_of_compiled_functions_are_the_ones_users_can_find() -> None:
+    """A ufunc compiled outside NumPy (numba's, np.frompyfunc's) is not called ``numpy.<name>``;
+    a pybind11 function is named without the binding's record type."""
+    from rulescore._checks import callable_name
+
+    def scaled(a, b):
+        return a * b
+
+    compiled = np.frompyfunc(scaled, 2, 1)
+    assert callable_name(compiled).startswith("scaled")
+    assert "numpy." not in callable_name(compiled)
+    assert callable_name(np.hypot) == "numpy.hypot" and callable_name(np.hypot.reduce) == "numpy.hypot.reduce"
+    distance = pytest.importorskip("scipy.spatial._distance_pybind")
+    assert callable_name(distance.pdist_sqeuclidean) == "scipy.spatial._distance_pybind.pdist_sqeuclidean"
+    special = pytest.importorskip("scipy.special")
+    assert callable_name(special.gammaln) == "scipy.special.gammaln"

@@ -82,8 +82,9 @@ def test_rule_for_math_builtin_and_numpy_function():
 
 def test_compiled_function_without_rule_names_itself():
     vectorised_exp = np.frompyfunc(math.exp, 1, 1)  # a ufunc nobody registered a rule for
-    with pytest.raises(zp.UntraceableError, match=r"numpy\.exp \(vectorized\).*no rrule"):
+    with pytest.raises(zp.UntraceableError, match=r"^exp \(vectorized\) has no rrule") as refused:
         zp.gradient(lambda x: vectorised_exp(x), 1.0)
+    assert "numpy.exp" not in str(refused.value)  # a ufunc compiled elsewhere is not NumPy's
     with pytest.raises(zp.UntraceableError, match=r"bytes"):
         zp.gradient(lambda x: len(bytes([x])) * x, 1.0)
 

@@ -71,5 +71,5 @@ def broken_reduce(case: RuleCase) -> bool:
     """Whether ``case`` is a ufunc's ``reduce`` that NumPy computes wrongly on this machine
     (:func:`rulescore.rules.ufunc_methods.reduce_is_a_fold`): its rules refuse it by name."""
     uf = getattr(case.f, "__self__", None)
-    is_reduce = isinstance(uf, np.ufunc) and getattr(case.f, "__name__", "") == "reduce"
+    is_reduce = isinstance(uf, np.ufunc) and getattr(case.f, "__name__", "") in ("reduce", "reduceat")
     return is_reduce and not reduce_is_a_fold(uf)

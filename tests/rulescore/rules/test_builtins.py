@@ -5,6 +5,7 @@ modulus, divmod, complex)."""
 from __future__ import annotations
 
 import builtins
+import inspect
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ NONDIFF = [
         (builtins.hasattr, (F, "real")), (builtins.ord, ("a",)), (builtins.chr, (97,)),
         (builtins.format, (F, ".2f")), (builtins.any, ([0.0, 1.0],)), (builtins.all, ([0.0, 1.0],)),
         (builtins.bin, (5,)), (builtins.hex, (5,)), (builtins.oct, (5,)), (builtins.ascii, ("a",)),
+        (inspect.getattr_static, (A3, "shape")), (inspect.getattr_static, (F, "columns", None)),
     ]
 ]
 
@@ -165,3 +167,18 @@ def test_float_of_arrays_and_strings() -> None:
     assert isinstance(bar, np.ndarray) and bar.shape == ()
     assert _pullback(float, np.float32(2.0))[1].dtype == np.float32
     assert _pullback(float, "2.5") == (rc.NoTangent(), rc.NoTangent())
+
+
+def test_getattr_static_of_a_traced_array_reads_class_attributes() -> None:
+    """Libraries probe arguments with inspect.getattr_static (narwhals, under scikit-learn's
+    input validation): on a traced array it is answered, and the gradient still flows."""
+    import zygotepy as zp
+
+    def probed(x: np.ndarray) -> Any:
+        assert inspect.getattr_static(x, "columns", None) is None
+        assert inspect.getattr_static(x, "shape", None) is not None
+        return np.sum(x ** 2) * (2.0 if inspect.getattr_static(x[0], "imag", None) is not None else 1.0)
+
+    x = np.array([1.0, -2.0])
+    np.testing.assert_allclose(zp.gradient(probed, x)[0], 4.0 * x)
+    np.testing.assert_allclose(zp.jvp(probed, (x,), (np.ones(2),))[1], np.sum(4.0 * x))

@@ -92,6 +92,7 @@ CASES = [
     RuleCase(np.generic.item, (S.scalars().map(np.float64),), max_examples=N),
     RuleCase(np.ndarray.tolist, (A((2, 3)),), max_examples=N),
     RuleCase(np.ndarray.tolist, (A(()),), name="0d", max_examples=N),
+    RuleCase(np.generic.tolist, (S.scalars().map(np.float64),), name="scalar", max_examples=N),
     RuleCase(np.interp, (around(QUERIES), around(KNOTS, 0.1), A((4,))), max_examples=N),
     RuleCase(np.interp, (around(QUERIES), np.array(KNOTS), A((4,)), S.scalars(), S.scalars()),
              name="left-right", max_examples=N),
@@ -109,6 +110,10 @@ CASES = [
     RuleCase(np.around, (A((3,)), 1), nondiff=(1,), max_examples=N),
     RuleCase(np.ndarray.round, (A((3,)),), max_examples=N),
 ]
+
+#: np.vectorize's rules run the user's function through the engine (rc.rrule_via_ad): tested through
+#: zygotepy (test_vectorize_through_zygotepy_in_both_modes).
+COVERED = [np.vectorize.__call__]
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -225,3 +230,64 @@ USER = [(user_diff, X), (user_ptp, X), (user_gradient, X), (user_select, X), (us
 def test_zygotepy_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
     np.testing.assert_allclose(g, fd(f, x), rtol=1e-5, atol=1e-6)
+
+
+def partitioned(x: np.ndarray) -> Any:
+    """np.partition as order statistics are computed with it (the k-th smallest, a trimmed sum)."""
+    low = np.partition(x, 2)
+    rows = np.partition(x.reshape(2, 3), 1, axis=1)
+    return low[2] ** 3 + np.sum(low[:2] ** 2) + np.sum(rows ** 3 * np.arange(6.0).reshape(2, 3)) \
+        + np.sum(x[np.argpartition(x, 1)[:1]] ** 2)
+
+
+def test_partition_to_second_order() -> None:
+    """The second derivative traces partition's rule, which calls np.argpartition: an index
+    function with no derivative (it was refused inside the outer derivative)."""
+    import zygotepy as zp
+
+    x = np.array([0.3, -1.2, 0.8, 2.0, 0.1, -0.7])
+    np.testing.assert_allclose(zp.gradient(partitioned, x)[0], fd(partitioned, x), rtol=1e-6, atol=1e-8)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(partitioned, v)[0][i], x) for i in range(6)])
+    np.testing.assert_allclose(zp.hessian(partitioned, x), rows, rtol=1e-5, atol=1e-6)
+    _, slope = zp.jvp(partitioned, (x,), (np.ones(6),))
+    np.testing.assert_allclose(slope, fd(partitioned, x).sum(), rtol=1e-6)
+
+
+def test_vectorize_through_zygotepy_in_both_modes() -> None:
+    """np.vectorize of a Python scalar function, with broadcasting, an integer argument, a scalar
+    call and a constant the function closes over."""
+    import math
+
+    import zygotepy as zp
+
+    scale = np.array([1.5])
+
+    def element(a: float, b: float, k: int) -> float:
+        return math.sin(a) * b ** k + scale[0] * a if a > 0 else a * b
+
+    vectorized = np.vectorize(element)
+
+    def f(x: np.ndarray) -> Any:
+        grid = vectorized(x[:, None], np.array([0.5, 2.0]) * x[0], 2)
+        return np.sum(grid ** 2) + vectorized(x[1], 3.0, 1)
+
+    x = np.array([0.4, -0.3, 1.2])
+    want = fd(f, x)
+    np.testing.assert_allclose(zp.gradient(f, x)[0], want, rtol=1e-6, atol=1e-8)
+    _, slope = zp.jvp(f, (x,), (np.array([1.0, -2.0, 0.5]),))
+    np.testing.assert_allclose(slope, want @ np.array([1.0, -2.0, 0.5]), rtol=1e-6)
+    # a function closing over a traced value is refused (its pyfunc is run by NumPy), not lost
+    with pytest.raises(zp.UntraceableError, match="traced value was converted"):
+        zp.gradient(lambda x, c: np.sum(np.vectorize(lambda a: c * a)(x)), x, 2.0)
+
+
+def test_vectorize_refuses_signatures_and_several_outputs_by_name() -> None:
+    def pair(a: float) -> Any:
+        return a, 2 * a
+
+    import zygotepy as zp
+
+    with pytest.raises(NotImplementedError, match=r"numpy\.vectorize\(.*pair\) differentiates one output"):
+        zp.gradient(lambda x: np.sum(np.vectorize(pair)(x)[0]), np.ones(2))
+    with pytest.raises(NotImplementedError, match="no signature="):
+        zp.gradient(lambda x: np.sum(np.vectorize(np.sum, signature="(n)->()")(x)), np.ones((2, 3)))

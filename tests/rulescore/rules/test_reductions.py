@@ -335,3 +335,37 @@ def test_pullback_does_not_mutate_ybar() -> None:
     for f in (np.sum, np.mean, np.max, np.prod):
         rc.rrule(f, x, axis=0)[1](ybar)
     np.testing.assert_array_equal(ybar, [1.0, 2.0, 3.0])
+
+
+LIST_REDUCTIONS = {
+    "mean": lambda a, b: np.mean([a, b]),
+    "sum-axis0": lambda a, b: np.sum(np.sin(np.sum([a, b], axis=0))),
+    "std": lambda a, b: np.std([a, b * 2.0]),
+    "var-axis1": lambda a, b: np.sum(np.var([a, b], axis=1)),
+    "max": lambda a, b: np.max([a, b + 10.0]),
+    "min-axis0": lambda a, b: np.sum(np.min([a, b], axis=0)),
+    "prod": lambda a, b: np.prod([a, b]),
+    "median": lambda a, b: np.median([a, b * 3.0]),
+    "average": lambda a, b: np.average([a, b], axis=0, weights=[0.25, 0.75]).sum(),
+    "nested": lambda a, b: np.mean([[a, b], [b, a * a]]),
+    "scalars": lambda a, b: np.mean([a[0], b[1], a[2] * b[2]]),
+    "tuple": lambda a, b: np.sum((a, b ** 2)),
+    "norm": lambda a, b: np.linalg.norm([a, b]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIST_REDUCTIONS))
+def test_reductions_over_a_python_list_of_traced_arrays(name: str) -> None:
+    """``np.mean([a, b])``: the cotangent of the array NumPy makes of the list is cut into the
+    list's entries (in reverse mode it was a ProjectionError)."""
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    f = LIST_REDUCTIONS[name]
+    a, b = np.array([0.3, -1.2, 0.8]), np.array([1.1, 0.4, -0.5])
+    ga, gb = zp.gradient(f, a, b)
+    np.testing.assert_allclose(ga, fd(lambda u: f(u, b), a), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, fd(lambda u: f(a, u), b), rtol=1e-6, atol=1e-8)
+    da, db = np.array([1.0, -0.5, 0.2]), np.array([0.3, 0.9, -1.0])
+    _, ydot = zp.jvp(f, (a, b), (da, db))
+    np.testing.assert_allclose(ydot, np.dot(ga, da) + np.dot(gb, db), rtol=1e-6, atol=1e-9)

@@ -72,6 +72,11 @@ CASES = [
     case(sl.solve_triangular, (WELL, B32)),
     case(sl.solve_triangular, (WELL, B3, 1, True), "trans-lower", nondiff=(2, 3)),
     case(sl.solve_triangular, (WELL, B32), "unit-trans", kwargs={"unit_diagonal": True, "trans": "T"}),
+    case(sl.cholesky, (SPD,)),
+    case(sl.cholesky, (SPD,), "lower", kwargs={"lower": True}),
+    case(sl.cholesky, (SPD, True), "positional-lower", nondiff=(1,)),
+    case(sl.cholesky, (SPD,), "lower-unchecked", kwargs={"lower": True, "check_finite": False}),
+    case(sl.cholesky, (st.tuples(SPD, SPD).map(np.stack),), "batched"),
     case(sl.cho_factor, (SPD,)),
     case(sl.cho_factor, (SPD,), "lower", kwargs={"lower": True}),
     case(sl.cho_solve, (SPD.map(sl.cho_factor), B32)),
@@ -124,6 +129,18 @@ def gaussian_process_cholesky(theta: np.ndarray) -> Any:
             + 0.1 * np.sum(sl.lu_solve(lu, y, trans=1)))
 
 
+def gaussian_process_scipy_cholesky(theta: np.ndarray) -> Any:
+    """The likelihood as scikit-learn writes it: ``scipy.linalg.cholesky(lower=True,
+    check_finite=False)``, then triangular solves."""
+    t = np.array([0.0, 0.4, 1.1, 1.7, 2.0])
+    y = np.array([0.3, -0.1, 0.8, 0.5, 0.2])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(5)
+    low = sl.cholesky(k, lower=True, check_finite=False)
+    alpha = sl.solve_triangular(low.T, sl.solve_triangular(low, y, lower=True), lower=False)
+    upper = sl.cholesky(k)
+    return 0.5 * y @ alpha + np.sum(np.log(np.diag(low))) + 0.01 * np.sum(upper ** 2)
+
+
 def matrix_functions(theta: np.ndarray) -> Any:
     a = np.array([[1.0 + theta[0], theta[1]], [theta[1], 2.0]])
     lower = np.array([[2.0, 0.0], [theta[0], 1.5]])
@@ -135,10 +152,29 @@ def matrix_functions(theta: np.ndarray) -> Any:
 
 @pytest.mark.parametrize("f, x", [(gaussian_process_nll, np.array([0.2, -0.3])),
                                   (gaussian_process_cholesky, np.array([0.2, -0.3])),
+                                  (gaussian_process_scipy_cholesky, np.array([0.2, -0.3])),
                                   (matrix_functions, np.array([0.3, 0.2]))])
 def test_zygotepy_gradient_matches_finite_differences(f: Any, x: np.ndarray) -> None:
     (g,) = zp.gradient(f, x)
     np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_scipy_cholesky_forward_mode_and_second_order() -> None:
+    """jvp, and the Hessian (forward over reverse) of the likelihood against differences of the
+    gradient."""
+    theta, direction = np.array([0.2, -0.3]), np.array([0.7, -1.1])
+    _, ydot = zp.jvp(gaussian_process_scipy_cholesky, (theta,), (direction,))
+    np.testing.assert_allclose(ydot, fd(gaussian_process_scipy_cholesky, theta) @ direction, rtol=1e-6)
+    hessian = zp.hessian(gaussian_process_scipy_cholesky, theta)
+    def first(x: np.ndarray) -> Any:
+        return zp.gradient(gaussian_process_scipy_cholesky, x)[0]
+    by_differences = np.stack([(first(theta + h) - first(theta - h)) / 2e-5 for h in 1e-5 * np.eye(2)])
+    np.testing.assert_allclose(hessian, by_differences, rtol=1e-5, atol=1e-7)
+
+
+def test_scipy_cholesky_checks_finite_entries_unless_told_not_to() -> None:
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        rc.rrule(sl.cholesky, np.array([[1.0, np.nan], [np.nan, 1.0]]))
 
 
 def eigh_subsets(theta: np.ndarray) -> Any:

@@ -30,6 +30,16 @@ def _cases() -> list[RuleCase]:
             out.append(RuleCase(f, (SHORT, LONG), {"mode": mode}, name=f"{mode}-short-first", max_examples=N))
             out.append(RuleCase(f, (IMAGE, KERNEL), {"mode": mode}, name=f"{mode}-2d", max_examples=N))
         out.append(RuleCase(f, (LONG, SHORT, "same"), name="positional-mode", nondiff=(2,), max_examples=N))
+    tall = S.arrays(shape=(5, 2))
+    for f in (ss.convolve2d, ss.correlate2d):
+        for mode in ("full", "same", "valid"):
+            out.append(RuleCase(f, (IMAGE, KERNEL), {"mode": mode}, name=mode, max_examples=N))
+            out.append(RuleCase(f, (KERNEL, IMAGE), {"mode": mode}, name=f"{mode}-kernel-first",
+                                max_examples=N))
+            out.append(RuleCase(f, (tall, KERNEL.map(lambda k: k[:, :2])), {"mode": mode},
+                                name=f"{mode}-tall", max_examples=N))
+        out.append(RuleCase(f, (IMAGE, KERNEL, "same", "fill", 0), name="positional", nondiff=(2, 3, 4),
+                            max_examples=N))
     return out
 
 
@@ -43,6 +53,31 @@ def test_rule(case: RuleCase) -> None:
 
 def test_every_rule_of_the_family_has_a_case() -> None:
     assert {id(p.primal) for p in scipy_signal.RULES} <= {id(c.f) for c in CASES}
+
+
+def blurred_energy(theta: np.ndarray) -> Any:
+    """An image filtered by convolve2d and correlate2d with a kernel built from parameters."""
+    image = np.outer(np.sin(np.arange(6.0) * theta[0]), np.cos(np.arange(5.0)))
+    kernel = np.exp(-np.array([[1.0, 0.5, 1.0], [0.5, 0.0, 0.5]]) / theta[1] ** 2)
+    smooth = ss.convolve2d(image, kernel, mode="same")
+    edges = ss.correlate2d(smooth, kernel[::-1], "valid")
+    return np.sum(smooth ** 2) + np.sum(np.tanh(edges)) + np.sum(ss.correlate2d(kernel, image, "same") ** 2)
+
+
+def test_convolve2d_through_zygotepy_both_modes_and_second_order() -> None:
+    theta = np.array([0.7, 1.3])
+    want = fd(blurred_energy, theta)
+    np.testing.assert_allclose(zp.gradient(blurred_energy, theta)[0], want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(zp.jvp(blurred_energy, (theta,), (np.array([1.0, 0.5]),))[1],
+                               want @ np.array([1.0, 0.5]), rtol=1e-6)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(blurred_energy, v)[0][i], theta) for i in range(2)])
+    np.testing.assert_allclose(zp.hessian(blurred_energy, theta), rows, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("options", [{"boundary": "wrap"}, {"boundary": "symm"}, {"fillvalue": 1.0}])
+def test_convolve2d_other_boundaries_are_refused_by_name(options: dict[str, Any]) -> None:
+    with pytest.raises(NotImplementedError, match=r"scipy\.signal\.convolve2d covers boundary='fill'"):
+        rc.rrule(ss.convolve2d, np.ones((3, 3)), np.ones((2, 2)), **options)
 
 
 def test_batched_fftconvolve_is_refused() -> None:

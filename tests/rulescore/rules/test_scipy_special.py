@@ -96,6 +96,9 @@ CASES = [
     case(sp.rgamma, (np.array([0.0, -1.0, -2.0, 1.0]),), "poles"),
     case(sp.betainc, (arr(0.5, 3, (3,)), arr(0.5, 3, (3,)), arr(0.05, 0.95, (3,)))),
     case(sp.gammasgn, (arr(-2.7, 3.5, (3,)),)),
+    case(sp.wright_bessel, (arr(0.1, 2, (3,)), arr(0.2, 2, (3,)), arr(0.1, 4, (3,))), rtol=1e-5),
+    case(sp.log_wright_bessel, (arr(0.1, 2, (3,)), arr(0.2, 2, (3,)), arr(0.1, 40, (3,))), rtol=1e-5),
+    case(sp.log_wright_bessel, (0.5, 1.5, arr(0.1, 40, (3,))), "scalar-orders", rtol=1e-5),
 ]
 
 

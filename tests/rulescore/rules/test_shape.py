@@ -159,6 +159,16 @@ CASES: list[RuleCase] = [
     RuleCase(np.repeat, (A((2, 3), C128), [1, 0, 2], 1), nondiff=(1, 2), name="counts"),
     RuleCase(np.repeat, (A((2, 2)), 3), name="flat", nondiff=(1,)),
     RuleCase(NDA.repeat, (A((2, 2), F32), 2, 0), nondiff=(1, 2)),
+    RuleCase(np.block, (st.tuples(A((2, 2)), A((2, 1)), A((1, 3))).map(lambda t: [[t[0], t[1]], [t[2]]]),),
+             name="2x2"),
+    RuleCase(np.block, (st.tuples(A((2,)), A(())).map(list),), name="1d-with-scalar"),
+    RuleCase(np.block, (st.tuples(A((1, 2, 2)), A((1, 2, 1)), A((1, 2, 3))).map(
+        lambda t: [[[t[0], t[1]]], [[t[2]]]]),), name="3d"),
+    RuleCase(np.block, (st.tuples(A((2, 2), C128), A((2, 2), C128)).map(list),), name="complex"),
+    RuleCase(np.generic.reshape, (S.scalars().map(np.float64), 1, 1), nondiff=(1, 2), name="scalar"),
+    RuleCase(np.generic.reshape, (S.scalars().map(np.float32), (1,)), nondiff=(1,), name="float32"),
+    RuleCase(np.generic.flatten, (S.scalars().map(np.float64),), name="scalar"),
+    RuleCase(np.generic.transpose, (S.scalars().map(np.complex128),), name="complex"),
     RuleCase(np.pad, (A((2, 3)), 1), nondiff=(1,)),
     RuleCase(np.pad, (A((2, 3), F32), ((1, 0), (0, 2))), {"constant_values": 5.0}, nondiff=(1,),
              name="constant"),
@@ -255,6 +265,7 @@ CASES: list[RuleCase] = [
 _NONDIFF_CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = [
     (np.shape, (A((2, 3)),), {}), (np.ndim, (A(),), {}), (np.size, (A(),), {}),
     (np.argmax, (A((4,)),), {}), (np.argmin, (A((2, 3)), 1), {}), (np.argsort, (A((4,)),), {}),
+    (np.argpartition, (A((4,)), 1), {}), (NDA.argpartition, (A((2, 3)), 1), {}),
     (np.nonzero, (A((3,)),), {}), (np.argwhere, (A((2, 2)),), {}), (np.flatnonzero, (A((3,)),), {}),
     (np.searchsorted, (np.array([0.0, 1.0, 2.0]), S.scalars()), {}), (np.lexsort, (A((2, 3)),), {}),
     (np.unravel_index, (4, (2, 3)), {}), (np.ravel_multi_index, (([0, 1], [1, 2]), (2, 3)), {}),
@@ -525,3 +536,86 @@ def test_pad_modes_without_a_derivative_say_so() -> None:
         back(np.ones(6))
     with pytest.raises(NotImplementedError, match="odd"):
         rc.frule((None, np.ones(4), None, None), np.pad, x, 1, "reflect", reflect_type="odd")
+
+
+def kernel_blocks(theta: np.ndarray) -> Any:
+    """A bordered kernel matrix of traced blocks and constants, as np.block is used."""
+    k = np.exp(-np.subtract.outer(np.arange(3.0), np.arange(3.0)) ** 2 * theta[0])
+    border = np.sin(theta[1] * np.arange(3.0))[:, None]
+    m = np.block([[k, border], [border.T, np.array([[theta[1] ** 2 + 2.0]])]])
+    return np.linalg.slogdet(m)[1] + np.sum(np.block([theta, 1.0, theta ** 2]) ** 3)
+
+
+def test_block_of_traced_arrays_in_both_modes_and_second_order() -> None:
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    theta = np.array([0.4, 0.9])
+    want = fd(kernel_blocks, theta)
+    np.testing.assert_allclose(zp.gradient(kernel_blocks, theta)[0], want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(zp.jvp(kernel_blocks, (theta,), (np.array([1.0, -2.0]),))[1],
+                               want @ np.array([1.0, -2.0]), rtol=1e-6)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(kernel_blocks, v)[0][i], theta) for i in range(2)])
+    np.testing.assert_allclose(zp.hessian(kernel_blocks, theta), rows, rtol=1e-5, atol=1e-6)
+
+
+SCALAR_METHODS = {
+    "reshape": lambda s: s.reshape(1, 1).sum() * 2.0,
+    "reshape-tuple": lambda s: np.sum(s.reshape((1, 1, 1)) ** 2),
+    "flatten": lambda s: s.flatten()[0] ** 3,
+    "transpose": lambda s: s.transpose() * s.T,
+    "ravel-squeeze": lambda s: s.ravel()[0] * s.squeeze(),
+    "tolist-item": lambda s: s.tolist() * s.item(),
+    "sum-mean-copy": lambda s: s.sum() + s.mean() * s.copy(),
+    "repeat-clip": lambda s: np.sum(s.repeat(3) * np.arange(3.0)) + s.clip(-10.0, 10.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_METHODS))
+def test_methods_of_a_traced_numpy_scalar(name: str) -> None:
+    """A reduction gives an ``np.float64``; its methods take the ndarray methods' arguments
+    (``s.reshape(1, 1)`` is not ``np.reshape(s, 1, 1)``)."""
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    weights = np.array([0.5, -1.0, 2.0])
+
+    def f(t: float) -> Any:
+        return SCALAR_METHODS[name](np.sum(weights * t ** 2))
+
+    want = fd(f, 0.7)
+    np.testing.assert_allclose(zp.gradient(f, 0.7)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(zp.jvp(f, (0.7,), (1.0,))[1], want, rtol=1e-6)
+
+
+PAD_VALUE_SHAPES = {
+    "scalar": lambda t: t[0],
+    "before-after": lambda t: np.array([t[0], t[1] ** 2]),
+    "per-axis": lambda t: np.array([[t[0], t[1]], [t[1] * t[0], 2.0]]),
+    "one-per-axis": lambda t: np.array([[t[0]], [t[1]]]),
+    "one-element": lambda t: np.array([t[1] * 3.0]),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(PAD_VALUE_SHAPES))
+def test_pad_with_traced_constant_values_in_both_modes(spelling: str) -> None:
+    """``np.pad(x, ..., constant_values=traced)``: the values' cotangent is the output's summed
+    over the region each fills (corners belong to the last axis), for every spelling NumPy takes."""
+    import zygotepy as zp
+    from tests.zygotepy.finite_differences import fd
+
+    base = np.arange(1.0, 7.0).reshape(2, 3)
+    weights = np.cos(np.arange(7.0 * 6.0)).reshape(7, 6)
+
+    def padded(t: np.ndarray) -> Any:
+        values = PAD_VALUE_SHAPES[spelling](t)
+        return np.sum(np.pad(base * t[1], ((2, 3), (1, 2)), constant_values=values) * weights) + np.sum(
+            np.pad(t, 1, "constant", constant_values=values if np.size(values) == 1 else 0.5) ** 2)
+
+    theta = np.array([0.7, -1.2])
+    want = fd(padded, theta)
+    np.testing.assert_allclose(zp.gradient(padded, theta)[0], want, rtol=1e-7, atol=1e-9)
+    direction = np.array([0.3, 1.1])
+    np.testing.assert_allclose(zp.jvp(padded, (theta,), (direction,))[1], want @ direction, rtol=1e-7)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(padded, v)[0][i], theta) for i in range(2)])
+    np.testing.assert_allclose(zp.hessian(padded, theta), rows, rtol=1e-5, atol=1e-6)

@@ -74,6 +74,10 @@ def _cases(uf: np.ufunc) -> list[RuleCase]:
                          name=f"{uf.__name__}-initial", max_examples=N),
             ]
         out += [
+            RuleCase(uf.reduceat, (values(uf, (6,)), [0, 3, 1, 4]), nondiff=(1,), name=uf.__name__,
+                     max_examples=N),
+            RuleCase(uf.reduceat, (values(uf, (2, 4)), np.array([0, 2])), {"axis": 1}, nondiff=(1,),
+                     name=f"{uf.__name__}-axis1", max_examples=N),
             RuleCase(uf.accumulate, (values(uf, (4,)),), name=uf.__name__, max_examples=N),
             RuleCase(uf.accumulate, (values(uf, (2, 3)), 1), nondiff=(1,), name=f"{uf.__name__}-axis1",
                      max_examples=N),
@@ -115,10 +119,11 @@ COVERED = [ufunc_at]
 def test_rule(case: RuleCase) -> None:
     if broken_reduce(case):  # refused, naming the method: no derivative matches NumPy's answer
         x = np.linspace(0.5, 2.0, 6).reshape(2, 3)
+        indices = ([0, 2],) if case.f.__name__ == "reduceat" else ()
         with pytest.raises(ArithmeticError, match=rf"numpy\.{case.f.__self__.__name__}\.reduce: NumPy"):
-            rc.rrule(case.f, x)
+            rc.rrule(case.f, x, *indices)
         with pytest.raises(ArithmeticError, match="no derivative matches"):
-            rc.frule((None, np.ones_like(x)), case.f, x)
+            rc.frule((None, np.ones_like(x), None)[:2 + len(indices)], case.f, x, *indices)
         return
     check_case(case)
 
@@ -237,6 +242,31 @@ def user_methods(x: np.ndarray) -> Any:
     pairwise = np.subtract.outer(x, x) ** 2
     return np.multiply.reduce(x) + np.sum(running_max * np.arange(5.0)) + np.sum(pairwise) \
         + np.sum(np.multiply.accumulate(x)) + np.hypot.reduce(x)
+
+
+def segment_sums(x: np.ndarray) -> Any:
+    """Per-segment statistics with reduceat, as grouped-data code writes them."""
+    starts = np.array([0, 2, 3])
+    counts = np.diff(np.append(starts, len(x)))
+    means = np.add.reduceat(x, starts) / counts
+    return (np.sum(means ** 2) + np.sum(np.multiply.reduceat(x, [0, 3]))
+            + np.sum(np.maximum.reduceat(x, [1, 0]))
+            + np.sum(np.add.reduceat(np.outer(x, x), [0, 1, 4], axis=1) ** 2))
+
+
+def test_reduceat_through_zygotepy_both_modes_and_second_order() -> None:
+    x = np.array([0.7, -1.3, 1.9, 0.4, 1.1])
+    want = fd(segment_sums, x)
+    np.testing.assert_allclose(zp.gradient(segment_sums, x)[0], want, rtol=1e-6, atol=1e-8)
+    direction = np.array([1.0, 0.5, -0.3, 2.0, -1.0])
+    np.testing.assert_allclose(zp.jvp(segment_sums, (x,), (direction,))[1], want @ direction, rtol=1e-6)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(segment_sums, v)[0][i], x) for i in range(5)])
+    np.testing.assert_allclose(zp.hessian(segment_sums, x), rows, rtol=1e-4, atol=1e-5)
+
+
+def test_reduceat_refuses_out_and_dtype_by_name() -> None:
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduceat: out="):
+        rc.rrule(np.add.reduceat, np.ones(3), [0, 1], out=np.empty(2))
 
 
 def test_zygotepy_gradient_and_hessian() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 import rulescore.testing.strategies as S
-from rulescore.rules.writes import copyto, fill, place, put, putmask
+from rulescore.rules.writes import copyto, fill, fill_diagonal, place, put, putmask
 from tests.zygotepy.finite_differences import fd
 
 from ._cases import RuleCase, case_id, check_case
@@ -40,6 +40,12 @@ CASES = [
     RuleCase(copyto, (S.arrays(shape=(3,), dtype=np.complex128), S.arrays(shape=(3,), dtype=np.complex128)),
              {"where": np.array([False, True, True])}, name="complex", max_examples=N),
     RuleCase(fill, (S.arrays(shape=(2, 2)), S.scalars()), max_examples=N),
+    RuleCase(fill_diagonal, (S.arrays(shape=(3, 3)), S.scalars()), name="scalar", max_examples=N),
+    RuleCase(fill_diagonal, (S.arrays(shape=(3, 3)), S.arrays(shape=(2,))), name="cyclic", max_examples=N),
+    RuleCase(fill_diagonal, (S.arrays(shape=(7, 2)), S.arrays(shape=(3,)), True), name="tall-wrap",
+             nondiff=(2,), max_examples=N),
+    RuleCase(fill_diagonal, (S.arrays(shape=(5, 2)), S.arrays(shape=(2,))), name="tall", max_examples=N),
+    RuleCase(fill_diagonal, (S.arrays(shape=(2, 2, 2)), S.scalars()), name="cube", max_examples=N),
 ]
 
 
@@ -73,6 +79,39 @@ def test_zygotepy_differentiates_the_in_place_calls(x: np.ndarray, v: np.ndarray
     gx, gv = zp.gradient(in_place_calls, x, v)
     np.testing.assert_allclose(gx, fd(lambda u: in_place_calls(u, v), x), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gv, fd(lambda u: in_place_calls(x, u), v), rtol=1e-5, atol=1e-6)
+
+
+def jittered_kernel(theta: np.ndarray) -> Any:
+    """A kernel matrix from nested parameters with its diagonal set by np.fill_diagonal (a
+    traced value, then a traced vector repeated, then a constant), as GP code writes it."""
+    t = np.array([0.0, 0.3, 0.9, 1.4])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1]))
+    np.fill_diagonal(k, np.exp(theta[0]) + theta[2] ** 2)
+    tall = np.outer(np.arange(1.0, 6.0), theta[:2])
+    np.fill_diagonal(tall, theta[1:], wrap=True)
+    cube = np.ones((2, 2, 2)) * theta[0]
+    np.fill_diagonal(cube, 3.0)
+    return np.linalg.slogdet(k)[1] + np.sum(np.sin(tall)) + np.sum(cube ** 2)
+
+
+def test_zygotepy_differentiates_fill_diagonal_in_both_modes() -> None:
+    theta = np.array([0.3, -0.2, 0.5])
+    want = fd(jittered_kernel, theta)
+    np.testing.assert_allclose(zp.gradient(jittered_kernel, theta)[0], want, rtol=1e-6, atol=1e-8)
+    direction = np.array([0.4, 1.0, -2.0])
+    _, slope = zp.jvp(jittered_kernel, (theta,), (direction,))
+    np.testing.assert_allclose(slope, want @ direction, rtol=1e-6)
+    np.testing.assert_allclose(zp.jacobian(jittered_kernel, theta)[0], want, rtol=1e-6, atol=1e-8)
+    rows = np.array([fd(lambda v, i=i: zp.gradient(jittered_kernel, v)[0][i], theta) for i in range(3)])
+    np.testing.assert_allclose(zp.hessian(jittered_kernel, theta), rows, rtol=1e-5, atol=1e-6)
+
+
+def test_fill_diagonal_form_matches_numpy_and_leaves_its_argument_alone() -> None:
+    a = np.arange(12.0).reshape(6, 2)
+    expected = a.copy()
+    np.fill_diagonal(expected, [-1.0, -2.0, -3.0], wrap=True)
+    np.testing.assert_array_equal(fill_diagonal(a, [-1.0, -2.0, -3.0], True), expected)
+    np.testing.assert_array_equal(a, np.arange(12.0).reshape(6, 2))
 
 
 def test_constant_writes_run_in_place_and_the_argument_is_updated_as_numpy_does() -> None:
