@@ -273,6 +273,15 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         tf = type(fn)
     elif tf is functools.partial:
         return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
+    elif tf is operator.methodcaller and args:  # methodcaller("sum")(x): x.sum() through the dispatcher
+        spec = fn.__reduce__()
+        name, *called = spec[1]
+        keywords = spec[0].keywords if type(spec[0]) is functools.partial else {}
+        if type(spec[0]) is functools.partial:
+            name, called = spec[0].args[0], list(spec[1])
+        owner = args[0]
+        method = getattr(owner, name) if type(owner) is Box else python_attribute(owner, name)
+        return call(method, *called, **keywords)
     elif tf is types.BuiltinFunctionType:  # also the type of builtin methods
         owner = fn.__self__
         towner = type(owner)
@@ -287,7 +296,8 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             if fn.__name__ in ("extend", "update") and args and type(args[0]) not in _PLAIN_ARGUMENTS:
                 args = (python_iterator(args[0]), *args[1:])
             return fn(*args, **kwargs)
-        elif towner is np.ndarray or towner is float or towner is complex or isinstance(owner, np.generic):
+        elif (towner is np.ndarray or towner is float or towner is complex or towner is str or towner is bytes
+              or isinstance(owner, np.generic)):  # (str: "{:.3f}".format(loss) is str.format's rule)
             # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
             fn, args = getattr(towner, fn.__name__), (owner, *args)
             tf = type(fn)
@@ -328,6 +338,9 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         if adjoint is not None:
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs,
                               innermost(levels, args, kwargs, deep=True) or top)
+    if any(type(a) is types.GeneratorType for a in args) and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
+        args = tuple(list(a) if type(a) is types.GeneratorType else a for a in args)  # math.fsum(genexpr)
+        given = args, kwargs
     deep = top.may_have_rule(fn, args)
     trace = innermost(levels, args, kwargs, deep)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
@@ -902,9 +915,10 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         if r is not None:
             routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
     refuse_traced_keywords(fn, kwargs, trace)
-    for a in args:
-        if type(a) is types.FunctionType and a.__closure__:
-            _refuse_captured(fn, a, trace)
+    if rule.kind == "rule" and fn is not getattr:  # (a non-differentiable call never runs its argument)
+        for a in args:
+            if type(a) is types.FunctionType and a.__closure__:
+                _refuse_captured(fn, a, trace)
     outer = trace.outer
     if not outer and table is RRULES and rule.kind == "rule":
         # the first-order hot path: a rulescore rule on plain values needs no level switch

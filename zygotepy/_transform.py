@@ -11,11 +11,9 @@ without source give ``None`` (with one warning).
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
 import dis
-import functools
 import inspect
 import linecache
 import operator
@@ -387,11 +385,6 @@ def _text_index(filename: str, text: str) -> dict[int, list[tuple[ast.AST, str |
             walk(child, child.name if isinstance(child, ast.ClassDef) else cls)
 
     walk(tree, None)
-    # the module's imports (line 0: no function starts there): a name bound by an import changes
-    # how the compiler reads its attributes (LOAD_ATTR, not LOAD_METHOD), see _compiles_to
-    imports = [n for n in _scope_nodes(list(tree.body)) if isinstance(n, ast.Import) or (
-        isinstance(n, ast.ImportFrom) and n.module != "__future__")]  # (future imports: flags)
-    index[0] = [(n, None) for n in sorted(imports, key=lambda n: n.lineno)]
     _FILES.put(filename, (text, index))
     return index
 
@@ -444,14 +437,16 @@ def _find_node(fn: types.FunctionType) -> tuple[ast.AST, str | None] | None:
     texts = typed_sources(code.co_filename) if index is None else []
     indexes = [index] if index is not None else [_text_index(code.co_filename, t) for t in texts]
     stale = False
-    for found_index in indexes:
+    sources = [_FILES.get(code.co_filename)[0]] if index is not None else texts  # type: ignore[index]
+    for found_index, text in zip(indexes, sources, strict=True):
         if found_index is None:
             continue
-        imports = [n for n, _ in found_index.get(0, [])]
-        for found in _nodes_at(fn, found_index):
-            if _compiles_to(found[0], found[1], code, imports):
-                return found
-            stale = True
+        nodes = _nodes_at(fn, found_index)
+        if not nodes:
+            continue
+        if _compiles_to(text, code, _import_rewrite(fn)):
+            return nodes[0]
+        stale = True
     return STALE if stale and index is not None else None
 
 
@@ -487,42 +482,46 @@ def _nodes_at(fn: types.FunctionType,
     return [(n, c) for n, c in candidates if getattr(n, "name", None) == code.co_name]
 
 
-#: The compiler flags of ``from __future__`` imports, which a code object carries in ``co_flags``.
-_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
-                                                for name in __future__.all_feature_names), 0)
+def _import_rewrite(fn: types.FunctionType) -> Any:
+    """The syntax-tree rewrite an import hook applied to ``fn``'s module, which the check of its
+    source must apply too (pytest rewrites the ``assert`` statements of test modules), or ``None``."""
+    loader = fn.__globals__.get("__loader__")
+    if type(loader).__module__ != "_pytest.assertion.rewrite":
+        return None
+    rewrite_asserts = sys.modules["_pytest.assertion.rewrite"].rewrite_asserts
+    config = getattr(loader, "config", None)
+    filename = fn.__code__.co_filename
+    return lambda module, text: rewrite_asserts(module, text.encode(), filename, config)
 
 
-def _compiles_to(node: Any, cls: str | None, code: types.CodeType, imports: list[ast.AST]) -> bool:
-    """Whether the source ``node`` (defined in class ``cls``, in a module with these ``imports``)
-    compiles to ``code``: the text found is the code being run (not a file edited since, nor
-    another function on that line)."""
-    original = _copy(node)
-    if isinstance(original, ast.Lambda):
-        stmt: ast.stmt = ast.Assign(targets=[ast.Name(id="_zp_fn", ctx=ast.Store())], value=original)
-    else:
-        original.decorator_list = []  # the function object is decorated already
-        original.name = "_zp_fn"  # its own name stays a global (a recursive call), as in _rewrite
-        stmt = original
-    body: list[ast.stmt] = [stmt, ast.Return(value=ast.Constant(None))]
-    if code.co_freevars:  # names the function reads from an enclosing function stay free variables
-        body.insert(0, ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store()) for n in code.co_freevars],
-                                  value=ast.Constant(None)))
-    factory: ast.stmt = ast.FunctionDef(
-        name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
-                                                kw_defaults=[], kwarg=None, defaults=[]),
-        body=body, decorator_list=[], returns=None, type_comment=None)
-    if cls is not None:
-        factory = ast.ClassDef(name=cls, bases=[], keywords=[], body=[factory], decorator_list=[])
-    module = ast.Module(body=[*imports, factory], type_ignores=[])  # type: ignore[list-item]
-    ast.copy_location(factory, node)
-    ast.fix_missing_locations(module)
-    try:
-        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
-                           dont_inherit=True)
-    except (SyntaxError, ValueError, TypeError):
+#: (file name, text, import rewrite or not) -> the text compiled as Python compiles it; bounded.
+_COMPILED = BoundedCache(64)
+
+
+def _compiles_to(text: str, code: types.CodeType, rewrite: Any = None) -> bool:
+    """Whether ``text`` (a file's source, or what was typed), compiled as its import compiled it,
+    holds ``code`` (same name, first line and bytecode): the text found is the code being run,
+    not a file edited since."""
+    key = (code.co_filename, text, rewrite is not None)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        try:
+            tree = ast.parse(text, code.co_filename)
+            if rewrite is not None:
+                rewrite(tree, text)
+            compiled = compile(tree, code.co_filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, TypeError):
+            compiled = False
+        _COMPILED.put(key, compiled)
+    if not isinstance(compiled, types.CodeType):
         return False
-    found = _find_code(compiled, "<lambda>" if isinstance(original, ast.Lambda) else "_zp_fn")
-    return found is not None and _same_code(found, code)
+    stack: list[types.CodeType] = [compiled]
+    while stack:
+        c = stack.pop()
+        if c.co_name == code.co_name and c.co_firstlineno == code.co_firstlineno and _same_code(c, code):
+            return True
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return False
 
 
 def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
@@ -573,7 +572,10 @@ def rewritten_source(fn: types.FunctionType, params: bool = False) -> str | None
             return _zp_call(_zp_op_mul, x, 2)
     """
     found = _find_node(fn)
-    return None if found is None else ast.unparse(_Rewriter(params).visit(_copy(found[0])))
+    if found is None or found is STALE:
+        return None
+    modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
+    return ast.unparse(_Rewriter(params, modules, found[1]).visit(_copy(found[0])))
 
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})

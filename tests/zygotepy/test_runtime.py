@@ -104,14 +104,14 @@ def test_a_function_without_source_using_only_operators_and_numpy_is_exact():
     assert g == (pytest.approx(3.0 * np.cos(0.5) + 1.0), pytest.approx(np.sin(0.5)))
 
 
-def test_python_dash_c_with_a_hook_is_refused_and_right_from_a_file(tmp_path):
+def test_python_dash_c_with_a_hook_is_right_as_from_a_file(tmp_path):
     import subprocess
     import sys
 
     program = ("import zygotepy as zp, operator; "
                "print(zp.gradient(lambda a, b: zp.hook(operator.neg, a) * b, 2.0, 3.0))")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "UntraceableError" in done.stderr and "zygotepy._lib.hook" in done.stderr
+    assert done.stdout.strip() == "(-3.0, 2.0)", done.stderr  # the source is python -c's own text
     script = tmp_path / "hooked.py"
     script.write_text(program + "\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)

@@ -7,6 +7,7 @@ refuses what it cannot follow."""
 import enum
 import functools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -325,3 +326,29 @@ def test_jacobian_keeps_the_inputs_dtype():
     for mode in ("reverse", "forward", "auto"):
         (j,) = zp.jacobian(lambda x: x * 2.0, np.ones(2, np.float32), mode=mode)
         assert j.dtype == np.float32, mode
+
+
+# -- builtins that call methods or consume generators ------------------------------------------------
+def _logged(x):
+    import json
+    import logging
+
+    text = "{:.3f}".format(x) + "%.2f" % x  # noqa: UP031, UP032  (the spellings users write)
+    text += f"{x:.1f}" + json.dumps(float(zp.dropgrad(x)))
+    logging.getLogger("zygotepy.tests").info("loss %f %s", x, text)
+    return x * x
+
+
+CALLBACKS = {
+    "str.format and logging": (_logged, lambda x: x * x),
+    "math.fsum of a generator": (lambda x: math.fsum(v * v for v in (x, 2 * x)), lambda x: 5 * x * x),
+    "methodcaller": (lambda x: operator.methodcaller("clip", 0.0, 0.5)(np.array([x, 2 * x])).sum(),
+                     lambda x: min(x, 0.5) + min(2 * x, 0.5)),
+}
+
+
+@pytest.mark.parametrize("case", CALLBACKS)
+def test_builtins_calling_back_differentiate(case):
+    f, reference = CALLBACKS[case]
+    (g,) = zp.gradient(f, 0.2)
+    assert g == pytest.approx(fd(reference, 0.2))
