@@ -343,6 +343,10 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         given = args, kwargs
     deep = top.may_have_rule(fn, args)
     trace = innermost(levels, args, kwargs, deep)
+    if deep and trace is None and any(type(a) is types.FunctionType and a.__closure__ for a in args):
+        rule = top.lookup(fn, args)
+        if rule is not None and rule.config:  # a rule calling back into the engine (a solver's)
+            _refuse_captured(fn, args, levels)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
         y = trace.differentiate(fn, args, kwargs)
         if y is not NO_RULE:
@@ -788,10 +792,6 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
             tr = _scan(a, deep)
             if tr is None:
                 continue
-        elif deep and t is types.FunctionType and a.__closure__:  # a callback capturing a traced value
-            tr = _scan(tuple(c.cell_contents for c in a.__closure__ if _filled(c)), deep)
-            if tr is None:
-                continue
         else:
             continue
         if tr.level > level:
@@ -915,10 +915,6 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
         if r is not None:
             routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
     refuse_traced_keywords(fn, kwargs, trace)
-    if rule.kind == "rule" and fn is not getattr:  # (a non-differentiable call never runs its argument)
-        for a in args:
-            if type(a) is types.FunctionType and a.__closure__:
-                _refuse_captured(fn, a, trace)
     outer = trace.outer
     if not outer and table is RRULES and rule.kind == "rule":
         # the first-order hot path: a rulescore rule on plain values needs no level switch
@@ -960,22 +956,23 @@ def _constant_of_params(y: Any, trace: Trace) -> Any:
     return y
 
 
-def _refuse_captured(fn: Any, callback: types.FunctionType, trace: Trace) -> None:
-    """A rule runs with its own level inactive, so a function argument capturing a value of that
-    level (a right-hand side closing over a parameter) cannot use it: refuse, naming the fix."""
-    for name, cell in zip(callback.__code__.co_freevars, callback.__closure__ or (), strict=True):
-        try:
-            value = cell.cell_contents
-        except ValueError:
+def _refuse_captured(fn: Any, args: tuple[Any, ...], levels: tuple[Trace, ...]) -> None:
+    """A call with rules and no traced argument runs as it is, on plain values: a function
+    argument capturing an active traced value (a right-hand side closing over a parameter) would
+    lose its gradient there. Refuse, naming the captured value and the fix."""
+    for callback in args:
+        if type(callback) is not types.FunctionType or not callback.__closure__:
             continue
-        if unbox(value, trace)[1] is not None:
-            raise UntraceableError(
-                f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
-                f"{name!r} in its closure; the rule for {public_name(fn)} runs the function on plain values, "
-                f"so the gradient through {name!r} would be lost. Pass it as a parameter instead, through "
-                f"the call's args= (odeint(f, y0, t, args=(p,)), brentq(f, a, b, args=(p,)), quad(f, a, b, "
-                "args=(p,))): the rule differentiates those, in any tree of tuples, lists, dicts and "
-                "dataclasses")
+        for name, cell in zip(callback.__code__.co_freevars, callback.__closure__, strict=True):
+            tr = _scan(cell.cell_contents, False) if _filled(cell) else None
+            if tr is not None and tr.level < len(levels) and levels[tr.level] is tr:
+                raise UntraceableError(
+                    f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
+                    f"{name!r} in its closure; {public_name(fn)}'s rule gets no traced argument, so it runs "
+                    f"on plain values and the gradient through {name!r} would be lost. Pass it as a parameter"
+                    " instead, through the call's args= (odeint(f, y0, t, args=(p,)), brentq(f, a, b, "
+                    "args=(p,)), quad(f, a, b, args=(p,))): the rule differentiates those, in any tree of "
+                    "tuples, lists, dicts and dataclasses")
 
 
 #: What a trace's ``fast_path`` returns for a call it leaves to the full path.

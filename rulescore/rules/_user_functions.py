@@ -106,12 +106,13 @@ class Params:
         return [flat[self.bounds[k]:self.bounds[k + 1]] for k in range(len(self.slots))]
 
     def _per_argument(self, flat: Any, whole: Any, zero: Any) -> list[Any]:
-        """Per argument, its part of ``flat`` (``whole(value, piece)`` per differentiable slot), in
-        the argument's own structure, ``zero`` where nothing is differentiable."""
+        """Per argument, its part of ``flat`` (``whole(value, plain stand-in, piece)`` per
+        differentiable slot), in the argument's own structure, ``zero`` where nothing is
+        differentiable."""
         parts: list[Any] = [zero] * len(self.args)
         leaves_of = {i: [zero] * len(leaves) for i, (leaves, _) in self.trees.items()}
-        for (i, j), piece in zip(self.slots, self.pieces(flat), strict=True):
-            value = whole(self._value((i, j)), piece)
+        for (i, j), like, piece in zip(self.slots, self.likes, self.pieces(flat), strict=True):
+            value = whole(self._value((i, j)), like, piece)
             if j is None:
                 parts[i] = value
             else:
@@ -122,7 +123,7 @@ class Params:
 
     def cotangent(self, flat: Any) -> Any:
         """The cotangent of ``args`` (as the solver was given it) from a flat vector."""
-        def whole(a: Any, piece: Any) -> Any:
+        def whole(a: Any, like: Any, piece: Any) -> Any:
             return proj(a, np.reshape(piece, np.shape(a)))
 
         parts = self._per_argument(flat, whole, NoTangent())
@@ -146,7 +147,7 @@ class Params:
 
     def tangents(self, flat: Any) -> tuple[Any, ...]:
         """Per-argument tangents of ``args`` from a flat vector (``NoTangent()`` for the others)."""
-        def whole(like: Any, piece: Any) -> Any:
+        def whole(a: Any, like: Any, piece: Any) -> Any:
             return np.reshape(piece, np.shape(like)) if np.ndim(like) else piece[0]
 
         return tuple(self._per_argument(flat, whole, NoTangent()))
