@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib.metadata
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,8 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
+__all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
+           "as_host_leaf", "check_outputs",
            "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
            "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
@@ -40,6 +42,38 @@ Spec = tuple[tuple[int, ...], Any]
 
 class EngineMissingError(RuntimeError):
     """Higher derivatives of a host (NumPy) rule need an AD engine, and none is installed."""
+
+
+class NativeTierWarning(UserWarning):
+    """``wrap(f)`` chose the host tier although ``f`` runs on the system's arrays: its rule does
+    not (the warning says why). Silence it with ``native=False``; fix the rule to run natively."""
+
+
+@dataclass(frozen=True)
+class NativeAttempt:
+    """Why a native tier was not found: ``error`` raised by ``f`` (``function_ran`` false: ``f``
+    needs NumPy values, the host tier is its tier) or by its rule after ``f`` itself ran on the
+    system's arrays (``function_ran`` true: the author meant the native tier, and it broke)."""
+
+    error: Exception
+    function_ran: bool
+
+    def refusal(self, system: str, name: str) -> str:
+        """The message of ``wrap(f, native=True)`` when the native tier failed."""
+        part = f"the rule of {name}" if self.function_ran else name
+        return (f"rulescore.interop.{system}.wrap({name}, native=True): {part} does not run on {system} "
+                f"arrays ({type(self.error).__name__}: {self.error}); write {name} and its rules with "
+                "rc.array_namespace (rc.project works on any array), or drop native=True for the host tier")
+
+    def warn(self, system: str, name: str) -> None:
+        """Warn (:class:`NativeTierWarning`) when ``f`` ran on the system's arrays but its rule did
+        not: the silent alternative is a host callback several times slower."""
+        if self.function_ran:
+            warnings.warn(NativeTierWarning(
+                f"rulescore.interop.{system}.wrap({name}): {name} runs on {system} arrays but its rules do "
+                f"not ({type(self.error).__name__}: {self.error}), so it runs on the host tier (a NumPy "
+                "callback: slower, no accelerator). Write the rules with rc.array_namespace, or pass "
+                "native=False to choose the host tier"), stacklevel=4)
 
 
 # -- structures --------------------------------------------------------------------------------

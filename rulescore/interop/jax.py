@@ -37,6 +37,7 @@ from jax.interpreters import ad, batching, mlir
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    NativeAttempt,
     Spec,
     Structure,
     check_outputs,
@@ -277,29 +278,35 @@ def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Sp
 
 
 def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
-               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | None:
+               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | NativeAttempt:
     """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
-    here, nothing computed), else ``None``."""
-    def call(via_rule: bool) -> Any:
-        def primal(*d: Any) -> Any:
-            args = structure.rebuild(merge_leaves(d, static, mask))
-            return rule_primal(f, args, kwargs) if via_rule else f(*args, **kwargs)
+    here, nothing computed), else why not."""
+    def call(via_rule: bool) -> tuple[list[Any], Structure]:
+        found: list[Structure] = []
 
-        return jax.eval_shape(primal, *sds)
+        def primal(*d: Any) -> list[Any]:
+            args = structure.rebuild(merge_leaves(d, static, mask))
+            leaves, out_structure = flatten(rule_primal(f, args, kwargs) if via_rule else f(*args, **kwargs))
+            found.append(out_structure)  # f's own key order (JAX's pytrees sort a dict's keys)
+            return leaves
+
+        return jax.eval_shape(primal, *sds), found[0]
 
     try:
+        (leaves, out_structure), via_rule = call(False), False
+    except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
-            out, via_rule = call(False), False
-        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
-            out, via_rule = call(True), True
-        leaves, out_structure = flatten(out)
+            (leaves, out_structure), via_rule = call(True), True
+        except Exception:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False)
+    try:
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
                      primal_from_rule=via_rule)
         cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
         jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
-    except Exception:  # f or its rule needs NumPy arrays: the host tier
-        return None
+    except Exception as err:  # the rule needs NumPy arrays: the host tier
+        return NativeAttempt(err, function_ran=not via_rule)
     return op
 
 
@@ -352,10 +359,13 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
             sds = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs]
-            found = None if native is False else _native_op(f, structure, static, mask, kwargs, examples, sds)
-            if native and found is None:
-                raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
-                                "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
+                                                               sds)
+            found = attempt if isinstance(attempt, HostOp) else None
+            if isinstance(attempt, NativeAttempt):
+                if native:
+                    raise TypeError(attempt.refusal("jax", op_name(f))) from attempt.error
+                attempt.warn("jax", op_name(f))
             earlier = seen.get(shapes_key)
             remembered = None if earlier is None else (earlier.out_structure, earlier.out_specs)
             op = found or rule_op(f, structure, static, mask, kwargs, examples,

@@ -33,6 +33,7 @@ import torch
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    NativeAttempt,
     Structure,
     check_outputs,
     flatten,
@@ -146,23 +147,27 @@ def _numpy_dtype(dtype: torch.dtype) -> Any:
 
 
 def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
-               kwargs: dict[str, Any], examples: list[Any], metas: list[torch.Tensor]) -> HostOp | None:
+               kwargs: dict[str, Any], examples: list[Any], metas: list[torch.Tensor],
+               ) -> HostOp | NativeAttempt:
     """The native-tier op when ``f`` and its rrule run on tensors (tried on ``meta`` tensors,
-    nothing computed), else ``None``."""
+    nothing computed), else why not."""
+    merged = structure.rebuild(merge_leaves(metas, static, mask))
     try:
-        merged = structure.rebuild(merge_leaves(metas, static, mask))
+        out, via_rule = f(*merged, **kwargs), False
+    except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
-            out, via_rule = f(*merged, **kwargs), False
-        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
             out, via_rule = rule_primal(f, merged, kwargs), True
+        except Exception:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False)
+    try:
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
                      primal_from_rule=via_rule)
         op.vjp(metas, [torch.ones(sh, dtype=v.dtype, device="meta")
                        for (sh, _), v, d in zip(specs, leaves, op.diff_out, strict=True) if d])
-    except Exception:  # f or its rule needs NumPy arrays: the host tier
-        return None
+    except Exception as err:  # the rule needs NumPy arrays: the host tier
+        return NativeAttempt(err, function_ran=not via_rule)
     return op
 
 
@@ -200,12 +205,13 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
         if op is None:
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
             metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
-            found = None
-            if native is not False:
-                found = _native_op(f, structure, static, mask, kwargs, examples, metas)
-            if native and found is None:
-                raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
-                                "its rrule does not run on tensors; write both with rc.array_namespace")
+            attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
+                                                               metas)
+            found = attempt if isinstance(attempt, HostOp) else None
+            if isinstance(attempt, NativeAttempt):
+                if native:
+                    raise TypeError(attempt.refusal("torch", op_name(f))) from attempt.error
+                attempt.warn("torch", op_name(f))
             op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete,
                                   kinds=kinds)
             remember(cache, key, op)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore._contract import zeros_like_primal
 from rulescore.testing._finite_differences import (
     DEFAULT_FD,
     FiniteDifferenceError,
@@ -561,6 +562,41 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
             if nonzero:
                 report.fail(f"with zero input tangents the frule gives ydot = {_show(zdot, 200)}; expected a "
                             "zero (check rc.is_zero on the tangents)")
+    _check_partly_zero(report, s, tangents, frule_f, out_node)
+
+
+def _check_partly_zero(report: _Report, s: _Setup, tangents: tuple[Any, ...],
+                       frule_f: Callable[..., Any] | None, out_node: Any) -> None:
+    """The frule with one argument's tangent ``ZeroTangent()`` (what an engine gives for an
+    argument held constant) runs, and agrees with the frule given zeros of that argument's shape."""
+    varied = [i for i, (t, x) in enumerate(zip(tangents[1:], s.primals, strict=True), start=1)
+              if not rc.is_zero(rc.unthunk(t)) and zeros_like_primal(x, None) is not None]
+    if len(varied) < 2:
+        return  # one varied argument: zero tangents are the all-zero case, checked above
+    for i in varied:
+        zero = (*tangents[:i], rc.ZeroTangent(), *tangents[i + 1:])
+        dense = (*tangents[:i], zeros_like_primal(s.primals[i - 1], None), *tangents[i + 1:])
+        call = frule_f if frule_f is not None else rc.frule
+        try:
+            _, got = call(zero, s.f, *s.primals, **s.kwargs)
+        except Exception as err:  # noqa: BLE001 - reported: the engines make this call
+            report.fail(f"the frule fails when the tangent of argument {i} is ZeroTangent() (what an AD "
+                        f"engine passes for an argument held constant): {type(err).__name__}: {err}. "
+                        "Register it with @rc.frule.register (without zero_tangents=True: it then gets "
+                        "zeros of the argument's shape), or handle the zero (rc.is_zero)")
+            continue
+        _, want = _call_frule(report, s, dense, frule_f)
+        try:
+            got_v, want_v = out_node.vec(rc.unthunk(got), "ydot"), out_node.vec(rc.unthunk(want), "ydot")
+        except TangentMismatch as err:
+            report.fail(f"with the tangent of argument {i} ZeroTangent() the frule gives a ydot that does "
+                        f"not fit the output: {err}")
+            continue
+        scale = float(np.max(np.abs(want_v), initial=0.0))
+        if not np.all(np.abs(got_v - want_v) <= s.tol.bound(scale)):
+            report.fail(f"with the tangent of argument {i} ZeroTangent() the frule gives ydot = "
+                        f"{_show(got, 200)}, but {_show(want, 200)} with zeros of that argument's shape: a "
+                        "zero tangent must act as zeros")
 
 
 def _stack(x: Any, t1: Any, t2: Any) -> Any:
