@@ -372,7 +372,7 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
 
 
 _TEST_RRULE_OPTIONS = ("output_tangent", "rtol", "atol", "fd", "rrule_f", "fkwargs", "check_thunks", "strict",
-                       "rng")
+                       "rng", "config")
 
 
 def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:

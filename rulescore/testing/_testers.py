@@ -45,6 +45,7 @@ from rulescore.testing._result_checks import (
     _tolerance,
     tangent_space_problem,
 )
+from rulescore.testing._test_config import config_for, configured
 from rulescore.testing._vec import (
     Node,
     NoDiffNode,
@@ -147,7 +148,8 @@ def _node(i: int, x: Any, ints: bool = False) -> Node:
 def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | None = None,
                atol: float | None = None, fd: FiniteDifferences | None = None,
                rrule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
-               check_thunks: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+               check_thunks: bool = True, strict: bool = True, rng: Any = None,
+               config: rc.RuleConfig | None = None, **kwargs: Any) -> None:
     """Check the rrule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
 
     Checks that the rule returns ``(y, pullback)`` with ``y`` matching ``f(*args, **kwargs)``;
@@ -162,6 +164,9 @@ def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | No
     ``output_tangent``: the ybar to use (default: random in the output's tangent space).
     ``rrule_f``: a stand-in for ``rc.rrule`` (same signature), e.g. an AD engine's pullback.
     ``fkwargs``: keyword arguments for ``f`` whose names collide with this function's.
+    ``config``: the :class:`~rulescore.RuleConfig` the rule receives (a rule registered with
+    ``config=``); by default a :class:`rct.TestConfig <rulescore.testing.TestConfig>` when ``f``
+    has only such rules: its ``rrule_via_ad`` uses rules or finite differences, no engine needed.
     ``strict=False`` accepts user-facing forms of tangents (None, plain tuples) from AD engines.
     ``rng``: seed or ``numpy.random.Generator`` for the random directions (default seed 0).
 
@@ -190,6 +195,9 @@ def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | No
     """
     kwargs = {**(fkwargs or {}), **kwargs}
     s = _setup("test_rrule", f, args, kwargs, rtol, atol, fd, rng)
+    config = None if rrule_f is not None else config_for(rc.rrule, f, s.primals, config)
+    if config is not None:
+        rrule_f = configured(rc.rrule, config)
     report = _Report("rrule", f, s.primals, kwargs, _rule_text(rc.rrule, f, s.primals, rrule_f))
     try:
         _run_rrule(report, s, output_tangent, rrule_f, check_thunks, strict)
@@ -459,7 +467,8 @@ def _directions(s: _Setup, tangents: tuple[Any, ...], report: _Report) -> tuple[
 def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, rtol: float | None = None,
                atol: float | None = None, fd: FiniteDifferences | None = None,
                frule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
-               check_zero: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+               check_zero: bool = True, strict: bool = True, rng: Any = None,
+               config: rc.RuleConfig | None = None, **kwargs: Any) -> None:
     """Check the frule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
 
     Draws random input tangents (``NoTangent()`` for bools, strings, integers and
@@ -467,7 +476,8 @@ def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, 
     first) is given, calls ``rc.frule((fdot, *xdots), f, *args)`` (or ``frule_f``, same
     signature) and checks that ``y`` matches ``f(*args)``, that ``ydot`` is in the output's
     tangent space and equals ``J @ xdot`` by finite differences element by element, that zero
-    input tangents give a zero ``ydot``, and that nothing was mutated.
+    input tangents give a zero ``ydot``, that ``ZeroTangent()`` for one argument (held constant)
+    works and acts as zeros, and that nothing was mutated. ``config`` as in ``test_rrule``.
 
     Example:
         >>> import numpy as np, rulescore as rc, rulescore.testing as rct
@@ -481,6 +491,9 @@ def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, 
     """
     kwargs = {**(fkwargs or {}), **kwargs}
     s = _setup("test_frule", f, args, kwargs, rtol, atol, fd, rng)
+    config = None if frule_f is not None else config_for(rc.frule, f, s.primals, config)
+    if config is not None:
+        frule_f = configured(rc.frule, config)
     report = _Report("frule", f, s.primals, kwargs, _rule_text(rc.frule, f, s.primals, frule_f))
     try:
         _run_frule(report, s, input_tangents, frule_f, check_zero, strict)
