@@ -33,6 +33,7 @@ import numpy as np
 
 from rulescore._batched import Batched
 from rulescore._namespace import array_namespace, is_numpy_input
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import Thunk
@@ -182,8 +183,8 @@ class ProjectTo:
             dx = dx.unthunk()
         if dx is None:
             return ZeroTangent()
-        if isinstance(dx, AbstractZero):
-            return dx
+        if isinstance(dx, (AbstractZero, NotImplementedTangent)):
+            return dx  # a derivative that is not implemented stays one: its use raises
         return self._fn(dx)
 
     def __repr__(self) -> str:

@@ -274,6 +274,8 @@ def _run_rrule(report: _Report, s: _Setup, output_tangent: Any, rrule_f: Callabl
 def _classify_cotangent(report: _Report, i: int, x: Any, ct: Any, label: str, nondiff_rule: bool,
                         strict: bool) -> Node | None:
     """Check what can be checked without finite differences; the node to check by FD, or None."""
+    if isinstance(ct, rc.NotImplementedTangent):
+        return None  # rc.not_implemented: the author declared this derivative missing; skipped
     is_none_ok = not strict and ct is None
     if nondiff_rule or isinstance(x, NoTangentArg):
         why = "the rule is declared non-differentiable" if nondiff_rule else "it is marked no_tangent"
@@ -526,6 +528,9 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
     for p in _primal_problems(y, s.y, s.tol):
         report.fail(p)
     ydot = rc.unthunk(ydot)
+    if isinstance(ydot, rc.NotImplementedTangent):
+        _check_implemented_directions(report, s, tangents, frule_f, check_zero, strict)
+        return
     _check_batched(report, s, tangents, ydot, frule_f)
     if frule_f is None and _nondiff_rule(rc.frule, s.f, s.primals):
         if not isinstance(ydot, rc.NoTangent):
@@ -578,6 +583,20 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
     _check_partly_zero(report, s, tangents, frule_f, out_node)
 
 
+def _check_implemented_directions(report: _Report, s: _Setup, tangents: tuple[Any, ...],
+                                  frule_f: Callable[..., Any] | None, check_zero: bool, strict: bool) -> None:
+    """The frule gave ``rc.not_implemented`` for the input tangents: check it along each argument's
+    tangent alone, skipping the arguments whose derivative it declares not implemented."""
+    varied = [i for i, t in enumerate(tangents[1:], start=1) if not rc.is_zero(rc.unthunk(t))]
+    if len(varied) < 2:
+        return  # the one varied argument's derivative is not implemented: skipped
+    for i in varied:
+        alone = tuple(t if k in (0, i) else rc.ZeroTangent() for k, t in enumerate(tangents))
+        _, ydot = _call_frule(report, s, alone, frule_f)
+        if not isinstance(rc.unthunk(ydot), rc.NotImplementedTangent):
+            _run_frule(report, s, alone, frule_f, check_zero, strict)
+
+
 def _check_partly_zero(report: _Report, s: _Setup, tangents: tuple[Any, ...],
                        frule_f: Callable[..., Any] | None, out_node: Any) -> None:
     """The frule with one argument's tangent ``ZeroTangent()`` (what an engine gives for an
@@ -599,6 +618,9 @@ def _check_partly_zero(report: _Report, s: _Setup, tangents: tuple[Any, ...],
                         "zeros of the argument's shape), or handle the zero (rc.is_zero)")
             continue
         _, want = _call_frule(report, s, dense, frule_f)
+        if isinstance(rc.unthunk(got), rc.NotImplementedTangent) or \
+                isinstance(rc.unthunk(want), rc.NotImplementedTangent):
+            continue  # rc.not_implemented for another argument: checked along each argument alone
         try:
             got_v, want_v = out_node.vec(rc.unthunk(got), "ydot"), out_node.vec(rc.unthunk(want), "ydot")
         except TangentMismatch as err:
