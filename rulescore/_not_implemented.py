@@ -57,8 +57,9 @@ class NotImplementedTangent(AbstractTangent):
         return f"NotImplementedTangent({self.info!r}, {self.where!r})"
 
     def __eq__(self, other: object) -> bool:
-        same = isinstance(other, NotImplementedTangent) and other.info == self.info
-        return same and other.where == self.where
+        if not isinstance(other, NotImplementedTangent):
+            return False
+        return (other.info, other.where) == (self.info, self.where)
 
     def __hash__(self) -> int:
         return hash((self.info, self.where))

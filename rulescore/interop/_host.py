@@ -519,9 +519,9 @@ def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[
         return remembered
     if not found:
         raise TypeError(f"cannot find the output shapes of {name} from its input shapes without its input "
-                        f"values (under jax.jit): calling it on example values failed ({errors[-1]}); give "
-                        f"them: wrap({name}, out_shape=...), or call it once outside jit with inputs of "
-                        "these shapes")
+                        f"values (under jax.jit or torch.func.vmap): calling it on example values failed "
+                        f"({errors[-1]}); give them: wrap({name}, out_shape=...), or call it once outside "
+                        "jit with inputs of these shapes")
     if len(found) == 2 and found[0][1:] != found[1][1:]:
         raise TypeError(f"the output of {name} depends on its inputs' values, not only their shapes "
                         f"({_show_specs(found[0][2])} at {found[0][0]}, {_show_specs(found[1][2])} at "

@@ -34,6 +34,7 @@ from rulescore.interop._host import (
     WEAK,
     HostOp,
     NativeAttempt,
+    Spec,
     Structure,
     check_outputs,
     flatten,
@@ -171,7 +172,18 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     return op
 
 
-def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any]:
+def _out_specs(out_shape: Any, metas: Any) -> tuple[Structure, tuple[Spec, ...]] | None:
+    """The output structure and specs an author gives: ``out_shape`` called on the arguments as
+    ``meta`` tensors (shapes and dtypes, no values), or a fixed output; leaves are anything with
+    a shape and a dtype (tensors, NumPy arrays, ``jax.ShapeDtypeStruct``)."""
+    if out_shape is None:
+        return None
+    leaves, structure = flatten(out_shape(*metas) if callable(out_shape) else out_shape)
+    return structure, tuple((tuple(v.shape), _numpy_dtype(v.dtype) if isinstance(v.dtype, torch.dtype)
+                             else np.dtype(v.dtype)) for v in leaves)
+
+
+def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = None) -> Callable[..., Any]:
     """``f`` on tensors, with derivatives from ``f``'s registered rules.
 
     Arguments may be tensors, Python floats, and tuples / lists / dicts of them; other leaves
@@ -179,6 +191,11 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
     Outputs keep the structure ``f`` returns; dtypes are kept and outputs go to the device of
     the first tensor argument. ``native=None`` runs ``f`` natively on the tensors when ``f`` and
     its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy.
+    A host function's output shapes come from a call on the actual values, or, under
+    ``torch.func.vmap`` (no values), from calls on ones and random values of the input shapes;
+    where those fail, give them: ``out_shape`` is a callable from the arguments as ``meta``
+    tensors to the output (``meta`` tensors, or anything with a shape and a dtype), or a fixed
+    output spec.
 
     Example:
         >>> import numpy as np, torch, rulescore.interop.torch as rtorch
@@ -200,7 +217,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
         values = [_concrete(x) for x in dyn]
         concrete = None if any(v is None for v in values) else values
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
-               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds, value_key(concrete))
+               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds,
+               None if out_shape is not None else value_key(concrete))
         op = cache.get(key)
         if op is None:
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
@@ -212,7 +230,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
                 if native:
                     raise TypeError(attempt.refusal("torch", op_name(f))) from attempt.error
                 attempt.warn("torch", op_name(f))
-            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete,
+            given_out = _out_specs(out_shape, structure.rebuild(merge_leaves(metas, static, mask)))
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, given_out, concrete=concrete,
                                   kinds=kinds)
             remember(cache, key, op)
         return op
