@@ -370,14 +370,19 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
             out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
             concrete: Sequence[Any] | None = None, primal_from_rule: bool = False,
             kinds: Sequence[str | None] | None = None,
-            remembered: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
+            remembered: tuple[Structure, tuple[Spec, ...]] | None = None,
+            transposed_pullback: Callable[[HostOp, Sequence[Any], Sequence[Any]], list[Any]] | None = None,
+            ) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule.
     ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
     has a native tier, see :func:`rule_primal`). ``concrete``: the inputs' values when the
     system knows them (the output specs come from them); ``kinds``: per input, how a 0-d one
     reaches ``f`` on the host (:data:`WEAK` or ``None``); ``remembered``: the
-    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``)."""
+    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``);
+    ``transposed_pullback(op, xs, tangents)``: forward mode for an ``f`` with an rrule and no
+    frule, from the transpose of the pullback (linear in its cotangent), when the system can
+    transpose it (JAX's native tier)."""
     name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
@@ -431,6 +436,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
             i += s_i.n_leaves
             arg_t.append(s_i.rebuild([NoTangent() if t is None else t for t in part]))
         found = frule((NoTangent(), *arg_t), f, *args, **kwargs)
+        if found is None and transposed_pullback is not None and rrule.lookup(f, args) is not None:
+            return transposed_pullback(op, xs, tangents)
         if found is None:
             raise TypeError(f"no frule for {name}: forward mode (jvp, jacfwd, hessian) needs one; register "
                             f"it with @rc.frule.register({name}) (rc.scalar_rule gives both rules)")

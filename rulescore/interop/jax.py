@@ -277,6 +277,17 @@ def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Sp
     return structure, tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
 
 
+def _transposed_pullback(op: HostOp, xs: Any, tangents: Any) -> list[Any]:
+    """The tangent map of an rrule-only native op: the pullback is linear in its cotangent, and
+    its transpose (``jax.linear_transpose``) is the pushforward. In rulescore's convention the
+    pullback is ``J^H``, so the pushforward is ``conj(transpose(conj(xdot)))``."""
+    xs = [jnp.asarray(x) for x in xs]
+    cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _canonical(_diff_specs(op, op.out_specs, op.diff_out))]
+    transpose = jax.linear_transpose(lambda *c: tuple(op.vjp(xs, list(c))), *cts)
+    ydots = transpose(tuple(jnp.conj(jnp.asarray(t)) for t in tangents))
+    return [jnp.conj(y) for y in ydots]
+
+
 def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
                kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | NativeAttempt:
     """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
@@ -302,7 +313,7 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
     try:
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
-                     primal_from_rule=via_rule)
+                     primal_from_rule=via_rule, transposed_pullback=_transposed_pullback)
         cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
         jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
     except Exception as err:  # the rule needs NumPy arrays: the host tier
