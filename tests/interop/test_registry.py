@@ -1,4 +1,4 @@
-"""Every rule of the library through the JAX and PyTorch exporters, on the registry's own test
+"""Every rule of the library through the JAX, PyTorch and autograd exporters, on the registry's own test
 cases (every ``CASES`` table of ``tests/rulescore/rules``): first order, and second order for the
 element-wise, reduction, contraction and linear-algebra families.
 
@@ -8,7 +8,7 @@ rulescore's own pullback (NumPy): one exporter call per order. The suite runs th
 each family and a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of
 minutes); ``RULESCORE_INTEROP_REGISTRY=all`` runs every case. ``RULESCORE_INTEROP_EXAMPLES`` sets
 the hypothesis examples per case (default 1).
-Every case passes through both exporters: no case is listed as a known failure.
+Every case passes through every exporter: no case is listed as a known failure.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from rulescore.rules import FAMILIES as LIBRARY_FAMILIES
 from rulescore.testing import no_tangent
 from tests.rulescore.rules._cases import RuleCase, broken_reduce, case_id
 
-SYSTEMS = [s for s in ("jax", "torch") if s in rct.installed_systems()]
+EXPORTERS = ("jax", "torch", "autograd")
+SYSTEMS = [s for s in EXPORTERS if s in rct.installed_systems()]
 _RULES = Path(__file__).parents[1] / "rulescore" / "rules"
 #: the library's families and scipy's (registered when scipy is imported: the test extra has it)
 FAMILIES = sorted(p.stem.removeprefix("test_") for p in _RULES.glob("test_*.py")
@@ -48,7 +49,7 @@ def _cases() -> list[Any]:
         for k, case in enumerate(module.CASES):
             if k % SAMPLE:
                 continue
-            for system in ("jax", "torch"):
+            for system in EXPORTERS:
                 params.append(pytest.param(family, case, system, id=f"{system}-{family}-{case_id(case)}"))
     return params
 
