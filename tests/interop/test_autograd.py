@@ -156,3 +156,39 @@ def test_the_engine_run_checks_a_dict_argument_under_autograd() -> None:
     rct.test_rrule(_nll, P, D_DATA, engines=("autograd",))
     with pytest.raises(AssertionError, match="disagrees"):  # the rule, not f's body, is what autograd uses
         rct.check_systems(_doubled_nll, (P, D_DATA), {}, ["autograd"])
+
+
+# -- complex inputs at second order: the engine run conjugates with autograd's own conj ----------------
+
+
+def _energy(z):
+    return np.sum(np.abs(z) ** 2)
+
+
+@rc.rrule.register(_energy)
+def _energy_rrule(z):
+    return _energy(z), lambda ybar: (rc.NoTangent(), 2 * ybar * z)
+
+
+def _phase_energy(z, w):
+    """Real output of a complex and a real argument."""
+    return np.sum(np.real(z * np.conj(z)) * w)
+
+
+@rc.rrule.register(_phase_energy)
+def _phase_energy_rrule(z, w):
+    def _phase_energy_pullback(ybar):
+        return rc.NoTangent(), 2 * ybar * w * z, ybar * np.real(z * np.conj(z))
+
+    return _phase_energy(z, w), _phase_energy_pullback
+
+
+Z = np.array([1.0 + 2.0j, -0.5 + 0.25j, 0.3 - 1.1j])
+
+
+@pytest.mark.parametrize(("f", "args"), [(_energy, (Z,)), (_energy, (Z[:1],)),
+                                         (_phase_energy, (Z, np.abs(Z))), (np.sin, (Z,)), (np.exp, (Z,)),
+                                         (np.abs, (Z,)), (np.conj, (Z,))],
+                         ids=["energy", "energy-1", "phase-energy", "sin", "exp", "abs", "conj"])
+def test_complex_rules_at_second_order_under_autograd(f, args) -> None:
+    rct.check_systems(f, args, {}, ["autograd"])
