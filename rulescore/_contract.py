@@ -223,7 +223,10 @@ def zeros_like_primal(x: Any, zero: Any) -> Any:
     if isinstance(x, (np.ndarray, np.generic)):
         return np.zeros_like(x) if x.dtype.kind in "fc" else zero
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (int, bool)):
-        xp = foreign_namespace((x,))
+        try:
+            xp = foreign_namespace((x,))
+        except TypeError:  # not an array of a known library (an engine's traced value): left as is
+            return zero
         if xp is not None and xp.isdtype(x.dtype, ("real floating", "complex floating")):
             return xp.zeros_like(x)
     return zero
