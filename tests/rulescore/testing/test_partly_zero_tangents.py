@@ -131,3 +131,23 @@ rc.register_rules(rc.RulePair(ignores_zero, frule=ignores_zero_frule))
 def test_the_tester_catches_an_frule_that_is_wrong_on_a_zero_tangent() -> None:
     with pytest.raises(AssertionError, match=r"tangent of argument 2 ZeroTangent\(\) the frule gives"):
         rct.test_frule(ignores_zero, X, W)
+
+
+def sine_weighted(x, w):
+    return np.sum(np.sin(x) * w)
+
+
+@rc.frule.register(sine_weighted)
+def sine_weighted_frule(tangents, x, w):
+    _, xdot, wdot = tangents
+    return sine_weighted(x, w), np.sum(np.cos(x) * xdot * w) + np.sum(np.sin(x) * wdot.reshape(w.shape))
+
+
+def test_nested_forward_mode_with_a_constant_argument() -> None:
+    zp = pytest.importorskip("zygotepy")
+
+    def jac(x):
+        return zp.jacobian(lambda v: sine_weighted(v, W), x, mode="forward")[0]
+
+    (hess,) = zp.jacobian(jac, X, mode="forward")  # the frule runs on the outer level's traced x
+    np.testing.assert_allclose(hess, np.diag(-np.sin(X) * W), atol=1e-12)
