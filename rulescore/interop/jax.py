@@ -337,7 +337,11 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
 
     The native tier: when ``f`` and its rrule run on JAX arrays (written with
     ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
-    (``native=None`` finds out by tracing them abstractly; ``True`` requires it, ``False`` never).
+    (``native=None`` finds out by tracing them abstractly; ``True`` requires it and otherwise
+    raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
+    not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
+    uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
+    ``jacfwd``, ``hessian``) from the transpose of its pullback.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax

@@ -190,7 +190,9 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
     (ints, strings) are passed as they are and get no gradient, integer tensors get ``None``.
     Outputs keep the structure ``f`` returns; dtypes are kept and outputs go to the device of
     the first tensor argument. ``native=None`` runs ``f`` natively on the tensors when ``f`` and
-    its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy.
+    its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy
+    (with a :class:`~rulescore.interop._host.NativeTierWarning` giving the reason when ``f`` runs
+    on tensors but its rule does not; ``native=True`` raises with it instead).
     A host function's output shapes come from a call on the actual values, or, under
     ``torch.func.vmap`` (no values), from calls on ones and random values of the input shapes;
     where those fail, give them: ``out_shape`` is a callable from the arguments as ``meta``
