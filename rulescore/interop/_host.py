@@ -27,13 +27,14 @@ import numpy as np
 
 from rulescore._arithmetic import is_zero
 from rulescore._namespace import array_namespace
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
            "as_host_leaf", "check_outputs",
-           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
+           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
            "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
 
@@ -223,7 +224,7 @@ class HostOp:
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
         self._jvp_op: HostOp | None = None
-        self.cache: dict[str, Any] = {}  # for exporters: objects made once per op
+        self.cache: dict[Any, Any] = {}  # for exporters: objects made once per op
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"
@@ -234,6 +235,16 @@ class HostOp:
         if self._vjp_op is None:
             self._vjp_op = _derived(self)
         return self._vjp_op
+
+    def vjp_op_for(self, needed: tuple[bool, ...]) -> HostOp:
+        """:attr:`vjp_op` for a system that uses only the ``needed`` cotangents (one flag per
+        differentiable input): a derivative declared not implemented is zeros where not needed."""
+        if all(needed):
+            return self.vjp_op
+        found = self.cache.get(("vjp", needed))
+        if found is None:
+            found = self.cache[("vjp", needed)] = _derived(self, needed)
+        return found
 
     @property
     def jvp_op(self) -> HostOp:
@@ -249,8 +260,30 @@ def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> l
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
     xp = array_namespace(*xs)
-    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp)
-            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+    return [xp.zeros_like(x) if ct is None else ct if isinstance(ct, NotImplementedTangent)
+            else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+
+
+def needed_cotangents(xbars: Sequence[Any], xs: Sequence[Any], needed: Sequence[bool] | None = None
+                      ) -> list[Any]:
+    """The cotangents of the differentiable inputs ``xs`` a system asks for: a derivative the
+    rule declares not implemented (``rc.not_implemented``) raises where ``needed`` (default:
+    everywhere) and is zeros where the system discards it (an input not differentiated).
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> needed_cotangents([np.ones(2), rc.not_implemented("d/dnu")], [np.ones(2), np.ones(1)],
+        ...                   needed=[True, False])
+        [array([1., 1.]), array([0.])]
+    """
+    out = []
+    for k, (v, x) in enumerate(zip(xbars, xs, strict=True)):
+        if isinstance(v, NotImplementedTangent):
+            if needed is None or needed[k]:
+                v.refuse()
+            v = array_namespace(x).zeros_like(x)
+        out.append(v)
+    return out
 
 
 def _as_dtype(v: Any, like: Any, xp: Any) -> Any:
@@ -553,20 +586,23 @@ def _random(in_specs: tuple[Spec, ...]) -> list[Any]:
     return out
 
 
-def _derived(g: HostOp) -> HostOp:
+def _derived(g: HostOp, needed: tuple[bool, ...] | None = None) -> HostOp:
     """``g``'s pullback as an op: inputs ``(xs, cts)``, outputs the differentiable xs' cotangents.
 
     Its vjp differentiates the pullback with the installed engine; its jvp uses that the
     pullback is linear in ``cts`` and that ``d/dxs <cts, g(xs)>`` has a symmetric Jacobian in
-    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs).
+    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs). ``needed``: which of the
+    differentiable xs' cotangents the system uses (see :func:`needed_cotangents`).
     """
     n = len(g.diff_in)
     in_specs = g.in_specs + tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
     diff_in = g.diff_in + (True,) * sum(g.diff_out)
     out_specs = tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
 
+    diff_xs = [k for k, d in enumerate(g.diff_in) if d]
+
     def fun(*a: Any) -> tuple[Any, ...]:
-        return tuple(g.vjp(a[:n], a[n:]))
+        return tuple(needed_cotangents(g.vjp(a[:n], a[n:]), [a[k] for k in diff_xs], needed))
 
     def engine_fun(*a: Any) -> tuple[Any, ...]:
         xs, cts = a[:n], a[n:]

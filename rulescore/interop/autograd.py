@@ -54,10 +54,13 @@ def _call(op: HostOp, index: int, *xs: Any) -> Any:
 def _call_vjp(argnums: Any, ans: Any, args: Any, kwargs: Any) -> Callable[[Any], Any]:
     op, index, *xs = args
 
+    needed = tuple(k + 2 in argnums for k, d in enumerate(op.diff_in) if d)
+    vjp_op = op.vjp_op_for(needed)
+
     def pullback(g: Any) -> tuple[Any, ...]:
         cts = [_conj(g) if i == index else np.zeros(sh, dt)
                for i, (sh, dt) in enumerate(op.out_specs) if op.diff_out[i]]
-        return tuple(_conj(_call(op.vjp_op, sum(op.diff_in[: a - 2]), *xs, *cts)) if op.diff_in[a - 2]
+        return tuple(_conj(_call(vjp_op, sum(op.diff_in[: a - 2]), *xs, *cts)) if op.diff_in[a - 2]
                      else np.zeros(np.shape(_value(xs[a - 2]))) for a in argnums)
 
     return pullback

@@ -44,6 +44,7 @@ from rulescore.interop._host import (
     flatten,
     is_dynamic,
     merge_leaves,
+    needed_cotangents,
     op_name,
     reject_hidden_arrays,
     remember,
@@ -184,8 +185,10 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
            for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
-    xbars = _native(lambda *a: op.vjp(a[:n_in], a[n_in:]), (*primals, *cts)) if op.native \
-        else call_p.bind(*primals, *cts, op=op.vjp_op)
+    needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
+    diff_xs = [k for k, d in enumerate(op.diff_in) if d]
+    xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
+                    (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
     return [None] * n + [jnp.conj(v) for v in xbars]
 
 
@@ -315,7 +318,11 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
                      primal_from_rule=via_rule, transposed_pullback=_transposed_pullback)
         cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
-        jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
+        diff_xs = [k for k, d in enumerate(op.diff_in) if d]
+        unneeded = [False] * len(diff_xs)  # rc.not_implemented cotangents count as zeros for the shapes
+
+        jax.eval_shape(lambda d, c: needed_cotangents(op.vjp(d, c), [d[k] for k in diff_xs], unneeded),
+                       list(sds), cts)
     except Exception as err:  # the rule needs NumPy arrays: the host tier
         return NativeAttempt(err, function_ran=not via_rule)
     return op

@@ -40,6 +40,7 @@ from rulescore.interop._host import (
     flatten,
     is_dynamic,
     merge_leaves,
+    needed_cotangents,
     op_name,
     reject_hidden_arrays,
     remember,
@@ -117,10 +118,12 @@ class _Call(torch.autograd.Function):
         op: HostOp = ctx.op
         xs = ctx.saved_tensors
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
-        if op.native:
-            xbars = op.vjp(xs, cts)  # torch operations: PyTorch differentiates the pullback itself
+        diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
+        needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
+        if op.native:  # torch operations: PyTorch differentiates the pullback itself
+            xbars = needed_cotangents(op.vjp(xs, cts), diff_xs, needed)
         else:
-            xbars = _Call.apply(op.vjp_op, *xs, *cts)
+            xbars = _Call.apply(op.vjp_op_for(needed), *xs, *cts)
         return (None, *_spread(xbars, op.diff_in))
 
     @staticmethod
