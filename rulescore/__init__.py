@@ -33,6 +33,7 @@ from rulescore._helpers import (
 )
 from rulescore._linear import deflinear, linear_rules
 from rulescore._namespace import array_namespace
+from rulescore._not_implemented import NotImplementedTangent, not_implemented
 from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
 from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
@@ -46,7 +47,8 @@ from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
-    "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "ProjectTo", "ProjectionError", "Rule",
+    "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "NotImplementedTangent",
+    "not_implemented", "ProjectTo", "ProjectionError", "Rule",
     "RuleConfig", "RuleError", "RuleTable", "Tangent", "Thunk", "ZeroTangent", "add",
     "add_to_primal", "array_namespace", "checking", "checks_enabled", "conj", "declare_parameters",
     "deflinear", "fields_of",

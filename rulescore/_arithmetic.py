@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._abstract_tangent import AbstractTangent
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._structure import fields_of, is_namedtuple_type, rebuild
 from rulescore._tangent import Tangent, _map_backing
 from rulescore._thunks import Thunk, unthunk
@@ -61,6 +62,8 @@ def add(a: Any, b: Any) -> Any:
         a = a.unthunk()
     if isinstance(b, Thunk):
         b = b.unthunk()
+    if isinstance(a, NotImplementedTangent) or isinstance(b, NotImplementedTangent):
+        (a if isinstance(a, NotImplementedTangent) else b).refuse()
     if isinstance(a, Tangent) or isinstance(b, Tangent):
         return _add_structural(a, b)
     if type(a) in (tuple, list) and type(b) in (tuple, list):
@@ -229,6 +232,10 @@ _OPERATORS: dict[type, dict[str, Callable[..., Any]]] = {
             "__neg__": _thunk_neg, "conjugate": conj},
     Tangent: {"__mul__": scale, "__rmul__": _scale_on_left, "__truediv__": _divide_fields,
               "__neg__": _negate_fields, "conjugate": _conjugate_fields},
+    # a derivative that is not implemented: every use raises
+    NotImplementedTangent: {name: NotImplementedTangent.refuse for name in (
+        "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+        "__matmul__", "__rmatmul__", "__neg__", "__pos__", "conjugate")},
 }
 for _cls, _methods in _OPERATORS.items():
     for _name, _fn in _methods.items():

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._thunks import unthunk
 from rulescore._zeros import NO_TANGENT_DATA, AbstractZero
 
@@ -136,8 +137,8 @@ def describe_value(x: Any) -> str:
 
 def _kind_problem(primal: Any, ct: Any) -> str | None:
     ct = unthunk(ct)
-    if ct is None or isinstance(ct, AbstractZero):
-        return None
+    if ct is None or isinstance(ct, (AbstractZero, NotImplementedTangent)):
+        return None  # a zero, or a derivative declared not implemented (its use raises)
     if isinstance(primal, NO_TANGENT_DATA):
         return f"a {type(ct).__name__} for a {type(primal).__name__} (which has no tangent space)"
     if isinstance(primal, np.ndarray) and primal.dtype.kind in "fciu":

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._checks import RuleError, callable_name
+from rulescore._namespace import foreign_namespace
 from rulescore._tangent import Tangent
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -164,18 +165,26 @@ def keep_rrule_contract(rule: Any, f: Any, nargs: int, result: Any) -> tuple[Any
     return y, pullback
 
 
-def plain_tangents(tangents: Any, wrt: tuple[int, ...] | None = None) -> tuple[Any, ...] | None:
+def plain_tangents(tangents: Any, wrt: tuple[int, ...] | None = None,
+                   primals: tuple[Any, ...] | None = None) -> tuple[Any, ...] | None:
     """The tangents an frule author receives (unthunked, ``None`` as ``ZeroTangent()``, a
     structural tangent with plain entries), or ``None`` when every one is zero, or every one of
     the arguments at positions ``wrt`` (those the rule differentiates: a tangent given for an
     axis or a shape is ignored). Then the frule is not called: the output tangent is zero.
 
+    With ``primals`` (a rule registered without ``zero_tangents=True``), a zero tangent of a
+    float or complex argument (a number, an array of NumPy or of another library) next to a
+    non-zero one arrives as zeros of that argument's shape and dtype, so the author's frule
+    computes with plain arrays only (``np.sum(xdot)``, ``xdot.reshape``) and never tests for zeros.
+
     Example:
-        >>> import rulescore as rc
+        >>> import numpy as np, rulescore as rc
         >>> plain_tangents((None, rc.Thunk(lambda: 2.0))), plain_tangents((None, None))
         ((ZeroTangent(), 2.0), None)
         >>> plain_tangents((None, rc.ZeroTangent(), 1.0), wrt=(0,)) is None
         True
+        >>> plain_tangents((None, None, 1.0), primals=(np.ones(2, np.float32), 3.0))
+        (ZeroTangent(), array([0., 0.], dtype=float32), 1.0)
     """
     out = []
     nonzero = False
@@ -189,4 +198,35 @@ def plain_tangents(tangents: Any, wrt: tuple[int, ...] | None = None) -> tuple[A
         elif not isinstance(t, AbstractZero) and (wrt is None or i - 1 in wrt):
             nonzero = True
         out.append(t)
-    return tuple(out) if nonzero else None
+    if not nonzero:
+        return None
+    if primals is not None:
+        for i, (t, x) in enumerate(zip(out[1:], primals, strict=False), start=1):
+            if type(t) is ZeroTangent:
+                out[i] = zeros_like_primal(x, t)
+    return tuple(out)
+
+
+def zeros_like_primal(x: Any, zero: Any) -> Any:
+    """Zeros of the float or complex primal ``x``'s shape and dtype (a number for a number, an
+    array of ``x``'s own library for an array), or ``zero`` for anything else (integers,
+    structures, objects).
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> zeros_like_primal(2.5, None), zeros_like_primal(np.ones(2), None), zeros_like_primal(3, None)
+        (0.0, array([0., 0.]), None)
+    """
+    tx = type(x)
+    if tx is float or tx is complex:
+        return tx(0)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.zeros_like(x) if x.dtype.kind in "fc" else zero
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (int, bool)):
+        try:
+            xp = foreign_namespace((x,))
+        except TypeError:  # not an array of a known library (an engine's traced value): left as is
+            return zero
+        if xp is not None and xp.isdtype(x.dtype, ("real floating", "complex floating")):
+            return xp.zeros_like(x)
+    return zero

@@ -20,6 +20,8 @@ from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcas
 from rulescore._registry import TypeSpec
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._structural import structural
+from rulescore._tangent import Tangent
+from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 _NT = NoTangent()
@@ -105,6 +107,7 @@ def partials_rules(
     errstate: bool = False,
     native: str | None = None,
     native_complex: bool = True,
+    outputs: int = 1,
 ) -> RulePair:
     """The frule and rrule of an element-wise ``f`` derived from its partial derivatives (not
     registered: put the pair in a family's ``RULES`` table, or call :func:`scalar_rule`).
@@ -126,12 +129,19 @@ def partials_rules(
       ``False``. Without it keyword arguments are passed to ``f`` unchecked.
     - ``errstate=True``: partials are evaluated with NumPy's division-by-zero warnings off (an
       infinite derivative, such as that of ``sqrt`` at ``0``, is the true limit, not an error).
-    - ``native="name"``: the native tier. On non-NumPy arrays (JAX, PyTorch, CuPy: see
-      :func:`rulescore.array_namespace`) the primal is ``xp.name`` of their array namespace and
-      the partials receive ``xp=`` (when they take it) to compute with, so the rules run on
-      those arrays (traced by ``jax.jit``, on any device); NumPy input takes the usual path.
+    - The native tier: on non-NumPy arrays (JAX, PyTorch, CuPy: see
+      :func:`rulescore.array_namespace`) the partials receive ``xp=`` (when they take it) to
+      compute with, and cotangents are summed back in that namespace, so the rules run on those
+      arrays (traced by ``jax.jit``, on any device) when ``f`` and the partials do (write them
+      with ``rc.array_namespace`` / ``xp``); NumPy input takes the usual path. ``native="name"``:
+      the primal there is ``xp.name`` of the arrays' namespace instead of ``f`` (for NumPy's
+      functions, which would convert the arrays).
       ``native_complex=False``: the native primal refuses complex arrays (NumPy's order of
       complex numbers, for ``maximum``, which array libraries do not define).
+    - ``outputs=n``: ``f`` returns a tuple of ``n`` outputs, and ``partials`` a tuple of ``n``
+      rows, one per output, each holding one partial per argument (a bare value for a single
+      argument): ChainRules' ``@scalar_rule`` with several outputs. The other options are for
+      single outputs.
 
     Example:
         >>> import numpy as np, rulescore as rc
@@ -149,11 +159,21 @@ def partials_rules(
         >>> mask = np.array([True, False])
         >>> pair.rrule(np.array([4.0, 0.0]), where=mask, out=np.zeros(2))[1](np.ones(2))
         (NoTangent(), array([0.25, 0.  ]))
+        >>> def polar(r, t): return r * np.cos(t), r * np.sin(t)
+        >>> pair = rc.partials_rules(polar, lambda r, t: ((np.cos(t), -r * np.sin(t)),
+        ...                                               (np.sin(t), r * np.cos(t))), outputs=2)
+        >>> pair.rrule(2.0, 0.0)[1](rc.Tangent[tuple](1.0, 3.0))
+        (NoTangent(), 1.0, 6.0)
     """
+    if outputs != 1:
+        if native is not None or check_kwargs is not None or errstate or not needs_inputs:
+            raise TypeError("partials_rules(..., outputs=n): the options native, check_kwargs, errstate and "
+                            "needs_inputs are for functions of one output")
+        return _several_outputs_rules(f, partials, outputs, types)
     name = callable_name(f).rsplit(".", 1)[-1]
     pullback_name = f"{name}_pullback"
     with_result = _wants(partials, "result")
-    native_rrule, native_frule = _native_rules(name, native, native_complex, partials, with_result)
+    native_rrule, native_frule = _native_rules(f, name, native, native_complex, partials, with_result)
 
     def partials_at(args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
         d = partials(*args, result=y) if with_result else partials(*args)
@@ -170,7 +190,7 @@ def partials_rules(
 
     def partials_rrule(*args: Any, **kwargs: Any) -> Any:
         where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
-        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES or (
+        if args and (type(args[0]) not in _NUMPY_TYPES or (
                 args[-1] is not args[0] and type(args[-1]) not in _NUMPY_TYPES)) \
                 and (xp := foreign_namespace(args)) is not None:
             return native_rrule(xp, args, kwargs)  # NumPy would convert them (or warn, for a tensor)
@@ -215,8 +235,7 @@ def partials_rules(
             zero = isinstance(xdot, AbstractZero) or isinstance(d, AbstractZero)
             return y, fit(y, _ZT if zero else _times(d, xdot))
         where = check_kwargs(f, kwargs) if check_kwargs is not None else None
-        if native is not None and args and (type(args[0]) not in _NUMPY_TYPES
-                                            or type(args[-1]) not in _NUMPY_TYPES) \
+        if args and (type(args[0]) not in _NUMPY_TYPES or type(args[-1]) not in _NUMPY_TYPES) \
                 and (xp := foreign_namespace(args)) is not None:
             return native_frule(xp, tangents, args, kwargs)
         y = f(*args, **kwargs)
@@ -236,6 +255,98 @@ def partials_rules(
     return RulePair(f, partials_rrule, partials_frule, types)
 
 
+def _several_outputs_rules(f: Any, partials: Callable[..., Any], n_outputs: int, types: tuple[TypeSpec, ...],
+                           ) -> RulePair:
+    """The rules of :func:`partials_rules` for an ``f`` returning a tuple of ``n_outputs`` outputs;
+    ``partials`` returns one row of partials (one per argument) per output. NumPy arrays and
+    the arrays of another namespace (the native tier) alike."""
+    name = callable_name(f).rsplit(".", 1)[-1]
+    with_result, with_xp = _wants(partials, "result"), _wants(partials, "xp")
+
+    def rows_at(args: tuple[Any, ...], y: Any) -> list[tuple[Any, ...]]:
+        options: dict[str, Any] = {"result": y} if with_result else {}
+        if with_xp:
+            options["xp"] = foreign_namespace(args) or np
+        rows = partials(*args, **options)
+        rows = [r if type(r) is tuple else (r,) for r in (rows if type(rows) is tuple else (rows,))]
+        if len(rows) != n_outputs or any(len(r) != len(args) for r in rows):
+            raise TypeError(f"the partials of {name} (declared with outputs={n_outputs}) must return "
+                            f"{n_outputs} rows, one per output, of {len(args)} partial(s) each (one per "
+                            f"argument); got {len(rows)} row(s) of {[len(r) for r in rows]}")
+        return rows
+
+    def primal(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        y = f(*args, **kwargs)
+        if not isinstance(y, tuple) or len(y) != n_outputs:
+            raise TypeError(f"{name} was declared with outputs={n_outputs}: it must return a tuple of "
+                            f"{n_outputs}, got {type(y).__name__}")
+        return y
+
+    def several_outputs_rrule(*args: Any, **kwargs: Any) -> Any:
+        y = primal(args, kwargs)
+
+        def several_outputs_pullback(ybar: Any) -> Any:
+            ybars = [unthunk(b) for b in (ybar.backing if isinstance(ybar, Tangent) else ybar)]
+            rows = rows_at(args, y)
+            xp = foreign_namespace(args)
+            out = []
+            for i, a in enumerate(args):
+                g: Any = _ZT
+                for b, row in zip(ybars, rows, strict=True):
+                    if b is None or isinstance(b, AbstractZero) or isinstance(row[i], AbstractZero):
+                        continue
+                    d = row[i]
+                    if xp is None or type(d) is int:
+                        g = g + _times_conj(b, d)
+                    else:
+                        g = g + b * (xp.conj(d) if is_complex_array(xp, d) else d)
+                out.append(_onto_argument(a, g))
+            return (_NT, *out)
+
+        several_outputs_pullback.__qualname__ = several_outputs_pullback.__name__ = f"{name}_pullback"
+        return y, several_outputs_pullback
+
+    def several_outputs_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
+        y = primal(args, kwargs)
+        rows = rows_at(args, y)
+        ydots = []
+        for y_k, row in zip(y, rows, strict=True):
+            ydot: Any = _ZT
+            for d, xdot in zip(row, tangents[1:], strict=True):
+                xdot = unthunk(xdot)
+                if not (xdot is None or isinstance(xdot, AbstractZero) or isinstance(d, AbstractZero)):
+                    ydot = ydot + _times(d, xdot)
+            ydots.append(_onto_output(y_k, ydot))
+        return y, Tangent[tuple](*ydots)  # type: ignore[type-arg]
+
+    several_outputs_rrule.__name__ = several_outputs_rrule.__qualname__ = f"{name}_rrule"
+    several_outputs_frule.__name__ = several_outputs_frule.__qualname__ = f"{name}_frule"
+    return RulePair(f, several_outputs_rrule, several_outputs_frule, types)
+
+
+def _onto_argument(x: Any, g: Any) -> Any:
+    """The cotangent ``g`` summed back onto the argument ``x`` (NumPy, or another namespace)."""
+    if isinstance(g, AbstractZero):
+        return g
+    xp = foreign_namespace((x,))
+    if xp is None:
+        return proj(x, g)
+    return unbroadcast_to(xp, x, g if hasattr(g, "shape") else xp.asarray(g))
+
+
+def _onto_output(y: Any, ydot: Any) -> Any:
+    """The tangent ``ydot`` broadcast onto the output ``y`` (NumPy, or another namespace)."""
+    if isinstance(ydot, AbstractZero):
+        return ydot
+    xp = foreign_namespace((y,))
+    if xp is None:
+        return fit(y, ydot)
+    ydot = ydot if hasattr(ydot, "shape") else xp.asarray(ydot)
+    if tuple(ydot.shape) != tuple(y.shape):
+        ydot = xp.broadcast_to(ydot, tuple(y.shape))
+    return unbroadcast_to(xp, y, ydot)
+
+
 #: Argument types NumPy computes with: the first or last argument of any other type (a JAX or
 #: PyTorch array) sends an element-wise rule with a native tier there (the binary ufuncs' rules
 #: see both; a middle argument does not exist).
@@ -243,7 +354,7 @@ _NUMPY_TYPES = frozenset({float, complex, bool, int, list, tuple, np.ndarray, np
                           np.float16, np.complex128, np.complex64, np.bool_, np.int64, np.int32})
 
 
-def _native_rules(name: str, native: str | None, native_complex: bool, partials: Callable[..., Any],
+def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, partials: Callable[..., Any],
                   with_result: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The rrule and frule of :func:`partials_rules` on arrays of another array namespace ``xp``."""
     with_xp = _wants(partials, "xp")
@@ -254,7 +365,9 @@ def _native_rules(name: str, native: str | None, native_complex: bool, partials:
         return d if type(d) is tuple else (d,)
 
     def native_primal(xp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        primal = getattr(xp, native or "", None)
+        if native is None:  # f itself runs on the arrays (written with rc.array_namespace)
+            return f(*args, **kwargs)
+        primal = getattr(xp, native, None)
         if primal is None or any(v is not None for k, v in kwargs.items() if k != "where") or \
                 kwargs.get("where", True) is not True:
             raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays) of the arrays' own "

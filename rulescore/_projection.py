@@ -12,6 +12,7 @@
 |                                          | shape is summed back; real drops imaginary          |
 | ``ndarray`` of ints                      | ``float64`` array of the same shape                 |
 | ``ndarray`` of bools or strings          | ``NoTangent()``                                     |
+| JAX / PyTorch / CuPy array (or a tracer) | the same, in the array's own namespace              |
 | ``tuple`` / ``list``                     | ``Tangent[tuple]`` / ``Tangent[list]``, per entry   |
 | ``dict``                                 | ``Tangent[dict]``, per key                          |
 | dataclass, NamedTuple, object            | ``Tangent[P]``, per field; an instance of ``P``     |
@@ -31,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from rulescore._batched import Batched
+from rulescore._namespace import array_namespace, is_numpy_input
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._thunks import Thunk
@@ -180,8 +183,8 @@ class ProjectTo:
             dx = dx.unthunk()
         if dx is None:
             return ZeroTangent()
-        if isinstance(dx, AbstractZero):
-            return dx
+        if isinstance(dx, (AbstractZero, NotImplementedTangent)):
+            return dx  # a derivative that is not implemented stays one: its use raises
         return self._fn(dx)
 
     def __repr__(self) -> str:
@@ -228,11 +231,52 @@ def _projector_for(x: Any) -> Callable[[Any], Any]:
         return _real_float
     if isinstance(x, complex):
         return _complex
+    if _is_foreign_array(x):
+        return _foreign_array_projector(x)
     if isinstance(x, (tuple, list)) and not is_namedtuple_type(type(x)):
         return _sequence_projector(x)
     if isinstance(x, dict):
         return _dict_projector(x)
     return _struct_projector(x)
+
+
+def _is_foreign_array(x: Any) -> bool:
+    """An array of another library (JAX, PyTorch, CuPy), traced ones included: an array-API object."""
+    if is_numpy_input(x) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return False
+    try:
+        import array_api_compat
+    except ImportError:  # pragma: no cover - depends on the environment
+        return False
+    return bool(array_api_compat.is_array_api_obj(x))
+
+
+def _foreign_array_projector(x: Any) -> Callable[[Any], Any]:
+    """The array projector of :func:`_array_projector` for a JAX / PyTorch / CuPy array, written in
+    its own namespace, so a pullback using ``rc.project`` runs natively (under ``jax.jit`` too)."""
+    xp = array_namespace(x)
+    if not xp.isdtype(x.dtype, "numeric"):
+        return _no_tangent  # booleans
+    floating = xp.isdtype(x.dtype, ("real floating", "complex floating"))
+    dtype = x.dtype if floating else xp.asarray(0.0).dtype  # integers: the library's default float
+    real = not xp.isdtype(dtype, "complex floating")
+    shape = tuple(x.shape)
+
+    def project_foreign_array(dx: Any) -> Any:
+        if not (hasattr(dx, "shape") and hasattr(dx, "dtype")):
+            dx = xp.asarray(dx)  # a Python number
+        elif is_numpy_input(dx):
+            dx = xp.asarray(dx, device=getattr(x, "device", None))
+        if real and xp.isdtype(dx.dtype, "complex floating"):
+            dx = xp.real(dx)
+        if tuple(dx.shape) != shape:
+            axes = _summed_axes(tuple(dx.shape), shape)
+            if axes:
+                dx = xp.sum(dx, axis=axes)
+            dx = xp.reshape(dx, shape)
+        return dx if dx.dtype == dtype else xp.astype(dx, dtype)
+
+    return project_foreign_array
 
 
 def _sequence_projector(x: tuple[Any, ...] | list[Any]) -> Callable[[Any], Any]:

@@ -54,6 +54,10 @@ class Rule:
     #: The positions (among the positional arguments) of the arguments the frule differentiates
     #: with respect to; ``None``: all. The frule is not called when all their tangents are zero.
     wrt: tuple[int, ...] | None = None
+    #: ``False``: a float argument without a tangent reaches the frule as zeros of its shape
+    #: (the rule contract, see ``plain_tangents``); ``True``: as ``ZeroTangent()``, which the
+    #: frule handles itself (faster: it can skip the work).
+    zero_tangents: bool = True
 
     @property
     def non_differentiable(self) -> bool:
@@ -234,18 +238,21 @@ class RuleTable:
 
     # -- registration --------------------------------------------------------------------------
     def register(
-        self, f: Any, *types: TypeSpec, config: type | None = None
+        self, f: Any, *types: TypeSpec, config: type | None = None, zero_tangents: bool = False
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register the decorated function as the rule for ``f``.
 
         ``types`` restrict the rule to calls whose positional arguments are instances of them
         (a tuple means any of; a trailing ``...`` is ignored). With ``config=HasReverseMode``
         (or another capability) the rule receives the engine's config as its first argument.
+        An frule receives zeros of the argument's shape for a float argument without a tangent
+        (one held constant), unless ``zero_tangents=True``: then ``ZeroTangent()``, which it
+        handles itself.
         """
         types = _clean_types(types)
 
         def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
-            self.register_kind(f, types, impl, "rule", config)
+            self.register_kind(f, types, impl, "rule", config, zero_tangents=zero_tangents)
             return impl
 
         return decorate
@@ -266,10 +273,13 @@ class RuleTable:
 
     def register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
                       kind: str = "rule", config: type | None = None,
-                      wrt: tuple[int, ...] | None = None) -> None:
+                      wrt: tuple[int, ...] | None = None, zero_tangents: bool = True) -> None:
         """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``) and,
-        for an frule, the positions of the arguments it differentiates (``wrt``, default all)."""
-        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt))
+        for an frule, the positions of the arguments it differentiates (``wrt``, default all)
+        and whether it takes ``ZeroTangent()`` for a float argument without a tangent
+        (``zero_tangents``; else zeros of the argument's shape)."""
+        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt,
+                       zero_tangents))
 
     def _add(self, rule: Rule) -> None:
         try:
@@ -443,7 +453,7 @@ class RuleTable:
             raise ValueError(f"frule for {describe_call(f, args)}: got {len(tangents)} tangents, "
                              f"expected {1 + len(args)} (one for f, then one per argument)")
         assert rule.impl is not None
-        plain = plain_tangents(tangents, rule.wrt)
+        plain = plain_tangents(tangents, rule.wrt, None if rule.zero_tangents else args)
         if plain is None:  # every tangent is zero: so is the output's, without the author's frule
             return f(*args, **kwargs), zero_of(rule)
         tangents = plain

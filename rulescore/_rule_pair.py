@@ -27,6 +27,9 @@ class RulePair:
     is ``"rule"`` or ``"non_differentiable"``; ``wrt`` lists the positions of the positional
     arguments with a derivative (default: all): the frule is called only when one of their
     tangents is non-zero, so it never tests the tangents of the others (an axis, a shape).
+    ``zero_tangents=True`` (the default of this table form): the frule receives ``ZeroTangent()``
+    for a float argument without a tangent and skips its work; ``False``: zeros of the
+    argument's shape (what ``@rc.frule.register`` gives by default).
 
     Example:
         >>> import math, rulescore as rc
@@ -45,6 +48,7 @@ class RulePair:
     config: type | None = None
     kind: str = "rule"
     wrt: tuple[int, ...] | None = None
+    zero_tangents: bool = True
 
 
 def register_rules(*pairs: RulePair) -> None:
@@ -63,4 +67,5 @@ def register_rules(*pairs: RulePair) -> None:
         if pair.rrule is not None:
             rrule.register_kind(pair.primal, pair.types, pair.rrule, pair.kind, pair.config)
         if pair.frule is not None:
-            frule.register_kind(pair.primal, pair.types, pair.frule, pair.kind, pair.config, pair.wrt)
+            frule.register_kind(pair.primal, pair.types, pair.frule, pair.kind, pair.config, pair.wrt,
+                                pair.zero_tangents)

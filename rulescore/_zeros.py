@@ -72,6 +72,14 @@ class AbstractZero(AbstractTangent):
     def __getitem__(self, key: Any) -> Any:
         return self
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's functions that are linear in each array argument (``np.sum``, ``np.dot``,
+        ``np.reshape``, ...) give the zero itself, as the operators do: a tangent map written
+        with them needs no zero guard. Every other function behaves as without this method."""
+        if func in _LINEAR_FUNCTIONS:
+            return self
+        return func._implementation(*args, **kwargs)
+
     def __hash__(self) -> int:
         return hash(type(self))
 
@@ -123,3 +131,13 @@ class NoTangent(AbstractZero):
     """
 
     __slots__ = ()
+
+
+#: NumPy functions whose result is zero when an array argument is a zero (linear in each array
+#: argument, or a reshaping of one): ``AbstractZero.__array_function__`` gives the zero for them.
+_LINEAR_FUNCTIONS = frozenset(
+    getattr(np, name) for name in (
+        "sum", "mean", "cumsum", "diff", "trace", "diagonal", "dot", "vdot", "inner", "outer",
+        "tensordot", "einsum", "kron", "cross", "reshape", "ravel", "transpose", "moveaxis", "swapaxes",
+        "squeeze", "expand_dims", "broadcast_to", "flip", "roll", "real", "imag",
+    ) if hasattr(np, name))  # ufuncs (np.multiply, np.conj) defer to the operators: __array_ufunc__

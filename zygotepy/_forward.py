@@ -19,7 +19,7 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name, check_frule_result, checks_enabled
-from rulescore._contract import plain_tangents, zero_of
+from rulescore._contract import plain_tangents, zero_of, zeros_like_primal
 from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -189,8 +189,10 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
         return fn(*plain)
     wrt = rule.wrt
     if rule.kind != "rule" or rule.config or trace.checks or (
-            wrt is not None and not any(i in wrt for i in traced)):
-        return NOT_FAST  # no tangent where the rule differentiates: the full path keeps the contract
+            wrt is not None and not any(i in wrt for i in traced)) or (
+            not rule.zero_tangents and _float_constant(args, traced)):
+        return NOT_FAST  # no tangent where the rule differentiates, or constants to give as zeros:
+        # the full path keeps the contract
     y, ydot = rule.impl(tuple(dots), *plain)  # type: ignore[misc]
     if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
         return y
@@ -221,8 +223,11 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             dots.append(_ZERO)
         else:
             return None  # containers and objects that may hold boxes: one direction at a time
-    if rule.wrt is not None and not any(type(args[i]) is Box for i in rule.wrt if i < len(args)):
-        return None  # no tangent where the rule differentiates: the per-direction run keeps the contract
+    boxed = [i for i, a in enumerate(args) if type(a) is Box]
+    if rule.wrt is not None and not any(i in boxed for i in rule.wrt) or (
+            not rule.zero_tangents and _float_constant(args, boxed)):
+        return None  # no tangent where the rule differentiates, or constants to give as zeros: the
+        # per-direction run keeps the contract
     assert rule.impl is not None
     try:
         y, ydot = rule.impl(tuple(dots), *primals, **kwargs)
@@ -232,6 +237,12 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
     if checks_enabled():
         check_frule_result(rule, fn, primals, (y, _tangents_of_stack(stack, y)[0]))
     return y, stack
+
+
+def _float_constant(args: tuple[Any, ...], traced: list[int]) -> bool:
+    """Whether an argument outside ``traced`` is a float number or array: an frule registered
+    without ``zero_tangents=True`` gets zeros of its shape there (``plain_tangents``)."""
+    return any(zeros_like_primal(a, None) is not None for i, a in enumerate(args) if i not in traced)
 
 
 def _plain(x: Any) -> bool:
@@ -322,7 +333,7 @@ def _run_frule(rule: rc.Rule, dots: tuple[Any, ...], fn: Any, primals: tuple[Any
                kwargs: dict[str, Any]) -> Any:
     """Run an frule; through the dispatcher, so outer traces (if any) see inside it."""
     assert rule.impl is not None
-    plain = plain_tangents(dots, rule.wrt)
+    plain = plain_tangents(dots, rule.wrt, None if rule.zero_tangents else primals)
     if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
         return _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
     dots = plain

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib.metadata
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +27,14 @@ import numpy as np
 
 from rulescore._arithmetic import is_zero
 from rulescore._namespace import array_namespace
+from rulescore._not_implemented import NotImplementedTangent
 from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["WEAK", "EngineMissingError", "HostOp", "Structure", "as_host_leaf", "check_outputs",
-           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "op_name",
+__all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
+           "as_host_leaf", "check_outputs",
+           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
            "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
 
 
@@ -40,6 +43,38 @@ Spec = tuple[tuple[int, ...], Any]
 
 class EngineMissingError(RuntimeError):
     """Higher derivatives of a host (NumPy) rule need an AD engine, and none is installed."""
+
+
+class NativeTierWarning(UserWarning):
+    """``wrap(f)`` chose the host tier although ``f`` runs on the system's arrays: its rule does
+    not (the warning says why). Silence it with ``native=False``; fix the rule to run natively."""
+
+
+@dataclass(frozen=True)
+class NativeAttempt:
+    """Why a native tier was not found: ``error`` raised by ``f`` (``function_ran`` false: ``f``
+    needs NumPy values, the host tier is its tier) or by its rule after ``f`` itself ran on the
+    system's arrays (``function_ran`` true: the author meant the native tier, and it broke)."""
+
+    error: Exception
+    function_ran: bool
+
+    def refusal(self, system: str, name: str) -> str:
+        """The message of ``wrap(f, native=True)`` when the native tier failed."""
+        part = f"the rule of {name}" if self.function_ran else name
+        return (f"rulescore.interop.{system}.wrap({name}, native=True): {part} does not run on {system} "
+                f"arrays ({type(self.error).__name__}: {self.error}); write {name} and its rules with "
+                "rc.array_namespace (rc.project works on any array), or drop native=True for the host tier")
+
+    def warn(self, system: str, name: str) -> None:
+        """Warn (:class:`NativeTierWarning`) when ``f`` ran on the system's arrays but its rule did
+        not: the silent alternative is a host callback several times slower."""
+        if self.function_ran:
+            warnings.warn(NativeTierWarning(
+                f"rulescore.interop.{system}.wrap({name}): {name} runs on {system} arrays but its rules do "
+                f"not ({type(self.error).__name__}: {self.error}), so it runs on the host tier (a NumPy "
+                "callback: slower, no accelerator). Write the rules with rc.array_namespace, or pass "
+                "native=False to choose the host tier"), stacklevel=4)
 
 
 # -- structures --------------------------------------------------------------------------------
@@ -189,7 +224,7 @@ class HostOp:
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
         self._jvp_op: HostOp | None = None
-        self.cache: dict[str, Any] = {}  # for exporters: objects made once per op
+        self.cache: dict[Any, Any] = {}  # for exporters: objects made once per op
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"
@@ -200,6 +235,16 @@ class HostOp:
         if self._vjp_op is None:
             self._vjp_op = _derived(self)
         return self._vjp_op
+
+    def vjp_op_for(self, needed: tuple[bool, ...]) -> HostOp:
+        """:attr:`vjp_op` for a system that uses only the ``needed`` cotangents (one flag per
+        differentiable input): a derivative declared not implemented is zeros where not needed."""
+        if all(needed):
+            return self.vjp_op
+        found = self.cache.get(("vjp", needed))
+        if found is None:
+            found = self.cache[("vjp", needed)] = _derived(self, needed)
+        return found
 
     @property
     def jvp_op(self) -> HostOp:
@@ -215,8 +260,30 @@ def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> l
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
     xp = array_namespace(*xs)
-    return [xp.zeros_like(x) if ct is None else _as_dtype(ct, x, xp)
-            for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+    return [xp.zeros_like(x) if ct is None else ct if isinstance(ct, NotImplementedTangent)
+            else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
+
+
+def needed_cotangents(xbars: Sequence[Any], xs: Sequence[Any], needed: Sequence[bool] | None = None
+                      ) -> list[Any]:
+    """The cotangents of the differentiable inputs ``xs`` a system asks for: a derivative the
+    rule declares not implemented (``rc.not_implemented``) raises where ``needed`` (default:
+    everywhere) and is zeros where the system discards it (an input not differentiated).
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> needed_cotangents([np.ones(2), rc.not_implemented("d/dnu")], [np.ones(2), np.ones(1)],
+        ...                   needed=[True, False])
+        [array([1., 1.]), array([0.])]
+    """
+    out = []
+    for k, (v, x) in enumerate(zip(xbars, xs, strict=True)):
+        if isinstance(v, NotImplementedTangent):
+            if needed is None or needed[k]:
+                v.refuse()
+            v = array_namespace(x).zeros_like(x)
+        out.append(v)
+    return out
 
 
 def _as_dtype(v: Any, like: Any, xp: Any) -> Any:
@@ -336,14 +403,19 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
             out: tuple[Structure, tuple[Spec, ...]] | None = None, native: bool = False,
             concrete: Sequence[Any] | None = None, primal_from_rule: bool = False,
             kinds: Sequence[str | None] | None = None,
-            remembered: tuple[Structure, tuple[Spec, ...]] | None = None) -> HostOp:
+            remembered: tuple[Structure, tuple[Spec, ...]] | None = None,
+            transposed_pullback: Callable[[HostOp, Sequence[Any], Sequence[Any]], list[Any]] | None = None,
+            ) -> HostOp:
     """The op of ``f`` called on ``args_structure`` (leaves: ``dynamic_mask`` true ones are the
     op's inputs, the others are ``static``), derivatives from ``f``'s rrule and frule.
     ``primal_from_rule``: the op computes ``f`` as its rrule does (a NumPy function whose rule
     has a native tier, see :func:`rule_primal`). ``concrete``: the inputs' values when the
     system knows them (the output specs come from them); ``kinds``: per input, how a 0-d one
     reaches ``f`` on the host (:data:`WEAK` or ``None``); ``remembered``: the
-    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``)."""
+    specs of an earlier call on values, for when the example calls fail (under ``jax.jit``);
+    ``transposed_pullback(op, xs, tangents)``: forward mode for an ``f`` with an rrule and no
+    frule, from the transpose of the pullback (linear in its cotangent), when the system can
+    transpose it (JAX's native tier)."""
     name = op_name(f)
     n_args = len(args_structure.children)
     arg_structures = args_structure.children
@@ -397,6 +469,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
             i += s_i.n_leaves
             arg_t.append(s_i.rebuild([NoTangent() if t is None else t for t in part]))
         found = frule((NoTangent(), *arg_t), f, *args, **kwargs)
+        if found is None and transposed_pullback is not None and rrule.lookup(f, args) is not None:
+            return transposed_pullback(op, xs, tangents)
         if found is None:
             raise TypeError(f"no frule for {name}: forward mode (jvp, jacfwd, hessian) needs one; register "
                             f"it with @rc.frule.register({name}) (rc.scalar_rule gives both rules)")
@@ -485,9 +559,9 @@ def _output_of(name: str, call: Callable[[Sequence[Any]], Any], in_specs: tuple[
         return remembered
     if not found:
         raise TypeError(f"cannot find the output shapes of {name} from its input shapes without its input "
-                        f"values (under jax.jit): calling it on example values failed ({errors[-1]}); give "
-                        f"them: wrap({name}, out_shape=...), or call it once outside jit with inputs of "
-                        "these shapes")
+                        f"values (under jax.jit or torch.func.vmap): calling it on example values failed "
+                        f"({errors[-1]}); give them: wrap({name}, out_shape=...), or call it once outside "
+                        "jit with inputs of these shapes")
     if len(found) == 2 and found[0][1:] != found[1][1:]:
         raise TypeError(f"the output of {name} depends on its inputs' values, not only their shapes "
                         f"({_show_specs(found[0][2])} at {found[0][0]}, {_show_specs(found[1][2])} at "
@@ -512,20 +586,23 @@ def _random(in_specs: tuple[Spec, ...]) -> list[Any]:
     return out
 
 
-def _derived(g: HostOp) -> HostOp:
+def _derived(g: HostOp, needed: tuple[bool, ...] | None = None) -> HostOp:
     """``g``'s pullback as an op: inputs ``(xs, cts)``, outputs the differentiable xs' cotangents.
 
     Its vjp differentiates the pullback with the installed engine; its jvp uses that the
     pullback is linear in ``cts`` and that ``d/dxs <cts, g(xs)>`` has a symmetric Jacobian in
-    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs).
+    ``xs`` (a Hessian), so both parts are pullbacks too (real inputs). ``needed``: which of the
+    differentiable xs' cotangents the system uses (see :func:`needed_cotangents`).
     """
     n = len(g.diff_in)
     in_specs = g.in_specs + tuple(s for s, d in zip(g.out_specs, g.diff_out, strict=True) if d)
     diff_in = g.diff_in + (True,) * sum(g.diff_out)
     out_specs = tuple(s for s, d in zip(g.in_specs, g.diff_in, strict=True) if d)
 
+    diff_xs = [k for k, d in enumerate(g.diff_in) if d]
+
     def fun(*a: Any) -> tuple[Any, ...]:
-        return tuple(g.vjp(a[:n], a[n:]))
+        return tuple(needed_cotangents(g.vjp(a[:n], a[n:]), [a[k] for k in diff_xs], needed))
 
     def engine_fun(*a: Any) -> tuple[Any, ...]:
         xs, cts = a[:n], a[n:]

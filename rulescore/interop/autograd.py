@@ -22,9 +22,20 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from autograd.extend import defjvp_argnums, defvjp_argnums, primitive
+from autograd.builtins import DictBox, SequenceBox
+from autograd.extend import Box, defjvp_argnums, defvjp_argnums, primitive
 
-from rulescore.interop._host import WEAK, HostOp, flatten, is_dynamic, remember, rule_op, value_key
+from rulescore.interop._host import (
+    WEAK,
+    HostOp,
+    flatten,
+    is_dynamic,
+    op_name,
+    reject_hidden_arrays,
+    remember,
+    rule_op,
+    value_key,
+)
 
 __all__ = ["wrap"]
 
@@ -43,10 +54,13 @@ def _call(op: HostOp, index: int, *xs: Any) -> Any:
 def _call_vjp(argnums: Any, ans: Any, args: Any, kwargs: Any) -> Callable[[Any], Any]:
     op, index, *xs = args
 
+    needed = tuple(k + 2 in argnums for k, d in enumerate(op.diff_in) if d)
+    vjp_op = op.vjp_op_for(needed)
+
     def pullback(g: Any) -> tuple[Any, ...]:
         cts = [_conj(g) if i == index else np.zeros(sh, dt)
                for i, (sh, dt) in enumerate(op.out_specs) if op.diff_out[i]]
-        return tuple(_conj(_call(op.vjp_op, sum(op.diff_in[: a - 2]), *xs, *cts)) if op.diff_in[a - 2]
+        return tuple(_conj(_call(vjp_op, sum(op.diff_in[: a - 2]), *xs, *cts)) if op.diff_in[a - 2]
                      else np.zeros(np.shape(_value(xs[a - 2]))) for a in argnums)
 
     return pullback
@@ -82,9 +96,10 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        leaves, structure = flatten(args)
+        leaves, structure = flatten(_open_boxes(args))
         mask = tuple(is_dynamic(_value(x)) for x in leaves)
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
+        reject_hidden_arrays(op_name(f), static, lambda v: isinstance(v, Box))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         specs = tuple((np.shape(_value(x)), np.result_type(_value(x))) for x in dyn)
         kinds = tuple(WEAK if isinstance(_value(x), (float, complex)) else None for x in dyn)
@@ -98,6 +113,32 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         return op.out_structure.rebuild([_call(op, i, *dyn) for i in range(len(op.out_specs))])
 
     return wrapped
+
+
+def _open_boxes(x: Any) -> Any:
+    """``x`` with autograd's container boxes (a dict or tuple argument being differentiated, a
+    ``DictBox`` or ``SequenceBox``) opened into containers of boxed leaves: each leaf then reaches
+    the rule as an input autograd tracks, never as a constant.
+
+    Example:
+        >>> import autograd
+        >>> float(autograd.grad(lambda p: _open_boxes(p)["a"] * 3.0)({"a": 1.0})["a"])
+        3.0
+    """
+    if isinstance(x, DictBox):
+        return {k: _open_boxes(x[k]) for k in x._value}
+    if isinstance(x, SequenceBox):
+        return _rebuilt(x._value, [_open_boxes(x[i]) for i in range(len(x._value))])
+    if isinstance(x, dict):
+        return {k: _open_boxes(v) for k, v in x.items()}
+    if isinstance(x, (tuple, list)):
+        return _rebuilt(x, [_open_boxes(v) for v in x])
+    return x
+
+
+def _rebuilt(like: Any, items: list[Any]) -> Any:
+    """A sequence of ``like``'s type (tuple, list, NamedTuple) holding ``items``."""
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _value(x: Any) -> Any:

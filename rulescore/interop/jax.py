@@ -37,12 +37,14 @@ from jax.interpreters import ad, batching, mlir
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    NativeAttempt,
     Spec,
     Structure,
     check_outputs,
     flatten,
     is_dynamic,
     merge_leaves,
+    needed_cotangents,
     op_name,
     reject_hidden_arrays,
     remember,
@@ -183,8 +185,10 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
            for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
-    xbars = _native(lambda *a: op.vjp(a[:n_in], a[n_in:]), (*primals, *cts)) if op.native \
-        else call_p.bind(*primals, *cts, op=op.vjp_op)
+    needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
+    diff_xs = [k for k, d in enumerate(op.diff_in) if d]
+    xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
+                    (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
     return [None] * n + [jnp.conj(v) for v in xbars]
 
 
@@ -276,30 +280,51 @@ def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Sp
     return structure, tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
 
 
-def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
-               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | None:
-    """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
-    here, nothing computed), else ``None``."""
-    def call(via_rule: bool) -> Any:
-        def primal(*d: Any) -> Any:
-            args = structure.rebuild(merge_leaves(d, static, mask))
-            return rule_primal(f, args, kwargs) if via_rule else f(*args, **kwargs)
+def _transposed_pullback(op: HostOp, xs: Any, tangents: Any) -> list[Any]:
+    """The tangent map of an rrule-only native op: the pullback is linear in its cotangent, and
+    its transpose (``jax.linear_transpose``) is the pushforward. In rulescore's convention the
+    pullback is ``J^H``, so the pushforward is ``conj(transpose(conj(xdot)))``."""
+    xs = [jnp.asarray(x) for x in xs]
+    cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _canonical(_diff_specs(op, op.out_specs, op.diff_out))]
+    transpose = jax.linear_transpose(lambda *c: tuple(op.vjp(xs, list(c))), *cts)
+    ydots = transpose(tuple(jnp.conj(jnp.asarray(t)) for t in tangents))
+    return [jnp.conj(y) for y in ydots]
 
-        return jax.eval_shape(primal, *sds)
+
+def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
+               kwargs: dict[str, Any], examples: list[Any], sds: list[Any]) -> HostOp | NativeAttempt:
+    """The native-tier op of ``f`` when ``f`` and its rrule run on JAX arrays (traced abstractly
+    here, nothing computed), else why not."""
+    def call(via_rule: bool) -> tuple[list[Any], Structure]:
+        found: list[Structure] = []
+
+        def primal(*d: Any) -> list[Any]:
+            args = structure.rebuild(merge_leaves(d, static, mask))
+            leaves, out_structure = flatten(rule_primal(f, args, kwargs) if via_rule else f(*args, **kwargs))
+            found.append(out_structure)  # f's own key order (JAX's pytrees sort a dict's keys)
+            return leaves
+
+        return jax.eval_shape(primal, *sds), found[0]
 
     try:
+        (leaves, out_structure), via_rule = call(False), False
+    except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
-            out, via_rule = call(False), False
-        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
-            out, via_rule = call(True), True
-        leaves, out_structure = flatten(out)
+            (leaves, out_structure), via_rule = call(True), True
+        except Exception:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False)
+    try:
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
-                     primal_from_rule=via_rule)
+                     primal_from_rule=via_rule, transposed_pullback=_transposed_pullback)
         cts = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in _diff_specs(op, specs, op.diff_out)]
-        jax.eval_shape(lambda d, c: op.vjp(d, c), list(sds), cts)
-    except Exception:  # f or its rule needs NumPy arrays: the host tier
-        return None
+        diff_xs = [k for k, d in enumerate(op.diff_in) if d]
+        unneeded = [False] * len(diff_xs)  # rc.not_implemented cotangents count as zeros for the shapes
+
+        jax.eval_shape(lambda d, c: needed_cotangents(op.vjp(d, c), [d[k] for k in diff_xs], unneeded),
+                       list(sds), cts)
+    except Exception as err:  # the rule needs NumPy arrays: the host tier
+        return NativeAttempt(err, function_ran=not via_rule)
     return op
 
 
@@ -319,7 +344,11 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
 
     The native tier: when ``f`` and its rrule run on JAX arrays (written with
     ``rc.array_namespace``), they are traced into JAX operations instead, with no callback
-    (``native=None`` finds out by tracing them abstractly; ``True`` requires it, ``False`` never).
+    (``native=None`` finds out by tracing them abstractly; ``True`` requires it and otherwise
+    raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
+    not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
+    uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
+    ``jacfwd``, ``hessian``) from the transpose of its pullback.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
@@ -352,10 +381,13 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         if op is None:
             examples = [np.ones(sh, dt) for sh, dt in specs]
             sds = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in specs]
-            found = None if native is False else _native_op(f, structure, static, mask, kwargs, examples, sds)
-            if native and found is None:
-                raise TypeError(f"rulescore.interop.jax.wrap({op_name(f)}, native=True): the function or its "
-                                "rrule does not run on JAX arrays; write both with rc.array_namespace")
+            attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
+                                                               sds)
+            found = attempt if isinstance(attempt, HostOp) else None
+            if isinstance(attempt, NativeAttempt):
+                if native:
+                    raise TypeError(attempt.refusal("jax", op_name(f))) from attempt.error
+                attempt.warn("jax", op_name(f))
             earlier = seen.get(shapes_key)
             remembered = None if earlier is None else (earlier.out_structure, earlier.out_specs)
             op = found or rule_op(f, structure, static, mask, kwargs, examples,

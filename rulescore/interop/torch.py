@@ -33,11 +33,14 @@ import torch
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    NativeAttempt,
+    Spec,
     Structure,
     check_outputs,
     flatten,
     is_dynamic,
     merge_leaves,
+    needed_cotangents,
     op_name,
     reject_hidden_arrays,
     remember,
@@ -115,10 +118,12 @@ class _Call(torch.autograd.Function):
         op: HostOp = ctx.op
         xs = ctx.saved_tensors
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
-        if op.native:
-            xbars = op.vjp(xs, cts)  # torch operations: PyTorch differentiates the pullback itself
+        diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
+        needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
+        if op.native:  # torch operations: PyTorch differentiates the pullback itself
+            xbars = needed_cotangents(op.vjp(xs, cts), diff_xs, needed)
         else:
-            xbars = _Call.apply(op.vjp_op, *xs, *cts)
+            xbars = _Call.apply(op.vjp_op_for(needed), *xs, *cts)
         return (None, *_spread(xbars, op.diff_in))
 
     @staticmethod
@@ -146,34 +151,56 @@ def _numpy_dtype(dtype: torch.dtype) -> Any:
 
 
 def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tuple[bool, ...],
-               kwargs: dict[str, Any], examples: list[Any], metas: list[torch.Tensor]) -> HostOp | None:
+               kwargs: dict[str, Any], examples: list[Any], metas: list[torch.Tensor],
+               ) -> HostOp | NativeAttempt:
     """The native-tier op when ``f`` and its rrule run on tensors (tried on ``meta`` tensors,
-    nothing computed), else ``None``."""
+    nothing computed), else why not."""
+    merged = structure.rebuild(merge_leaves(metas, static, mask))
     try:
-        merged = structure.rebuild(merge_leaves(metas, static, mask))
+        out, via_rule = f(*merged, **kwargs), False
+    except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
-            out, via_rule = f(*merged, **kwargs), False
-        except Exception:  # a NumPy function (np.sin): its rule's native tier, if it has one
             out, via_rule = rule_primal(f, merged, kwargs), True
+        except Exception:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False)
+    try:
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
                      primal_from_rule=via_rule)
         op.vjp(metas, [torch.ones(sh, dtype=v.dtype, device="meta")
                        for (sh, _), v, d in zip(specs, leaves, op.diff_out, strict=True) if d])
-    except Exception:  # f or its rule needs NumPy arrays: the host tier
-        return None
+    except Exception as err:  # the rule needs NumPy arrays: the host tier
+        return NativeAttempt(err, function_ran=not via_rule)
     return op
 
 
-def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any]:
+def _out_specs(out_shape: Any, metas: Any) -> tuple[Structure, tuple[Spec, ...]] | None:
+    """The output structure and specs an author gives: ``out_shape`` called on the arguments as
+    ``meta`` tensors (shapes and dtypes, no values), or a fixed output; leaves are anything with
+    a shape and a dtype (tensors, NumPy arrays, ``jax.ShapeDtypeStruct``)."""
+    if out_shape is None:
+        return None
+    leaves, structure = flatten(out_shape(*metas) if callable(out_shape) else out_shape)
+    return structure, tuple((tuple(v.shape), _numpy_dtype(v.dtype) if isinstance(v.dtype, torch.dtype)
+                             else np.dtype(v.dtype)) for v in leaves)
+
+
+def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = None) -> Callable[..., Any]:
     """``f`` on tensors, with derivatives from ``f``'s registered rules.
 
     Arguments may be tensors, Python floats, and tuples / lists / dicts of them; other leaves
     (ints, strings) are passed as they are and get no gradient, integer tensors get ``None``.
     Outputs keep the structure ``f`` returns; dtypes are kept and outputs go to the device of
     the first tensor argument. ``native=None`` runs ``f`` natively on the tensors when ``f`` and
-    its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy.
+    its rrule work on them (written with ``rc.array_namespace``), otherwise on the host with NumPy
+    (with a :class:`~rulescore.interop._host.NativeTierWarning` giving the reason when ``f`` runs
+    on tensors but its rule does not; ``native=True`` raises with it instead).
+    A host function's output shapes come from a call on the actual values, or, under
+    ``torch.func.vmap`` (no values), from calls on ones and random values of the input shapes;
+    where those fail, give them: ``out_shape`` is a callable from the arguments as ``meta``
+    tensors to the output (``meta`` tensors, or anything with a shape and a dtype), or a fixed
+    output spec.
 
     Example:
         >>> import numpy as np, torch, rulescore.interop.torch as rtorch
@@ -195,18 +222,21 @@ def wrap(f: Callable[..., Any], native: bool | None = None) -> Callable[..., Any
         values = [_concrete(x) for x in dyn]
         concrete = None if any(v is None for v in values) else values
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
-               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds, value_key(concrete))
+               tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds,
+               None if out_shape is not None else value_key(concrete))
         op = cache.get(key)
         if op is None:
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
             metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
-            found = None
-            if native is not False:
-                found = _native_op(f, structure, static, mask, kwargs, examples, metas)
-            if native and found is None:
-                raise TypeError(f"rulescore.interop.torch.wrap({op_name(f)}, native=True): the function or "
-                                "its rrule does not run on tensors; write both with rc.array_namespace")
-            op = found or rule_op(f, structure, static, mask, kwargs, examples, concrete=concrete,
+            attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
+                                                               metas)
+            found = attempt if isinstance(attempt, HostOp) else None
+            if isinstance(attempt, NativeAttempt):
+                if native:
+                    raise TypeError(attempt.refusal("torch", op_name(f))) from attempt.error
+                attempt.warn("torch", op_name(f))
+            given_out = _out_specs(out_shape, structure.rebuild(merge_leaves(metas, static, mask)))
+            op = found or rule_op(f, structure, static, mask, kwargs, examples, given_out, concrete=concrete,
                                   kinds=kinds)
             remember(cache, key, op)
         return op

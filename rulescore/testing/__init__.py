@@ -39,6 +39,7 @@ from rulescore.testing._finite_differences import (
 )
 from rulescore.testing._given import RuleTester, check_rule
 from rulescore.testing._result_checks import Tolerance, default_tolerance, tangent_space_problem
+from rulescore.testing._test_config import TestConfig
 from rulescore.testing._testers import (
     test_frule,
     test_frule_rrule,
@@ -47,7 +48,7 @@ from rulescore.testing._testers import (
 from rulescore.testing._vec import NoTangentArg, no_tangent
 
 __all__ = [
-    "SYSTEMS", "check_systems", "installed_systems",
+    "SYSTEMS", "TestConfig", "check_systems", "installed_systems",
     "FiniteDifferenceError", "FiniteDifferences", "NoTangentArg", "RuleTester", "Tolerance", "check_rule",
     "default_tolerance", "frule_from_jvp", "rrule_from_pullback",
     "fd_jvp", "fd_vjp", "no_tangent", "strategies", "tangent_space_problem", "test_frule",

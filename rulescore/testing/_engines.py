@@ -89,17 +89,19 @@ class _System:
 
     def __init__(self, name: str, lift: Callable[[Any], Any], vjp: Callable[..., Any],
                  to_sys: Callable[[Any], Any], to_np: Callable[[Any], Any], conjugate: bool,
-                 context: Callable[[], Any] = contextlib.nullcontext) -> None:
+                 context: Callable[[], Any] = contextlib.nullcontext,
+                 conj: Callable[[Any], Any] = np.conj) -> None:
         self.name, self.lift, self.vjp, self.to_sys, self.to_np = name, lift, vjp, to_sys, to_np
         self.conjugate = conjugate  # complex cotangents are the conjugate of rulescore's
         self.context = context
+        self.conj = conj  # the system's own conjugation (its traced arrays may lack a .conj method)
 
     def _conj(self, x: Any) -> Any:
         return np.conj(x) if self.conjugate and np.iscomplexobj(x) else x
 
     def conj_in_system(self, x: Any) -> Any:
         """``x`` (an array of the system, maybe traced) in the other complex convention."""
-        return x.conj() if self.conjugate and np.iscomplexobj(x) else x
+        return self.conj(x) if self.conjugate and np.iscomplexobj(x) else x
 
     def pullback(self, fn_sys: Any, args: tuple[Any, ...], constant: Sequence[int] = ()) -> tuple[Any, Any]:
         """``(y, back)`` in NumPy for a function of the system. The float leaves of every
@@ -230,7 +232,7 @@ def _system(name: str) -> _System | None:
 
         return _System(name, interop.wrap, jax.vjp, lambda x: _tree_map(jax.numpy.asarray, x),
                        lambda x: _tree_map(np.asarray, x), conjugate=True,
-                       context=lambda: jax.enable_x64(True))
+                       context=lambda: jax.enable_x64(True), conj=jax.numpy.conj)
     if name == "torch":
         import torch
 
@@ -243,6 +245,7 @@ def _system(name: str) -> _System | None:
                        conjugate=False)
     import autograd
     import autograd.builtins as ab
+    import autograd.numpy as anp
 
     def traced(x: Any) -> Any:  # containers autograd differentiates through (a plain tuple is constant)
         if isinstance(x, dict):
@@ -255,7 +258,7 @@ def _system(name: str) -> _System | None:
         back, y = autograd.make_vjp(lambda packed: traced(fn(*packed)))(tuple(xs))
         return y, back
 
-    return _System(name, interop.wrap, autograd_vjp, lambda x: x, lambda x: x, conjugate=True)
+    return _System(name, interop.wrap, autograd_vjp, lambda x: x, lambda x: x, conjugate=True, conj=anp.conj)
 
 
 def installed_systems() -> tuple[str, ...]:
@@ -372,7 +375,7 @@ def _check_second_order(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], s
 
 
 _TEST_RRULE_OPTIONS = ("output_tangent", "rtol", "atol", "fd", "rrule_f", "fkwargs", "check_thunks", "strict",
-                       "rng")
+                       "rng", "config")
 
 
 def test_rrule(f: Any, *args: Any, engines: Any = None, **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 import rulescore as rc
+from rulescore._contract import zeros_like_primal
 from rulescore.testing._finite_differences import (
     DEFAULT_FD,
     FiniteDifferenceError,
@@ -44,6 +45,7 @@ from rulescore.testing._result_checks import (
     _tolerance,
     tangent_space_problem,
 )
+from rulescore.testing._test_config import config_for, configured
 from rulescore.testing._vec import (
     Node,
     NoDiffNode,
@@ -146,7 +148,8 @@ def _node(i: int, x: Any, ints: bool = False) -> Node:
 def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | None = None,
                atol: float | None = None, fd: FiniteDifferences | None = None,
                rrule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
-               check_thunks: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+               check_thunks: bool = True, strict: bool = True, rng: Any = None,
+               config: rc.RuleConfig | None = None, **kwargs: Any) -> None:
     """Check the rrule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
 
     Checks that the rule returns ``(y, pullback)`` with ``y`` matching ``f(*args, **kwargs)``;
@@ -161,6 +164,9 @@ def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | No
     ``output_tangent``: the ybar to use (default: random in the output's tangent space).
     ``rrule_f``: a stand-in for ``rc.rrule`` (same signature), e.g. an AD engine's pullback.
     ``fkwargs``: keyword arguments for ``f`` whose names collide with this function's.
+    ``config``: the :class:`~rulescore.RuleConfig` the rule receives (a rule registered with
+    ``config=``); by default a :class:`rct.TestConfig <rulescore.testing.TestConfig>` when ``f``
+    has only such rules: its ``rrule_via_ad`` uses rules or finite differences, no engine needed.
     ``strict=False`` accepts user-facing forms of tangents (None, plain tuples) from AD engines.
     ``rng``: seed or ``numpy.random.Generator`` for the random directions (default seed 0).
 
@@ -189,6 +195,9 @@ def test_rrule(f: Any, *args: Any, output_tangent: Any = _AUTO, rtol: float | No
     """
     kwargs = {**(fkwargs or {}), **kwargs}
     s = _setup("test_rrule", f, args, kwargs, rtol, atol, fd, rng)
+    config = None if rrule_f is not None else config_for(rc.rrule, f, s.primals, config)
+    if config is not None:
+        rrule_f = configured(rc.rrule, config)
     report = _Report("rrule", f, s.primals, kwargs, _rule_text(rc.rrule, f, s.primals, rrule_f))
     try:
         _run_rrule(report, s, output_tangent, rrule_f, check_thunks, strict)
@@ -265,6 +274,8 @@ def _run_rrule(report: _Report, s: _Setup, output_tangent: Any, rrule_f: Callabl
 def _classify_cotangent(report: _Report, i: int, x: Any, ct: Any, label: str, nondiff_rule: bool,
                         strict: bool) -> Node | None:
     """Check what can be checked without finite differences; the node to check by FD, or None."""
+    if isinstance(ct, rc.NotImplementedTangent):
+        return None  # rc.not_implemented: the author declared this derivative missing; skipped
     is_none_ok = not strict and ct is None
     if nondiff_rule or isinstance(x, NoTangentArg):
         why = "the rule is declared non-differentiable" if nondiff_rule else "it is marked no_tangent"
@@ -458,7 +469,8 @@ def _directions(s: _Setup, tangents: tuple[Any, ...], report: _Report) -> tuple[
 def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, rtol: float | None = None,
                atol: float | None = None, fd: FiniteDifferences | None = None,
                frule_f: Callable[..., Any] | None = None, fkwargs: dict[str, Any] | None = None,
-               check_zero: bool = True, strict: bool = True, rng: Any = None, **kwargs: Any) -> None:
+               check_zero: bool = True, strict: bool = True, rng: Any = None,
+               config: rc.RuleConfig | None = None, **kwargs: Any) -> None:
     """Check the frule of ``f`` at ``args`` against finite differences; ``AssertionError`` if wrong.
 
     Draws random input tangents (``NoTangent()`` for bools, strings, integers and
@@ -466,7 +478,8 @@ def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, 
     first) is given, calls ``rc.frule((fdot, *xdots), f, *args)`` (or ``frule_f``, same
     signature) and checks that ``y`` matches ``f(*args)``, that ``ydot`` is in the output's
     tangent space and equals ``J @ xdot`` by finite differences element by element, that zero
-    input tangents give a zero ``ydot``, and that nothing was mutated.
+    input tangents give a zero ``ydot``, that ``ZeroTangent()`` for one argument (held constant)
+    works and acts as zeros, and that nothing was mutated. ``config`` as in ``test_rrule``.
 
     Example:
         >>> import numpy as np, rulescore as rc, rulescore.testing as rct
@@ -480,6 +493,9 @@ def test_frule(f: Any, *args: Any, input_tangents: Sequence[Any] | None = None, 
     """
     kwargs = {**(fkwargs or {}), **kwargs}
     s = _setup("test_frule", f, args, kwargs, rtol, atol, fd, rng)
+    config = None if frule_f is not None else config_for(rc.frule, f, s.primals, config)
+    if config is not None:
+        frule_f = configured(rc.frule, config)
     report = _Report("frule", f, s.primals, kwargs, _rule_text(rc.frule, f, s.primals, frule_f))
     try:
         _run_frule(report, s, input_tangents, frule_f, check_zero, strict)
@@ -512,6 +528,9 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
     for p in _primal_problems(y, s.y, s.tol):
         report.fail(p)
     ydot = rc.unthunk(ydot)
+    if isinstance(ydot, rc.NotImplementedTangent):
+        _check_implemented_directions(report, s, tangents, frule_f, check_zero, strict)
+        return
     _check_batched(report, s, tangents, ydot, frule_f)
     if frule_f is None and _nondiff_rule(rc.frule, s.f, s.primals):
         if not isinstance(ydot, rc.NoTangent):
@@ -561,6 +580,58 @@ def _run_frule(report: _Report, s: _Setup, input_tangents: Sequence[Any] | None,
             if nonzero:
                 report.fail(f"with zero input tangents the frule gives ydot = {_show(zdot, 200)}; expected a "
                             "zero (check rc.is_zero on the tangents)")
+    _check_partly_zero(report, s, tangents, frule_f, out_node)
+
+
+def _check_implemented_directions(report: _Report, s: _Setup, tangents: tuple[Any, ...],
+                                  frule_f: Callable[..., Any] | None, check_zero: bool, strict: bool) -> None:
+    """The frule gave ``rc.not_implemented`` for the input tangents: check it along each argument's
+    tangent alone, skipping the arguments whose derivative it declares not implemented."""
+    varied = [i for i, t in enumerate(tangents[1:], start=1) if not rc.is_zero(rc.unthunk(t))]
+    if len(varied) < 2:
+        return  # the one varied argument's derivative is not implemented: skipped
+    for i in varied:
+        alone = tuple(t if k in (0, i) else rc.ZeroTangent() for k, t in enumerate(tangents))
+        _, ydot = _call_frule(report, s, alone, frule_f)
+        if not isinstance(rc.unthunk(ydot), rc.NotImplementedTangent):
+            _run_frule(report, s, alone, frule_f, check_zero, strict)
+
+
+def _check_partly_zero(report: _Report, s: _Setup, tangents: tuple[Any, ...],
+                       frule_f: Callable[..., Any] | None, out_node: Any) -> None:
+    """The frule with one argument's tangent ``ZeroTangent()`` (what an engine gives for an
+    argument held constant) runs, and agrees with the frule given zeros of that argument's shape."""
+    varied = [i for i, (t, x) in enumerate(zip(tangents[1:], s.primals, strict=True), start=1)
+              if not rc.is_zero(rc.unthunk(t)) and zeros_like_primal(x, None) is not None]
+    if len(varied) < 2:
+        return  # one varied argument: zero tangents are the all-zero case, checked above
+    for i in varied:
+        zero = (*tangents[:i], rc.ZeroTangent(), *tangents[i + 1:])
+        dense = (*tangents[:i], zeros_like_primal(s.primals[i - 1], None), *tangents[i + 1:])
+        call = frule_f if frule_f is not None else rc.frule
+        try:
+            _, got = call(zero, s.f, *s.primals, **s.kwargs)
+        except Exception as err:  # noqa: BLE001 - reported: the engines make this call
+            report.fail(f"the frule fails when the tangent of argument {i} is ZeroTangent() (what an AD "
+                        f"engine passes for an argument held constant): {type(err).__name__}: {err}. "
+                        "Register it with @rc.frule.register (without zero_tangents=True: it then gets "
+                        "zeros of the argument's shape), or handle the zero (rc.is_zero)")
+            continue
+        _, want = _call_frule(report, s, dense, frule_f)
+        if isinstance(rc.unthunk(got), rc.NotImplementedTangent) or \
+                isinstance(rc.unthunk(want), rc.NotImplementedTangent):
+            continue  # rc.not_implemented for another argument: checked along each argument alone
+        try:
+            got_v, want_v = out_node.vec(rc.unthunk(got), "ydot"), out_node.vec(rc.unthunk(want), "ydot")
+        except TangentMismatch as err:
+            report.fail(f"with the tangent of argument {i} ZeroTangent() the frule gives a ydot that does "
+                        f"not fit the output: {err}")
+            continue
+        scale = float(np.max(np.abs(want_v), initial=0.0))
+        if not np.all(np.abs(got_v - want_v) <= s.tol.bound(scale)):
+            report.fail(f"with the tangent of argument {i} ZeroTangent() the frule gives ydot = "
+                        f"{_show(got, 200)}, but {_show(want, 200)} with zeros of that argument's shape: a "
+                        "zero tangent must act as zeros")
 
 
 def _stack(x: Any, t1: Any, t2: Any) -> Any:

@@ -8,6 +8,7 @@ import pytest
 jax = pytest.importorskip("jax", reason="needs jax (the `jax` extra)")
 import jax.numpy as jnp  # noqa: E402
 
+import rulescore as rc  # noqa: E402
 import rulescore.interop.jax as rjax  # noqa: E402
 from rulescore.interop import _host  # noqa: E402
 from tests.interop import _functions as F  # noqa: E402
@@ -115,7 +116,7 @@ def test_out_shape_given_by_the_author() -> None:
 
 
 def test_a_missing_frule_is_named() -> None:
-    g = rjax.wrap(F.no_frule)
+    g = rjax.wrap(F.no_frule, native=False)  # the host tier: its pullback cannot be transposed
     np.testing.assert_allclose(jax.grad(lambda x: jnp.sum(g(x)))(jnp.asarray(X)), 2.0)
     with pytest.raises(TypeError, match="no frule for no_frule"):
         jax.jvp(g, (jnp.asarray(X),), (jnp.ones(3),))
@@ -214,3 +215,109 @@ def test_library_reductions_and_matmul_run_natively(f, kwargs, ref) -> None:
     assert "callback" not in hess.lower(*args).as_text()
     want = jax.hessian(lambda *a: jnp.sum(jnp.sin(ref(*a, **kwargs))))(*args)
     np.testing.assert_allclose(hess(*args), want, rtol=1e-10, atol=1e-12)
+
+
+# -- forward mode for an rrule-only native rule: the transposed pullback ------------------------------
+
+
+def rrule_only_softsign(x):
+    xp = rc.array_namespace(x)
+    return x / (1 + xp.abs(x))
+
+
+@rc.rrule.register(rrule_only_softsign)
+def rrule_only_softsign_rrule(x):
+    xp = rc.array_namespace(x)
+    return rrule_only_softsign(x), lambda ybar: (rc.NoTangent(), ybar / (1 + xp.abs(x)) ** 2)
+
+
+def rrule_only_shift(x, b):
+    xp = rc.array_namespace(x, b)
+    return xp.tanh(x + b)
+
+
+@rc.rrule.register(rrule_only_shift)
+def rrule_only_shift_rrule(x, b):
+    y = rrule_only_shift(x, b)
+
+    def rrule_only_shift_pullback(ybar):
+        d = ybar * (1 - y ** 2)
+        return rc.NoTangent(), rc.project(x, d), rc.project(b, d)
+
+    return y, rrule_only_shift_pullback
+
+
+def rrule_only_square(z):
+    """Holomorphic: the pullback is ``conj(2 z) * ybar`` (rulescore's convention)."""
+    return z * z
+
+
+@rc.rrule.register(rrule_only_square)
+def rrule_only_square_rrule(z):
+    xp = rc.array_namespace(z)
+    return rrule_only_square(z), lambda ybar: (rc.NoTangent(), ybar * xp.conj(2 * z))
+
+
+def rrule_only_abs2(z):
+    xp = rc.array_namespace(z)
+    return xp.real(z * xp.conj(z))
+
+
+@rc.rrule.register(rrule_only_abs2)
+def rrule_only_abs2_rrule(z):
+    return rrule_only_abs2(z), lambda ybar: (rc.NoTangent(), 2 * ybar * z)
+
+
+TRANSPOSED = [
+    (rrule_only_softsign, lambda x: x / (1 + jnp.abs(x)), (X,)),
+    (rrule_only_shift, lambda x, b: jnp.tanh(x + b), (X, np.array(0.4))),
+    (rrule_only_shift, lambda x, b: jnp.tanh(x + b), (X.reshape(3, 1), np.array([0.1, -0.2]))),
+    (rrule_only_square, lambda z: z * z, (np.array([1.0 + 2.0j, -0.5 + 0.25j]),)),
+    (rrule_only_abs2, lambda z: jnp.real(z * jnp.conj(z)), (np.array([1.0 + 2.0j, -0.5 + 0.25j]),)),
+]
+
+
+@pytest.mark.parametrize(("f", "ref", "args"), TRANSPOSED, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("transform", [lambda h: h, jax.jit], ids=["eager", "jit"])
+def test_forward_mode_of_an_rrule_only_native_rule(f, ref, args, transform) -> None:
+    g = rjax.wrap(f, native=True)
+    xs = tuple(jnp.asarray(a) for a in args)
+    rng = np.random.default_rng(2)
+    ts = tuple(jnp.asarray(rng.standard_normal(np.shape(a)) + (1j * rng.standard_normal(np.shape(a))
+                                                                if np.iscomplexobj(a) else 0)) for a in args)
+    _, got = transform(lambda xs, ts: jax.jvp(g, xs, ts))(xs, ts)
+    _, want = jax.jvp(ref, xs, ts)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(("f", "ref", "args"), [c for c in TRANSPOSED if not np.iscomplexobj(c[2][0])],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_hessian_of_an_rrule_only_native_rule(f, ref, args) -> None:
+    g = rjax.wrap(f, native=True)
+    xs = tuple(jnp.asarray(a) for a in args)
+    argnums = tuple(range(len(xs)))
+    hess = jax.jit(jax.hessian(lambda *a: jnp.sum(jnp.sin(g(*a))), argnums=argnums))
+    assert "callback" not in hess.lower(*xs).as_text()
+    want = jax.hessian(lambda *a: jnp.sum(jnp.sin(ref(*a))), argnums=argnums)(*xs)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12), hess(*xs), want)
+    jac = jax.vmap(jax.jacfwd(lambda x: g(x, *xs[1:])))(jnp.stack([xs[0], 2 * xs[0]]))
+    want_jac = jax.vmap(jax.jacfwd(lambda x: ref(x, *xs[1:])))(jnp.stack([xs[0], 2 * xs[0]]))
+    np.testing.assert_allclose(jac, want_jac, rtol=1e-12, atol=1e-14)
+
+
+def host_doubled(x):
+    return 2.0 * np.asarray(x)  # NumPy only: the host tier, where the pullback is not transposable
+
+
+@rc.rrule.register(host_doubled)
+def host_doubled_rrule(x):
+    return host_doubled(x), lambda ybar: (rc.NoTangent(), 2.0 * ybar)
+
+
+def test_a_host_rrule_only_rule_still_names_the_missing_frule() -> None:
+    g = rjax.wrap(host_doubled)
+    np.testing.assert_allclose(jax.grad(lambda x: jnp.sum(g(x)))(jnp.asarray(X)), 2.0)
+    with pytest.raises(Exception, match="no frule for .*host_doubled"):
+        jax.jvp(g, (jnp.asarray(X),), (jnp.ones(3),))
+    # the same rule written natively gets forward mode from its transposed pullback
+    np.testing.assert_allclose(jax.jvp(rjax.wrap(F.no_frule), (jnp.asarray(X),), (jnp.ones(3),))[1], 2.0)

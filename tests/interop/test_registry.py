@@ -1,4 +1,4 @@
-"""Every rule of the library through the JAX and PyTorch exporters, on the registry's own test
+"""Every rule of the library through the JAX, PyTorch and autograd exporters, on the registry's own test
 cases (every ``CASES`` table of ``tests/rulescore/rules``): first order, and second order for the
 element-wise, reduction, contraction and linear-algebra families.
 
@@ -9,7 +9,7 @@ case of each family through each exporter; ``--exhaustive`` (a step of its own i
 adds a fixed one in :data:`SAMPLE` of the others (the whole registry takes tens of minutes);
 ``RULESCORE_INTEROP_REGISTRY=all`` with ``--exhaustive`` runs every case.
 ``RULESCORE_INTEROP_EXAMPLES`` sets the hypothesis examples per case (default 1).
-Every case passes through both exporters: no case is listed as a known failure.
+Every case passes through every exporter: no case is listed as a known failure.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from rulescore.rules import FAMILIES as LIBRARY_FAMILIES
 from rulescore.testing import no_tangent
 from tests.rulescore.rules._cases import RuleCase, broken_reduce, case_id
 
-SYSTEMS = [s for s in ("jax", "torch") if s in rct.installed_systems()]
+EXPORTERS = ("jax", "torch", "autograd")
+SYSTEMS = [s for s in EXPORTERS if s in rct.installed_systems()]
 _RULES = Path(__file__).parents[1] / "rulescore" / "rules"
 #: the library's families and scipy's (registered when scipy is imported: the test extra has it)
 FAMILIES = sorted(p.stem.removeprefix("test_") for p in _RULES.glob("test_*.py")
@@ -50,7 +51,7 @@ def _cases() -> list[Any]:
             if k % SAMPLE:
                 continue
             marks = [] if k == 0 else [pytest.mark.exhaustive]
-            for system in ("jax", "torch"):
+            for system in EXPORTERS:
                 params.append(pytest.param(family, case, system, id=f"{system}-{family}-{case_id(case)}",
                                            marks=marks))
     return params

@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="needs torch (the `torch` extra)")
 from torch import func  # noqa: E402
 
+import rulescore as rc  # noqa: E402
 import rulescore.interop.torch as rtorch  # noqa: E402
 from tests.interop import _functions as F  # noqa: E402
 
@@ -129,3 +130,69 @@ def test_library_reductions_and_matmul_on_tensors(f, kwargs, ref) -> None:
     got = func.hessian(lambda *a: torch.sin(g(*a, **kwargs)).sum())(*args)
     np.testing.assert_allclose(got, func.hessian(lambda *a: torch.sin(ref(*a, **kwargs)).sum())(*args),
                                rtol=1e-10, atol=1e-12)
+
+
+# -- out_shape: the host tier where example values fail (torch.func.vmap has no values) ---------------
+
+
+def picky_sqrt(x):
+    """Fails at the example values (ones, random normals) the host tier would try under vmap."""
+    if np.any(np.asarray(x) < 5):
+        raise ValueError("picky_sqrt needs x >= 5")
+    return np.sqrt(x - 5)
+
+
+rc.scalar_rule(picky_sqrt, lambda x, result: 0.5 / result)
+
+
+def picky_stats(x):
+    if np.any(np.asarray(x) < 5):
+        raise ValueError("picky_stats needs x >= 5")
+    return {"mean": np.mean(x), "root": np.sqrt(x - 5)}
+
+
+@rc.rrule.register(picky_stats)
+def picky_stats_rrule(x):
+    out = picky_stats(x)
+
+    def picky_stats_pullback(out_bar):
+        dmean = out_bar["mean"] / x.size
+        droot = out_bar["root"] * 0.5 / out["root"]
+        return rc.NoTangent(), dmean + droot
+
+    return out, picky_stats_pullback
+
+
+XS = np.array([[6.0, 7.0, 9.0], [14.0, 5.5, 30.0]])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("out_shape", [lambda x: x,
+                                       lambda x: torch.empty(x.shape, dtype=x.dtype, device="meta")],
+                         ids=["the-argument", "a-meta-tensor"])
+def test_out_shape_makes_vmap_of_a_host_function_work(out_shape, dtype) -> None:
+    x = tensor(XS, dtype=dtype)
+    with pytest.raises(TypeError, match=r"out_shape=\.\.\."):
+        func.vmap(rtorch.wrap(picky_sqrt))(x)
+    g = rtorch.wrap(picky_sqrt, out_shape=out_shape)
+    y = func.vmap(g)(x)
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, np.sqrt(XS - 5), rtol=1e-6)
+    grads = func.vmap(func.grad(lambda v: g(v).sum()))(x)
+    np.testing.assert_allclose(grads, 0.5 / np.sqrt(XS - 5), rtol=1e-6)
+
+
+def test_out_shape_for_a_dict_output_as_a_fixed_spec() -> None:
+    spec = {"mean": np.empty((), np.float64), "root": torch.empty(3, dtype=torch.float64, device="meta")}
+    g = rtorch.wrap(picky_stats, out_shape=spec)
+    x = tensor(XS)
+    out = func.vmap(g)(x)
+    np.testing.assert_allclose(out["mean"], XS.mean(axis=1))
+    grads = func.vmap(func.grad(lambda v: g(v)["mean"] + g(v)["root"].sum()))(x)
+    np.testing.assert_allclose(grads, 1 / 3 + 0.5 / np.sqrt(XS - 5))
+
+
+def test_a_wrong_out_shape_is_an_error_not_a_reshape() -> None:
+    g = rtorch.wrap(picky_sqrt, out_shape=lambda x: torch.empty((2,), dtype=x.dtype, device="meta"))
+    with pytest.raises(ValueError, match="picky_sqrt returned outputs of"):
+        func.vmap(g)(tensor(XS))
