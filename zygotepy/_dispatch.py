@@ -614,6 +614,8 @@ def python_iterator(x: Any) -> Any:
     """An iterator over ``x`` whose ``__iter__``/``__next__`` (or old-style ``__getitem__``),
     when written in Python, run through the dispatcher; ``x`` itself when none is."""
     cls = type(x)
+    if cls is Box or cls in _PLAIN_ARGUMENTS or isinstance(x, (np.generic, np.ndarray, str, bytes)):
+        return x  # a box iterates itself through the dispatcher; the others run no Python code
     method = python_dunder(cls, "__iter__")
     if method is not None:
         return _python_next(call(method, x))
@@ -692,6 +694,8 @@ def protocol_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
             raise
     if fn is iter:
         return iter(python_iterator(first)) if len(args) == 1 else fn(*args)
+    if (fn is min or fn is max) and len(args) > 1:
+        return fn(*args, **kwargs)  # values, not an iterable
     return fn(*(python_iterator(a) for a in args), **kwargs)
 
 
