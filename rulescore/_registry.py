@@ -303,9 +303,10 @@ class RuleTable:
             else:
                 classes = tuple([a.__class__ for a in args])
             key = classes if config is None else (classes, type(config))  # cannot collide
-            rule = entry.cache.get(key, _MISSING)
+            cache = entry.cache  # one dict throughout: a registration meanwhile replaces it, so an
+            rule = cache.get(key, _MISSING)  # answer found under the old rules is never stored in the new
             if rule is _MISSING:
-                rule = entry.cache[key] = entry.select(classes, config)
+                rule = cache[key] = entry.select(classes, config)
             if rule is None:
                 return None
         return None if rule.kind == "opt_out" else rule

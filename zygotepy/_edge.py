@@ -10,7 +10,10 @@ receives), :func:`to_internal` for everything it takes in (what ``back`` returns
 
 from __future__ import annotations
 
+import sys
 from typing import Any
+
+import numpy as np
 
 import rulescore as rc
 from rulescore._structure import fields_of, is_namedtuple_type
@@ -20,8 +23,27 @@ from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
 
 
+def owned_by_caller(a: np.ndarray) -> bool:
+    """Whether the array ``a``, held by the caller in one local variable and one list entry, is
+    held by nothing else, owns its memory and is writable: it can be handed to the user, who
+    may write into it, without changing another gradient, a constant or a rule's saved value.
+
+    Example:
+        >>> import numpy as np
+        >>> def hand_out(cts):
+        ...     g = cts[0]
+        ...     return owned_by_caller(g)
+        >>> shared = np.zeros(2)
+        >>> hand_out([np.zeros(2)]), hand_out([shared]), hand_out([np.broadcast_to(1.0, (2,))])
+        (True, False, False)
+    """
+    # the references: the list entry, the caller's local, this parameter and getrefcount's argument
+    return a.base is None and a.flags.writeable and sys.getrefcount(a) <= 4
+
+
 def to_user(ct: Any, primal: Any) -> Any:
-    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats.
+    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats;
+    every array in it a fresh copy (the user may write into it).
 
     Example:
         >>> import rulescore as rc
@@ -42,7 +64,7 @@ def _user_form(ct: Any, primal: Any) -> Any:
     if ct is None or isinstance(ct, AbstractZero):
         return None
     if not isinstance(ct, rc.Tangent):
-        return ct
+        return ct.copy() if isinstance(ct, np.ndarray) else ct  # the user's own: never shared
     if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
         out = [_user_form(c, p) for c, p in zip(ct.backing, primal, strict=True)]
         return None if all(o is None for o in out) else type(primal)(out)

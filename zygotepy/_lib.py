@@ -22,7 +22,7 @@ from zygotepy._backward import backward
 from zygotepy._dispatch import RANDOM_DRAWS, call, innermost, random_state, set_random_state, unbox
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import ReverseTrace, _assemble, _box_args, _seeds, pullback
-from zygotepy._trace import LEVELS, Trace, new_trace, unbox_all
+from zygotepy._trace import LEVELS, Trace, isolated, new_trace, unbox_all
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -215,7 +215,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         for source, before in sources:
             set_random_state(source, before)
         try:
-            sub, boxed, out = run({})
+            sub, boxed, out = isolated(run, {})  # (the backward pass runs in the caller's context)
             if _fingerprint(unbox(out, sub)[0]) != forward_print:
                 raise UntraceableError(
                     f"checkpointed: recomputing {callable_name(f)} in the backward pass gave another "

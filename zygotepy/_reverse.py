@@ -23,16 +23,15 @@ from rulescore._checks import callable_name
 from rulescore._structural import STRUCTURAL_MARK
 from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
-from rulescore._thunks import Thunk
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
-from zygotepy._edge import to_user
+from zygotepy._edge import owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
 from zygotepy._views import note_view, settle, write_back
 
 
@@ -346,16 +345,15 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
     """``to_user(_assemble(boxed, cts), primal)`` without building structural tangents: an
     argument's boxes read straight into the user's containers. A leaf whose cotangent is already
     an array of the primal's shape and float dtype (or a float for a float) is final as it is;
-    any other leaf goes through :func:`to_user`."""
+    any other leaf goes through :func:`to_user`. An array is handed out only if nothing else holds
+    it (:func:`~zygotepy._edge.owned_by_caller`): the user may write into it."""
     t = type(boxed)
     if t is Box:
         ct = cts[boxed._zp_index]
-        if type(ct) is Thunk:
-            ct = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
             if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
-                    and primal.dtype.kind in "fc"):
+                    and primal.dtype.kind in "fc" and owned_by_caller(ct)):
                 return ct
         elif tp is float and type(ct) is float:
             return ct
@@ -412,6 +410,11 @@ def _seed_for(box: Box, ybar: Any) -> Any:
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
          params: dict[int, Any] | None = None) -> tuple[Trace, tuple[Any, ...], Any]:
+    return isolated(_run_traced, f, args, kwargs, selected, params)  # (see zygotepy._trace.isolated)
+
+
+def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
+                params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
@@ -554,8 +557,7 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = 
         ((6.0,), 'aux')
     """
     check_keywords("gradient", f, kwargs)
-    with gc_paused():
-        result = _withgradient(f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
+    result = _withgradient(f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
     return (result.grad, result.val[1]) if has_aux else result.grad
 
 
@@ -583,8 +585,7 @@ def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: An
         WithGradient(val=(9.0, 4.0), grad=(6.0,))
     """
     check_keywords("withgradient", f, kwargs)
-    with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
-        return _withgradient(f, args, argnums, wrt, kwargs, "withgradient")
+    return _withgradient(f, args, argnums, wrt, kwargs, "withgradient")
 
 
 def _loss(f: Any, out: Any, tuples: str | None) -> Any:
@@ -773,5 +774,5 @@ def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False) -> Grads
     grads = {}
     for p in ps:
         box = trace.param_boxes.get(id(p))
-        grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
+        grads[id(p)] = None if box is None else user_gradient(box, p, cts)
     return Grads(ps, grads)

@@ -2,6 +2,7 @@
 
 import gc
 import math
+import sys
 import threading
 import weakref
 
@@ -9,7 +10,7 @@ import numpy as np
 
 import zygotepy as zp
 from zygotepy._reverse import ReverseTrace
-from zygotepy._trace import LEVELS, Box, gc_paused, new_trace
+from zygotepy._trace import LEVELS, Box, new_trace
 
 
 def test_traces_nest_by_level_and_the_stack_is_restored():
@@ -33,14 +34,12 @@ def test_the_stack_is_restored_when_the_function_raises():
     assert LEVELS.get() == ()
 
 
-def test_the_collector_is_paused_while_tracing_and_restored_after():
-    assert gc.isenabled()
+def test_the_collector_and_the_recursion_limit_are_the_users_while_tracing():
+    limit, thresholds = sys.getrecursionlimit(), gc.get_threshold()
     seen = []
-    zp.gradient(lambda x: seen.append(gc.isenabled()) or x * 2.0, 1.0)
-    assert seen == [False] and gc.isenabled()
-    with gc_paused(), gc_paused():  # re-entrant
-        assert not gc.isenabled()
-    assert gc.isenabled()
+    zp.gradient(lambda x: seen.append((gc.isenabled(), sys.getrecursionlimit(), gc.get_threshold()))
+                or x * 2.0, 1.0)
+    assert seen == [(True, limit, thresholds)]
 
 
 def test_each_thread_has_its_own_stack():
