@@ -11,11 +11,15 @@ receives), :func:`to_internal` for everything it takes in (what ``back`` returns
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 import rulescore as rc
+from rulescore._checks import callable_name
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, ZeroTangent
@@ -90,3 +94,69 @@ def to_internal(g: Any, primal: Any) -> Any:
     if isinstance(primal, dict) and isinstance(g, dict):
         return tangent_type(dict)({k: to_internal(v, primal[k]) for k, v in g.items()})
     return g
+
+
+def check_arguments(entry: str, f: Any, args: tuple[Any, ...],
+                    selected: tuple[int, ...] | None = None) -> None:
+    """Refuse, before ``f`` runs, an argument the engine would differentiate wrongly or not at all:
+    an ``np.matrix`` (``*`` is a matrix product, shapes stay 2-d), a masked array (the mask is
+    not a derivative's), an array of objects or of structured records, a ``Fraction`` or
+    ``Decimal`` (exact arithmetic a float derivative would round), a generator or other iterator
+    (used up by the first pass). The error names the type and the fix. Only the ``selected``
+    positions are checked (``None``: all): the others are passed as they are.
+
+    Example:
+        >>> import numpy as np
+        >>> check_arguments("gradient", np.sum, (np.ones(2), [1.0, {"a": 2}]))  # nothing to refuse
+        >>> check_arguments("gradient", np.sum, (np.array([1.0], dtype=object),))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: gradient of numpy.sum: argument 0 is an array of dtype object, ...; pass a.astype(float)
+    """
+    for i, a in enumerate(args):
+        if selected is not None and i not in selected:
+            continue
+        t = type(a)
+        if t is float or (t is np.ndarray and a.dtype.kind in "fc"):
+            continue  # the common case, at no cost
+        problem = _unsupported(a, set())
+        if problem is not None:
+            raise TypeError(f"{entry} of {callable_name(f)}: argument {i} {problem}")
+
+
+def _unsupported(a: Any, seen: set[int]) -> str | None:
+    """What makes ``a`` (or a value in the containers it is) an argument the engine refuses, with
+    the fix; ``None`` if nothing does."""
+    if isinstance(a, np.matrix):
+        return "is an np.matrix, whose * and ** are matrix products; pass np.asarray(m) and use @"
+    if isinstance(a, np.ma.MaskedArray):
+        return ("is a masked array (np.ma), whose mask the gradient would ignore; pass its data, "
+                "np.ma.getdata(a), and apply the mask in the function (np.where(mask, 0.0, a))")
+    if isinstance(a, (np.ndarray, np.void)):
+        if a.dtype.kind == "O":
+            return "is an array of dtype object, whose gradient cannot be computed; pass a.astype(float)"
+        if a.dtype.kind == "V":
+            return ("is a structured array (fields " + ", ".join(map(repr, a.dtype.names or ())) + "), "
+                    "whose fields cannot be differentiated in place; pass each field as an array "
+                    "(s['a'], ...) or numpy.lib.recfunctions.structured_to_unstructured(s)")
+        return None
+    if isinstance(a, (Fraction, Decimal)):
+        return (f"is a {type(a).__name__}, whose exact arithmetic a derivative would round; pass "
+                "float(x)")
+    if isinstance(a, Iterator) and not isinstance(a, (str, bytes)):
+        return (f"is a {type(a).__name__}, an iterator the function would use up on its first pass; "
+                "pass a list or tuple of its values (list(it))")
+    if id(a) in seen:
+        return None
+    if type(a) in (tuple, list):
+        seen.add(id(a))
+        for v in a:
+            problem = _unsupported(v, seen)
+            if problem is not None:
+                return problem
+    elif type(a) is dict:
+        seen.add(id(a))
+        for k, v in a.items():
+            problem = _unsupported(v, seen)
+            if problem is not None:
+                return f"(its entry {k!r}) {problem}"
+    return None

@@ -28,7 +28,7 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
-from zygotepy._edge import owned_by_caller, to_user
+from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
@@ -415,6 +415,7 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
 
 def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
+    check_arguments("gradient", f, args, selected)
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
@@ -459,7 +460,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         main = out[0]
 
     def back(ybar: Any) -> tuple[Any, ...]:
-        cts = backward(trace, _seeds(main, trace, ybar))
+        cts = isolated(backward, trace, _seeds(main, trace, ybar))
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
     y = unbox(main, trace)[0]
@@ -557,7 +558,7 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = 
         ((6.0,), 'aux')
     """
     check_keywords("gradient", f, kwargs)
-    result = _withgradient(f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
+    result = isolated(_withgradient, f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
     return (result.grad, result.val[1]) if has_aux else result.grad
 
 
@@ -585,7 +586,7 @@ def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: An
         WithGradient(val=(9.0, 4.0), grad=(6.0,))
     """
     check_keywords("withgradient", f, kwargs)
-    return _withgradient(f, args, argnums, wrt, kwargs, "withgradient")
+    return isolated(_withgradient, f, args, argnums, wrt, kwargs, "withgradient")  # (see _trace.isolated)
 
 
 def _loss(f: Any, out: Any, tuples: str | None) -> Any:

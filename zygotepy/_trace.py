@@ -12,8 +12,11 @@ The stack lives in a ``ContextVar``, so threads and asyncio tasks differentiate 
 from __future__ import annotations
 
 import contextvars
+import gc
 import sys
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from rulescore._checks import callable_name, checks_enabled
 
@@ -157,17 +160,37 @@ def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tupl
 NO_RULE: Any = object()
 
 
-def isolated(fn: Any, *args: Any, **kwargs: Any) -> Any:
+#: Python's collector runs its youngest generation this many allocations apart while any thread
+#: differentiates (at least): a gradient's tape, freed by reference counting when it is done,
+#: then seldom meets a collection that would scan it for cycles it does not have.
+YOUNG_THRESHOLD = 100_000
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The differentiations running in the process (one key per :func:`isolated` call), and the
+#: collector's thresholds as they were before the first of them began (``_USER["thresholds"]``).
+_RUNNING: dict[Any, None] = {}
+_USER: dict[str, tuple[int, ...]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def isolated(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """``fn(*args, **kwargs)`` in a copy of the current context: the trace stack (and every other
     context variable) is the caller's again when it returns or raises, whatever happened inside.
+    While it runs, the collector's youngest generation is collected at most every
+    :data:`YOUNG_THRESHOLD` allocations (the collector stays on, for every thread); the user's
+    thresholds are back when the last differentiation of the process ends.
 
     A ``with`` block restores state in Python code, which a ``KeyboardInterrupt`` can skip (it is
     raised at the first bytecode of ``__exit__`` as readily as anywhere else); ``Context.run``
-    restores the caller's context in C, so an interrupt at any moment leaves no trace behind.
-    Every entry point that pushes a trace runs in one (differentiated code that sets a context
-    variable of its own sets it in the copy).
+    restores the caller's context in C. The thresholds are raised and restored by statements
+    that an interrupt cannot separate from their bookkeeping: each change is the last call of
+    its block, after only subscript stores (Python checks for signals after calls and at the
+    start of Python functions, never between those).
 
     Example:
+        >>> import gc
         >>> with new_trace(Trace):
         ...     def interrupted():
         ...         LEVELS.set(())  # a push or pop never undone
@@ -178,8 +201,25 @@ def isolated(fn: Any, *args: Any, **kwargs: Any) -> Any:
         ...         pass
         ...     len(LEVELS.get())
         1
+        >>> isolated(gc.get_threshold)[0] >= YOUNG_THRESHOLD, gc.get_threshold()[0] < YOUNG_THRESHOLD
+        (True, True)
     """
-    return contextvars.copy_context().run(fn, *args, **kwargs)
+    key = object()
+    try:
+        with _RUNNING_LOCK:
+            user = gc.get_threshold()
+            if not _RUNNING:
+                _USER["thresholds"] = user
+            _RUNNING[key] = None
+            if user[0]:  # (0: the user turned automatic collection off)
+                gc.set_threshold(max(user[0], YOUNG_THRESHOLD), *user[1:])
+        return contextvars.copy_context().run(fn, *args, **kwargs)
+    finally:
+        with _RUNNING_LOCK:
+            if key in _RUNNING:
+                del _RUNNING[key]
+                if not _RUNNING:  # the last one out
+                    gc.set_threshold(*_USER["thresholds"])
 
 
 class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as trace``)

@@ -209,8 +209,22 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
 def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
     owning ``target``'s memory, never in place; ``call`` is the dispatcher's (an implicit
-    parameter's array becomes its box there)."""
-    home, current, where = locate(levels, target)
+    parameter's array becomes its box there). A read-only array refuses the write, as NumPy does.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> frozen = np.ones(2)
+        >>> frozen.flags.writeable = False
+        >>> def f(a):
+        ...     a[0] = 5.0
+        ...     return np.sum(a)
+        >>> zp.gradient(f, frozen)
+        Traceback (most recent call last):
+        ValueError: assignment destination is read-only
+    """
+    home, current, where = locate(levels, target)  # (a view the engine cannot follow is refused first)
+    if not unbox_all(target).flags.writeable:
+        raise ValueError("assignment destination is read-only")
     if index is not None:
         index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
     if where is None or where is Ellipsis:
