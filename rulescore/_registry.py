@@ -276,10 +276,12 @@ class RuleTable:
             entry = self._by_callable.get(rule.primal)
         except TypeError:
             raise TypeError(f"cannot register a rule for unhashable {rule.primal!r}") from None
-        if entry is None:
-            entry = self._by_callable[rule.primal] = _CallableRules()
-        entry.add(rule)
-        self.version += 1
+        try:
+            if entry is None:
+                entry = self._by_callable[rule.primal] = _CallableRules()
+            entry.add(rule)
+        finally:  # even if interrupted: what engines cached from the old rules is looked up again
+            self.version += 1
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:

@@ -28,7 +28,7 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import NOT_FAST, RRULES, SPECIAL_FORMS, apply_rule, call, plain_output, unbox
-from zygotepy._edge import check_arguments, owned_by_caller, to_user
+from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
@@ -352,8 +352,10 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
         ct = cts[boxed._zp_index]
         tp = type(primal)
         if tp is np.ndarray:
-            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
-                    and primal.dtype.kind in "fc" and owned_by_caller(ct)):
+            if type(ct) is np.ndarray and ct.shape != primal.shape:
+                raise wrong_shape(ct, primal)
+            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc"
+                    and owned_by_caller(ct)):
                 return ct
         elif tp is float and type(ct) is float:
             return ct
