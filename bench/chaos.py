@@ -389,8 +389,9 @@ def main() -> int:
         + report["bad_rules"]["accepted"] + report["storm"]["stale_caches"]
     stale = report["threads"]["stale_rules"] + report["threads"]["stale_registrations"]
     print(f"issue 27: {report['storm']['interrupts']:,} interrupts, {workers} threads x {gradients:,} "
-          f"gradients with {report['threads']['registrations']:,} concurrent registrations: {leaked} leaked states, "
-          f"{wrong} wrong results, {stale} stale rules ({time.perf_counter() - start:.0f} s)")
+          f"gradients with {report['threads']['registrations']:,} concurrent registrations: "
+          f"{leaked} leaked states, {wrong} wrong results, {stale} stale rules "
+          f"({time.perf_counter() - start:.0f} s)")
     return 0 if leaked == wrong == stale == 0 else 1
 
 
