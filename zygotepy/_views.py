@@ -347,9 +347,22 @@ def write_back(trace: Trace) -> None:
     """Once ``trace``'s tape is spent (``gradient`` after its backward pass, at the outermost
     level), put the final values of the arrays written through views and aliases into their
     memory, as NumPy would have: a global buffer or an argument written by the function holds
-    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones."""
+    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones.
+
+    A differentiation inside another (a nested ``gradient``) hands its writes to the traces
+    around it instead: the written arrays' values, with this trace's level unboxed, become
+    their traced values there, so the enclosing function reads them (and their derivatives),
+    and the outermost differentiation writes them into memory."""
     if trace.outer:
+        hand_over(trace, trace.outer)
         return
     for home, new in trace.shadows.values():
         if home.flags.writeable:
             home[...] = unbox_all(new)
+
+
+def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
+    """Record the writes ``trace`` made (its :attr:`Trace.shadows`) on ``levels``, the traces
+    still running around it, with ``trace``'s own level unboxed (see :func:`write_back`)."""
+    for home, new in trace.shadows.values():
+        record_write(levels, home, new._zp_value if type(new) is Box and new._zp_trace is trace else new)

@@ -70,3 +70,69 @@ def test_the_same_writes_into_a_writable_argument_are_differentiated(f):
         down[i] -= eps
         numeric.append((f(up) - f(down)) / (2 * eps))
     np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-8)
+
+
+# -- writes made by a differentiation inside another reach the enclosing one ----------------------------
+def test_a_nested_gradient_writes_into_a_global_buffer_as_numpy_would():
+    buffer = np.zeros(2)
+
+    def inner(h):
+        buffer[...] = h
+        return np.sum(h * h)
+
+    x = np.array([1.0, 2.0])
+    (g,) = zp.gradient(lambda v: np.sum(zp.gradient(inner, v)[0]), x)
+    np.testing.assert_allclose(g, [2.0, 2.0])
+    np.testing.assert_array_equal(buffer, x)
+
+
+def _fd(f, x, eps=1e-6):
+    out = []
+    for i in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        out.append((f(up) - f(down)) / (2 * eps))
+    return np.array(out)
+
+
+def _reads_what_the_inner_gradient_wrote(x):
+    a = np.zeros(2)
+
+    def inner(h):
+        a[...] = h * h
+        return np.sum(h)
+
+    zp.gradient(inner, x)
+    return np.sum(a * x)
+
+
+def _writes_a_slice_in_the_inner_gradient(x):
+    a = np.ones(3)
+
+    def inner(h):
+        a[1:] = np.sin(h)
+        return np.sum(h * a[1:])
+
+    zp.gradient(inner, x)
+    return np.sum(a) * x[0]
+
+
+def _adds_in_place_in_the_inner_gradient(x):
+    a = np.array([1.0, 1.0])
+
+    def inner(h):
+        a[...] += h * 3.0
+        return np.sum(h)
+
+    zp.gradient(inner, x)
+    zp.gradient(inner, x)  # twice: both writes count
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("f", [_reads_what_the_inner_gradient_wrote, _writes_a_slice_in_the_inner_gradient,
+                               _adds_in_place_in_the_inner_gradient])
+def test_the_enclosing_function_reads_the_inner_gradients_writes_with_their_derivatives(f):
+    x = np.array([0.5, 1.5])
+    (g,) = zp.gradient(f, x.copy())
+    np.testing.assert_allclose(g, _fd(f, x), rtol=1e-5, atol=1e-8)
