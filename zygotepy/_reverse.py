@@ -32,7 +32,7 @@ from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shap
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
-from zygotepy._views import note_view, settle, write_back
+from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -626,7 +626,10 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
     write_back(trace)
-    return WithGradient(unbox(out, trace)[0], grads)
+    result = WithGradient(unbox(out, trace)[0], grads)
+    del boxed, out, loss, cts
+    release_escaped(trace)
+    return result
 
 
 def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:

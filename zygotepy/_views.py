@@ -18,7 +18,11 @@ A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is note
 
 from __future__ import annotations
 
+import gc
 import operator
+import sys
+import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -366,3 +370,51 @@ def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
     still running around it, with ``trace``'s own level unboxed (see :func:`write_back`)."""
     for home, new in trace.shadows.values():
         record_write(levels, home, new._zp_value if type(new) is Box and new._zp_trace is trace else new)
+
+
+def release_escaped(trace: Trace) -> None:
+    """At the end of the outermost differentiation: a traced value the call stored where it
+    outlives the call (an object's attribute, a dict, a list, a closure cell) is replaced by its
+    plain value there, as the arrays written are (:func:`write_back`); one held where it cannot
+    be replaced (a tuple, say) gets a warning naming where. A box of a finished trace would only
+    raise at its next use.
+
+    Finding them costs one reference count when nothing escaped (each live box refers to its
+    trace; the trace's own tables hold some, the caller one): the heap is searched only when a
+    box is alive elsewhere. Not done for a trace that substituted values (implicit parameters,
+    writes through views): the dispatcher's closures over its levels then outlive the call until
+    the collector runs, so the count cannot tell, and searching the heap at every such call
+    would cost more than the call.
+    """
+    if trace.outer or trace.with_params:
+        return
+    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace for entry in trace.owners.values())
+    if sys.getrefcount(trace) <= 3 + own:  # the caller's, this parameter, getrefcount's, its tables'
+        return
+    kept = {id(entry[1]) for entry in trace.owners.values()}
+    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box and id(b) not in kept]
+
+    def finished(v: Any) -> bool:
+        return type(v) is Box and v._zp_trace is trace and id(v) not in kept
+
+    for box in escaped:
+        for holder in gc.get_referrers(box):
+            if holder is escaped:
+                continue
+            if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
+                attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
+                for key in [k for k, v in attributes.items() if finished(v)]:
+                    attributes[key] = attributes[key]._zp_value
+            elif isinstance(holder, list):
+                for i in [i for i, v in enumerate(holder) if finished(v)]:
+                    holder[i] = holder[i]._zp_value
+            elif isinstance(holder, types.CellType):
+                if finished(holder.cell_contents):
+                    holder.cell_contents = holder.cell_contents._zp_value
+            elif not isinstance(holder, types.FrameType):
+                from zygotepy._transform import ZygoteWarning  # (imports this module)
+
+                warnings.warn(
+                    f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
+                    "differentiation outlives it and cannot be replaced by its plain value there; its next use will raise. "
+                    "Store zygotepy.dropgrad(value) instead", ZygoteWarning, stacklevel=4)

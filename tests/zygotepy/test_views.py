@@ -136,3 +136,76 @@ def test_the_enclosing_function_reads_the_inner_gradients_writes_with_their_deri
     x = np.array([0.5, 1.5])
     (g,) = zp.gradient(f, x.copy())
     np.testing.assert_allclose(g, _fd(f, x), rtol=1e-5, atol=1e-8)
+
+
+# -- traced values stored where they outlive the call ------------------------------------------------------
+class _Filter:
+    def __init__(self):
+        self.state = np.zeros(2)
+        self.count = 0.0
+
+    def update(self, x):
+        self.state = 0.5 * self.state + x
+        self.count = self.count + x[0]
+        return np.sum(self.state)
+
+
+def test_an_object_updated_inside_the_loss_holds_plain_values_afterwards():
+    flt = _Filter()
+    x = np.array([1.0, 2.0])
+    for _ in range(3):  # the next use works, inside a gradient and outside
+        (g,) = zp.gradient(flt.update, x)
+        np.testing.assert_allclose(g, [1.0, 1.0])
+        assert type(flt.state) is np.ndarray and type(flt.count) is np.float64
+    np.testing.assert_allclose(flt.state, 1.75 * x)
+    assert flt.update(x) == pytest.approx(np.sum(1.875 * x))
+
+
+def test_dicts_lists_and_cells_written_inside_the_loss_hold_plain_values_afterwards():
+    log, history = {}, []
+    last = None
+
+    def f(x):
+        nonlocal last
+        log["y"] = x * 2.0
+        history.append(np.sin(x))
+        last = x + 1.0
+        return np.sum(x)
+
+    x = np.array([0.5, 1.0])
+    zp.gradient(f, x)
+    assert type(log["y"]) is np.ndarray and type(history[0]) is np.ndarray and type(last) is np.ndarray
+    np.testing.assert_allclose(history[0], np.sin(x))
+    np.testing.assert_allclose(last, x + 1.0)
+
+
+def test_a_traced_value_kept_in_a_tuple_is_named_in_a_warning():
+    kept = []
+
+    def f(x):
+        kept.append((x * 3.0,))
+        return x * 2.0
+
+    with pytest.warns(UserWarning, match="traced value stored in a tuple"):
+        zp.gradient(f, 1.0)
+
+
+def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
+    from zygotepy import _views
+
+    def searched(*objects):
+        raise AssertionError("the heap was searched for escaped traced values")
+
+    monkeypatch.setattr(_views.gc, "get_referrers", searched)
+    W, buffer = np.ones(2), np.zeros(2)
+
+    def writes(x):
+        buffer[...] = x * 2.0
+        return np.sum(buffer * W)
+
+    zp.gradient(lambda x: np.sum(np.sin(x) * W), np.ones(2))
+    zp.gradient(writes, np.ones(2))
+    zp.gradient(lambda: np.sum(W * W), zp.params(W))
+    zp.gradient(lambda x: zp.checkpointed(lambda h: np.sum(np.tanh(h)), x), np.ones(2))
+    zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5)
+    zp.withgradient(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
