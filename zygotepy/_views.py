@@ -416,5 +416,5 @@ def release_escaped(trace: Trace) -> None:
 
                 warnings.warn(
                     f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
-                    "differentiation outlives it and cannot be replaced by its plain value there; its next use will raise. "
-                    "Store zygotepy.dropgrad(value) instead", ZygoteWarning, stacklevel=4)
+                    "differentiation outlives it and cannot be replaced by its plain value there; its next "
+                    "use will raise. Store zygotepy.dropgrad(value) instead", ZygoteWarning, stacklevel=4)
