@@ -412,9 +412,7 @@ def release_escaped(trace: Trace) -> None:
                 if finished(holder.cell_contents):
                     holder.cell_contents = holder.cell_contents._zp_value
             elif not isinstance(holder, types.FrameType):
-                from zygotepy._transform import ZygoteWarning  # (imports this module)
-
                 warnings.warn(
                     f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                     "differentiation outlives it and cannot be replaced by its plain value there; its next "
-                    "use will raise. Store zygotepy.dropgrad(value) instead", ZygoteWarning, stacklevel=4)
+                    "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
