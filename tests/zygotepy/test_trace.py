@@ -1,4 +1,4 @@
-"""Trace state: the stack of active traces, levels, the collector and the recursion limit, boxes and the tape."""
+"""Trace state: the stack of active traces, levels, the collector, the recursion limit, boxes, the tape."""
 
 import gc
 import math
