@@ -149,6 +149,9 @@ def check_arguments(entry: str, f: Any, args: tuple[Any, ...],
 def _unsupported(a: Any, seen: set[int]) -> str | None:
     """What makes ``a`` (or a value in the containers it is) an argument the engine refuses, with
     the fix; ``None`` if nothing does."""
+    t = type(a)
+    if t is float or t is int or (t is np.ndarray and a.dtype.kind in "fcbiu"):
+        return None  # the common leaves, at no cost
     if isinstance(a, np.matrix):
         return "is an np.matrix, whose * and ** are matrix products; pass np.asarray(m) and use @"
     if isinstance(a, np.ma.MaskedArray):

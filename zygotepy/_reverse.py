@@ -611,14 +611,14 @@ def _loss(f: Any, out: Any, tuples: str | None) -> Any:
 def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
                   kwargs: dict[str, Any], tuples: str | None) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):
-        trace, _, out = _run(f, (), {}, None, args[0].by_id())
+        trace, _, out = _run_traced(f, (), {}, None, args[0].by_id())  # (the caller isolated it)
         loss = _loss(f, out, tuples)
         _check_scalar(f, loss)
         result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
         write_back(trace)
         return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
-    trace, boxed, out = _run(f, args, kwargs, selected)
+    trace, boxed, out = _run_traced(f, args, kwargs, selected, None)  # (the caller isolated it)
     loss = _loss(f, out, tuples)
     _check_scalar(f, loss)
     cts = backward(trace, _seeds(loss, trace, 1.0), once=True)

@@ -398,7 +398,8 @@ def release_escaped(trace: Trace) -> None:
         return type(v) is Box and v._zp_trace is trace and id(v) not in kept
 
     for box in escaped:
-        for holder in gc.get_referrers(box):
+        holders = gc.get_referrers(box)
+        for holder in holders:
             if holder is escaped:
                 continue
             if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
@@ -411,8 +412,31 @@ def release_escaped(trace: Trace) -> None:
             elif isinstance(holder, types.CellType):
                 if finished(holder.cell_contents):
                     holder.cell_contents = holder.cell_contents._zp_value
+            elif type(holder) is tuple and _replace(holder, tuple(
+                    v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
+                pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
             elif not isinstance(holder, types.FrameType):
                 warnings.warn(
                     f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                     "differentiation outlives it and cannot be replaced by its plain value there; its next "
                     "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
+
+
+def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
+    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes or a list (not one
+    of ``skip``, the searches' own) hold it; whether any did."""
+    replaced = False
+    found = gc.get_referrers(old)
+    for holder in found:
+        if holder is found or any(holder is s for s in skip):
+            continue
+        table = holder if isinstance(holder, dict) else getattr(holder, "__dict__", None)
+        if isinstance(table, dict):
+            for key in [k for k, v in table.items() if v is old]:
+                table[key] = new
+                replaced = True
+        elif isinstance(holder, list):
+            for i in [i for i, v in enumerate(holder) if v is old]:
+                holder[i] = new
+                replaced = True
+    return replaced

@@ -179,15 +179,18 @@ def test_dicts_lists_and_cells_written_inside_the_loss_hold_plain_values_afterwa
     np.testing.assert_allclose(last, x + 1.0)
 
 
-def test_a_traced_value_kept_in_a_tuple_is_named_in_a_warning():
-    kept = []
+def test_a_traced_value_in_a_tuple_is_replaced_where_the_tuple_is_held_or_named_in_a_warning():
+    listed, logged, kept = [], {}, set()
 
     def f(x):
-        kept.append((x * 3.0,))
+        listed.append((x * 3.0, "a"))
+        logged["args"] = (x,)
+        kept.add((x * 4.0,))  # a tuple in a set: cannot be replaced
         return x * 2.0
 
     with pytest.warns(UserWarning, match="traced value stored in a tuple"):
         zp.gradient(f, 1.0)
+    assert listed == [(3.0, "a")] and type(listed[0][0]) is float and logged["args"] == (1.0,)
 
 
 def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
