@@ -354,9 +354,8 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
         if tp is np.ndarray:
             if type(ct) is np.ndarray and ct.shape != primal.shape:
                 raise wrong_shape(ct, primal)
-            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc"
-                    and owned_by_caller(ct)):
-                return ct
+            if type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc":
+                return ct if owned_by_caller(ct) else ct.copy()  # (a broadcast view, a shared array)
         elif tp is float and type(ct) is float:
             return ct
         elif tp is Box and type(ct) is Box:  # nested: an outer level traces the gradient

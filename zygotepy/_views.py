@@ -388,7 +388,8 @@ def release_escaped(trace: Trace) -> None:
     """
     if trace.outer or trace.with_params:
         return
-    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace for entry in trace.owners.values())
+    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace
+              for entry in trace.owners.values()) if trace.owners else 0
     if sys.getrefcount(trace) <= 3 + own:  # the caller's, this parameter, getrefcount's, its tables'
         return
     kept = {id(entry[1]) for entry in trace.owners.values()}
