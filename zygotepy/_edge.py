@@ -152,6 +152,15 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
     t = type(a)
     if t is float or t is int or (t is np.ndarray and a.dtype.kind in "fcbiu"):
         return None  # the common leaves, at no cost
+    if t is tuple or t is list or t is dict:
+        if id(a) in seen:
+            return None
+        seen.add(id(a))
+        for k, v in (a.items() if t is dict else enumerate(a)):
+            problem = _unsupported(v, seen)
+            if problem is not None:
+                return f"(its entry {k!r}) {problem}" if t is dict else problem
+        return None
     if isinstance(a, np.matrix):
         return "is an np.matrix, whose * and ** are matrix products; pass np.asarray(m) and use @"
     if isinstance(a, np.ma.MaskedArray):
@@ -171,18 +180,4 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
     if isinstance(a, Iterator) and not isinstance(a, (str, bytes)):
         return (f"is a {type(a).__name__}, an iterator the function would use up on its first pass; "
                 "pass a list or tuple of its values (list(it))")
-    if id(a) in seen:
-        return None
-    if type(a) in (tuple, list):
-        seen.add(id(a))
-        for v in a:
-            problem = _unsupported(v, seen)
-            if problem is not None:
-                return problem
-    elif type(a) is dict:
-        seen.add(id(a))
-        for k, v in a.items():
-            problem = _unsupported(v, seen)
-            if problem is not None:
-                return f"(its entry {k!r}) {problem}"
     return None
