@@ -23,6 +23,7 @@ from rulescore._checks import callable_name
 from rulescore._structural import STRUCTURAL_MARK
 from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
+from rulescore._thunks import Thunk
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
@@ -350,6 +351,8 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
     t = type(boxed)
     if t is Box:
         ct = cts[boxed._zp_index]
+        if type(ct) is Thunk:  # (kept in the list too: owned_by_caller counts that reference)
+            ct = cts[boxed._zp_index] = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
             if type(ct) is np.ndarray and ct.shape != primal.shape:
