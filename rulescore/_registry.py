@@ -286,10 +286,12 @@ class RuleTable:
             entry = self._by_callable.get(rule.primal)
         except TypeError:
             raise TypeError(f"cannot register a rule for unhashable {rule.primal!r}") from None
-        if entry is None:
-            entry = self._by_callable[rule.primal] = _CallableRules()
-        entry.add(rule)
-        self.version += 1
+        try:
+            if entry is None:
+                entry = self._by_callable[rule.primal] = _CallableRules()
+            entry.add(rule)
+        finally:  # even if interrupted: what engines cached from the old rules is looked up again
+            self.version += 1
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
@@ -313,9 +315,10 @@ class RuleTable:
             else:
                 classes = tuple([a.__class__ for a in args])
             key = classes if config is None else (classes, type(config))  # cannot collide
-            rule = entry.cache.get(key, _MISSING)
+            cache = entry.cache  # one dict throughout: a registration meanwhile replaces it, so an
+            rule = cache.get(key, _MISSING)  # answer found under the old rules is never stored in the new
             if rule is _MISSING:
-                rule = entry.cache[key] = entry.select(classes, config)
+                rule = cache[key] = entry.select(classes, config)
             if rule is None:
                 return None
         return None if rule.kind == "opt_out" else rule

@@ -78,8 +78,9 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
     for (i, j), is_complex in zip(where, complex_in, strict=True):
         leaf = flat[i][0][j]
         x0 += [_dispatch.call(np.real, leaf), _dispatch.call(np.imag, leaf)] if is_complex else [leaf]
-    if mode == "auto":
-        n_out = int(np.size(unbox_all(flat_f(*x0)))) if x0 else 0
+    if mode == "auto":  # f runs once to count outputs: on copies, so a write inside f moves nothing
+        n_out = int(np.size(unbox_all(flat_f(*(x.copy() if type(x) is np.ndarray else x for x in x0))))) \
+            if x0 else 0
         mode = "forward" if sum(int(np.size(unbox_all(x))) for x in x0) < n_out else "reverse"
     if mode == "forward":
         columns = jacobian_forward(flat_f, tuple(x0), {}, chunk)

@@ -19,7 +19,7 @@ from rulescore._arithmetic import add
 from rulescore._contract import check_count, plain_cotangent
 from rulescore._zeros import AbstractZero
 from zygotepy._dispatch import call
-from zygotepy._trace import LEVELS, Trace, gc_paused
+from zygotepy._trace import LEVELS, Trace
 
 
 def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
@@ -51,11 +51,6 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
 
     ``once``: the tape is not swept again (``gradient``, a checkpointed block), so each pullback
     is dropped as soon as it has run, freeing the values it kept while the sweep goes on."""
-    with gc_paused():
-        return _sweep(trace, seeds, once)
-
-
-def _sweep(trace: Trace, seeds: list[tuple[int, Any]], once: bool) -> list[Any]:
     tape = trace.tape
     cts: list[Any] = [None] * len(tape)
     last = -1

@@ -10,9 +10,16 @@ receives), :func:`to_internal` for everything it takes in (what ``back`` returns
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 import rulescore as rc
+from rulescore._checks import callable_name
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, ZeroTangent
@@ -20,8 +27,45 @@ from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
 
 
+def owned_by_caller(a: np.ndarray) -> bool:
+    """Whether the array ``a``, held by the caller in one local variable and one list entry, is
+    held by nothing else, owns its memory and is writable: it can be handed to the user, who
+    may write into it, without changing another gradient, a constant or a rule's saved value.
+
+    Example:
+        >>> import numpy as np
+        >>> def hand_out(cts):
+        ...     g = cts[0]
+        ...     return owned_by_caller(g)
+        >>> shared = np.zeros(2)
+        >>> hand_out([np.zeros(2)]), hand_out([shared]), hand_out([np.broadcast_to(1.0, (2,))])
+        (True, False, False)
+    """
+    # the references: the list entry, the caller's local, this parameter and getrefcount's argument
+    return a.base is None and a.flags.writeable and sys.getrefcount(a) <= 4
+
+
+def wrong_shape(ct: np.ndarray, primal: np.ndarray) -> rc.ProjectionError:
+    """The error for a gradient of another shape than its argument's: a rule's pullback returned
+    it, and summing it back (as if the rule had broadcast the argument) would give a wrong
+    gradient silently. ChainRules' ``ProjectTo`` refuses a size mismatch the same way; a rule
+    that broadcasts sums its cotangent back itself (``rulescore.unbroadcast``).
+
+    Example:
+        >>> import numpy as np
+        >>> print(wrong_shape(np.ones((3, 3)), np.ones(3)))  # doctest: +ELLIPSIS
+        a rule's pullback gave a cotangent of shape (3, 3) for an argument of shape (3,): ...
+    """
+    return rc.ProjectionError(
+        f"a rule's pullback gave a cotangent of shape {ct.shape} for an argument of shape {primal.shape}: "
+        "it is refused rather than summed back, which would be a wrong gradient unless the rule "
+        "broadcast the argument. A rule that broadcasts must sum its cotangent back itself "
+        "(rulescore.unbroadcast); run with RULESCORE_CHECKS=1 to name the rule and the call")
+
+
 def to_user(ct: Any, primal: Any) -> Any:
-    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats.
+    """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats;
+    every array in it a fresh copy (the user may write into it).
 
     Example:
         >>> import rulescore as rc
@@ -31,6 +75,11 @@ def to_user(ct: Any, primal: Any) -> Any:
     ct = rc.unthunk(ct)
     if ct is None or isinstance(ct, AbstractZero):
         return None
+    if isinstance(ct, (str, bytes)):
+        raise rc.ProjectionError(
+            f"a rule's pullback gave a cotangent of type {type(ct).__name__} ({ct!r:.40}) for an argument "
+            f"of type {type(unbox_all(primal)).__name__}: a cotangent is a number, an array or a tangent; "
+            "run with RULESCORE_CHECKS=1 to name the rule and the call")
     if type(primal) is Box:
         primal = unbox_all(primal)
     return _user_form(call(rc.project, primal, ct), primal)  # projected once, the whole structure
@@ -42,7 +91,7 @@ def _user_form(ct: Any, primal: Any) -> Any:
     if ct is None or isinstance(ct, AbstractZero):
         return None
     if not isinstance(ct, rc.Tangent):
-        return ct
+        return ct.copy() if isinstance(ct, np.ndarray) else ct  # the user's own: never shared
     if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
         out = [_user_form(c, p) for c, p in zip(ct.backing, primal, strict=True)]
         return None if all(o is None for o in out) else type(primal)(out)
@@ -68,3 +117,67 @@ def to_internal(g: Any, primal: Any) -> Any:
     if isinstance(primal, dict) and isinstance(g, dict):
         return tangent_type(dict)({k: to_internal(v, primal[k]) for k, v in g.items()})
     return g
+
+
+def check_arguments(entry: str, f: Any, args: tuple[Any, ...],
+                    selected: tuple[int, ...] | None = None) -> None:
+    """Refuse, before ``f`` runs, an argument the engine would differentiate wrongly or not at all:
+    an ``np.matrix`` (``*`` is a matrix product, shapes stay 2-d), a masked array (the mask is
+    not a derivative's), an array of objects or of structured records, a ``Fraction`` or
+    ``Decimal`` (exact arithmetic a float derivative would round), a generator or other iterator
+    (used up by the first pass). The error names the type and the fix. Only the ``selected``
+    positions are checked (``None``: all): the others are passed as they are.
+
+    Example:
+        >>> import numpy as np
+        >>> check_arguments("gradient", np.sum, (np.ones(2), [1.0, {"a": 2}]))  # nothing to refuse
+        >>> check_arguments("gradient", np.sum, (np.array([1.0], dtype=object),))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: gradient of numpy.sum: argument 0 is an array of dtype object, ...; pass a.astype(float)
+    """
+    for i, a in enumerate(args):
+        if selected is not None and i not in selected:
+            continue
+        t = type(a)
+        if t is float or (t is np.ndarray and a.dtype.kind in "fc"):
+            continue  # the common case, at no cost
+        problem = _unsupported(a, set())
+        if problem is not None:
+            raise TypeError(f"{entry} of {callable_name(f)}: argument {i} {problem}")
+
+
+def _unsupported(a: Any, seen: set[int]) -> str | None:
+    """What makes ``a`` (or a value in the containers it is) an argument the engine refuses, with
+    the fix; ``None`` if nothing does."""
+    t = type(a)
+    if t is float or t is int or (t is np.ndarray and a.dtype.kind in "fcbiu"):
+        return None  # the common leaves, at no cost
+    if t is tuple or t is list or t is dict:
+        if id(a) in seen:
+            return None
+        seen.add(id(a))
+        for k, v in (a.items() if t is dict else enumerate(a)):
+            problem = _unsupported(v, seen)
+            if problem is not None:
+                return f"(its entry {k!r}) {problem}" if t is dict else problem
+        return None
+    if isinstance(a, np.matrix):
+        return "is an np.matrix, whose * and ** are matrix products; pass np.asarray(m) and use @"
+    if isinstance(a, np.ma.MaskedArray):
+        return ("is a masked array (np.ma), whose mask the gradient would ignore; pass its data, "
+                "np.ma.getdata(a), and apply the mask in the function (np.where(mask, 0.0, a))")
+    if isinstance(a, (np.ndarray, np.void)):
+        if a.dtype.kind == "O":
+            return "is an array of dtype object, whose gradient cannot be computed; pass a.astype(float)"
+        if a.dtype.kind == "V":
+            return ("is a structured array (fields " + ", ".join(map(repr, a.dtype.names or ())) + "), "
+                    "whose fields cannot be differentiated in place; pass each field as an array "
+                    "(s['a'], ...) or numpy.lib.recfunctions.structured_to_unstructured(s)")
+        return None
+    if isinstance(a, (Fraction, Decimal)):
+        return (f"is a {type(a).__name__}, whose exact arithmetic a derivative would round; pass "
+                "float(x)")
+    if isinstance(a, Iterator) and not isinstance(a, (str, bytes)):
+        return (f"is a {type(a).__name__}, an iterator the function would use up on its first pass; "
+                "pass a list or tuple of its values (list(it))")
+    return None

@@ -25,11 +25,11 @@ from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
 from zygotepy._dispatch import NOT_FAST
-from zygotepy._edge import to_user
+from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, log_call, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, unbox_all
 from zygotepy._views import note_view, settle
 
 
@@ -383,12 +383,18 @@ def _user_tangent(out: Any, trace: Trace, k: int) -> Any:
 def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
           kwargs: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
     """Run ``f`` once with several directions; return ``y`` and one output tangent per direction."""
+    trace, out = isolated(_push_traced, f, primals, tangent_sets, kwargs)  # (see _trace.isolated)
+    y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
+    return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+
+
+def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
+                 kwargs: dict[str, Any] | None) -> tuple[Trace, Any]:
+    check_arguments("jvp", f, primals)
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
     with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
-        out = settle(LEVELS.get(), _dispatch.call(f, *boxed, **(kwargs or {})), _dispatch.call)
-    y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
-    return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **(kwargs or {})), _dispatch.call)
 
 
 def _strip(out: Any, trace: Trace) -> Any:
@@ -445,16 +451,21 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
              ) -> tuple[Any, Any]:
     """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
     stacked on a leading axis."""
-    with new_trace(ForwardTrace, stop - start) as trace:
-        boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
-                      else _box_forward(trace, a, tuple(basis(a, j) for j in range(start, stop)))
-                      for m, a in enumerate(args))  # a container: one box per entry, as jvp does
-        out = settle(LEVELS.get(), _dispatch.call(f, *boxed, **kwargs), _dispatch.call)
+    trace, out = isolated(_columns_traced, f, args, kwargs, i, start, stop)  # (see _trace.isolated)
     y = _strip(out, trace)
     if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:
         return y, out._zp_tangents.data
     # tangents may be traced by an outer differentiation: assemble them through the dispatcher
     return y, _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
+
+
+def _columns_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, start: int, stop: int
+                    ) -> tuple[Trace, Any]:
+    with new_trace(ForwardTrace, stop - start) as trace:
+        boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
+                      else _box_forward(trace, a, tuple(basis(a, j) for j in range(start, stop)))
+                      for m, a in enumerate(args))  # a container: one box per entry, as jvp does
+        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **kwargs), _dispatch.call)
 
 
 def jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:

@@ -22,7 +22,8 @@ from zygotepy._backward import backward
 from zygotepy._dispatch import RANDOM_DRAWS, call, innermost, random_state, set_random_state, unbox
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import ReverseTrace, _assemble, _box_args, _seeds, pullback
-from zygotepy._trace import LEVELS, Trace, new_trace, unbox_all
+from zygotepy._trace import LEVELS, Box, Trace, isolated, new_trace, unbox_all
+from zygotepy._views import hand_over
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -243,6 +244,13 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     finally:
         LEVELS.reset(token)
     y = unbox(out, sub)[0]
+    for home, new in sub.shadows.values():  # writes into arrays: as NumPy leaves them, or refused
+        if type(new) is Box and new._zp_trace is sub:
+            raise UntraceableError(
+                f"checkpointed: {callable_name(f)} writes a value computed from its arguments into an array "
+                f"of shape {home.shape} it did not create, whose derivative the checkpoint cannot carry "
+                "(only the returned value's). Return the value and write it outside the checkpointed call.")
+    hand_over(sub, levels)
     del sub, out  # the forward tape is dropped here: only the inputs are kept
     forward_print = _fingerprint(y)
     params = list(trace.params.values())
@@ -258,7 +266,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         for source, before in sources:
             set_random_state(source, before)
         try:
-            sub, boxed, out = run({})
+            sub, boxed, out = isolated(run, {})  # (the backward pass runs in the caller's context)
             if _fingerprint(unbox(out, sub)[0]) != forward_print:
                 raise UntraceableError(
                     f"checkpointed: recomputing {callable_name(f)} in the backward pass gave another "

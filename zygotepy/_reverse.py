@@ -42,11 +42,11 @@ from zygotepy._dispatch import (
     plain_output,
     unbox,
 )
-from zygotepy._edge import to_user
+from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, gc_paused, new_trace, unbox_all
-from zygotepy._views import note_view, settle, write_back
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
+from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -405,17 +405,19 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
     """``to_user(_assemble(boxed, cts), primal)`` without building structural tangents: an
     argument's boxes read straight into the user's containers. A leaf whose cotangent is already
     an array of the primal's shape and float dtype (or a float for a float) is final as it is;
-    any other leaf goes through :func:`to_user`."""
+    any other leaf goes through :func:`to_user`. An array is handed out only if nothing else holds
+    it (:func:`~zygotepy._edge.owned_by_caller`): the user may write into it."""
     t = type(boxed)
     if t is Box:
         ct = cts[boxed._zp_index]
-        if type(ct) is Thunk:
-            ct = ct.unthunk()
+        if type(ct) is Thunk:  # (kept in the list too: owned_by_caller counts that reference)
+            ct = cts[boxed._zp_index] = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
-            if (type(ct) is np.ndarray and ct.dtype == primal.dtype and ct.shape == primal.shape
-                    and primal.dtype.kind in "fc"):
-                return ct
+            if type(ct) is np.ndarray and ct.shape != primal.shape:
+                raise wrong_shape(ct, primal)
+            if type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc":
+                return ct if owned_by_caller(ct) else ct.copy()  # (a broadcast view, a shared array)
         elif tp is float and type(ct) is float:
             return ct
         elif tp is Box and type(ct) is Box:  # nested: an outer level traces the gradient
@@ -471,6 +473,12 @@ def _seed_for(box: Box, ybar: Any) -> Any:
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
          params: dict[int, Any] | None = None) -> tuple[Trace, tuple[Any, ...], Any]:
+    return isolated(_run_traced, f, args, kwargs, selected, params)  # (see zygotepy._trace.isolated)
+
+
+def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
+                params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
+    check_arguments("gradient", f, args, selected)
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
@@ -526,7 +534,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
     def back(ybar: Any) -> Any:
         if implicit:
             return _grads_from(trace, main, args[0], ybar=ybar)
-        cts = backward(trace, _seeds(main, trace, ybar))
+        cts = isolated(backward, trace, _seeds(main, trace, ybar))
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
     y = unbox(main, trace)[0]
@@ -629,8 +637,7 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: Any = 
         ((6.0,), 'aux')
     """
     check_keywords("gradient", f, kwargs)
-    with gc_paused():
-        result = _withgradient(f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
+    result = isolated(_withgradient, f, args, argnums, wrt, kwargs, "gradient" if has_aux else None)
     return (result.grad, result.val[1]) if has_aux else result.grad
 
 
@@ -658,8 +665,7 @@ def withgradient(f: Callable[..., Any], *args: Any, argnums: Any = None, wrt: An
         WithGradient(val=(9.0, 4.0), grad=(6.0,))
     """
     check_keywords("withgradient", f, kwargs)
-    with gc_paused():  # one pause for both passes; the tape is freed before collection resumes
-        return _withgradient(f, args, argnums, wrt, kwargs, "withgradient")
+    return isolated(_withgradient, f, args, argnums, wrt, kwargs, "withgradient")  # (see _trace.isolated)
 
 
 def _loss(f: Any, out: Any, tuples: str | None) -> Any:
@@ -682,14 +688,14 @@ def _loss(f: Any, out: Any, tuples: str | None) -> Any:
 def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
                   kwargs: dict[str, Any], tuples: str | None) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):
-        trace, _, out = _run(f, (), {}, None, args[0].by_id())
+        trace, _, out = _run_traced(f, (), {}, None, args[0].by_id())  # (the caller isolated it)
         loss = _loss(f, out, tuples)
         _check_scalar(f, loss)
         result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
         write_back(trace)
         return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
-    trace, boxed, out = _run(f, args, kwargs, selected)
+    trace, boxed, out = _run_traced(f, args, kwargs, selected, None)  # (the caller isolated it)
     loss = _loss(f, out, tuples)
     _check_scalar(f, loss)
     cts = backward(trace, _seeds(loss, trace, 1.0), once=True)
@@ -697,7 +703,10 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
     write_back(trace)
-    return WithGradient(unbox(out, trace)[0], grads)
+    result = WithGradient(unbox(out, trace)[0], grads)
+    del boxed, out, loss, cts
+    release_escaped(trace)
+    return result
 
 
 def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -991,5 +1000,5 @@ def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False, ybar: An
     grads = {}
     for p in ps:
         box = trace.param_boxes.get(id(p))
-        grads[id(p)] = None if box is None else to_user(cts[box._zp_index], p)
+        grads[id(p)] = None if box is None else user_gradient(box, p, cts)
     return Grads(ps, grads)

@@ -15,7 +15,8 @@ import contextvars
 import gc
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from rulescore._checks import callable_name, checks_enabled
 
@@ -159,97 +160,86 @@ def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tupl
 NO_RULE: Any = object()
 
 
-_GC_LOCK = threading.Lock()
+#: Python's collector runs its youngest generation this many allocations apart while any thread
+#: differentiates (at least): a gradient's tape, freed by reference counting when it is done,
+#: then seldom meets a collection that would scan it for cycles it does not have.
+YOUNG_THRESHOLD = 100_000
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The differentiations running in the process (one key per :func:`isolated` call), and the
+#: collector's thresholds as they were before the first of them began (``_USER["thresholds"]``).
+_RUNNING: dict[Any, None] = {}
+_USER: dict[str, tuple[int, ...]] = {}
+_RUNNING_LOCK = threading.Lock()
 
 
-#: Frames the engine may run per call of differentiated code (the dispatcher's and the call's
-#: own): while a trace runs, the recursion limit is this many times the user's, so code that
-#: recurses as deep as it could without the engine still runs.
-DEPTH_FACTOR = 4
+def isolated(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``fn(*args, **kwargs)`` in a copy of the current context: the trace stack (and every other
+    context variable) is the caller's again when it returns or raises, whatever happened inside.
+    While it runs, the collector's youngest generation is collected at most every
+    :data:`YOUNG_THRESHOLD` allocations (the collector stays on, for every thread); the user's
+    thresholds are back when the last differentiation of the process ends.
 
-
-#: Whether this thread (context) holds the collector pause: inner pauses then cost nothing.
-_PAUSE_HELD: contextvars.ContextVar[bool] = contextvars.ContextVar("zygotepy_gc_pause_held", default=False)
-
-
-class _GCPause:
-    """Pause Python's cyclic garbage collector while a trace runs (see :func:`gc_paused`), and
-    scale the recursion limit by :data:`DEPTH_FACTOR` (restored with the collector).
-
-    A class rather than a generator-based context manager: it is entered several times per
-    ``gradient`` call, and this costs a fraction of a ``contextlib`` wrapper."""
-
-    __slots__ = ("token",)
-    holders = 0
-    was_enabled = False
-    user_limit = 0
-
-    def __enter__(self) -> None:
-        with _GC_LOCK:
-            if _GCPause.holders == 0:
-                _GCPause.was_enabled = gc.isenabled()
-                gc.disable()
-                _GCPause.user_limit = sys.getrecursionlimit()
-                sys.setrecursionlimit(_GCPause.user_limit * DEPTH_FACTOR)
-            _GCPause.holders += 1
-        self.token = _PAUSE_HELD.set(True)
-
-    def __exit__(self, *exc: object) -> None:
-        _PAUSE_HELD.reset(self.token)
-        with _GC_LOCK:
-            _GCPause.holders -= 1
-            if _GCPause.holders == 0:
-                if _GCPause.was_enabled:
-                    gc.enable()
-                if sys.getrecursionlimit() == _GCPause.user_limit * DEPTH_FACTOR:  # the user left it
-                    sys.setrecursionlimit(_GCPause.user_limit)
-
-
-class _HeldPause:
-    """The pause as seen where this thread holds it already (inside ``gradient``, a nested
-    differentiation): nothing to take or give back, and no lock."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-_HELD_PAUSE = _HeldPause()
-
-
-def gc_paused() -> _GCPause | _HeldPause:
-    """Pause Python's cyclic garbage collector while a trace runs (and let differentiated code
-    recurse as deep as it could undifferentiated).
-
-    A tape of a million nodes makes every full collection scan a million objects, which more
-    than doubles the cost of a long program; the tape itself holds no reference cycles, so
-    nothing it allocates needs the collector. Re-enabled when the last differentiation ends.
-    Where this thread holds the pause already, the inner one is free.
+    A ``with`` block restores state in Python code, which a ``KeyboardInterrupt`` can skip (it is
+    raised at the first bytecode of ``__exit__`` as readily as anywhere else); ``Context.run``
+    restores the caller's context in C. The thresholds are raised and restored by statements
+    that an interrupt cannot separate from their bookkeeping: each change is the last call of
+    its block, after only subscript stores (Python checks for signals after calls and at the
+    start of Python functions, never between those).
 
     Example:
         >>> import gc
-        >>> with gc_paused():
-        ...     gc.isenabled()
-        False
+        >>> with new_trace(Trace):
+        ...     def interrupted():
+        ...         LEVELS.set(())  # a push or pop never undone
+        ...         raise KeyboardInterrupt
+        ...     try:
+        ...         isolated(interrupted)
+        ...     except KeyboardInterrupt:
+        ...         pass
+        ...     len(LEVELS.get())
+        1
+        >>> isolated(gc.get_threshold)[0] >= YOUNG_THRESHOLD, gc.get_threshold()[0] < YOUNG_THRESHOLD
+        (True, True)
     """
-    return _HELD_PAUSE if _PAUSE_HELD.get() else _GCPause()
+    key = object()
+    try:
+        with _RUNNING_LOCK:
+            user = gc.get_threshold()
+            if not _RUNNING:
+                _USER["thresholds"] = user
+            _RUNNING[key] = None
+            if user[0]:  # (0: the user turned automatic collection off)
+                gc.set_threshold(max(user[0], YOUNG_THRESHOLD), *user[1:])
+        return contextvars.copy_context().run(fn, *args, **kwargs)
+    finally:
+        with _RUNNING_LOCK:
+            if key in _RUNNING:
+                del _RUNNING[key]
+                if not _RUNNING:  # the last one out
+                    gc.set_threshold(*_USER["thresholds"])
 
 
 class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as trace``)
-    """Push a new innermost trace of class ``kind`` for the block (collector paused); extra
-    arguments go to the kind's constructor after the traces already active.
+    """Push a new innermost trace of class ``kind`` for the block; extra arguments go to the
+    kind's constructor after the traces already active. The entry points run the block inside
+    :func:`isolated`, so an interrupt between the push and the pop cannot leave the trace on
+    the caller's stack.
+
+    Python's cyclic collector keeps running (a tape holds no reference cycles, so it has nothing
+    to find there, and pausing it would pause it for every thread of the process), and the
+    recursion limit is the user's: code as deep as the limit allows raises ``RecursionError``
+    rather than overflowing the C stack.
 
     Example:
         >>> with new_trace(Trace) as trace:
-        ...     trace.level
-        0
+        ...     trace.level, LEVELS.get() == (trace,)
+        (0, True)
     """
 
-    __slots__ = ("trace", "token", "pause")
+    __slots__ = ("trace", "token")
 
     def __init__(self, kind: type[Trace], *args: Any, **kwargs: Any) -> None:
         self.trace = kind(LEVELS.get(), *args, **kwargs)
@@ -257,12 +247,9 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as t
     def __enter__(self) -> Any:
         trace = self.trace
         self.token = LEVELS.set((*trace.outer, trace))
-        pause = self.pause = gc_paused()
-        pause.__enter__()
         return trace
 
     def __exit__(self, *exc: object) -> None:
-        self.pause.__exit__()
         LEVELS.reset(self.token)
 
 

@@ -18,7 +18,11 @@ A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is note
 
 from __future__ import annotations
 
+import gc
 import operator
+import sys
+import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -209,8 +213,22 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
 def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
     owning ``target``'s memory, never in place; ``call`` is the dispatcher's (an implicit
-    parameter's array becomes its box there)."""
-    home, current, where = locate(levels, target)
+    parameter's array becomes its box there). A read-only array refuses the write, as NumPy does.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> frozen = np.ones(2)
+        >>> frozen.flags.writeable = False
+        >>> def f(a):
+        ...     a[0] = 5.0
+        ...     return np.sum(a)
+        >>> zp.gradient(f, frozen)
+        Traceback (most recent call last):
+        ValueError: assignment destination is read-only
+    """
+    home, current, where = locate(levels, target)  # (a view the engine cannot follow is refused first)
+    if not unbox_all(target).flags.writeable:
+        raise ValueError("assignment destination is read-only")
     if index is not None:
         index = tuple(unbox_all(i) for i in index) if type(index) is tuple else unbox_all(index)
     if where is None or where is Ellipsis:
@@ -346,9 +364,93 @@ def write_back(trace: Trace) -> None:
     """Once ``trace``'s tape is spent (``gradient`` after its backward pass, at the outermost
     level), put the final values of the arrays written through views and aliases into their
     memory, as NumPy would have: a global buffer or an argument written by the function holds
-    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones."""
+    the new values afterwards. Never earlier: the tape's pullbacks still read the old ones.
+
+    A differentiation inside another (a nested ``gradient``) hands its writes to the traces
+    around it instead: the written arrays' values, with this trace's level unboxed, become
+    their traced values there, so the enclosing function reads them (and their derivatives),
+    and the outermost differentiation writes them into memory."""
     if trace.outer:
+        hand_over(trace, trace.outer)
         return
     for home, new in trace.shadows.values():
         if home.flags.writeable:
             home[...] = unbox_all(new)
+
+
+def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
+    """Record the writes ``trace`` made (its :attr:`Trace.shadows`) on ``levels``, the traces
+    still running around it, with ``trace``'s own level unboxed (see :func:`write_back`)."""
+    for home, new in trace.shadows.values():
+        record_write(levels, home, new._zp_value if type(new) is Box and new._zp_trace is trace else new)
+
+
+def release_escaped(trace: Trace) -> None:
+    """At the end of the outermost differentiation: a traced value the call stored where it
+    outlives the call (an object's attribute, a dict, a list, a closure cell) is replaced by its
+    plain value there, as the arrays written are (:func:`write_back`); one held where it cannot
+    be replaced (a tuple, say) gets a warning naming where. A box of a finished trace would only
+    raise at its next use.
+
+    Finding them costs one reference count when nothing escaped (each live box refers to its
+    trace; the trace's own tables hold some, the caller one): the heap is searched only when a
+    box is alive elsewhere. Not done for a trace that substituted values (implicit parameters,
+    writes through views): the dispatcher's closures over its levels then outlive the call until
+    the collector runs, so the count cannot tell, and searching the heap at every such call
+    would cost more than the call.
+    """
+    if trace.outer or trace.with_params:
+        return
+    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace
+              for entry in trace.owners.values()) if trace.owners else 0
+    if sys.getrefcount(trace) <= 3 + own:  # the caller's, this parameter, getrefcount's, its tables'
+        return
+    kept = {id(entry[1]) for entry in trace.owners.values()}
+    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box and id(b) not in kept]
+
+    def finished(v: Any) -> bool:
+        return type(v) is Box and v._zp_trace is trace and id(v) not in kept
+
+    for box in escaped:
+        holders = gc.get_referrers(box)
+        for holder in holders:
+            if holder is escaped:
+                continue
+            if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
+                attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
+                for key in [k for k, v in attributes.items() if finished(v)]:
+                    attributes[key] = attributes[key]._zp_value
+            elif isinstance(holder, list):
+                for i in [i for i, v in enumerate(holder) if finished(v)]:
+                    holder[i] = holder[i]._zp_value
+            elif isinstance(holder, types.CellType):
+                if finished(holder.cell_contents):
+                    holder.cell_contents = holder.cell_contents._zp_value
+            elif type(holder) is tuple and _replace(holder, tuple(
+                    v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
+                pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
+            elif not isinstance(holder, types.FrameType):
+                warnings.warn(
+                    f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
+                    "differentiation outlives it and cannot be replaced by its plain value there; its next "
+                    "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
+
+
+def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
+    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes or a list (not one
+    of ``skip``, the searches' own) hold it; whether any did."""
+    replaced = False
+    found = gc.get_referrers(old)
+    for holder in found:
+        if holder is found or any(holder is s for s in skip):
+            continue
+        table = holder if isinstance(holder, dict) else getattr(holder, "__dict__", None)
+        if isinstance(table, dict):
+            for key in [k for k, v in table.items() if v is old]:
+                table[key] = new
+                replaced = True
+        elif isinstance(holder, list):
+            for i in [i for i, v in enumerate(holder) if v is old]:
+                holder[i] = new
+                replaced = True
+    return replaced

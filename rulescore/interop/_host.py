@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib.metadata
 import numbers
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -184,9 +185,19 @@ def engine() -> Any:
     """The installed AD engine (``rulescore.engines`` entry point) that differentiates pullbacks.
 
     It needs ``pullback(f, *args) -> (y, back)`` with ``back(ybar)`` giving one gradient per
-    argument (``None`` for none), as ``zygotepy.pullback``.
+    argument (``None`` for none), as ``zygotepy.pullback``. When several are installed, the
+    environment variable ``RULESCORE_ENGINE`` names the one to use (none is picked silently).
     """
-    for ep in sorted(importlib.metadata.entry_points(group="rulescore.engines"), key=lambda e: e.name):
+    installed = {ep.name: ep for ep in importlib.metadata.entry_points(group="rulescore.engines")}
+    chosen = os.environ.get("RULESCORE_ENGINE")
+    if chosen is not None or len(installed) > 1:
+        if chosen not in installed:
+            raise EngineMissingError(
+                f"several AD engines are installed ({', '.join(sorted(installed))}) and none is chosen: "
+                "set the environment variable RULESCORE_ENGINE to one of them" if chosen is None else
+                f"RULESCORE_ENGINE={chosen!r} is not an installed AD engine ({', '.join(sorted(installed))})")
+        return installed[chosen].load()
+    for ep in installed.values():
         return ep.load()
     raise EngineMissingError(
         "higher derivatives of a host (NumPy) rule differentiate its pullback with an AD engine, and "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, configuration, given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
@@ -13,6 +16,24 @@ from rulescore.testing._testers import test_frule, test_frule_rrule, test_rrule,
 from rulescore.testing._vec import no_tangent
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+
+
+@contextlib.contextmanager
+def _storage_outside_the_working_directory() -> Iterator[None]:
+    """Hypothesis keeps caches (the constants of the modules it reads) under its home directory,
+    ``.hypothesis`` in the working directory unless configured: while a check runs, a temporary
+    one unless the user chose one (``HYPOTHESIS_STORAGE_DIRECTORY`` or
+    ``hypothesis.configuration.set_hypothesis_home_dir``), so a check leaves no folder behind."""
+    chosen = vars(configuration).get("__hypothesis_home_directory")
+    if chosen is not None or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="rulescore-hypothesis-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(None)
 
 
 def _strategy(a: Any) -> SearchStrategy[Any]:
@@ -30,9 +51,10 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
     ``args``: per positional argument a strategy or a plain value; ``kwargs``: plain keyword
     arguments; ``nondiff``: positions that are not perturbed and must get ``NoTangent()``;
     ``rrule_f``/``frule_f``/``strict``: as in ``test_rrule`` (to check an AD engine).
-    Hypothesis settings come from the active profile (always ``deadline=None`` and one reported
-    failure, the simplest); ``max_examples`` overrides the profile's. A failure shows the
-    falsifying example.
+    Hypothesis settings come from the active profile (always ``deadline=None``, one reported
+    failure, the simplest, and no example database: nothing is written to the working directory,
+    plugin or not); ``max_examples`` overrides the profile's. A failure shows the falsifying
+    example.
 
     Example:
         >>> import numpy as np
@@ -42,7 +64,7 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
     """
     strategies = st.tuples(*(_strategy(a) for a in args))
     overrides: dict[str, Any] = {"deadline": None, "suppress_health_check": _HEALTH,
-                                 "report_multiple_bugs": False}
+                                 "report_multiple_bugs": False, "database": None}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
     fkwargs = dict(kwargs or {})
@@ -58,7 +80,8 @@ def check_rule(f: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None
             test_frule(f, *marked, frule_f=frule_f, strict=strict, **tol)
             test_frule_rrule(f, *marked, rrule_f=rrule_f, frule_f=frule_f, **tol)
 
-    check()
+    with _storage_outside_the_working_directory():
+        check()
 
 
 class RuleTester:

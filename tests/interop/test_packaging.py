@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 
 def test_no_pytest11_entry_point_loads_rulescore() -> None:
     values = [ep.value for ep in importlib.metadata.entry_points(group="pytest11")]
@@ -47,3 +49,47 @@ def test_an_unrelated_project_gets_no_profile_and_no_checking_mode(tmp_path: Pat
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+# -- which AD engine differentiates host rules -----------------------------------------------------------
+class _EntryPoint:
+    def __init__(self, name):
+        self.name = name
+
+    def load(self):
+        return f"engine {self.name}"
+
+
+@pytest.mark.parametrize("names", [("zygotepy", "another"), ("a", "b", "c")])
+def test_several_engines_are_never_picked_silently(monkeypatch, names):
+    from rulescore.interop import _host
+
+    monkeypatch.setattr(_host.importlib.metadata, "entry_points",
+                        lambda group: [_EntryPoint(n) for n in names])
+    monkeypatch.delenv("RULESCORE_ENGINE", raising=False)
+    _host.engine.cache_clear()
+    try:
+        with pytest.raises(_host.EngineMissingError, match="several AD engines.*RULESCORE_ENGINE"):
+            _host.engine()
+        for name in names:
+            monkeypatch.setenv("RULESCORE_ENGINE", name)
+            _host.engine.cache_clear()
+            assert _host.engine() == f"engine {name}"
+        monkeypatch.setenv("RULESCORE_ENGINE", "missing")
+        _host.engine.cache_clear()
+        with pytest.raises(_host.EngineMissingError, match="'missing' is not an installed AD engine"):
+            _host.engine()
+    finally:
+        _host.engine.cache_clear()
+
+
+def test_a_single_engine_is_used_without_being_named(monkeypatch):
+    from rulescore.interop import _host
+
+    monkeypatch.setattr(_host.importlib.metadata, "entry_points", lambda group: [_EntryPoint("only")])
+    monkeypatch.delenv("RULESCORE_ENGINE", raising=False)
+    _host.engine.cache_clear()
+    try:
+        assert _host.engine() == "engine only"
+    finally:
+        _host.engine.cache_clear()

@@ -874,6 +874,11 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:160]}"
 
 
+def _copied(args: Any) -> Any:
+    """``args`` with every array copied (containers rebuilt), the rest shared."""
+    return rc.tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, args)
+
+
 def check(program: Program, withgradient: Callable[..., Any] = zp.withgradient) -> Outcome:
     """Differentiate ``program`` with ``withgradient`` and judge it against finite differences."""
     f = load(program)
@@ -894,6 +899,11 @@ def check(program: Program, withgradient: Callable[..., Any] = zp.withgradient) 
             return Outcome("rejected", "finite differences unstable (kink or branch near x)", program)
         if np.max(np.abs(jump), initial=0.0) > 1e-4 * scale:
             return Outcome("rejected", "one-sided differences disagree (kink at x)", program)
+    numpy_leaves = _copied(args)  # what one call leaves in the caller's arguments, run by NumPy
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(*numpy_leaves)
+    args = _copied(args)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -907,6 +917,13 @@ def check(program: Program, withgradient: Callable[..., Any] = zp.withgradient) 
     problems = []
     if not np.isclose(float(val), value, rtol=1e-10, atol=1e-12):
         problems.append(f"value {val!r}, expected {value!r}")
+    for k, (after, expected) in enumerate(zip(rc.tree_flatten(args)[0], rc.tree_flatten(numpy_leaves)[0],
+                                               strict=True)):
+        if isinstance(expected, np.ndarray) and not np.array_equal(after, expected):
+            problems.append(f"the caller's array {k} after the call: {after!r}, NumPy leaves {expected!r}")
+    for k, g in enumerate(rc.tree_flatten(grads)[0]):
+        if isinstance(g, np.ndarray) and not (g.flags.writeable and g.base is None):
+            problems.append(f"gradient leaf {k} is not the user's own array (read-only or a view)")
     for k, (g, ref) in enumerate(zip(grads, fine, strict=True)):
         got = np.zeros_like(np.asarray(ref)) if g is None else np.asarray(g, dtype=float)
         scale = 1.0 + np.max(np.abs(ref), initial=0.0)

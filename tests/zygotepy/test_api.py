@@ -219,3 +219,33 @@ def test_withjacobian_gives_the_value_and_jacobians(mode):
     res = zp.withjacobian(lambda: _layer(x), zp.params(W_J, B_J))
     np.testing.assert_allclose(res.val, _layer(x))
     np.testing.assert_allclose(res.grad[B_J], zp.jacobian(lambda b: np.tanh(W_J @ x + b), B_J)[0])
+
+
+# -- jacobian's mode="auto" counts outputs on copies -------------------------------------------------
+def _moves_its_argument(x):
+    x += 1.0
+    return x ** 2
+
+
+def _scales_its_argument(x):
+    x *= 3.0
+    return np.sin(x)
+
+
+def _writes_an_element(x):
+    x[0] = 0.0
+    return x * x[-1]
+
+
+@pytest.mark.parametrize("f, exact", [
+    (_moves_its_argument, lambda x: np.diag(2 * (x + 1.0))),
+    (_scales_its_argument, lambda x: np.diag(3.0 * np.cos(3.0 * x))),
+    (_writes_an_element, lambda x: np.array([[0.0, 0.0, 0.0], [0.0, x[2], x[1]], [0.0, 0.0, 2 * x[2]]])),
+])
+def test_jacobian_in_every_mode_is_taken_at_the_callers_point(f, exact):
+    x0 = np.array([1.0, 2.0, 3.0])
+    for mode in ("auto", "forward", "reverse"):
+        x = x0.copy()
+        (J,) = zp.jacobian(f, x, mode=mode)
+        np.testing.assert_allclose(J, exact(x0), err_msg=mode)
+        np.testing.assert_array_equal(x, x0, err_msg=f"{mode}: jacobian moved the caller's array")

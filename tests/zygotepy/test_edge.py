@@ -1,8 +1,14 @@
 """The user's edge: internal tangents to what users see, and users' gradients to tangents."""
 
 import dataclasses
+import warnings
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rulescore as rc
 import zygotepy as zp
@@ -52,3 +58,117 @@ def test_round_trip_through_an_adjoint_is_the_identity_on_users_gradients():
 def test_jvp_of_a_list_valued_function_returns_a_list():
     y, ydot = zp.jvp(lambda x: [x, 2.0 * x], (1.0,), (1.0,))
     assert (y, ydot) == ([1.0, 2.0], [1.0, 2.0]) and type(ydot) is list
+
+
+# -- gradients handed out are the user's own ----------------------------------------------------------
+def _all_own(grads, inputs):
+    """Every array gradient writable, owning its memory, of its primal's dtype, sharing memory with
+    no other gradient and no input."""
+    arrays = [g for g in grads if isinstance(g, np.ndarray)]
+    for g, x in zip(grads, inputs, strict=True):
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            assert isinstance(g, np.ndarray) and g.dtype == x.dtype
+    for i, g in enumerate(arrays):
+        assert g.flags.writeable and g.base is None
+        assert not any(np.shares_memory(g, h) for h in arrays[i + 1:])
+        assert not any(np.shares_memory(g, x) for x in inputs if isinstance(x, np.ndarray))
+
+
+def test_one_cotangent_reaching_two_arguments_is_two_arrays():
+    W, b = np.ones((2, 2)), np.ones((2, 2))
+    gW, gb = zp.gradient(lambda W, b: np.sum(W + b), W, b)
+    _all_own([gW, gb], [W, b])
+    gW *= 0.5  # an in-place step on one gradient leaves the other
+    np.testing.assert_array_equal(gb, np.ones((2, 2)))
+
+
+def test_a_broadcast_gradient_is_writable():
+    x = np.arange(3.0)
+    (g,) = zp.gradient(np.sum, x)
+    g *= 0.1
+    np.testing.assert_allclose(g, 0.1)
+
+
+def test_gradients_through_params_and_dicts_are_separate():
+    W, b = np.ones(3), np.ones(3)
+    gs = zp.gradient(lambda: np.sum(W + b), zp.params(W, b))
+    _all_own([gs[W], gs[b]], [W, b])
+    (d,) = zp.gradient(lambda p: np.sum(p["W"] - p["b"]), {"W": W, "b": b})
+    _all_own([d["W"], d["b"]], [W, b])
+    (t,) = zp.gradient(lambda p: np.sum(p[0] * 1.0 + p[1]), (W, b))
+    _all_own(list(t), [W, b])
+
+
+def test_a_rule_returning_a_constant_as_cotangent_does_not_hand_it_out():
+    C = np.array([1.0, 2.0])
+
+    def weigh(x):
+        return float(np.dot(x, C))
+
+    @rc.rrule.register(weigh)
+    def _weigh_rrule(x):
+        return weigh(x), lambda ybar: (rc.NoTangent(), C)  # ybar is 1: the rule hands back C itself
+
+    x = np.zeros(2)
+    (g,) = zp.gradient(weigh, x)
+    g[0] = 99.0
+    np.testing.assert_array_equal(C, [1.0, 2.0])
+    gs = zp.gradient(lambda: weigh(x), zp.params(x))  # through implicit parameters
+    assert not np.shares_memory(gs[x], C)
+
+
+@given(shape=st.sampled_from([(), (1,), (3,), (2, 3)]),
+       dtype=st.sampled_from([np.float64, np.float32]),
+       which=st.sampled_from(["add", "sub", "sum_each", "mean", "reused"]))
+@settings(max_examples=40, deadline=None)
+def test_every_gradient_is_fresh_whatever_the_path(shape, dtype, which):
+    W, b = np.ones(shape, dtype), np.full(shape, 2.0, dtype)
+    losses = {
+        "add": lambda W, b: np.sum(W + b),
+        "sub": lambda W, b: np.sum(W - b),
+        "sum_each": lambda W, b: np.sum(W) + np.sum(b),
+        "mean": lambda W, b: np.mean(W + b),
+        "reused": lambda W, b: np.sum(W + b) + np.sum(W),
+    }
+    grads = zp.gradient(losses[which], W, b)
+    _all_own(list(grads), [W, b])
+    y, back = zp.pullback(losses[which], W, b)
+    _all_own(list(back(1.0)), [W, b])
+
+
+# -- arguments the engine would differentiate wrongly are refused, naming the type and the fix ---------
+_STRUCTURED = np.zeros(2, dtype=[("a", float), ("b", float)])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix's own
+    _MATRIX = np.matrix([[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("argument, named, fix", [
+    (_MATRIX, "np.matrix", "np.asarray"),
+    (np.ma.array([1.0, 2.0], mask=[0, 1]), "masked array", "np.ma.getdata"),
+    (np.array([1.0, 2.0], dtype=object), "dtype object", "astype(float)"),
+    (_STRUCTURED, "structured array", "structured_to_unstructured"),
+    (_STRUCTURED[0], "structured array", "structured_to_unstructured"),
+    (Fraction(1, 2), "Fraction", "float(x)"),
+    (Decimal("0.5"), "Decimal", "float(x)"),
+    ((float(i) for i in range(3)), "generator", "list(it)"),
+    (iter([1.0, 2.0]), "list_iterator", "list(it)"),
+    ([1.0, np.array([1.0], dtype=object)], "dtype object", "astype(float)"),
+    ({"w": _MATRIX}, "'w'", "np.asarray"),
+])
+def test_an_argument_differentiated_wrongly_is_refused_with_its_fix(argument, named, fix):
+    def loss(a):
+        return 0.0
+
+    for entry, run in [("gradient", lambda: zp.gradient(loss, argument)),
+                       ("gradient", lambda: zp.pullback(loss, argument)),
+                       ("jvp", lambda: zp.jvp(loss, (argument,), (1.0,)))]:
+        with pytest.raises(TypeError) as err:
+            run()
+        message = str(err.value)
+        assert entry in message and "loss" in message and named in message and fix in message
+
+
+def test_arguments_not_differentiated_are_not_checked():
+    gen = (v for v in [1.0, 2.0])
+    assert zp.gradient(lambda x, g: x * sum(g), 2.0, gen, argnums=0) == (3.0,)

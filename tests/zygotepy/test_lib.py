@@ -146,3 +146,25 @@ def test_recursive_checkpointing_keeps_memory_logarithmic_and_gradients_exact():
     np.testing.assert_allclose(g_nested, g_plain, rtol=1e-12, atol=1e-14)
     # 32 activations kept without checkpointing; about log2(32) levels of them with it
     assert nested < plain / 3, (nested, plain)
+
+
+# -- writes inside a checkpointed function -----------------------------------------------------------
+def test_a_checkpointed_write_of_a_traced_value_is_refused_rather_than_lost():
+    buffer = np.zeros(2)
+
+    def keeps(h):
+        buffer[...] = h
+        return np.sum(h * h)
+
+    def keeps_a_part(h):
+        buffer[0] = h[1] * 2.0
+        return np.sum(h)
+
+    def adds(h):
+        buffer[...] += np.sin(h)
+        return np.sum(h)
+
+    for f in (keeps, keeps_a_part, adds):
+        refused = rf"checkpointed: .*{f.__name__} writes .*Return the value"
+        with pytest.raises(zp.UntraceableError, match=refused):
+            zp.gradient(lambda x: zp.checkpointed(f, x), np.array([1.0, 2.0]))

@@ -216,16 +216,36 @@ def test_unprojected_rule_cotangents_are_projected_at_the_edge():
         return float(np.sum(a)) * 2.0
 
     @rc.rrule.register(scaled_total)
-    def _(a):  # a careless rule: float64 cotangent of the output's (broadcast) shape
-        return scaled_total(a), lambda ybar: (rc.NoTangent(), np.full((2, 3), 2.0 * ybar))
+    def _(a):  # a careless rule: a float64 cotangent for a float32 argument
+        return scaled_total(a), lambda ybar: (rc.NoTangent(), np.full(3, 2.0 * ybar))
 
     x32 = np.ones(3, dtype=np.float32)
     with rc.checking(False):  # checking mode would reject the rule itself
         (g,) = zp.gradient(scaled_total, x32)
         (gs,) = zp.gradient(lambda ps: scaled_total(ps[0]), [x32])
     assert g.dtype == np.float32 and g.shape == (3,)
-    np.testing.assert_allclose(g, 4.0)
+    np.testing.assert_allclose(g, 2.0)
     assert gs[0].dtype == np.float32 and gs[0].shape == (3,)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 3), (1, 3), (6,), (3, 1)])
+def test_a_rule_cotangent_of_another_shape_is_refused_not_summed(shape):
+    """ChainRules' ProjectTo refuses a size mismatch: summing a (3, 3) cotangent back onto a (3,)
+    argument gave [12, 12, 12] for [4, 4, 4]. Only a rule that broadcasts sums back, itself."""
+    def weighed(a):
+        return float(np.sum(a)) * 4.0
+
+    @rc.rrule.register(weighed)
+    def _(a):
+        return weighed(a), lambda ybar: (rc.NoTangent(), np.full(shape, 4.0 * ybar))
+
+    with rc.checking(False):
+        for run in (lambda: zp.gradient(weighed, np.ones(3)),
+                    lambda: zp.gradient(lambda d: weighed(d["a"]), {"a": np.ones(3)}),
+                    lambda: zp.pullback(weighed, np.ones(3))[1](1.0)):
+            refused = rf"shape \({shape[0]}, ?.*for an argument of shape \(3,\)"
+            with pytest.raises(rc.ProjectionError, match=refused):
+                run()
 
 
 W_GLOBAL = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -460,3 +480,18 @@ def test_pullback_with_params_gives_grads_for_any_cotangent():
                                        rtol=1e-5, atol=1e-8)
     y, back, aux = zp.pullback(lambda: (np.sum(W_HABIT), "aux"), ps, has_aux=True)
     assert aux == "aux" and back(1.0)[B_HABIT] is None
+
+
+@pytest.mark.parametrize("bad", ["2.0", b"2.0"])
+def test_a_rule_cotangent_that_is_text_is_refused_by_name(bad):
+    def doubled(a):
+        return a * 2.0
+
+    @rc.rrule.register(doubled)
+    def _(a):
+        return doubled(a), lambda ybar: (rc.NoTangent(), bad)
+
+    with rc.checking(False):
+        for x in (1.0, np.ones(2)):
+            with pytest.raises(rc.ProjectionError, match=f"cotangent of type {type(bad).__name__}"):
+                zp.gradient(lambda v: np.sum(doubled(v)), x)

@@ -1,15 +1,22 @@
-"""Trace state: the stack of active traces, levels, the collector pause, boxes and the tape."""
+"""Trace state: the stack of active traces, levels, the collector, the recursion limit, boxes, the tape."""
 
 import gc
 import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 import weakref
 
 import numpy as np
+import pytest
 
 import zygotepy as zp
 from zygotepy._reverse import ReverseTrace
-from zygotepy._trace import LEVELS, Box, gc_paused, new_trace
+from zygotepy._trace import LEVELS, YOUNG_THRESHOLD, Box, new_trace
 
 
 def test_traces_nest_by_level_and_the_stack_is_restored():
@@ -33,14 +40,26 @@ def test_the_stack_is_restored_when_the_function_raises():
     assert LEVELS.get() == ()
 
 
-def test_the_collector_is_paused_while_tracing_and_restored_after():
-    assert gc.isenabled()
+def test_the_collector_stays_on_and_the_recursion_limit_is_the_users_while_tracing():
+    limit, thresholds = sys.getrecursionlimit(), gc.get_threshold()
     seen = []
-    zp.gradient(lambda x: seen.append(gc.isenabled()) or x * 2.0, 1.0)
-    assert seen == [False] and gc.isenabled()
-    with gc_paused(), gc_paused():  # re-entrant
-        assert not gc.isenabled()
-    assert gc.isenabled()
+    zp.gradient(lambda x: seen.append((gc.isenabled(), sys.getrecursionlimit(), gc.get_threshold()))
+                or x * 2.0, 1.0)
+    assert seen == [(True, limit, (YOUNG_THRESHOLD, *thresholds[1:]))]
+    assert gc.get_threshold() == thresholds
+
+
+def test_a_collector_the_user_set_is_kept_and_given_back():
+    thresholds = gc.get_threshold()
+    try:
+        for mine in [(0, 10, 10), (500_000, 3, 4), (700, 20, 20)]:
+            gc.set_threshold(*mine)
+            seen = []
+            zp.gradient(lambda x: seen.append(gc.get_threshold()) or x * 2.0, 1.0)
+            assert seen[0][0] in (0, max(mine[0], YOUNG_THRESHOLD)) and seen[0][1:] == mine[1:]
+            assert gc.get_threshold() == mine
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def test_each_thread_has_its_own_stack():
@@ -83,3 +102,122 @@ def test_implicit_parameters_get_one_input_box_each():
     with new_trace(ReverseTrace, {id(W): W}) as trace:
         assert trace.param_box(W) is trace.param_box(W)
         assert trace.with_params and trace.fast_path is None
+
+
+# -- an interrupt at any moment leaves nothing behind ------------------------------------------------
+def _interrupted_after(delay, run):
+    """Run ``run()`` with Ctrl-C (SIGALRM raising ``KeyboardInterrupt``) arriving after ``delay``
+    seconds; whether it arrived before ``run`` ended."""
+    def ctrl_c(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, delay)
+        try:
+            run()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except KeyboardInterrupt:
+        return True
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return False
+
+
+def _writes_back():
+    """A clean gradient after the interrupts: right, and its in-place write reaches the array."""
+    buffer = np.zeros(2)
+
+    def f(x):
+        buffer[...] = x
+        return np.sum(x * x)
+
+    (g,) = zp.gradient(f, np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g, [2.0, 4.0])
+    np.testing.assert_array_equal(buffer, [1.0, 2.0])
+
+
+_W = np.ones(3)
+ENTRY_POINTS = {
+    "gradient": lambda: zp.gradient(lambda x: np.sum(np.sin(x)), np.ones(2)),
+    "jacobian_forward": lambda: zp.jacobian(np.sin, np.ones(2), mode="forward"),
+    "jacobian_reverse": lambda: zp.jacobian(np.sin, np.ones(2), mode="reverse"),
+    "hessian": lambda: zp.hessian(lambda x: np.sum(x ** 3), np.ones(2)),
+    "jvp": lambda: zp.jvp(np.sin, (np.ones(2),), (np.ones(2),)),
+    "checkpointed": lambda: zp.gradient(lambda x: zp.checkpointed(lambda h: np.sum(np.tanh(h)), x),
+                                        np.ones(2)),
+    "nested": lambda: zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5),
+    "params": lambda: zp.gradient(lambda: np.sum(_W * _W), zp.params(_W)),
+}
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_an_interrupt_at_any_moment_leaves_the_state_as_it_was(entry):
+    run = ENTRY_POINTS[entry]
+    state = (LEVELS.get(), gc.isenabled(), gc.get_threshold(), sys.getrecursionlimit())
+    took = []
+    for _ in range(6):
+        start = time.perf_counter()
+        run()
+        took.append(time.perf_counter() - start)
+    took = min(took)  # (after a warm-up: the first call rewrites and caches)
+    rng = np.random.default_rng(0)
+    interrupted = 0
+    for _ in range(300):
+        interrupted += _interrupted_after(float(rng.uniform(1e-6, took)), run)
+        assert (LEVELS.get(), gc.isenabled(), gc.get_threshold(), sys.getrecursionlimit()) == state
+    assert interrupted > 30
+    _writes_back()
+
+
+def test_other_threads_cyclic_garbage_is_collected_while_a_thread_differentiates():
+    inside, release = threading.Event(), threading.Event()
+
+    def f(x):
+        inside.set()
+        release.wait(10)
+        return x * 2.0
+
+    worker = threading.Thread(target=zp.gradient, args=(f, 1.0))
+    worker.start()
+    try:
+        assert inside.wait(10)
+
+        class Node:
+            pass
+
+        first = Node()
+        first.self = first
+        alive = weakref.ref(first)
+        del first
+        for _ in range(3 * YOUNG_THRESHOLD):  # cycles, left to the automatic collection
+            n = Node()
+            n.self = n
+        assert alive() is None
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_deep_recursion_raises_recursion_error_rather_than_overflowing_the_stack(tmp_path):
+    program = textwrap.dedent("""
+        import sys, zygotepy as zp
+        sys.setrecursionlimit(30000)
+        def down(x, n):
+            return x if n == 0 else down(x * 1.0, n - 1)
+        try:
+            print(zp.gradient(lambda x: down(x, 25000), 1.0))
+        except RecursionError:
+            print("RecursionError")
+        print(zp.gradient(lambda x: down(x, 50), 2.0), sys.getrecursionlimit())
+    """)
+    script = tmp_path / "deep.py"  # a file: its functions have source, so the engine rewrites them
+    script.write_text(program)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, second = out.stdout.splitlines()
+    assert first in ("RecursionError", "(1.0,)")
+    assert second == "(1.0,) 30000"

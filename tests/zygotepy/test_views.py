@@ -1,0 +1,214 @@
+"""Writes through views and aliases (zygotepy._views): what NumPy refuses is refused."""
+
+import numpy as np
+import pytest
+
+import zygotepy as zp
+
+
+def _frozen(*values):
+    a = np.array(values, dtype=float)
+    a.flags.writeable = False
+    return a
+
+
+def _set_element(a):
+    a[0] = 5.0
+    return np.sum(a)
+
+
+def _add_in_place(a):
+    a += 1.0
+    return np.sum(a * a)
+
+
+def _fill(a):
+    a[...] = 2.0
+    return np.sum(a)
+
+
+def _ufunc_out(a):
+    np.multiply(a, 3.0, out=a)
+    return np.sum(a)
+
+
+def _through_a_slice(a):
+    head = a[:1]
+    head *= 2.0
+    return np.sum(a)
+
+
+@pytest.mark.parametrize("f", [_set_element, _add_in_place, _fill, _ufunc_out, _through_a_slice])
+def test_a_write_into_a_read_only_argument_is_refused_as_numpy_refuses_it(f):
+    with pytest.raises(ValueError, match="read-only"):
+        f(_frozen(1.0, 2.0))  # NumPy itself
+    a = _frozen(1.0, 2.0)
+    with pytest.raises(ValueError, match="read-only"):
+        zp.gradient(f, a)
+    np.testing.assert_array_equal(a, [1.0, 2.0])
+
+
+def test_a_write_into_a_read_only_global_is_refused():
+    table = _frozen(1.0, 2.0, 3.0)
+
+    def f(x):
+        table[1] = x
+        return x * 2.0
+
+    with pytest.raises(ValueError, match="read-only"):
+        zp.gradient(f, 1.0)
+
+
+@pytest.mark.parametrize("f", [_set_element, _add_in_place, _fill, _ufunc_out, _through_a_slice])
+def test_the_same_writes_into_a_writable_argument_are_differentiated(f):
+    x = np.array([1.0, 2.0])
+    (g,) = zp.gradient(f, x.copy())
+    eps, numeric = 1e-6, []
+    for i in range(2):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric.append((f(up) - f(down)) / (2 * eps))
+    np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-8)
+
+
+# -- writes made by a differentiation inside another reach the enclosing one ----------------------------
+def test_a_nested_gradient_writes_into_a_global_buffer_as_numpy_would():
+    buffer = np.zeros(2)
+
+    def inner(h):
+        buffer[...] = h
+        return np.sum(h * h)
+
+    x = np.array([1.0, 2.0])
+    (g,) = zp.gradient(lambda v: np.sum(zp.gradient(inner, v)[0]), x)
+    np.testing.assert_allclose(g, [2.0, 2.0])
+    np.testing.assert_array_equal(buffer, x)
+
+
+def _fd(f, x, eps=1e-6):
+    out = []
+    for i in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        out.append((f(up) - f(down)) / (2 * eps))
+    return np.array(out)
+
+
+def _reads_what_the_inner_gradient_wrote(x):
+    a = np.zeros(2)
+
+    def inner(h):
+        a[...] = h * h
+        return np.sum(h)
+
+    zp.gradient(inner, x)
+    return np.sum(a * x)
+
+
+def _writes_a_slice_in_the_inner_gradient(x):
+    a = np.ones(3)
+
+    def inner(h):
+        a[1:] = np.sin(h)
+        return np.sum(h * a[1:])
+
+    zp.gradient(inner, x)
+    return np.sum(a) * x[0]
+
+
+def _adds_in_place_in_the_inner_gradient(x):
+    a = np.array([1.0, 1.0])
+
+    def inner(h):
+        a[...] += h * 3.0
+        return np.sum(h)
+
+    zp.gradient(inner, x)
+    zp.gradient(inner, x)  # twice: both writes count
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("f", [_reads_what_the_inner_gradient_wrote, _writes_a_slice_in_the_inner_gradient,
+                               _adds_in_place_in_the_inner_gradient])
+def test_the_enclosing_function_reads_the_inner_gradients_writes_with_their_derivatives(f):
+    x = np.array([0.5, 1.5])
+    (g,) = zp.gradient(f, x.copy())
+    np.testing.assert_allclose(g, _fd(f, x), rtol=1e-5, atol=1e-8)
+
+
+# -- traced values stored where they outlive the call ------------------------------------------------------
+class _Filter:
+    def __init__(self):
+        self.state = np.zeros(2)
+        self.count = 0.0
+
+    def update(self, x):
+        self.state = 0.5 * self.state + x
+        self.count = self.count + x[0]
+        return np.sum(self.state)
+
+
+def test_an_object_updated_inside_the_loss_holds_plain_values_afterwards():
+    flt = _Filter()
+    x = np.array([1.0, 2.0])
+    for _ in range(3):  # the next use works, inside a gradient and outside
+        (g,) = zp.gradient(flt.update, x)
+        np.testing.assert_allclose(g, [1.0, 1.0])
+        assert type(flt.state) is np.ndarray and type(flt.count) is np.float64
+    np.testing.assert_allclose(flt.state, 1.75 * x)
+    assert flt.update(x) == pytest.approx(np.sum(1.875 * x))
+
+
+def test_dicts_lists_and_cells_written_inside_the_loss_hold_plain_values_afterwards():
+    log, history = {}, []
+    last = None
+
+    def f(x):
+        nonlocal last
+        log["y"] = x * 2.0
+        history.append(np.sin(x))
+        last = x + 1.0
+        return np.sum(x)
+
+    x = np.array([0.5, 1.0])
+    zp.gradient(f, x)
+    assert type(log["y"]) is np.ndarray and type(history[0]) is np.ndarray and type(last) is np.ndarray
+    np.testing.assert_allclose(history[0], np.sin(x))
+    np.testing.assert_allclose(last, x + 1.0)
+
+
+def test_a_traced_value_in_a_tuple_is_replaced_where_the_tuple_is_held_or_named_in_a_warning():
+    listed, logged, kept = [], {}, set()
+
+    def f(x):
+        listed.append((x * 3.0, "a"))
+        logged["args"] = (x,)
+        kept.add((x * 4.0,))  # a tuple in a set: cannot be replaced
+        return x * 2.0
+
+    with pytest.warns(UserWarning, match="traced value stored in a tuple"):
+        zp.gradient(f, 1.0)
+    assert listed == [(3.0, "a")] and type(listed[0][0]) is float and logged["args"] == (1.0,)
+
+
+def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
+    from zygotepy import _views
+
+    def searched(*objects):
+        raise AssertionError("the heap was searched for escaped traced values")
+
+    monkeypatch.setattr(_views.gc, "get_referrers", searched)
+    W, buffer = np.ones(2), np.zeros(2)
+
+    def writes(x):
+        buffer[...] = x * 2.0
+        return np.sum(buffer * W)
+
+    zp.gradient(lambda x: np.sum(np.sin(x) * W), np.ones(2))
+    zp.gradient(writes, np.ones(2))
+    zp.gradient(lambda: np.sum(W * W), zp.params(W))
+    zp.gradient(lambda x: zp.checkpointed(lambda h: np.sum(np.tanh(h)), x), np.ones(2))
+    zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5)
+    zp.withgradient(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
