@@ -17,11 +17,13 @@ import dis
 import inspect
 import linecache
 import operator
+import os
 import sys
 import types
 import weakref
 from typing import Any
 
+import rulescore
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, warn_user
 
@@ -104,12 +106,18 @@ class _Rewriter(ast.NodeTransformer):
     ``param`` (implicit parameters are arrays the code may reach without any call).
 
     ``modules``: global names bound to modules when the function was rewritten; their attributes
-    (``np.sum``) are read as they are."""
+    (``np.sum``) are read as they are. ``names``: every global name then (a builtin not among
+    them is the builtin). Without ``protocols`` (rulescore's own code, whose rule bodies outer
+    levels trace line by line and which runs no user protocol) only calls, operators and
+    subscripts are routed."""
 
-    def __init__(self, params: bool, modules: frozenset[str] = frozenset(), cls: str | None = None) -> None:
+    def __init__(self, params: bool, modules: frozenset[str] = frozenset(), cls: str | None = None,
+                 names: frozenset[str] = frozenset(), protocols: bool = True) -> None:
         self.scopes: list[set[str]] = []
         self.params = params
         self.modules = modules
+        self.names = names
+        self.protocols = protocols
         self.classes = [cls]  # the class whose private names (``self.__x``) are mangled here
         self.temporaries = 0
 
@@ -140,23 +148,36 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if not isinstance(node.ctx, ast.Load) or (self._is_module(node.value) and not self.params):
+        if not isinstance(node.ctx, ast.Load) or (self._is_module(node.value) and not self.params) or (
+                not self.protocols and not self.params):
             return node
         # obj.name -> _zp_attr(obj, "name"): properties, cached properties and __getattr__ run
         # rewritten on any object (and a parameter's box is found)
         return self._helper("_zp_attr", node, node.value, self._attr_name(node.attr))
 
+    def _builtin_call(self, node: ast.expr, names: frozenset[str]) -> bool:
+        """Whether ``node`` (already rewritten) calls one of the builtins ``names``, not shadowed."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_zp_call"
+                and bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in names
+                and node.args[0].id not in self.names and not any(node.args[0].id in s for s in self.scopes))
+
     def _iterated(self, node: ast.expr) -> ast.expr:
+        if not self.protocols or isinstance(node, _LITERALS) or self._builtin_call(node, _ITERATORS):
+            return self._param(node)  # nothing of the user's runs to iterate it
         return self._helper("_zp_iter", node, node)
 
     def visit_With(self, node: ast.With) -> ast.AST:
         self.generic_visit(node)
+        if not self.protocols:
+            return node
         for item in node.items:  # __enter__/__exit__ written in Python run rewritten
             item.context_expr = self._helper("_zp_with", item.context_expr, item.context_expr)
         return node
 
     def visit_Delete(self, node: ast.Delete) -> Any:
         self.generic_visit(node)
+        if not self.protocols:
+            return node
         out: list[ast.stmt] = []
         for target in node.targets:
             if isinstance(target, ast.Attribute):
@@ -212,7 +233,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        if (len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and self.protocols
+                and not isinstance(node.comparators[0], _LITERALS)):
             found = self._helper("_zp_contains", node, node.comparators[0], node.left)
             if isinstance(node.ops[0], ast.NotIn):
                 return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=found), node)
@@ -268,7 +290,7 @@ class _Rewriter(ast.NodeTransformer):
                 _stores_into_item(t) for t in node.targets) and not any(
                 isinstance(n, ast.Starred) for t in node.targets for n in ast.walk(t)):
             return self._split_assign(node)
-        if len(node.targets) == 1 and isinstance(target, ast.Attribute):
+        if len(node.targets) == 1 and isinstance(target, ast.Attribute) and self.protocols:
             # o.a = v -> setattr(o, "a", v): a property's setter or a __setattr__ runs rewritten
             value, owner = self.visit(node.value), self.visit(target.value)
             stored = self._helper("_zp_setattr", node, owner, self._attr_name(target.attr), value)
@@ -325,12 +347,24 @@ class _Rewriter(ast.NodeTransformer):
             obj = self._temporary()
             read = self.visit(ast.copy_location(
                 ast.Attribute(value=_name(obj, node), attr=target.attr, ctx=ast.Load()), node))
-            into = self._helper("_zp_setattr", node, _name(obj, node), self._attr_name(target.attr),
-                                update(read, "attribute"))
+            into: ast.stmt
+            if not self.protocols:
+                into = ast.Assign(targets=[ast.copy_location(ast.Attribute(
+                    value=_name(obj, node), attr=target.attr, ctx=ast.Store()), node)],
+                    value=update(read, "attribute"))
+            else:
+                into = ast.Expr(value=self._helper("_zp_setattr", node, _name(obj, node),
+                                                   self._attr_name(target.attr), update(read, "attribute")))
             return [assign(obj, self.visit(target.value)),  # type: ignore[return-value]
-                    ast.copy_location(ast.Expr(value=into), node)]
+                    ast.copy_location(into, node)]
         self.generic_visit(node)
         return node
+
+
+#: Literal containers: iterating or searching them runs none of the user's code.
+_LITERALS = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Constant, ast.JoinedStr)
+#: Builtins whose results iterate without user code (their arguments went through the dispatcher).
+_ITERATORS = frozenset({"range", "enumerate", "zip", "reversed", "sorted", "map", "filter", "list", "tuple"})
 
 
 def _stores_into_item(target: ast.AST) -> bool:
@@ -575,7 +609,13 @@ def rewritten_source(fn: types.FunctionType, params: bool = False) -> str | None
     if found is None or found is STALE:
         return None
     modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
-    return ast.unparse(_Rewriter(params, modules, found[1]).visit(_copy(found[0])))
+    protocols = not fn.__code__.co_filename.startswith(_RULESCORE_DIR)
+    rewriter = _Rewriter(params, modules, found[1], frozenset(fn.__globals__), protocols)
+    return ast.unparse(rewriter.visit(_copy(found[0])))
+
+
+#: rulescore's own code: rewritten with calls, operators and subscripts routed, not protocols.
+_RULESCORE_DIR = os.path.dirname(os.path.abspath(rulescore.__file__ or "")) + os.sep
 
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
@@ -646,7 +686,8 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
             "so that what zygotepy differentiates is what the function computes")
     node, cls = found
     modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
-    node = _Rewriter(params, modules, cls).visit(_copy(node))
+    protocols = not code.co_filename.startswith(_RULESCORE_DIR)
+    node = _Rewriter(params, modules, cls, frozenset(fn.__globals__), protocols).visit(_copy(node))
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
         func: Any = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
