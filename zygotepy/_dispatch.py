@@ -338,7 +338,7 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         if adjoint is not None:
             return apply_rule(ADJOINTS, adjoint, fn, args, kwargs,
                               innermost(levels, args, kwargs, deep=True) or top)
-    if any(type(a) is types.GeneratorType for a in args) and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
+    if types.GeneratorType in map(type, args) and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args = tuple(list(a) if type(a) is types.GeneratorType else a for a in args)  # math.fsum(genexpr)
         given = args, kwargs
     deep = top.may_have_rule(fn, args)
