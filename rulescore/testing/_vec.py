@@ -382,8 +382,10 @@ def int_only(x: Any, depth: int = 0) -> bool:
     return False
 
 
-def build_node(x: Any, ints: bool = True, depth: int = 0) -> Node:
-    """The :class:`Node` of the primal ``x``. With ``ints=False`` integers are not perturbed.
+def build_node(x: Any, ints: bool = True, depth: int = 0, path: frozenset[int] = frozenset()) -> Node:
+    """The :class:`Node` of the primal ``x``. With ``ints=False`` integers are not perturbed. An
+    object met again below itself (``path``: the containers above it) is a leaf with no tangent
+    space: a logger reaches every other logger through its manager, and back.
 
     Example:
         >>> import numpy as np
@@ -404,15 +406,18 @@ def build_node(x: Any, ints: bool = True, depth: int = 0) -> Node:
         return ScalarNode(x) if ints else NoDiffNode(x, nodiff=False)
     if isinstance(x, (float, complex)):
         return ScalarNode(x)
+    if id(x) in path:
+        return NoDiffNode(x, nodiff=False)
+    below = path | {id(x)}
     if isinstance(x, (tuple, list)) and not _is_namedtuple(x):
-        return SequenceNode(x, {i: build_node(v, ints, depth + 1) for i, v in enumerate(x)})
+        return SequenceNode(x, {i: build_node(v, ints, depth + 1, below) for i, v in enumerate(x)})
     if isinstance(x, dict):
-        return DictNode(x, {k: build_node(v, ints, depth + 1) for k, v in x.items()})
+        return DictNode(x, {k: build_node(v, ints, depth + 1, below) for k, v in x.items()})
     try:
         fields = rc.fields_of(x)
     except Exception:  # noqa: BLE001 - an object we cannot look into has no tangent space here
         return NoDiffNode(x, nodiff=False)
-    return StructNode(x, {k: build_node(v, ints, depth + 1) for k, v in fields.items()})
+    return StructNode(x, {k: build_node(v, ints, depth + 1, below) for k, v in fields.items()})
 
 
 def unwrap(x: Any) -> Any:
