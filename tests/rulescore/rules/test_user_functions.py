@@ -38,7 +38,7 @@ def _dataclass(y, t, layer, n):
     return np.tanh(layer.W @ y + layer.b) * n
 
 
-CASES = {
+SOLVES = {
     "odeint, a list of (W, b) tuples": lambda W: np.sum(
         odeint(_layers, np.ones(2), T, ([(W, np.zeros(2)), (W.T, np.ones(2))],))[-1]),
     "odeint, a dict holding a list": lambda W: np.sum(
@@ -54,9 +54,9 @@ CASES = {
 W0 = np.array([[0.5, 0.1], [0.2, 0.4]])
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", SOLVES)
 def test_parameters_in_any_tree_get_their_gradients(case):
-    f = CASES[case]
+    f = SOLVES[case]
     reference = fd(f, W0, 1e-5)
     (g,) = zp.gradient(f, W0)
     np.testing.assert_allclose(g, reference, rtol=1e-4, atol=1e-6)
