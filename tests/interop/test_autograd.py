@@ -151,6 +151,7 @@ def _nll_rrule(P, D):
     return _nll(P, D), _nll_pullback
 
 
+@pytest.mark.exhaustive  # 85 s: every engine on a dict argument (CI's time budget)
 def test_the_engine_run_checks_a_dict_argument_under_autograd() -> None:
     P = {"mu": 0.3, "log_sigma": -0.2}
     rct.test_rrule(_nll, P, D_DATA, engines=("autograd",))
@@ -190,5 +191,6 @@ Z = np.array([1.0 + 2.0j, -0.5 + 0.25j, 0.3 - 1.1j])
                                          (_phase_energy, (Z, np.abs(Z))), (np.sin, (Z,)), (np.exp, (Z,)),
                                          (np.abs, (Z,)), (np.conj, (Z,))],
                          ids=["energy", "energy-1", "phase-energy", "sin", "exp", "abs", "conj"])
+@pytest.mark.exhaustive  # about 45 s in all (CI's time budget)
 def test_complex_rules_at_second_order_under_autograd(f, args) -> None:
     rct.check_systems(f, args, {}, ["autograd"])
