@@ -274,11 +274,11 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     elif tf is functools.partial:
         return traced_call(levels, fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}, recurse)
     elif tf is operator.methodcaller and args:  # methodcaller("sum")(x): x.sum() through the dispatcher
-        spec = fn.__reduce__()
-        name, *called = spec[1]
-        keywords = spec[0].keywords if type(spec[0]) is functools.partial else {}
-        if type(spec[0]) is functools.partial:
-            name, called = spec[0].args[0], list(spec[1])
+        maker, called = fn.__reduce__()  # (methodcaller, (name, *args)), or a partial holding the keywords
+        if type(maker) is functools.partial:
+            name, keywords = maker.args[0], maker.keywords
+        else:
+            (name, *called), keywords = called, {}
         owner = args[0]
         method = getattr(owner, name) if type(owner) is Box else python_attribute(owner, name)
         return call(method, *called, **keywords)
@@ -812,12 +812,10 @@ def innermost(levels: tuple[Trace, ...], args: tuple[Any, ...], kwargs: dict[str
 def _filled(cell: Any) -> bool:
     """Whether a closure cell holds a value (a name assigned later in its scope leaves it empty)."""
     try:
-        return cell.cell_contents is not _EMPTY
+        cell.cell_contents  # noqa: B018  (reading it is the test)
     except ValueError:
         return False
-
-
-_EMPTY: Any = object()
+    return True
 
 
 def _scan(x: Any, deep: bool, seen: set[int] | None = None) -> Trace | None:
