@@ -342,6 +342,8 @@ def _logged(x):
 CALLBACKS = {
     "str.format and logging": (_logged, lambda x: x * x),
     "math.fsum of a generator": (lambda x: math.fsum(v * v for v in (x, 2 * x)), lambda x: 5 * x * x),
+    "methodcaller with a keyword": (lambda x: operator.methodcaller("sum", axis=0)(np.array([x, x * x])),
+                                    lambda x: x + x * x),
     "methodcaller": (lambda x: operator.methodcaller("clip", 0.0, 0.5)(np.array([x, 2 * x])).sum(),
                      lambda x: min(x, 0.5) + min(2 * x, 0.5)),
 }
