@@ -357,13 +357,14 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         args = tuple(list(a) if type(a) is types.GeneratorType else a for a in args)  # math.fsum(genexpr)
         given = args, kwargs
     deep = top.may_have_rule(fn, args)
+    if deep and any(type(a) is types.FunctionType and a.__closure__ for a in (*args, *kwargs.values())):
+        rule = top.lookup(fn, args)
+        if rule is not None and rule.config:  # a rule calling back into the engine (a solver's)
+            args, kwargs = _closure_converted(fn, args, kwargs, levels)
+            given = args, kwargs
     trace = innermost(levels, args, kwargs, deep)
     if trace is None and top.records and ADJOINTS.active and ADJOINTS.has_rules(fn):
         trace = top  # a legacy adjoint applies even with no traced argument (nestlevel() relies on it)
-    if deep and trace is None and any(type(a) is types.FunctionType and a.__closure__ for a in args):
-        rule = top.lookup(fn, args)
-        if rule is not None and rule.config:  # a rule calling back into the engine (a solver's)
-            _refuse_captured(fn, args, levels)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
         y = trace.differentiate(fn, args, kwargs)
         if y is not NO_RULE:
@@ -951,23 +952,71 @@ def constant_of_params(y: Any, trace: Trace) -> Any:
     return y
 
 
-def _refuse_captured(fn: Any, args: tuple[Any, ...], levels: tuple[Trace, ...]) -> None:
-    """A call with rules and no traced argument runs as it is, on plain values: a function
-    argument capturing an active traced value (a right-hand side closing over a parameter) would
-    lose its gradient there. Refuse, naming the captured value and the fix."""
-    for callback in args:
-        if type(callback) is not types.FunctionType or not callback.__closure__:
-            continue
-        for name, cell in zip(callback.__code__.co_freevars, callback.__closure__, strict=True):
-            tr = _scan(cell.cell_contents, False) if _filled(cell) else None
-            if tr is not None and tr.level < len(levels) and levels[tr.level] is tr:
-                raise UntraceableError(
-                    f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
-                    f"{name!r} in its closure; {public_name(fn)}'s rule gets no traced argument, so it runs "
-                    f"on plain values and the gradient through {name!r} would be lost. Pass it as a parameter"
-                    " instead, through the call's args= (odeint(f, y0, t, args=(p,)), brentq(f, a, b, "
-                    "args=(p,)), quad(f, a, b, args=(p,))): the rule differentiates those, in any tree of "
-                    "tuples, lists, dicts and dataclasses")
+def _captured(callback: types.FunctionType, levels: tuple[Trace, ...]) -> list[tuple[int, str]]:
+    """The closure cells of ``callback`` holding a value traced at an active level, as
+    ``(position, variable name)``."""
+    found = []
+    cells = zip(callback.__code__.co_freevars, callback.__closure__ or (), strict=True)
+    for i, (name, cell) in enumerate(cells):
+        tr = _scan(cell.cell_contents, False) if _filled(cell) else None
+        if tr is not None and tr.level < len(levels) and levels[tr.level] is tr:
+            found.append((i, name))
+    return found
+
+
+def _closure_converted(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       levels: tuple[Trace, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``fn``'s call with its function argument that captures active traced values (a solver's
+    right-hand side closing over a parameter: ``odeint(lambda y, t: -a * y, ...)``) replaced by
+    one taking those values as trailing extra arguments, which the call then passes through its
+    ``args=`` (JAX's ``closure_convert``): the solver's rule differentiates its ``args``, so the
+    captured values get their gradients. Refuses, naming the value, when ``fn`` has no ``args``
+    parameter; the call as it is when nothing is captured."""
+    callbacks = [(k, v, _captured(v, levels)) for k, v in (*enumerate(args), *kwargs.items())
+                 if type(v) is types.FunctionType and v.__closure__]
+    callbacks = [c for c in callbacks if c[2]]
+    if not callbacks:
+        return args, kwargs
+    signature = rc.parameters_of(fn, args)
+    try:
+        bound = None if signature is None else signature.bind(*args, **kwargs)
+    except TypeError:
+        bound = None  # the call itself is wrong: it raises as it would
+    _, callback, cells = callbacks[0]
+    if bound is None or "args" not in signature.parameters or len(callbacks) > 1:  # type: ignore[union-attr]
+        name = cells[0][1]
+        raise UntraceableError(
+            f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
+            f"{name!r} in its closure, and {public_name(fn)} has no args= through which the engine could "
+            f"pass it on to the rule: the gradient through {name!r} would be lost. Make it a parameter of "
+            f"{callable_name(callback)} and pass it explicitly; the rule differentiates the arguments it "
+            "is given")
+    extra = bound.arguments.get("args")
+    extra = () if extra is None else extra if type(extra) is tuple else (extra,)
+    values = tuple(callback.__closure__[i].cell_contents for i, _ in cells)  # type: ignore[index]
+    for key, v in bound.arguments.items():
+        if v is callback:
+            bound.arguments[key] = _taking_captured(callback, [i for i, _ in cells])
+    bound.arguments["args"] = (*extra, *values)
+    return bind_traced_keywords(fn, bound.args, bound.kwargs)
+
+
+def _taking_captured(callback: types.FunctionType, positions: list[int]) -> Any:
+    """``callback`` with the closure cells at ``positions`` read from its last arguments instead."""
+    n = len(positions)
+
+    def closure_converted(*a: Any) -> Any:
+        cells = list(callback.__closure__)  # type: ignore[arg-type]
+        for k, i in enumerate(positions):
+            cells[i] = types.CellType(a[len(a) - n + k])
+        inner = types.FunctionType(callback.__code__, callback.__globals__, callback.__name__,
+                                   callback.__defaults__, tuple(cells))
+        inner.__kwdefaults__ = callback.__kwdefaults__
+        inner.__qualname__ = callback.__qualname__
+        return call(inner, *a[:len(a) - n])  # rewritten while differentiated, as the callback would be
+
+    closure_converted.__qualname__ = closure_converted.__name__ = callback.__qualname__
+    return closure_converted
 
 
 #: What a trace's ``fast_path`` returns for a call it leaves to the full path.
