@@ -103,7 +103,7 @@ class ForwardTrace(Trace):
                 LEVELS.reset(token)
             y, stack = pushed
         ty = type(y)
-        if ty is not float and ty is not np.ndarray and _dispatch.plain_output(y):
+        if ty not in _FAST_VALUES and _dispatch.plain_output(y):
             return y
         if ty is np.ndarray and y.base is not None:
             note_view(self, y, args)

@@ -112,7 +112,7 @@ class ReverseTrace(Trace):
         outer = self.outer
         plain = rule.kind == "rule" and not rule.config and not self.checks and rule.table == "rrule"
         if plain and not outer:  # the first-order hot path: plain values, no level switch
-            y, pullback = rule.impl(*primals, **kwargs)  # type: ignore[misc]
+            y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         else:
             table = RRULES if rule.table == "rrule" else ADJOINTS
             # the rule's rewritten body, called directly (what ``call(rule.impl, ...)`` resolves to
@@ -136,7 +136,7 @@ class ReverseTrace(Trace):
             finally:
                 LEVELS.reset(token)
         ty = type(y)
-        if not routes or (ty is not float and ty is not np.ndarray and plain_output(y)):
+        if not routes or (ty not in _RECORDED and plain_output(y)):
             return y
         if ty is np.ndarray and y.base is not None:
             note_view(self, y, args)
@@ -198,6 +198,8 @@ def _is_plain_callable(fn: Any) -> bool:
 #: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
 #: a chain written with ``np`` on scalars would take the general path).
 _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
+#: Outputs always recorded (an outer level's box: a rule's body traced at the outer levels).
+_RECORDED = frozenset({*_FAST_VALUES, Box})
 #: Untraced arguments the fast path takes as they are.
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
 
