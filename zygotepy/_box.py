@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from zygotepy import _dispatch
+from zygotepy import _dispatch, _views
 from zygotepy._errors import UntraceableError, unseen_code, user_code
 from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
 
@@ -176,6 +176,8 @@ def _getattr(self: Box, name: str) -> Any:
     if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
         return getattr(unbox_all(value), name)
     primal = unbox_all(value)
+    if name == "flat" and type(primal) is np.ndarray:  # an index map into the array: reads and writes
+        return _views.FlatIndexer(self, _dispatch.call)
     if name in getattr(primal, "__dict__", ()):
         kind, attr = _dispatch.attribute_kind(type(primal), name)
         if kind == "cached":  # a cache is a function of the fields: recompute it from them

@@ -112,6 +112,9 @@ def store(container: Any, index: Any, value: Any) -> None:
     shares memory with a written one, written into its traced value (:mod:`zygotepy._views`);
     refused if they would hide a gradient otherwise."""
     levels = LEVELS.get()
+    if levels and type(container) is np.flatiter:  # a.flat[i] = v: a write into a
+        _views.FlatIndexer(container.base, _dispatch.call)[index] = value
+        return
     method = _python_setitem(container) if levels else None
     if method is not None:
         _dispatch.call(method, container, index, value)
@@ -202,6 +205,8 @@ def attribute(x: Any, name: str) -> Any:
     tx = type(x)
     if tx is np.ndarray:
         levels = LEVELS.get()
+        if levels and name == "flat":
+            return _views.flat_of(levels, x, _dispatch.call)
         if levels and levels[-1].with_params:
             x = param(x)
         return getattr(x, name)
@@ -317,6 +322,10 @@ def getitem(x: Any, index: Any) -> Any:
         levels = LEVELS.get()
         if not levels or not levels[-1].with_params:
             return x[index]
+    elif tx is np.flatiter:  # a.flat[i] of an array written through a view: its current value
+        levels = LEVELS.get()
+        if levels and _views.shadowed(levels, x.base):
+            return _views.FlatIndexer(x.base, _dispatch.call)[index]
     return _dispatch.call(operator.getitem, x, index)
 
 
