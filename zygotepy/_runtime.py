@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
+import inspect
 import operator
 import os
 import sys
@@ -56,8 +57,10 @@ _DISPATCHER = type(np.diff)
 #: (a traced value has none), so they need a rule on the function that calls them.
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: Standard-library code run as it is, traced values and all: it only formats or moves them
-#: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
-_AS_IS = (*_package_dirs(("logging",)), "<frozen ")
+#: (``logging``), only inspects code (``inspect``: scikit-learn's ``get_params`` reads the
+#: signature of ``__init__`` at every parameter access), or has no source to rewrite (frozen
+#: modules: ``os.path``, ``codecs``).
+_AS_IS = (*_package_dirs(("logging",)), os.path.abspath(inspect.__file__), "<frozen ")
 #: Standard-library functions run as they are: copying reaches a traced value's own
 #: ``__copy__``/``__deepcopy__`` (:mod:`zygotepy._box`), which copies it differentiably.
 _AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
