@@ -398,8 +398,8 @@ def _triangular_sandwich(low: Any, m: Any) -> Any:
     """``L^-T m L^-1`` for a lower-triangular ``L`` (a stack: each), by triangular solves."""
     if np.ndim(low) > 2:
         return np.stack([_triangular_sandwich(f, x) for f, x in zip(low, m, strict=True)])
-    left = sl.solve_triangular(low, m, trans="T", lower=True)
-    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True))
+    left = sl.solve_triangular(low, m, trans="T", lower=True, check_finite=False)
+    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True, check_finite=False))
 
 
 def _inverse_sandwich(low: Any, m: Any) -> Any:
