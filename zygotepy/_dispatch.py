@@ -41,7 +41,8 @@ from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
+from zygotepy._trace import (LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, opaque_callable,
+                             unbox_all)
 from zygotepy._views import latest, note_view, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule.
@@ -826,7 +827,7 @@ def _scan(x: Any, deep: bool, seen: set[int] | None = None) -> Trace | None:
         items: Any = x
     elif t is dict:
         items = x.values()
-    elif deep and not isinstance(x, _LEAVES) and not callable(x):
+    elif deep and not isinstance(x, _LEAVES) and not opaque_callable(x):
         items = rc.fields_of(x).values() if hasattr(x, "__dict__") or hasattr(x, "__slots__") else ()
     else:
         return None
@@ -853,7 +854,7 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
     if t in CONTAINERS or isinstance(x, (tuple, list)):
         pairs: Any = enumerate(x) if not isinstance(x, dict) else x.items()
         kind = "k" if isinstance(x, dict) else "i"
-    elif isinstance(x, _LEAVES) or callable(x) or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+    elif isinstance(x, _LEAVES) or opaque_callable(x) or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"

@@ -31,7 +31,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules.indexing import setindex
 from zygotepy._errors import UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, Box, Trace, opaque_callable, unbox_all
 
 #: Marks an owner whose traced value is unknown (two different boxes hold it).
 _UNKNOWN: Any = None
@@ -343,7 +343,7 @@ def _settle(levels: tuple[Trace, ...], out: Any, call: Any, seen: set[int]) -> A
     t = type(out)
     if t is np.ndarray or t is Box:
         return latest(levels, out, call)
-    if isinstance(out, _LEAVES) or callable(out) or id(out) in seen:
+    if isinstance(out, _LEAVES) or opaque_callable(out) or id(out) in seen:
         return out
     seen.add(id(out))
     if t is tuple or t is list:

@@ -6,7 +6,8 @@ Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mo
 :mod:`.ufunc_methods`, :mod:`.writes`, :mod:`.broadcasting`, :mod:`.numpy_index_helpers`;
 :mod:`.fft` and :mod:`.random` when ``numpy.fft`` and ``numpy.random`` are first imported; the
 SciPy families (:mod:`.scipy_special`, :mod:`.scipy_stats`, :mod:`.scipy_linalg`,
-:mod:`.scipy_signal`, :mod:`.scipy_integrate`, :mod:`.scipy_optimize`, :mod:`.scipy_spatial`)
+:mod:`.scipy_signal`, :mod:`.scipy_integrate`, :mod:`.scipy_optimize`, :mod:`.scipy_spatial`,
+:mod:`.scipy_interpolate`)
 when SciPy imports them, and :mod:`.numpy_polynomial`, :mod:`.stdlib_statistics`,
 :mod:`.stdlib_text` when ``numpy.polynomial``, ``statistics``, ``json`` or ``logging`` is
 imported (:mod:`._optional`).
