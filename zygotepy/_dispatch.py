@@ -41,8 +41,17 @@ from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import (LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, opaque_callable,
-                             unbox_all)
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    PLAIN_ATTRIBUTES,
+    BoundBoxMethod,
+    Box,
+    Trace,
+    log_call,
+    opaque_callable,
+    unbox_all,
+)
 from zygotepy._views import latest, note_view, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule.
@@ -854,7 +863,8 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
     if t in CONTAINERS or isinstance(x, (tuple, list)):
         pairs: Any = enumerate(x) if not isinstance(x, dict) else x.items()
         kind = "k" if isinstance(x, dict) else "i"
-    elif isinstance(x, _LEAVES) or opaque_callable(x) or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+    elif isinstance(x, _LEAVES) or opaque_callable(x) or not (
+            hasattr(x, "__dict__") or hasattr(x, "__slots__")):
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"

@@ -29,8 +29,17 @@ from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
-from zygotepy._trace import (LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, opaque_callable,
-                             unbox_all)
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    Box,
+    Trace,
+    isolated,
+    log_call,
+    new_trace,
+    opaque_callable,
+    unbox_all,
+)
 from zygotepy._views import note_view, settle
 
 

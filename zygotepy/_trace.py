@@ -298,7 +298,8 @@ def opaque_callable(x: Any) -> bool:
         >>> opaque_callable(np.sum), opaque_callable(CubicSpline([0, 1, 2], [0, 1, 0]))
         (True, False)
     """
-    return callable(x) and not isinstance(getattr(type(x), "__call__", None), types.FunctionType)
+    call = next((k.__dict__["__call__"] for k in type(x).__mro__ if "__call__" in k.__dict__), None)
+    return call is not None and not isinstance(call, types.FunctionType)
 
 
 def unbox_all(x: Any) -> Any:

@@ -1,5 +1,6 @@
-"""NumPy's index builders that read only an array's shape: ``np.diag_indices_from``,
-``np.tril_indices_from`` and ``np.triu_indices_from`` give integer indices, with no derivative.
+"""NumPy functions that read only an array's shape or memory, with no derivative: the index
+builders ``np.diag_indices_from``, ``np.tril_indices_from`` and ``np.triu_indices_from``, and
+``np.shares_memory`` and ``np.may_share_memory`` (SciPy's ``CubicSpline`` asks them).
 
 Without a rule an engine differentiates through their Python source whenever the array is
 traced (scikit-learn's ``K[np.diag_indices_from(K)] += alpha`` on every likelihood), to find
@@ -23,8 +24,9 @@ import numpy as np
 from rulescore._rule_pair import RulePair
 from rulescore.rules._common import family_rules
 
-#: Functions of an array's shape alone.
-NON_DIFFERENTIABLE: tuple[Any, ...] = (np.diag_indices_from, np.tril_indices_from, np.triu_indices_from)
+#: Functions of an array's shape or memory alone.
+NON_DIFFERENTIABLE: tuple[Any, ...] = (np.diag_indices_from, np.tril_indices_from, np.triu_indices_from,
+                                       np.shares_memory, np.may_share_memory)
 
 RULES: tuple[RulePair, ...] = family_rules(non_differentiable=NON_DIFFERENTIABLE)
 

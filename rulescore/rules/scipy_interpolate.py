@@ -26,9 +26,9 @@ Example:
     >>> spline = CubicSpline([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 0.0, 1.0])
     >>> y, back = rc.rrule(type(spline).__call__, spline, np.array([0.5, 2.0]))
     >>> y
-    array([0.875, 0.   ])
-    >>> back(np.array([1.0, 0.0]))[2]
-    array([0.75, 0.  ])
+    array([1., 0.])
+    >>> back(np.array([1.0, 0.0]))[2]  # the slope at 0.5
+    array([0.83333333, 0.        ])
 """
 
 from __future__ import annotations
@@ -48,8 +48,36 @@ from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, family_rules
 from rulescore.rules.indexing import unindex
 
-_ppoly_call = si.PPoly.__call__
-_bspline_call = si.BSpline.__call__
+_scipy_ppoly_call = si.PPoly.__call__
+_scipy_bspline_call = si.BSpline.__call__
+
+
+def _ppoly_call(spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """SciPy's value, as an array of its own (SciPy's is a transposed view for ``axis != 0``: a
+    caller writing into it, as ``interp1d`` does, writes into memory no other array shows)."""
+    return np.array(_scipy_ppoly_call(spline, x, *args, **kwargs))
+
+
+def _bspline_call(spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """SciPy's value, as an array of its own (see :func:`_ppoly_call`)."""
+    return np.array(_scipy_bspline_call(spline, x, *args, **kwargs))
+
+
+def _name(spline: Any, public: str) -> str:
+    """The field holding a spline's ``public`` attribute (``c``, ``x``, ``t``): SciPy keeps it in
+    ``_c`` behind a property (read through ``_asarray``), in older versions in ``c`` itself."""
+    return f"_{public}" if hasattr(spline, f"_{public}") else public
+
+
+def _read(spline: Any, public: str) -> Any:
+    """A spline's coefficients, breakpoints or knots, read from the field (the property would
+    convert a traced value with ``asarray``)."""
+    return getattr(spline, _name(spline, public))
+
+
+def _points_cotangent(x: Any, xbar: Any) -> Any:
+    """The evaluation points' cotangent (none for integer points)."""
+    return project(x, xbar) if np.result_type(x).kind in "fc" else NoTangent()
 
 
 def _field(tangent: Any, name: str) -> Any:
@@ -98,11 +126,11 @@ class _Pieces:
     extrapolation how many periods each point was moved by."""
 
     def __init__(self, spline: Any, x: Any, nu: int, extrapolate: Any) -> None:
-        breaks = np.asarray(spline.x)
+        breaks = np.asarray(_read(spline, "x"))
         if breaks.size > 1 and breaks[-1] < breaks[0]:
             raise NotImplementedError(f"the rules for {type(spline).__name__} need increasing breakpoints: "
                                       "reverse the data (x[::-1], y[::-1]) before building the spline")
-        c = spline.c
+        c = _read(spline, "c")
         self.x_shape, self.trailing = tuple(np.shape(x)), tuple(np.shape(c)[2:])
         self.order, self.intervals = np.shape(c)[0] - 1, np.shape(c)[1]
         points = np.ravel(x)
@@ -129,36 +157,40 @@ def _ppoly_slope_rows(spline: Any, x: Any, nu: int, extrapolate: Any, pieces: _P
 
 
 def ppoly_call_rrule(spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    nu, extrapolate = _options(_ppoly_call, spline, args, kwargs)
+    nu, extrapolate = _options(_scipy_ppoly_call, spline, args, kwargs)
     y = _ppoly_call(spline, x, *args, **kwargs)
     pieces = _Pieces(spline, x, nu, extrapolate)
     axis = spline.axis
 
     def ppoly_call_pullback(ybar: Any) -> Any:
-        rows = np.where(pieces.defined[:, None], _to_rows(ybar, len(pieces.x_shape), axis, pieces.trailing), 0.0)
+        given = _to_rows(ybar, len(pieces.x_shape), axis, pieces.trailing)
+        rows = np.where(pieces.defined[:, None], given, 0.0)
         k1, m, r = pieces.order + 1, pieces.intervals, math.prod(pieces.trailing)
         per_point = pieces.basis[:, :, None] * rows[:, None, :]
-        cbar = np.transpose(unindex(per_point, pieces.interval, (m, k1, r), np.result_type(rows, float)), (1, 0, 2))
+        by_interval = unindex(per_point, pieces.interval, (m, k1, r), np.result_type(rows, float))
+        cbar = np.transpose(by_interval, (1, 0, 2))
         slope = np.sum(rows * _ppoly_slope_rows(spline, x, nu, extrapolate, pieces, axis), axis=1)
         breaks_bar = -unindex(slope, pieces.interval, (m + 1,), np.result_type(slope, float))
         if pieces.periods is not None:  # the point moved by whole periods of the breakpoints' span
             moved = np.sum(slope * pieces.periods)
             breaks_bar = breaks_bar + moved * (np.arange(m + 1) == 0) - moved * (np.arange(m + 1) == m)
-        spline_bar = tangent_type(type(spline))(
-            _c=project(spline.c, np.reshape(cbar, np.shape(spline.c))), _x=project(spline.x, breaks_bar))
-        xbar = project(x, np.reshape(slope, pieces.x_shape)) if np.result_type(x).kind in "fc" else NoTangent()
+        c, breaks = _read(spline, "c"), _read(spline, "x")
+        coefficients = project(c, np.reshape(cbar, np.shape(c)))
+        spline_bar = tangent_type(type(spline))(**{_name(spline, "c"): coefficients,
+                                                   _name(spline, "x"): project(breaks, breaks_bar)})
+        xbar = _points_cotangent(x, np.reshape(slope, pieces.x_shape))
         return NoTangent(), spline_bar, xbar, *(NoTangent() for _ in args)
 
     return y, ppoly_call_pullback
 
 
 def ppoly_call_frule(tangents: Any, spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    nu, extrapolate = _options(_ppoly_call, spline, args, kwargs)
+    nu, extrapolate = _options(_scipy_ppoly_call, spline, args, kwargs)
     y = _ppoly_call(spline, x, *args, **kwargs)
     pieces = _Pieces(spline, x, nu, extrapolate)
     axis, k1, r = spline.axis, pieces.order + 1, math.prod(pieces.trailing)
     rows: Any = np.zeros((len(pieces.interval), r))
-    cdot, breaks_dot = _field(tangents[1], "_c"), _field(tangents[1], "_x")
+    cdot, breaks_dot = _field(tangents[1], _name(spline, "c")), _field(tangents[1], _name(spline, "x"))
     xdot = tangents[2] if len(tangents) > 2 else ZeroTangent()
     if not isinstance(cdot, AbstractZero):
         chosen = np.reshape(cdot, (k1, pieces.intervals, r))[:, pieces.interval, :]  # (k1, points, r)
@@ -180,8 +212,9 @@ def ppoly_call_frule(tangents: Any, spline: Any, x: Any, *args: Any, **kwargs: A
 def _bspline_basis(spline: Any, x: Any, nu: int, extrapolate: Any) -> tuple[Any, int]:
     """``(B, n)``: the ``nu``-th derivatives of the spline's ``n`` B-spline basis functions at the
     points of ``x`` raveled, ``(points, n)``: the spline's value is ``B @ c[:n]``."""
-    n = len(spline.t) - spline.k - 1
-    unit = si.BSpline.construct_fast(np.asarray(spline.t), np.eye(n), spline.k, extrapolate=extrapolate)
+    knots = np.asarray(_read(spline, "t"))
+    n = len(knots) - spline.k - 1
+    unit = si.BSpline.construct_fast(knots, np.eye(n), spline.k, extrapolate=extrapolate)
     return np.reshape(_bspline_call(unit, np.ravel(x), nu), (-1, n)), n
 
 
@@ -191,39 +224,41 @@ def _knots_not_implemented(spline: Any) -> Any:
 
 
 def bspline_call_rrule(spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    nu, extrapolate = _options(_bspline_call, spline, args, kwargs)
+    nu, extrapolate = _options(_scipy_bspline_call, spline, args, kwargs)
     y = _bspline_call(spline, x, *args, **kwargs)
     basis, n = _bspline_basis(spline, x, nu, extrapolate)
-    trailing, x_shape, axis = tuple(np.shape(spline.c)[1:]), tuple(np.shape(x)), spline.axis
+    c = _read(spline, "c")
+    trailing, x_shape, axis = tuple(np.shape(c)[1:]), tuple(np.shape(x)), spline.axis
 
     def bspline_call_pullback(ybar: Any) -> Any:
         rows = np.nan_to_num(_to_rows(ybar, len(x_shape), axis, trailing))
         cbar = np.transpose(basis) @ rows
-        extra = np.shape(spline.c)[0] - n  # coefficients past n are never read
+        extra = np.shape(c)[0] - n  # coefficients past n are never read
         if extra:
             cbar = np.concatenate([cbar, np.zeros((extra, np.shape(cbar)[1]))])
         slope = _to_rows(_bspline_call(spline, x, nu + 1, extrapolate), len(x_shape), axis, trailing)
-        xbar = np.reshape(np.sum(rows * np.nan_to_num(slope), axis=1), x_shape)
-        spline_bar = tangent_type(type(spline))(c=project(spline.c, np.reshape(cbar, np.shape(spline.c))),
-                                                t=_knots_not_implemented(spline))
-        xbar = project(x, xbar) if np.result_type(x).kind in "fc" else NoTangent()
+        coefficients = project(c, np.reshape(cbar, np.shape(c)))
+        spline_bar = tangent_type(type(spline))(**{_name(spline, "c"): coefficients,
+                                                   _name(spline, "t"): _knots_not_implemented(spline)})
+        xbar = _points_cotangent(x, np.reshape(np.sum(rows * np.nan_to_num(slope), axis=1), x_shape))
         return NoTangent(), spline_bar, xbar, *(NoTangent() for _ in args)
 
     return y, bspline_call_pullback
 
 
 def bspline_call_frule(tangents: Any, spline: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    nu, extrapolate = _options(_bspline_call, spline, args, kwargs)
+    nu, extrapolate = _options(_scipy_bspline_call, spline, args, kwargs)
     y = _bspline_call(spline, x, *args, **kwargs)
-    trailing, x_shape, axis = tuple(np.shape(spline.c)[1:]), tuple(np.shape(x)), spline.axis
-    cdot, knots_dot = _field(tangents[1], "c"), _field(tangents[1], "t")
+    c = _read(spline, "c")
+    trailing, x_shape, axis = tuple(np.shape(c)[1:]), tuple(np.shape(x)), spline.axis
+    cdot, knots_dot = _field(tangents[1], _name(spline, "c")), _field(tangents[1], _name(spline, "t"))
     xdot = tangents[2] if len(tangents) > 2 else ZeroTangent()
     if not isinstance(knots_dot, AbstractZero):
         _knots_not_implemented(spline).refuse()
     rows: Any = np.zeros((int(np.prod(x_shape)), math.prod(trailing)))
     if not isinstance(cdot, AbstractZero):
         basis, n = _bspline_basis(spline, x, nu, extrapolate)
-        rows = rows + basis @ np.reshape(cdot, (np.shape(spline.c)[0], -1))[:n]
+        rows = rows + basis @ np.reshape(cdot, (np.shape(c)[0], -1))[:n]
     if not isinstance(xdot, AbstractZero):
         slope = _to_rows(_bspline_call(spline, x, nu + 1, extrapolate), len(x_shape), axis, trailing)
         rows = rows + np.ravel(dense_tangent(x, xdot))[:, None] * slope
@@ -239,8 +274,8 @@ def _interpolation_map(x: Any, y: Any, args: tuple[Any, ...], kwargs: dict[str, 
     axis = int(options.get("axis", 0)) % max(np.ndim(y), 1)
     rest = {k: v for k, v in options.items() if k not in ("x", "y", "axis")}
     n = np.shape(y)[axis]
-    zero = si.make_interp_spline(x, np.zeros(n), **rest).c
-    units = si.make_interp_spline(x, np.eye(n), **rest).c
+    zero = _read(si.make_interp_spline(x, np.zeros(n), **rest), "c")
+    units = _read(si.make_interp_spline(x, np.eye(n), **rest), "c")
     return units - zero[:, None], zero, axis
 
 
@@ -249,7 +284,7 @@ def make_interp_spline_rrule(x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     linear, _, axis = _interpolation_map(x, y, args, kwargs)
 
     def make_interp_spline_pullback(spline_bar: Any) -> Any:
-        cbar = _field(spline_bar, "c")
+        cbar = _field(spline_bar, _name(spline, "c"))
         if isinstance(cbar, AbstractZero):
             return NoTangent(), not_implemented(_x_reason()), ZeroTangent(), *(NoTangent() for _ in args)
         rows = np.transpose(linear) @ np.reshape(cbar, (np.shape(linear)[0], -1))
@@ -266,8 +301,8 @@ def make_interp_spline_frule(tangents: Any, x: Any, y: Any, *args: Any, **kwargs
         not_implemented(_x_reason()).refuse()
     linear, _, axis = _interpolation_map(x, y, args, kwargs)
     ydot = np.moveaxis(np.asarray(dense_tangent(y, tangents[2])), axis, 0)
-    cdot = np.reshape(linear @ np.reshape(ydot, (np.shape(ydot)[0], -1)), np.shape(spline.c))
-    return spline, tangent_type(type(spline))(c=cdot)
+    cdot = np.reshape(linear @ np.reshape(ydot, (np.shape(ydot)[0], -1)), np.shape(_read(spline, "c")))
+    return spline, tangent_type(type(spline))(**{_name(spline, "c"): cdot})
 
 
 def _x_reason() -> str:
@@ -275,7 +310,7 @@ def _x_reason() -> str:
             "scipy.interpolate.CubicSpline(x, y), differentiable in x and y")
 
 
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(), ((_ppoly_call, "ppoly_call"), (_bspline_call, "bspline_call"), si.make_interp_spline))
+RULES: tuple[RulePair, ...] = family_rules(globals(), (
+    (_scipy_ppoly_call, "ppoly_call"), (_scipy_bspline_call, "bspline_call"), si.make_interp_spline))
 
 __all__ = ["RULES"]

@@ -733,7 +733,8 @@ def _keeping_inputs(primal: Any, rule: Any, first: int) -> Any:
     """``rule`` calling SciPy with its ``overwrite_*`` options off: the rules read their arguments
     after the call, and so may an engine's other pullbacks (``first``: the position of the
     primal's first argument among the rule's, 1 for an frule)."""
-    slots = [i for i, name in enumerate(inspect.signature(primal).parameters) if name.startswith("overwrite_")]
+    names = inspect.signature(primal).parameters
+    slots = [i for i, name in enumerate(names) if name.startswith("overwrite_")]
     if rule is None or not slots:
         return rule
 
@@ -746,5 +747,6 @@ def _keeping_inputs(primal: Any, rule: Any, first: int) -> Any:
 
 
 RULES: tuple[RulePair, ...] = tuple(
-    dataclasses.replace(p, rrule=_keeping_inputs(p.primal, p.rrule, 0), frule=_keeping_inputs(p.primal, p.frule, 1))
-    for p in family_rules(globals(), _NAMED))
+    dataclasses.replace(pair, rrule=_keeping_inputs(pair.primal, pair.rrule, 0),
+                        frule=_keeping_inputs(pair.primal, pair.frule, 1))
+    for pair in family_rules(globals(), _NAMED))
