@@ -163,10 +163,6 @@ def _repeats(index: Any) -> bool:
     return bool(np.any(keys[1:] == keys[:-1]))
 
 
-def _kept_mask(x: Any, index: Any) -> Any:
-    return setindex(np.ones(np.shape(x)), index, 0.0)
-
-
 def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
     y = setindex(x, index, value)
 
@@ -175,7 +171,7 @@ def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
         shape = np.shape(value)
         if np.shape(vbar) != shape:  # the value was broadcast into the selection: sum it back
             vbar = np.sum(vbar) if not shape else unbroadcast(vbar, shape)
-        return NoTangent(), project(x, ybar * _kept_mask(x, index)), NoTangent(), project(value, vbar)
+        return NoTangent(), project(x, setindex(ybar, index, 0.0)), NoTangent(), project(value, vbar)
 
     return y, setindex_pullback
 
