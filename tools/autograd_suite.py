@@ -30,9 +30,9 @@ from pathlib import Path
 
 VERSION = "1.9.1"
 #: The test files of the goal (issue 28): 457 tests.
-TEST_FILES = ("test_scalar_ops", "test_numpy", "test_binary_ops", "test_linalg", "test_systematic", "test_complex",
-              "test_truediv", "test_jacobian", "test_fft", "test_graphs", "test_list", "test_tuple", "test_dict",
-              "test_builtins", "test_direct")
+TEST_FILES = ("test_scalar_ops", "test_numpy", "test_binary_ops", "test_linalg", "test_systematic",
+              "test_complex", "test_truediv", "test_jacobian", "test_fft", "test_graphs", "test_list",
+              "test_tuple", "test_dict", "test_builtins", "test_direct")
 
 #: Appended to autograd's core.py: its two differentiation primitives, on zygotepy.
 CORE_OVERRIDE = '''
@@ -67,8 +67,13 @@ def _shim_like(x, g):
     return g
 
 
+def _shim_array_scalar(x):
+    """A Python float as autograd presents it: a 0-d array scalar (x.shape, x.ndim)."""
+    return _shim_np.float64(x) if type(x) is float else x
+
+
 def make_vjp(fun, x):
-    ans, back = _zp.pullback(fun, x)
+    ans, back = _zp.pullback(fun, _shim_array_scalar(x))
 
     def vjp(g):
         return _shim_like(x, _shim_conj(back(_shim_conj(g))[0]))
@@ -78,18 +83,49 @@ def make_vjp(fun, x):
 
 def make_jvp(fun, x):
     def jvp(g):
-        y, ydot = _zp.jvp(fun, (x,), (g,))
+        y, ydot = _zp.jvp(fun, (_shim_array_scalar(x),), (g,))
         return y, _shim_like(y, ydot)
 
     return jvp
 '''
 
-NUMPY_INIT = '''"""autograd.numpy for the zygotepy shim: NumPy itself (tools/autograd_suite.py)."""
+NUMPY_INIT = '''"""autograd.numpy for the zygotepy shim: NumPy itself, with autograd's additions
+(tools/autograd_suite.py), written in NumPy."""
 import numpy as _np
 from numpy import *  # noqa: F401,F403
 from numpy import __version__  # noqa: F401
 
-from . import fft, linalg, numpy_vspaces, random  # noqa: F401
+import importlib as _importlib
+
+from . import numpy_vspaces  # noqa: F401
+
+# (numpy's own submodules are already names here: import the shim's explicitly)
+fft, linalg, random = (_importlib.import_module(f"{__name__}.{name}") for name in ("fft", "linalg", "random"))
+
+
+def stack(arrays, axis=0):
+    """autograd's stack takes any iterable (its jacobian stacks a map)."""
+    return _np.stack(list(arrays), axis)
+
+
+def make_diagonal(D, offset=0, axis1=0, axis2=1):
+    """autograd's complement of np.diagonal: D's last axis on a new diagonal."""
+    if not (offset == 0 and axis1 == -1 and axis2 == -2):
+        raise NotImplementedError("Currently make_diagonal only supports offset=0, axis1=-1, axis2=-2")
+    return D[..., None] * _np.eye(_np.shape(D)[-1])
+'''
+
+LINALG = '''"""autograd.numpy.linalg for the zygotepy shim: NumPy's, with autograd's helpers."""
+from functools import partial
+
+import numpy as _np
+from numpy.linalg import *  # noqa: F401,F403
+
+_dot = partial(_np.einsum, "...ij,...jk->...ik")
+
+
+def T(x):
+    return _np.swapaxes(x, -1, -2)
 '''
 
 
@@ -115,8 +151,9 @@ def build_shim(source: Path, work: Path) -> Path:
     (package / "core.py").write_text((package / "core.py").read_text() + CORE_OVERRIDE)
     numpy_dir = package / "numpy"
     (numpy_dir / "__init__.py").write_text(NUMPY_INIT)
-    for name in ("random", "linalg", "fft"):
+    for name in ("random", "fft"):
         (numpy_dir / f"{name}.py").write_text(f"from numpy.{name} import *  # noqa: F401,F403\n")
+    (numpy_dir / "linalg.py").write_text(LINALG)
     return shim
 
 
