@@ -2,7 +2,7 @@
 :mod:`rulescore.rules._optional`): evaluating a piecewise polynomial (``PPoly``, and so
 ``CubicSpline``, ``CubicHermiteSpline``, ``Akima1DInterpolator``, ``PchipInterpolator`` and their
 ``.derivative()``) or a B-spline (``BSpline``, which ``make_interp_spline`` and
-``interp1d(kind="cubic")`` build), and ``make_interp_spline`` itself.
+``interp1d(kind="cubic")`` build, and its ``.derivative()``), and ``make_interp_spline`` itself.
 
 SciPy evaluates splines in compiled code. A spline's value is linear in its coefficients, so
 the rules write the transpose: each evaluation point's cotangent goes to the coefficients of
@@ -265,6 +265,56 @@ def bspline_call_frule(tangents: Any, spline: Any, x: Any, *args: Any, **kwargs:
     return y, project(y, _from_rows(rows, x_shape, axis, trailing))
 
 
+# -- BSpline.derivative: new coefficients linear in the old ----------------------------------
+
+_scipy_bspline_derivative = si.BSpline.derivative
+
+
+def _derivative_map(spline: Any, nu: int) -> tuple[Any, int]:
+    """``(D, n)``: the derivative spline's coefficients are ``D @ c[:n]`` (found by
+    differentiating the spline of each unit coefficient vector)."""
+    knots = np.asarray(_read(spline, "t"))
+    n = len(knots) - spline.k - 1
+    unit = si.BSpline.construct_fast(knots, np.eye(n), spline.k, extrapolate=spline.extrapolate)
+    return np.reshape(_read(_scipy_bspline_derivative(unit, nu), "c"), (-1, n)), n
+
+
+def _derivative_order(spline: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return int(bind_arguments(_scipy_bspline_derivative, (spline, *args), kwargs).get("nu", 1))
+
+
+def bspline_derivative_rrule(spline: Any, *args: Any, **kwargs: Any) -> Any:
+    out = _scipy_bspline_derivative(spline, *args, **kwargs)
+    linear, n = _derivative_map(spline, _derivative_order(spline, args, kwargs))
+    c = _read(spline, "c")
+
+    def bspline_derivative_pullback(out_bar: Any) -> Any:
+        cbar_out, knots_bar = _field(out_bar, _name(out, "c")), _field(out_bar, _name(out, "t"))
+        cbar: Any = np.zeros((np.shape(c)[0], math.prod(np.shape(c)[1:])))
+        if not isinstance(cbar_out, AbstractZero):
+            rows = np.transpose(linear) @ np.reshape(cbar_out, (np.shape(linear)[0], -1))
+            cbar = np.concatenate([rows, cbar[n:]])  # coefficients past n are never read
+        knots = ZeroTangent() if isinstance(knots_bar, AbstractZero) else _knots_not_implemented(spline)
+        coefficients = project(c, np.reshape(cbar, np.shape(c)))
+        spline_bar = tangent_type(type(spline))(**{_name(spline, "c"): coefficients, _name(spline, "t"): knots})
+        return NoTangent(), spline_bar, *(NoTangent() for _ in args)
+
+    return out, bspline_derivative_pullback
+
+
+def bspline_derivative_frule(tangents: Any, spline: Any, *args: Any, **kwargs: Any) -> Any:
+    out = _scipy_bspline_derivative(spline, *args, **kwargs)
+    cdot, knots_dot = _field(tangents[1], _name(spline, "c")), _field(tangents[1], _name(spline, "t"))
+    if not isinstance(knots_dot, AbstractZero):
+        _knots_not_implemented(spline).refuse()
+    if isinstance(cdot, AbstractZero):
+        return out, ZeroTangent()
+    linear, n = _derivative_map(spline, _derivative_order(spline, args, kwargs))
+    c = _read(spline, "c")
+    rows = linear @ np.reshape(cdot, (np.shape(c)[0], -1))[:n]
+    return out, tangent_type(type(out))(**{_name(out, "c"): np.reshape(rows, np.shape(_read(out, "c")))})
+
+
 # -- make_interp_spline: coefficients affine in y ----------------------------------------------
 
 def _interpolation_map(x: Any, y: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, int]:
@@ -311,6 +361,7 @@ def _x_reason() -> str:
 
 
 RULES: tuple[RulePair, ...] = family_rules(globals(), (
-    (_scipy_ppoly_call, "ppoly_call"), (_scipy_bspline_call, "bspline_call"), si.make_interp_spline))
+    (_scipy_ppoly_call, "ppoly_call"), (_scipy_bspline_call, "bspline_call"),
+    (_scipy_bspline_derivative, "bspline_derivative"), si.make_interp_spline))
 
 __all__ = ["RULES"]

@@ -71,6 +71,10 @@ CASES: list[tuple[str, Callable[[Any], Any], np.ndarray]] = [
      lambda y: np.sum(si.make_interp_spline(X, y, bc_type="natural")(POINTS) ** 2), Y),
     ("make_interp_spline k=5", lambda y: np.sum(si.make_interp_spline(X, y, k=5)(INSIDE) ** 2), Y),
     ("make_interp_spline nu=1", lambda y: np.sum(si.make_interp_spline(X, y)(POINTS, nu=1) ** 2), Y),
+    ("make_interp_spline .derivative()",
+     lambda y: np.sum(si.make_interp_spline(X, y).derivative()(POINTS) ** 2), Y),
+    ("BSpline(t, c, k).derivative(2)",
+     lambda c: np.sum(si.BSpline(si.make_interp_spline(X, Y).t, c, 3).derivative(2)(INSIDE) ** 2), Y),
     ("np.interp", lambda y: np.sum(np.interp(POINTS, X, y) ** 2), Y),
     ("np.interp in the points", lambda q: np.sum(np.interp(q, X, Y) ** 2), INSIDE + 0.02),  # off the kinks
 ]
@@ -139,7 +143,7 @@ def test_rules_through_rulescore_alone() -> None:
 
 def test_every_rule_of_the_family_is_exercised() -> None:
     assert {p.primal for p in scipy_interpolate.RULES} == {si.PPoly.__call__, si.BSpline.__call__,
-                                                           si.make_interp_spline}
+                                                           si.BSpline.derivative, si.make_interp_spline}
 
 
 def test_make_interp_spline_refuses_the_derivative_in_x() -> None:
