@@ -296,7 +296,8 @@ def bspline_derivative_rrule(spline: Any, *args: Any, **kwargs: Any) -> Any:
             cbar = np.concatenate([rows, cbar[n:]])  # coefficients past n are never read
         knots = ZeroTangent() if isinstance(knots_bar, AbstractZero) else _knots_not_implemented(spline)
         coefficients = project(c, np.reshape(cbar, np.shape(c)))
-        spline_bar = tangent_type(type(spline))(**{_name(spline, "c"): coefficients, _name(spline, "t"): knots})
+        spline_bar = tangent_type(type(spline))(**{_name(spline, "c"): coefficients,
+                                                   _name(spline, "t"): knots})
         return NoTangent(), spline_bar, *(NoTangent() for _ in args)
 
     return out, bspline_derivative_pullback
