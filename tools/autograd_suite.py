@@ -13,6 +13,12 @@ functions are plain NumPy code, as zygotepy differentiates it. autograd's vector
 Conventions: autograd's vector-Jacobian product of a complex function is the conjugate of the
 ChainRules one zygotepy follows (``vjp(g) = conj(pullback(conj(g)))``); forward mode is the same.
 
+Last run: 455 of the 457 tests pass. The two others assert autograd's own refusals, which
+zygotepy does not share: ``test_graphs.py::test_assignment_raises_error`` expects a TypeError
+from ``A[1] = b`` into an array (zygotepy differentiates the write functionally) and
+``test_fft.py::test_rfftn_odd_not_implemented`` a NotImplementedError from ``rfftn`` of an odd
+last axis (zygotepy's rule covers it, and ``check_grads`` then passes).
+
 Usage, from the repository root (prints the count and every failure with its first line)::
 
     python tools/autograd_suite.py [--work /tmp/autograd_suite] [-k EXPR] [--show N]
