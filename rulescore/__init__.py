@@ -11,7 +11,6 @@ Example:
     True
 """
 
-from rulescore import rules as rules  # registers the rule library
 from rulescore._arithmetic import add, add_to_primal, conj, is_zero, scale, sub
 from rulescore._batched import Batched, NotBatchable
 from rulescore._checks import RuleError, checking, checks_enabled
@@ -60,3 +59,5 @@ __all__ = [
     "carries_no_derivative", "is_structural", "structural",
 ]
 __version__ = "0.1.0"
+
+from rulescore import rules as rules  # noqa: E402  (last: the rule tables use the names above)

@@ -25,6 +25,7 @@ from rulescore._checks import (
 )
 from rulescore._config import RuleConfig
 from rulescore._contract import keep_rrule_contract, plain_tangents, zero_of
+from rulescore._rule_pair import RulePair
 
 TypeSpec = type | tuple[type, ...]
 
@@ -122,22 +123,39 @@ class _CallableRules:
 
     Rules are indexed by their first argument type when it is a plain class, so the first
     lookup for new argument classes only looks at rules on that class's MRO (plus the untyped,
-    tuple-typed and ABC-typed ones), however many rules the callable has.
+    tuple-typed and ABC-typed ones), however many rules the callable has. Entries declared but
+    not looked up yet wait in ``pending``: their rules are derived and indexed on first use.
     """
 
-    __slots__ = ("by_signature", "by_first", "general", "cache", "only")
+    __slots__ = ("by_signature", "by_first", "general", "cache", "only", "pending", "table")
 
-    def __init__(self) -> None:
+    def __init__(self, table: RuleTable) -> None:
         # keyed by (types, config): registering the same signature again replaces in O(1)
         self.by_signature: dict[tuple[Any, ...], Rule] = {}
         self.by_first: dict[type, dict[tuple[Any, ...], Rule]] = {}
         self.general: dict[tuple[Any, ...], Rule] = {}
         self.cache: dict[Any, Rule | None] = {}
         self.only: Rule | None = None  # the single untyped, config-free rule, if that is all
+        self.pending: list[tuple[RulePair, tuple[TypeSpec, ...]]] = []
+        self.table = table
 
     @property
     def rules(self) -> list[Rule]:
+        if self.pending:
+            self.materialize()
         return list(self.by_signature.values())
+
+    def declare(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> None:
+        """Keep ``pair`` (for the signature ``types``) until a lookup needs its rule."""
+        self.pending.append((pair, types))
+        self.cache = {}
+        self.only = None
+
+    def materialize(self) -> None:
+        """Build the rules of the pending entries, in the order they were declared."""
+        pending, self.pending = self.pending, []
+        for pair, types in pending:
+            self.add(self.table.rule_of(pair, types))
 
     def add(self, rule: Rule) -> None:
         key = (rule.types, rule.config)
@@ -148,7 +166,7 @@ class _CallableRules:
         self._bucket(rule)[key] = rule
         self.cache = {}
         single = len(self.by_signature) == 1 and not rule.types and rule.config is None
-        self.only = rule if single else None
+        self.only = rule if single and not self.pending else None
 
     def _bucket(self, rule: Rule) -> dict[tuple[Any, ...], Rule]:
         first = rule.types[0] if rule.types else None
@@ -158,6 +176,8 @@ class _CallableRules:
         return self.by_first.setdefault(first, {})
 
     def select(self, classes: tuple[type, ...], config: RuleConfig | None) -> Rule | None:
+        if self.pending:
+            self.materialize()
         pool = list(self.general.values())
         if classes:
             for klass in classes[0].__mro__:
@@ -240,7 +260,8 @@ class RuleTable:
     def register(
         self, f: Any, *types: TypeSpec, config: type | None = None, zero_tangents: bool = False
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register the decorated function as the rule for ``f``.
+        """Decorator: register the decorated function as the rule for ``f`` (an
+        :class:`~rulescore.RulePair` entry naming it, registered as the library's are).
 
         ``types`` restrict the rule to calls whose positional arguments are instances of them
         (a tuple means any of; a trailing ``...`` is ignored). With ``config=HasReverseMode``
@@ -258,7 +279,8 @@ class RuleTable:
         return decorate
 
     def opt_out(self, f: Any, *types: TypeSpec) -> None:
-        """Declare that ``f`` has no rule for these argument types: the AD system recurses.
+        """Declare that ``f`` has no rule for these argument types: the AD system recurses
+        (the entry ``RulePair(f, types=types, kind="opt_out")``, in this table only).
 
         Example:
             >>> import rulescore as rc
@@ -269,7 +291,7 @@ class RuleTable:
             >>> rc.rrule(g, 1) is None, rc.rrule(g, 1.0) is None
             (True, False)
         """
-        self._add(Rule(self.name, f, _clean_types(types), None, None, "opt_out", "opt_out"))
+        self.declare(RulePair(f, types=types, kind="opt_out"))
 
     def register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
                       kind: str = "rule", config: type | None = None,
@@ -277,21 +299,49 @@ class RuleTable:
         """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``) and,
         for an frule, the positions of the arguments it differentiates (``wrt``, default all)
         and whether it takes ``ZeroTangent()`` for a float argument without a tangent
-        (``zero_tangents``; else zeros of the argument's shape)."""
-        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt,
-                       zero_tangents))
+        (``zero_tangents``; else zeros of the argument's shape): the entry
+        ``RulePair(f, rrule=impl, ...)`` (``frule=impl`` in the frule table), in this table only."""
+        side = {"frule": impl} if self._forward else {"rrule": impl}
+        self.declare(RulePair(f, types=types, config=config, kind=kind, wrt=wrt, zero_tangents=zero_tangents,
+                              **side))
 
-    def _add(self, rule: Rule) -> None:
+    def declare(self, pair: RulePair) -> None:
+        """Add the entry ``pair``'s rule of this table (its frule in ``frule``, else its rrule).
+
+        The rule is derived and indexed when a lookup first needs it; the types are checked now.
+
+        Example:
+            >>> import rulescore as rc
+            >>> def halve(x): return x / 2
+            >>> rc.rrule.declare(rc.RulePair(halve, partials=lambda x: 0.5))
+            >>> rc.rrule(halve, 3.0)[1](1.0), rc.frule.has_rules(halve)
+            ((NoTangent(), 0.5), False)
+        """
+        types = _clean_types(pair.types)
         try:
-            entry = self._by_callable.get(rule.primal)
+            entry = self._by_callable.get(pair.primal)
         except TypeError:
-            raise TypeError(f"cannot register a rule for unhashable {rule.primal!r}") from None
+            raise TypeError(f"cannot register a rule for unhashable {pair.primal!r}") from None
         try:
             if entry is None:
-                entry = self._by_callable[rule.primal] = _CallableRules()
-            entry.add(rule)
+                entry = self._by_callable[pair.primal] = _CallableRules(self)
+            entry.declare(pair, types)
         finally:  # even if interrupted: what engines cached from the old rules is looked up again
             self.version += 1
+
+    def rule_of(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> Rule:
+        """The :class:`Rule` of this table that the entry ``pair`` gives, for the signature ``types``."""
+        impl = pair.frule if self._forward else pair.rrule
+        if impl is None and pair.derives:
+            reverse, forward = pair.rules()
+            impl = forward if self._forward else reverse
+        if pair.kind == "opt_out":
+            return Rule(self.name, pair.primal, types, None, None, "opt_out", "opt_out")
+        source = impl if pair.partials is None and pair.transpose is None else pair.partials or pair.transpose
+        if self._forward:
+            return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source), pair.wrt,
+                        pair.zero_tangents)
+        return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source))
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
@@ -338,6 +388,8 @@ class RuleTable:
             entry = self._by_callable.get(f)
         except TypeError:
             return None
+        if entry is not None and entry.pending:
+            entry.materialize()
         rule = None if entry is None else entry.only
         return None if rule is None or rule.kind == "opt_out" else rule
 

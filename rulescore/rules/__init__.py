@@ -16,14 +16,13 @@ import importlib
 from rulescore._rule_pair import register_rules
 from rulescore.rules._on_import import when_imported
 from rulescore.rules._optional import watch
-from rulescore.rules.random import register_random
 
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "contractions", "reductions", "shape",
             "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods", "writes", "broadcasting")
 
 #: Families for modules NumPy imports only on first use, registered then (importing the module
 #: costs time ``import rulescore`` should not pay): family -> module.
-ON_IMPORT = {"fft": "numpy.fft"}
+ON_IMPORT = {"fft": "numpy.fft", "random": "numpy.random"}
 
 
 def register_family(family: str) -> None:
@@ -32,11 +31,11 @@ def register_family(family: str) -> None:
 
 
 for _family in FAMILIES:
-    if _family not in ON_IMPORT and _family != "random":
+    if _family not in ON_IMPORT:
         register_family(_family)
 
-# numpy.random is costly to import and NumPy imports it only on first use: so do its rules
-when_imported("numpy.random", register_random)
+# numpy.fft and numpy.random are costly to import and NumPy imports them only on first use: so
+# do their rules
 for _family, _name in ON_IMPORT.items():
     when_imported(_name, lambda module, family=_family: register_family(family))  # type: ignore[misc]
 watch()

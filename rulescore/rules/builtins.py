@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import conj
-from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
@@ -40,7 +39,6 @@ from rulescore.rules._common import (
     divmod_cotangents,
     divmod_tangent,
     entries,
-    family_rules,
     fit,
     proj,
     spread,
@@ -253,21 +251,20 @@ _ARRAYS_AND_NUMBERS = (np.ndarray, np.generic, int, float, complex)
 
 #: The builtins with rules of their own (``float_rrule``, ``float_frule``, ...; ``pow`` adds the
 #: modulus in ``builtin_pow_rrule``).
-_NAMED = (builtins.float, builtins.complex, (builtins.pow, "builtin_pow"), builtins.divmod, float.conjugate,
-          complex.conjugate)
-
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    _NAMED,
-    pairs=(
-        RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
-        RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
-        choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
-        choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
-        # on an array or a number it reads class attributes (libraries probe for dataframe types)
-        non_differentiable_rules(inspect.getattr_static, _ARRAYS_AND_NUMBERS),
-        # text from values: "%.3f" % loss (a string's %, not the number's remainder)
-        non_differentiable_rules(operator.mod, str),
-    ),
-    non_differentiable=NON_DIFFERENTIABLE,
+RULES: tuple[RulePair, ...] = (
+    RulePair(builtins.float, float_rrule, float_frule),
+    RulePair(builtins.complex, complex_rrule, complex_frule),
+    RulePair(builtins.pow, builtin_pow_rrule, builtin_pow_frule),
+    RulePair(builtins.divmod, divmod_rrule, divmod_frule),
+    RulePair(float.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(complex.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
+    RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
+    choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
+    choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
+    # on an array or a number it reads class attributes (libraries probe for dataframe types)
+    RulePair(inspect.getattr_static, types=(_ARRAYS_AND_NUMBERS,), kind="non_differentiable"),
+    # text from values: "%.3f" % loss (a string's %, not the number's remainder)
+    RulePair(operator.mod, types=(str,), kind="non_differentiable"),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
 )

@@ -1,5 +1,5 @@
 """Rules for ``numpy.fft``: every transform is linear, so each is declared once with its
-transpose (:func:`rulescore.linear_rules`): the frule applies the transform itself to the input
+transpose (``RulePair(f, transpose=...)``): the frule applies the transform itself to the input
 tangent and the pullback applies the adjoint:
 
 - complex transforms (``fft``, ``ifft``, ``fft2``, ``ifft2``, ``fftn``, ``ifftn``): the adjoint
@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._linear import linear_rules
 from rulescore._projection import project
 from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
@@ -214,7 +213,7 @@ _TRANSFORMS: dict[Any, tuple[Any, Any]] = {
 
 def transform_transpose(f: Any) -> Any:
     """The transpose of the Fourier transform ``f`` (``np.fft.fft``, ...), for
-    :func:`~rulescore.linear_rules`: its adjoint at the call's axes, sizes and normalisation.
+    ``RulePair(f, transpose=...)``: its adjoint at the call's axes, sizes and normalisation.
 
     Example:
         >>> import numpy as np
@@ -277,9 +276,9 @@ def freq_rules(f: Any) -> RulePair:
 
 
 RULES: tuple[RulePair, ...] = (
-    *(linear_rules(f, transform_transpose(f)) for f in _TRANSFORMS),
-    linear_rules(np.fft.fftshift, fftshift_transpose),
-    linear_rules(np.fft.ifftshift, ifftshift_transpose),
+    *(RulePair(f, transpose=transform_transpose(f)) for f in _TRANSFORMS),
+    RulePair(np.fft.fftshift, transpose=fftshift_transpose),
+    RulePair(np.fft.ifftshift, transpose=ifftshift_transpose),
     freq_rules(np.fft.fftfreq),
     freq_rules(np.fft.rfftfreq),
 )

@@ -38,7 +38,7 @@ from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import linalg
-from rulescore.rules._common import bind_arguments, entries, family_rules, proj
+from rulescore.rules._common import bind_arguments, entries, proj
 from rulescore.rules.linalg import _eigh_grad, _entry, _fold, _given, _unfold
 
 
@@ -720,8 +720,23 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
 
 
 #: The functions with rules (``expm_rrule``, ``expm_frule``, ...).
-_NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, sl.solve, sl.solve_triangular,
-          sl.cholesky, sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
-          sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
-
-RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED)
+RULES: tuple[RulePair, ...] = (
+    RulePair(sl.expm, expm_rrule, expm_frule),
+    RulePair(sl.expm_frechet, expm_frechet_rrule, expm_frechet_frule),
+    RulePair(sl.eigh, eigh_rrule, eigh_frule),
+    RulePair(sl.logm, logm_rrule, logm_frule),
+    RulePair(sl.sqrtm, sqrtm_rrule, sqrtm_frule),
+    RulePair(sl.inv, inv_rrule, inv_frule),
+    RulePair(sl.det, det_rrule, det_frule),
+    RulePair(sl.solve, solve_rrule, solve_frule),
+    RulePair(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule),
+    RulePair(sl.cholesky, cholesky_rrule, cholesky_frule),
+    RulePair(sl.cho_factor, cho_factor_rrule, cho_factor_frule),
+    RulePair(sl.cho_solve, cho_solve_rrule, cho_solve_frule),
+    RulePair(sl.lu_factor, lu_factor_rrule, lu_factor_frule),
+    RulePair(sl.lu_solve, lu_solve_rrule, lu_solve_frule),
+    RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
+    RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
+    RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),
+    RulePair(sl.solve_banded, solve_banded_rrule, solve_banded_frule),
+)

@@ -31,7 +31,7 @@ import numpy as np
 from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import entries, family_rules, fit, proj
+from rulescore.rules._common import entries, fit, proj
 
 _NT = NoTangent()
 
@@ -148,9 +148,11 @@ def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> RulePair:
     return RulePair(f, spread_rrule, spread_frule)
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (statistics.mean, statistics.median), pairs=(
+RULES: tuple[RulePair, ...] = (
+    RulePair(statistics.mean, mean_rrule, mean_frule),
+    RulePair(statistics.median, median_rrule, median_frule),
     _spread_rules(statistics.variance, sample=True, root=False),
     _spread_rules(statistics.pvariance, sample=False, root=False),
     _spread_rules(statistics.stdev, sample=True, root=True),
     _spread_rules(statistics.pstdev, sample=False, root=True),
-))
+)
