@@ -166,7 +166,8 @@ def partials_rules(
         (NoTangent(), 1.0, 6.0)
     """
     return RulePair(f, types=types, partials=partials, needs_inputs=needs_inputs, check_kwargs=check_kwargs,
-                    errstate=errstate, native=native, native_complex=native_complex, outputs=outputs).resolved()
+                    errstate=errstate, native=native, native_complex=native_complex,
+                    outputs=outputs).resolved()
 
 
 def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[..., Any]]:

@@ -116,13 +116,14 @@ def linear_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[
 
     Example:
         >>> import numpy as np, rulescore as rc
-        >>> reverse, forward = linear_rule_functions(rc.RulePair(np.negative, transpose=lambda ybar, x: -ybar))
+        >>> entry = rc.RulePair(np.negative, transpose=lambda ybar, x: -ybar)
+        >>> reverse, forward = linear_rule_functions(entry)
         >>> reverse(np.ones(2))[1](np.array([1.0, 2.0]))
         (NoTangent(), array([-1., -2.]))
     """
     f, transpose, native = pair.primal, pair.transpose, pair.native
     assert transpose is not None
-    assert native is None or callable(native) and not isinstance(native, str), "native= of transpose is f(xp, ...)"
+    assert native is None or not isinstance(native, str), "native= of a transpose entry is a function of xp"
     name = callable_name(f).rsplit(".", 1)[-1]
 
     def native_pullback(xp: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

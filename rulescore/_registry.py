@@ -154,8 +154,8 @@ class _CallableRules:
     def materialize(self) -> None:
         """Build the rules of the pending entries, in the order they were declared."""
         pending, self.pending = self.pending, []
-        for pair, types in pending:
-            self.add(self.table.rule_of(pair, types))
+        for pair, signature in pending:
+            self.add(self.table.rule_of(pair, signature))
 
     def add(self, rule: Rule) -> None:
         key = (rule.types, rule.config)
@@ -301,9 +301,8 @@ class RuleTable:
         and whether it takes ``ZeroTangent()`` for a float argument without a tangent
         (``zero_tangents``; else zeros of the argument's shape): the entry
         ``RulePair(f, rrule=impl, ...)`` (``frule=impl`` in the frule table), in this table only."""
-        side = {"frule": impl} if self._forward else {"rrule": impl}
-        self.declare(RulePair(f, types=types, config=config, kind=kind, wrt=wrt, zero_tangents=zero_tangents,
-                              **side))
+        reverse, forward = (None, impl) if self._forward else (impl, None)
+        self.declare(RulePair(f, reverse, forward, types, config, kind, wrt, zero_tangents))
 
     def declare(self, pair: RulePair) -> None:
         """Add the entry ``pair``'s rule of this table (its frule in ``frule``, else its rrule).
@@ -337,10 +336,10 @@ class RuleTable:
             impl = forward if self._forward else reverse
         if pair.kind == "opt_out":
             return Rule(self.name, pair.primal, types, None, None, "opt_out", "opt_out")
-        source = impl if pair.partials is None and pair.transpose is None else pair.partials or pair.transpose
+        source = pair.partials or pair.transpose or impl  # where the author wrote the derivative
         if self._forward:
-            return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source), pair.wrt,
-                        pair.zero_tangents)
+            return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source),
+                        pair.wrt, pair.zero_tangents)
         return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source))
 
     # -- lookup --------------------------------------------------------------------------------

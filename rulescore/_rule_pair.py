@@ -129,7 +129,7 @@ class RulePair:
             derived = _derive(self)
             built = (self.rrule or derived[0], self.frule or derived[1])
             object.__setattr__(self, "_rules", built)
-        return built  # type: ignore[no-any-return]
+        return built
 
     def resolved(self) -> RulePair:
         """The entry with its derived rules filled in as ``rrule`` and ``frule`` (callable).

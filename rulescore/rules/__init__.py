@@ -13,7 +13,7 @@ Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mo
 
 import importlib
 
-from rulescore._rule_pair import register_rules
+from rulescore import register_rules
 from rulescore.rules._on_import import when_imported
 from rulescore.rules._optional import watch
 

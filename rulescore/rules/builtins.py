@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._arithmetic import conj
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import operators

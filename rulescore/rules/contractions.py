@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._arithmetic import is_zero
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
-from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
 from rulescore._zeros import NoTangent
 from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
 from rulescore.rules._common import bind_arguments as _bind
 

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._batched import Batched, batched_index
 from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._rule_pair import RulePair
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent

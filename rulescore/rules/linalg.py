@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._arithmetic import is_zero
 from rulescore._contract import plain_entry
@@ -57,7 +58,6 @@ from rulescore._namespace import (
     unbroadcast_to,
 )
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind

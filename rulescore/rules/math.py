@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import ufuncs

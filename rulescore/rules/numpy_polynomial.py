@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.polynomial as npp
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 

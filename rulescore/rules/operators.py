@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent

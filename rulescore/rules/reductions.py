@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._arithmetic import is_zero
 from rulescore._batched import Batched
 from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sl
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import linalg

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import scipy.optimize as so
 
+from rulescore import RulePair
 from rulescore._config import HasForwardsMode, HasReverseMode, frule_via_ad, rrule_via_ad
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import scipy.signal as ss
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
 
 

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import scipy.spatial.distance as ssd
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
 from rulescore.rules._common import bind_arguments
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
 from rulescore.rules import reductions
 from rulescore.rules._common import proj

@@ -4,8 +4,8 @@ contractions are in :mod:`.contractions`), ``np.array`` of nested lists,
 ``astype`` and the matching ``ndarray`` methods, plus a table of non-differentiable helpers.
 
 Every entry has an rrule and an frule. Nearly every function here is linear (or multilinear) in
-its array arguments, so most are declared with their transpose (``RulePair(f, transpose=...)``): the frule applies
-the function itself to the tangent and the pullback is the transposed map, written with
+its array arguments, so most are declared with their transpose (``RulePair(f, transpose=...)``):
+the frule applies the function itself to the tangent and the pullback is the transposed map, written with
 differentiable NumPy calls: the pullback of ``reshape`` is a ``reshape``, of ``transpose`` the
 inverse ``transpose``, of ``concatenate`` an ``np.split``, of ``pad`` a slice, of a product
 another product. Scatters are either mask products
@@ -39,16 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project, unbroadcast
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import normalize_axes, product_tangent
 from rulescore.rules._common import mask as masked
+from rulescore.rules._common import normalize_axes, product_tangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 

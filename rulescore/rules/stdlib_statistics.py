@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import entries, fit, proj

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import (
     abs_dot,
@@ -505,13 +505,16 @@ RULES: tuple[RulePair, ...] = (
     # of the same meaning (spelled differently for arcsin, ...: asin); native_complex=False: NumPy
     # orders complex numbers and array libraries do not, so complex arrays take the host tier
     RulePair(np.add, partials=add_partials, check_kwargs=check_kwargs, needs_inputs=False, native="add"),
-    RulePair(np.subtract, partials=subtract_partials, check_kwargs=check_kwargs, needs_inputs=False, native="subtract"),
+    RulePair(np.subtract, partials=subtract_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="subtract"),
     RulePair(np.multiply, partials=multiply_partials, check_kwargs=check_kwargs, native="multiply"),
     RulePair(np.divide, partials=divide_partials, check_kwargs=check_kwargs, errstate=True, native="divide"),
     RulePair(np.power, partials=pow_partials, check_kwargs=check_kwargs, errstate=True),
     RulePair(np.float_power, partials=float_power_partials, check_kwargs=check_kwargs, errstate=True),
-    RulePair(np.negative, partials=negative_partials, check_kwargs=check_kwargs, needs_inputs=False, native="negative"),
-    RulePair(np.positive, partials=positive_partials, check_kwargs=check_kwargs, needs_inputs=False, native="positive"),
+    RulePair(np.negative, partials=negative_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="negative"),
+    RulePair(np.positive, partials=positive_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="positive"),
     RulePair(np.fabs, partials=sign_partials, check_kwargs=check_kwargs),
     RulePair(np.exp, partials=exp_partials, check_kwargs=check_kwargs, needs_inputs=False, native="exp"),
     RulePair(np.exp2, partials=exp2_partials, check_kwargs=check_kwargs, needs_inputs=False, native="exp2"),
@@ -520,13 +523,17 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.log2, partials=log2_partials, check_kwargs=check_kwargs, errstate=True, native="log2"),
     RulePair(np.log10, partials=log10_partials, check_kwargs=check_kwargs, errstate=True, native="log10"),
     RulePair(np.log1p, partials=log1p_partials, check_kwargs=check_kwargs, errstate=True, native="log1p"),
-    RulePair(np.sqrt, partials=sqrt_partials, check_kwargs=check_kwargs, needs_inputs=False, errstate=True, native="sqrt"),
-    RulePair(np.cbrt, partials=cbrt_partials, check_kwargs=check_kwargs, needs_inputs=False, errstate=True, native="cbrt"),
+    RulePair(np.sqrt, partials=sqrt_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="sqrt"),
+    RulePair(np.cbrt, partials=cbrt_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="cbrt"),
     RulePair(np.square, partials=square_partials, check_kwargs=check_kwargs, native="square"),
-    RulePair(np.reciprocal, partials=reciprocal_partials, check_kwargs=check_kwargs, needs_inputs=False, errstate=True, native="reciprocal"),
+    RulePair(np.reciprocal, partials=reciprocal_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="reciprocal"),
     RulePair(np.sin, partials=sin_partials, check_kwargs=check_kwargs, native="sin"),
     RulePair(np.cos, partials=cos_partials, check_kwargs=check_kwargs, native="cos"),
-    RulePair(np.tan, partials=tan_partials, check_kwargs=check_kwargs, needs_inputs=False, errstate=True, native="tan"),
+    RulePair(np.tan, partials=tan_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="tan"),
     RulePair(np.arcsin, partials=arcsin_partials, check_kwargs=check_kwargs, errstate=True, native="asin"),
     RulePair(np.arccos, partials=arccos_partials, check_kwargs=check_kwargs, errstate=True, native="acos"),
     RulePair(np.arctan, partials=arctan_partials, check_kwargs=check_kwargs, errstate=True, native="atan"),
@@ -544,8 +551,10 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.hypot, partials=hypot_partials, check_kwargs=check_kwargs, errstate=True, native="hypot"),
     RulePair(np.logaddexp, partials=logaddexp_partials, check_kwargs=check_kwargs, errstate=True),
     RulePair(np.logaddexp2, partials=logaddexp2_partials, check_kwargs=check_kwargs, errstate=True),
-    RulePair(np.maximum, partials=maximum_partials, check_kwargs=check_kwargs, native="maximum", native_complex=False),
-    RulePair(np.minimum, partials=minimum_partials, check_kwargs=check_kwargs, native="minimum", native_complex=False),
+    RulePair(np.maximum, partials=maximum_partials, check_kwargs=check_kwargs,
+             native="maximum", native_complex=False),
+    RulePair(np.minimum, partials=minimum_partials, check_kwargs=check_kwargs,
+             native="minimum", native_complex=False),
     RulePair(np.fmax, partials=fmax_partials, check_kwargs=check_kwargs, native="fmax", native_complex=False),
     RulePair(np.fmin, partials=fmin_partials, check_kwargs=check_kwargs, native="fmin", native_complex=False),
     RulePair(np.copysign, partials=copysign_partials, check_kwargs=check_kwargs),

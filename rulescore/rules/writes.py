@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufunc_methods import AT_UFUNCS, ufunc_at
 
