@@ -156,13 +156,13 @@ def _chosen_tangent(args: tuple[Any, ...], tangents: Any, y: Any, idx: int) -> A
     return fit(y, dot)
 
 
-def choice_rules(f: Any, largest: bool, *types: Any) -> RulePair:
+def choice_rules(f: Any, largest: bool) -> tuple[Any, Any]:
     """The rules of ``max`` (``largest``) or ``min``: the chosen argument (or entry of the
     iterable) gets the whole cotangent, and the tangent is the chosen one's.
 
     Example:
-        >>> pair = choice_rules(max, True)
-        >>> pair.rrule(1.0, 3.0)[1](2.0), pair.frule((None, 1.0, 5.0), 1.0, 3.0)
+        >>> reverse, forward = choice_rules(max, True)
+        >>> reverse(1.0, 3.0)[1](2.0), forward((None, 1.0, 5.0), 1.0, 3.0)
         ((NoTangent(), ZeroTangent(), 2.0), (3.0, 5.0))
     """
 
@@ -181,7 +181,7 @@ def choice_rules(f: Any, largest: bool, *types: Any) -> RulePair:
 
     choice_rrule.__name__ = choice_rrule.__qualname__ = f"{f.__name__}_rrule"
     choice_frule.__name__ = choice_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, choice_rrule, choice_frule, types)
+    return choice_rrule, choice_frule
 
 
 def _is_real_pow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -260,8 +260,8 @@ RULES: tuple[RulePair, ...] = (
     RulePair(complex.conjugate, conjugate_rrule, conjugate_frule),
     RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
     RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
-    choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
-    choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
+    RulePair(builtins.max, *choice_rules(builtins.max, True), (_SEQUENCES_AND_NUMBERS,)),
+    RulePair(builtins.min, *choice_rules(builtins.min, False), (_SEQUENCES_AND_NUMBERS,)),
     # on an array or a number it reads class attributes (libraries probe for dataframe types)
     RulePair(inspect.getattr_static, types=(_ARRAYS_AND_NUMBERS,), kind="non_differentiable"),
     # text from values: "%.3f" % loss (a string's %, not the number's remainder)

@@ -243,14 +243,14 @@ def ifftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def freq_rules(f: Any) -> RulePair:
+def freq_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.fft.fftfreq`` or ``rfftfreq``: ``y = k / (n d)``, differentiable in
     the sample spacing ``d`` (given positionally: by keyword it has no tangent slot).
 
     Example:
         >>> import numpy as np
-        >>> pair = freq_rules(np.fft.fftfreq)
-        >>> pair.rrule(4, 0.5)[1](np.ones(4))[2], pair.frule((None, None, 1.0), 4, 0.5)[1]
+        >>> reverse, forward = freq_rules(np.fft.fftfreq)
+        >>> reverse(4, 0.5)[1](np.ones(4))[2], forward((None, None, 1.0), 4, 0.5)[1]
         (2.0, array([-0., -1.,  2.,  1.]))
     """
 
@@ -272,13 +272,14 @@ def freq_rules(f: Any) -> RulePair:
 
     freq_rrule.__name__ = freq_rrule.__qualname__ = f"{f.__name__}_rrule"
     freq_frule.__name__ = freq_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, freq_rrule, freq_frule, wrt=(1,))
+    return freq_rrule, freq_frule
 
 
 RULES: tuple[RulePair, ...] = (
     *(RulePair(f, transpose=transform_transpose(f)) for f in _TRANSFORMS),
     RulePair(np.fft.fftshift, transpose=fftshift_transpose),
     RulePair(np.fft.ifftshift, transpose=ifftshift_transpose),
-    freq_rules(np.fft.fftfreq),
-    freq_rules(np.fft.rfftfreq),
+    # differentiable in the sample spacing d only
+    RulePair(np.fft.fftfreq, *freq_rules(np.fft.fftfreq), wrt=(1,)),
+    RulePair(np.fft.rfftfreq, *freq_rules(np.fft.rfftfreq), wrt=(1,)),
 )

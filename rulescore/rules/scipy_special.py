@@ -316,14 +316,14 @@ def _log_softmax_push(y: Any, xdot: Any, axis: Any) -> Any:
     return xdot - _axis_sum(np.exp(y) * xdot, axis)
 
 
-def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
+def normalizer_rules(f: Any, grad: Any, push: Any) -> tuple[Any, Any]:
     """The rules of ``softmax`` or ``log_softmax`` along ``axis`` (positional or keyword):
     ``grad(y, ybar, axis)`` is the cotangent and ``push(y, xdot, axis)`` the tangent.
 
     Example:
         >>> import numpy as np, scipy.special as sp
-        >>> pair = normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad)
-        >>> pair.rrule(np.zeros(2))[1](np.array([1.0, 0.0]))
+        >>> reverse, forward = normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad)
+        >>> reverse(np.zeros(2))[1](np.array([1.0, 0.0]))
         (NoTangent(), array([ 0.25, -0.25]))
     """
 
@@ -344,7 +344,7 @@ def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
 
     normalizer_rrule.__name__ = normalizer_rrule.__qualname__ = f"{f.__name__}_rrule"
     normalizer_frule.__name__ = normalizer_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, normalizer_rrule, normalizer_frule, wrt=(0,))
+    return normalizer_rrule, normalizer_frule
 
 
 #: The element-wise functions of ``scipy.special`` from their partial derivatives, then the others.
@@ -392,8 +392,9 @@ RULES: tuple[RulePair, ...] = (
     RulePair(sp.polygamma, polygamma_rrule, polygamma_frule),
     RulePair(sp.multigammaln, multigammaln_rrule, multigammaln_frule),
     RulePair(sp.yn, yn_rrule, yn_frule),
-    normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad),
-    normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push),
+    RulePair(sp.softmax, *normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad), wrt=(0,)),
+    RulePair(sp.log_softmax, *normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push),
+             wrt=(0,)),
     # logsumexp's rules are those of the reductions (its native tier, its b= weights)
     RulePair(sp.logsumexp, reductions.logsumexp_rrule, reductions.logsumexp_frule, wrt=(0, 2)),
     RulePair(sp.gammasgn, kind="non_differentiable"),

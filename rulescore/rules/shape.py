@@ -584,12 +584,12 @@ def _atleast_cotangents(arys: tuple[Any, ...], ybar: Any) -> tuple[Any, ...]:
                    for x, c in zip(arys, cts, strict=True)))
 
 
-def atleast_rules(f: Any) -> RulePair:
+def atleast_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.atleast_1d``, ``_2d`` or ``_3d``: reshapes, one per argument.
 
     Example:
         >>> import numpy as np
-        >>> atleast_rules(np.atleast_2d).rrule(1.0)[1](np.ones((1, 1)))
+        >>> atleast_rules(np.atleast_2d)[0](1.0)[1](np.ones((1, 1)))
         (NoTangent(), 1.0)
     """
 
@@ -606,7 +606,7 @@ def atleast_rules(f: Any) -> RulePair:
 
     atleast_rrule.__name__ = atleast_rrule.__qualname__ = f"{f.__name__}_rrule"
     atleast_frule.__name__ = atleast_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, atleast_rrule, atleast_frule)
+    return atleast_rrule, atleast_frule
 
 
 # ----------------------------------------------------------------------------------------------
@@ -856,13 +856,13 @@ def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[st
     return y, _project(y, t)
 
 
-def astype_rules(f: Any) -> RulePair:
+def astype_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.astype`` or ``ndarray.astype``: the identity on the values, no tangent
     for a cast to integers or bools.
 
     Example:
         >>> import numpy as np
-        >>> astype_rules(np.astype).rrule(np.ones(2), np.float32)[1](np.ones(2, np.float32))[1]
+        >>> astype_rules(np.astype)[0](np.ones(2), np.float32)[1](np.ones(2, np.float32))[1]
         array([1., 1.])
     """
 
@@ -875,7 +875,7 @@ def astype_rules(f: Any) -> RulePair:
     def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         return _astype_frule(f, tangents[1], x, args, kwargs)
 
-    return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
+    return astype_rrule, astype_frule
 
 
 def _block_leaves(arrays: Any) -> list[Any]:
@@ -1043,14 +1043,14 @@ def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
 
-def fill_rules(f: Any) -> RulePair:
+def fill_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.full(shape, v)`` or ``np.full_like(a, v)``: linear in the fill value
     ``v`` (given positionally: by keyword it has no tangent slot).
 
     Example:
         >>> import numpy as np
-        >>> pair = fill_rules(np.full)
-        >>> pair.rrule(3, 2.0)[1](np.ones(3)), pair.frule((None, None, 1.0), 2, 5.0)
+        >>> reverse, forward = fill_rules(np.full)
+        >>> reverse(3, 2.0)[1](np.ones(3)), forward((None, None, 1.0), 2, 5.0)
         ((NoTangent(), NoTangent(), 3.0), (array([5., 5.]), array([1., 1.])))
     """
 
@@ -1067,7 +1067,7 @@ def fill_rules(f: Any) -> RulePair:
 
     fill_rrule.__name__ = fill_rrule.__qualname__ = f"{f.__name__}_rrule"
     fill_frule.__name__ = fill_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, fill_rrule, fill_frule, wrt=(1,))
+    return fill_rrule, fill_frule
 
 
 def linspace_rrule(start: Any, stop: Any, *rest: Any, **kwargs: Any) -> Any:
@@ -1197,7 +1197,7 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.ndarray.conjugate, transpose=conj_transpose),
     RulePair(np.trace, transpose=trace_transpose, native=trace_native),
     RulePair(np.ndarray.trace, transpose=trace_transpose, native=trace_native),
-    *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
+    *(RulePair(f, *atleast_rules(f)) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
     RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
     # joining and splitting
     *(RulePair(f, transpose=join_transpose(f, layout)) for f, layout in _JOINS.items()),
@@ -1217,11 +1217,11 @@ RULES: tuple[RulePair, ...] = (
     # the rrule from the transpose, the frule its own (it keeps a list's dtype)
     RulePair(np.asarray, transpose=array_transpose, frule=asarray_frule, wrt=(0,)),
     RulePair(np.asanyarray, transpose=array_transpose, frule=asanyarray_frule, wrt=(0,)),
-    astype_rules(np.ndarray.astype),
-    astype_rules(np.astype),
+    RulePair(np.ndarray.astype, *astype_rules(np.ndarray.astype), wrt=(0,)),
+    RulePair(np.astype, *astype_rules(np.astype), wrt=(0,)),
     # constructors whose values depend on an argument, and scalar types
-    fill_rules(np.full),
-    fill_rules(np.full_like),
+    RulePair(np.full, *fill_rules(np.full), wrt=(1,)),
+    RulePair(np.full_like, *fill_rules(np.full_like), wrt=(1,)),
     RulePair(np.linspace, linspace_rrule, linspace_frule),
     RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
     *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE + INTEGER_TYPES),
