@@ -161,7 +161,9 @@ def family_of(f: Any, tables: dict[str, list[Any]] | None = None) -> str:
     Example:
         >>> import math, operator, numpy as np, rulescore as rc
         >>> from rulescore.rules._table import family_of
-        >>> [family_of(g) for g in (math.sin, operator.getitem, np.linalg.inv, rc.ignore_derivatives)]
+        >>> def double(x): return 2 * x
+        >>> rc.scalar_rule(double, lambda x: 2)
+        >>> [family_of(g) for g in (math.sin, operator.getitem, np.linalg.inv, double)]
         ['math', 'indexing', 'linalg', 'core']
     """
     tables = _family_tables() if tables is None else tables

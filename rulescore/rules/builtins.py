@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import RulePair
+from rulescore import RulePair, ignore_derivatives
 from rulescore._arithmetic import conj
 from rulescore._projection import project
 from rulescore._tangent import tangent_type
@@ -267,4 +267,6 @@ RULES: tuple[RulePair, ...] = (
     # text from values: "%.3f" % loss (a string's %, not the number's remainder)
     RulePair(operator.mod, types=(str,), kind="non_differentiable"),
     *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
+    # rulescore's own: the value passes through, no gradient flows back
+    RulePair(ignore_derivatives, kind="non_differentiable"),
 )

@@ -29,11 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import RulePair
+from rulescore import RulePair, frule, rrule
 from rulescore._config import HasForwardsMode, HasReverseMode, RuleConfig, frule_via_ad, rrule_via_ad
 from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex

@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import RulePair
+from rulescore import RulePair, frule, rrule
 from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufuncs import RULES as UFUNC_RULES
 
