@@ -118,6 +118,16 @@ def _origin(fn: Any) -> str:
         return callable_name(fn)
 
 
+class _Placeholder:
+    """A family of rules covering a callable, not imported yet: looking the callable up imports
+    it (``load()``, true once its entries are declared, which go before the placeholder)."""
+
+    __slots__ = ("family", "load")
+
+    def __init__(self, family: str, load: Callable[[], bool]) -> None:
+        self.family, self.load = family, load
+
+
 class _CallableRules:
     """The rules of one callable plus its dispatch cache.
 
@@ -136,7 +146,7 @@ class _CallableRules:
         self.general: dict[tuple[Any, ...], Rule] = {}
         self.cache: dict[Any, Rule | None] = {}
         self.only: Rule | None = None  # the single untyped, config-free rule, if that is all
-        self.pending: list[tuple[RulePair, tuple[TypeSpec, ...]]] = []
+        self.pending: list[tuple[RulePair, tuple[TypeSpec, ...]] | _Placeholder] = []
         self.table = table
 
     @property
@@ -145,15 +155,25 @@ class _CallableRules:
             self.materialize()
         return list(self.by_signature.values())
 
-    def declare(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> None:
-        """Keep ``pair`` (for the signature ``types``) until a lookup needs its rule."""
-        self.pending.append((pair, types))
+    def declare(self, pair: RulePair, types: tuple[TypeSpec, ...], family: str | None = None) -> None:
+        """Keep ``pair`` (for the signature ``types``) until a lookup needs its rule; an entry of
+        a family with a placeholder here takes the placeholder's place in the order."""
+        at = len(self.pending)
+        if family is not None:
+            at = next((i for i, item in enumerate(self.pending)
+                       if isinstance(item, _Placeholder) and item.family == family), at)
+        self.pending.insert(at, (pair, types))
         self.cache = {}
         self.only = None
 
     def materialize(self) -> None:
-        """Build the rules of the pending entries, in the order they were declared."""
-        pending, self.pending = self.pending, []
+        """Load the families still to load, then build the rules of the pending entries, in the
+        order they were declared (a family that cannot load yet, being imported, stays pending)."""
+        for item in [i for i in self.pending if isinstance(i, _Placeholder)]:
+            if item.load():
+                self.pending.remove(item)
+        pending = [item for item in self.pending if not isinstance(item, _Placeholder)]
+        self.pending = [item for item in self.pending if isinstance(item, _Placeholder)]
         for pair, signature in pending:
             self.add(self.table.rule_of(pair, signature))
 
@@ -255,6 +275,8 @@ class RuleTable:
         #: How many rules (and opt-outs) have been registered: an engine caching what it found
         #: (:meth:`sole_rule`) looks again when this changes.
         self.version = 0
+        #: The families with placeholders here, not loaded yet: family -> its loader.
+        self._unloaded: dict[str, Callable[[], bool]] = {}
 
     # -- registration --------------------------------------------------------------------------
     def register(
@@ -304,10 +326,11 @@ class RuleTable:
         reverse, forward = (None, impl) if self._forward else (impl, None)
         self.declare(RulePair(f, reverse, forward, types, config, kind, wrt, zero_tangents))
 
-    def declare(self, pair: RulePair) -> None:
+    def declare(self, pair: RulePair, family: str | None = None) -> None:
         """Add the entry ``pair``'s rule of this table (its frule in ``frule``, else its rrule).
 
         The rule is derived and indexed when a lookup first needs it; the types are checked now.
+        ``family``: the entry is one of that family's (see :meth:`placeholder`).
 
         Example:
             >>> import rulescore as rc
@@ -324,9 +347,35 @@ class RuleTable:
         try:
             if entry is None:
                 entry = self._by_callable[pair.primal] = _CallableRules(self)
-            entry.declare(pair, types)
+            entry.declare(pair, types, family)
         finally:  # even if interrupted: what engines cached from the old rules is looked up again
             self.version += 1
+
+    def placeholder(self, f: Any, family: str, load: Callable[[], bool]) -> None:
+        """Note that the rule family ``family`` has rules for ``f`` without importing it: ``f``
+        has rules (:meth:`has_rules`, :attr:`primals`), and its first lookup calls ``load()``,
+        which imports the family and declares its entries (true once done).
+
+        Example:
+            >>> import rulescore as rc
+            >>> from rulescore._registry import RuleTable
+            >>> def cube(x): return x ** 3
+            >>> table = RuleTable("rrule")
+            >>> def load():
+            ...     table.declare(rc.RulePair(cube, partials=lambda x: 3 * x ** 2), family="cubes")
+            ...     return True
+            >>> table.placeholder(cube, "cubes", load)
+            >>> table.has_rules(cube), table(cube, 2.0)[1](1.0)
+            (True, (NoTangent(), 12.0))
+        """
+        entry = self._by_callable.get(f)
+        if entry is None:
+            entry = self._by_callable[f] = _CallableRules(self)
+        entry.pending.append(_Placeholder(family, load))
+        self._unloaded[family] = load
+        entry.cache = {}
+        entry.only = None
+        self.version += 1
 
     def rule_of(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> Rule:
         """The :class:`Rule` of this table that the entry ``pair`` gives, for the signature ``types``."""
@@ -418,7 +467,11 @@ class RuleTable:
         return entry.rules
 
     def callables(self) -> list[Any]:
-        """Every callable that has at least one rule in this table."""
+        """Every callable that has at least one rule in this table (the families not imported
+        yet are imported first: some of their callables are their own)."""
+        for family, load in list(self._unloaded.items()):
+            if load():
+                self._unloaded.pop(family, None)
         return list(self._by_callable)
 
     def explain(self, f: Any, *args: Any, config: RuleConfig | None = None) -> str:

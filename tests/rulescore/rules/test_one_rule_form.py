@@ -180,19 +180,20 @@ for module in (*OPTIONAL_FAMILIES, "numpy.fft", "numpy.random"):
         importlib.import_module(module)
     except ImportError:
         pass
+callables = [*rc.rrule.callables(), *rc.frule.callables()]  # imports the lazy families too
 listed = {}
 for family in sorted({*FAMILIES, *OPTIONAL_FAMILIES.values()}):
     name = f"rulescore.rules.{family}"
     if name in sys.modules:
         for pair in sys.modules[name].RULES:
-            listed.setdefault(id(pair.primal), []).append(
+            listed.setdefault(pair.primal, []).append(
                 (family, pair.reverse, pair.forward, pair.primal))
-unlisted = sorted(repr(f) for table in (rc.rrule, rc.frule) for f in table.callables() if id(f) not in listed)
+unlisted = sorted(repr(f) for f in callables if f not in listed)  # by equality: np.add.reduce
 unregistered = sorted(f"{family}: {f!r}" for entries in listed.values()
                       for family, reverse, forward, f in entries
                       if (reverse and not rc.rrule.has_rules(f)) or (forward and not rc.frule.has_rules(f)))
 print(json.dumps({"unlisted": unlisted, "unregistered": unregistered,
-                  "callables": len({*map(id, rc.rrule.callables()), *map(id, rc.frule.callables())})}))
+                  "callables": len(set(callables))}))
 """
 
 
@@ -225,3 +226,45 @@ def test_the_decorators_build_the_same_entry() -> None:
     [a], [b] = rc.rrule.rules_for(by_decorator), rc.rrule.rules_for(by_entry)
     assert (a.impl, a.types, a.kind, a.origin) == (b.impl, b.types, b.kind, b.origin)
     assert not rc.frule.has_rules(by_decorator) and not rc.frule.has_rules(by_entry)
+
+
+def test_the_index_of_lazy_families_is_up_to_date() -> None:
+    from rulescore.rules._table import INDEX_COMMAND, index_source
+
+    current = (RULES_DIR / "_index.py").read_text()
+    assert current == index_source(), f"rulescore/rules/_index.py is out of date: run {INDEX_COMMAND}"
+
+
+_LAZY_PROBE = """
+import json, sys
+import numpy as np
+import rulescore as rc
+from rulescore.rules import LAZY
+before = sorted(f for f in LAZY if f"rulescore.rules.{f}" in sys.modules)
+known = rc.rrule.has_rules(np.linalg.inv) and np.linalg.inv in rc.frule.primals
+still = "rulescore.rules.linalg" not in sys.modules
+
+def mine(x):
+    return 2 * x
+rc.rrule.register(np.linalg.det)(lambda a: (np.linalg.det(a), lambda ybar: (rc.NoTangent(), mine(ybar))))
+y, back = rc.rrule(np.linalg.inv, np.eye(2) * 2.0)
+loaded = "rulescore.rules.linalg" in sys.modules
+det_rule = rc.rrule.rules_for(np.linalg.det)[-1].impl.__name__
+explained = rc.frule.explain(np.kron, np.eye(2), np.eye(2))
+print(json.dumps({"before": before, "known": known, "still": still, "loaded": loaded, "det": det_rule,
+                  "grad": back(np.eye(2))[1].tolist(), "explained": explained}))
+"""
+
+
+def test_lazy_families_load_on_the_first_lookup() -> None:
+    """``import rulescore`` imports none of the lazy families; the registry knows their callables
+    all the same, imports a family on a first lookup, and a rule registered before that stays
+    (the family's entries take the place its placeholder held, before the user's)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", _LAZY_PROBE], capture_output=True, text=True, env=env,
+                         cwd=ROOT, check=True)
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["before"] == [] and found["known"] and found["still"] and found["loaded"]
+    assert found["det"] == "<lambda>"  # the user's rule, registered after the library's
+    assert found["grad"] == [[-0.25, 0.0], [0.0, -0.25]]  # d tr(inv(A)) = -inv(A)^T inv(A)^T
+    assert "picks <frule(numpy.kron" in found["explained"]
