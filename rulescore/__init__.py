@@ -35,8 +35,8 @@ from rulescore._namespace import array_namespace
 from rulescore._not_implemented import NotImplementedTangent, not_implemented
 from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
-from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
-from rulescore._rule_pair import RulePair, register_rules
+from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, register_rules, rrule, unbind
+from rulescore._rule_pair import RulePair
 from rulescore._structural import carries_no_derivative, is_structural, structural
 from rulescore._structure import fields_of, rebuild
 from rulescore._tangent import Tangent

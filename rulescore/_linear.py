@@ -16,8 +16,8 @@ from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, fit
 from rulescore._namespace import foreign_namespace, unbroadcast_to
 from rulescore._projection import project
-from rulescore._registry import TypeSpec
-from rulescore._rule_pair import RulePair, register_rules
+from rulescore._registry import TypeSpec, register_rules
+from rulescore._rule_pair import DERIVERS, RulePair
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -173,3 +173,6 @@ def deflinear(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> None:
         ((NoTangent(), 6.0), (15.0, 3.0))
     """
     register_rules(RulePair(f, types=types, transpose=transpose))
+
+
+DERIVERS["transpose"] = linear_rule_functions

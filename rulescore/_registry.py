@@ -589,3 +589,25 @@ def _clean_types(types: tuple[Any, ...]) -> tuple[TypeSpec, ...]:
 
 rrule = RuleTable("rrule")
 frule = RuleTable("frule")
+
+
+def register_rules(*pairs: RulePair) -> None:
+    """Register every entry's rrule and frule (the one registration path of the library and of
+    every decorator). The rules are derived and indexed on the first lookup of the callable.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def double(x): return 2 * x
+        >>> def double_rrule(x):
+        ...     return double(x), lambda ybar: (rc.NoTangent(), 2 * ybar)
+        >>> rc.register_rules(rc.RulePair(double, double_rrule))
+        >>> rc.rrule(double, 1.0)[1](1.0)
+        (NoTangent(), 2.0)
+    """
+    for pair in pairs:
+        if not isinstance(pair, RulePair):
+            raise TypeError(f"register_rules takes rc.RulePair entries, got {pair!r}")
+        if pair.reverse:
+            rrule.declare(pair)
+        if pair.forward:
+            frule.declare(pair)

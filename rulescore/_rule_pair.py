@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rulescore._checks import callable_name
+
 if TYPE_CHECKING:
     from rulescore._registry import TypeSpec
 
@@ -146,43 +148,20 @@ class RulePair:
 
 
 def _name(f: Any) -> str:
-    from rulescore._checks import callable_name
     return callable_name(f)
+
+
+#: How an entry derives its rules, by what it gives (``"partials"``, ``"transpose"``, ``"kind"``):
+#: :mod:`rulescore._helpers` and :mod:`rulescore._linear` fill it in (they build on this module).
+DERIVERS: dict[str, Callable[[RulePair], tuple[Callable[..., Any], Callable[..., Any]]]] = {}
 
 
 def _derive(pair: RulePair) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
     """The rrule and frule an entry derives (``(None, None)`` when it derives none)."""
     if pair.partials is not None:
-        from rulescore._helpers import partials_rule_functions
-        return partials_rule_functions(pair)
+        return DERIVERS["partials"](pair)
     if pair.transpose is not None:
-        from rulescore._linear import linear_rule_functions
-        return linear_rule_functions(pair)
+        return DERIVERS["transpose"](pair)
     if pair.kind == "non_differentiable":
-        from rulescore._helpers import no_derivative_rule_functions
-        return no_derivative_rule_functions(pair.primal)
+        return DERIVERS["kind"](pair)
     return None, None
-
-
-def register_rules(*pairs: RulePair) -> None:
-    """Register every entry's rrule and frule (the one registration path of the library and of
-    every decorator). The rules are derived and indexed on the first lookup of the callable.
-
-    Example:
-        >>> import rulescore as rc
-        >>> def double(x): return 2 * x
-        >>> def double_rrule(x):
-        ...     return double(x), lambda ybar: (rc.NoTangent(), 2 * ybar)
-        >>> rc.register_rules(rc.RulePair(double, double_rrule))
-        >>> rc.rrule(double, 1.0)[1](1.0)
-        (NoTangent(), 2.0)
-    """
-    from rulescore._registry import frule, rrule
-
-    for pair in pairs:
-        if not isinstance(pair, RulePair):
-            raise TypeError(f"register_rules takes rc.RulePair entries, got {pair!r}")
-        if pair.reverse:
-            rrule.declare(pair)
-        if pair.forward:
-            frule.declare(pair)
