@@ -6,12 +6,20 @@ the process CPU time of each step (steadier on a shared machine). Bytecode is ca
 the repository (``PYTHONPYCACHEPREFIX``) and warmed first, as an installed package's is.
 
     python bench/import_time.py [-n 15]
+    python bench/import_time.py --instructions   # callgrind's count: repeatable on a loaded machine
+
+``--instructions`` counts the instructions of two whole processes under ``valgrind --tool=callgrind``
+(``import numpy``, then ``import numpy; import zygotepy``) at two fixed hash seeds and reports the
+difference: on a shared machine, where wall and CPU times move by tens of percent, it compares two
+checkouts (``PYTHONPATH=<checkout>``) reliably.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,10 +54,46 @@ def measure(runs: int) -> dict[str, float]:
             "cpu zygotepy beyond numpy": statistics.median(cpu_zp)}
 
 
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "zygotepy-import-time-pycache")
+    return env
+
+
+def instructions(code: str, seed: int) -> int:
+    """The instructions callgrind counts for ``python -c code`` at hash seed ``seed``."""
+    env = {**_env(), "PYTHONHASHSEED": str(seed)}
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                          "-c", code], env=env, check=True, capture_output=True, text=True)
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind reported no count:\n{run.stderr[-2000:]}")
+    return int(found[1])
+
+
+def measure_instructions(seeds: tuple[int, ...] = (1, 2)) -> dict[str, float]:
+    """Millions of instructions of ``import numpy`` and of ``import zygotepy`` beyond it (medians
+    over ``seeds``)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    subprocess.run([sys.executable, "-c", "import zygotepy"], env=_env(), check=True)  # warm the bytecode
+    numpy_only = [instructions("import numpy", s) for s in seeds]
+    both = [instructions("import numpy; import zygotepy", s) for s in seeds]
+    beyond = [b - a for a, b in zip(numpy_only, both, strict=True)]
+    return {"instructions numpy (M)": statistics.median(numpy_only) / 1e6,
+            "instructions zygotepy beyond numpy (M)": statistics.median(beyond) / 1e6}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=15, help="number of fresh processes")
-    for key, value in measure(parser.parse_args().n).items():
+    parser.add_argument("--instructions", action="store_true", help="count instructions with callgrind")
+    args = parser.parse_args()
+    if args.instructions:
+        for key, value in measure_instructions().items():
+            print(f"{key}: {value:.1f}")
+        return
+    for key, value in measure(args.n).items():
         print(f"{key}: {value:.1f} ms (median)")
 
 

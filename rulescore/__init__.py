@@ -11,7 +11,6 @@ Example:
     True
 """
 
-from rulescore import rules as rules  # registers the rule library
 from rulescore._arithmetic import add, add_to_primal, conj, is_zero, scale, sub
 from rulescore._batched import Batched, NotBatchable
 from rulescore._checks import RuleError, checking, checks_enabled
@@ -36,8 +35,17 @@ from rulescore._namespace import array_namespace
 from rulescore._not_implemented import NotImplementedTangent, not_implemented
 from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
-from rulescore._registry import HANDLING_KINDS, AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
-from rulescore._rule_pair import RulePair, register_rules
+from rulescore._registry import (
+    HANDLING_KINDS,
+    AmbiguousRuleError,
+    Rule,
+    RuleTable,
+    frule,
+    register_rules,
+    rrule,
+    unbind,
+)
+from rulescore._rule_pair import RulePair
 from rulescore._structural import carries_no_derivative, is_structural, structural
 from rulescore._structure import fields_of, rebuild
 from rulescore._tangent import Tangent
@@ -61,3 +69,5 @@ __all__ = [
     "carries_no_derivative", "is_structural", "structural",
 ]
 __version__ = "0.1.0"
+
+from rulescore import rules as rules  # noqa: E402  (last: the rule tables use the names above)

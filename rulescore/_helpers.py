@@ -17,8 +17,8 @@ from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
-from rulescore._registry import TypeSpec
-from rulescore._rule_pair import RulePair, register_rules
+from rulescore._registry import TypeSpec, register_rules
+from rulescore._rule_pair import DERIVERS, RulePair
 from rulescore._structural import structural
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
@@ -165,11 +165,28 @@ def partials_rules(
         >>> pair.rrule(2.0, 0.0)[1](rc.Tangent[tuple](1.0, 3.0))
         (NoTangent(), 1.0, 6.0)
     """
-    if outputs != 1:
-        if native is not None or check_kwargs is not None or errstate or not needs_inputs:
-            raise TypeError("partials_rules(..., outputs=n): the options native, check_kwargs, errstate and "
-                            "needs_inputs are for functions of one output")
-        return _several_outputs_rules(f, partials, outputs, types)
+    return RulePair(f, types=types, partials=partials, needs_inputs=needs_inputs, check_kwargs=check_kwargs,
+                    errstate=errstate, native=native, native_complex=native_complex,
+                    outputs=outputs).resolved()
+
+
+def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule that the entry ``pair`` derives from its ``partials`` (see
+    :func:`partials_rules` for the options).
+
+    Example:
+        >>> import rulescore as rc
+        >>> def cube(x): return x ** 3
+        >>> reverse, forward = partials_rule_functions(rc.RulePair(cube, partials=lambda x: 3 * x ** 2))
+        >>> reverse.__name__, reverse(2.0)[1](1.0)
+        ('cube_rrule', (NoTangent(), 12.0))
+    """
+    f, partials, needs_inputs, check_kwargs = pair.primal, pair.partials, pair.needs_inputs, pair.check_kwargs
+    errstate, native, native_complex = pair.errstate, pair.native, pair.native_complex
+    assert partials is not None
+    if pair.outputs != 1:
+        return _several_outputs_rules(f, partials, pair.outputs)
+    assert native is None or isinstance(native, str), "native= of partials names a function of xp"
     name = callable_name(f).rsplit(".", 1)[-1]
     pullback_name = f"{name}_pullback"
     with_result = _wants(partials, "result")
@@ -252,11 +269,11 @@ def partials_rules(
 
     partials_rrule.__name__ = partials_rrule.__qualname__ = f"{name}_rrule"
     partials_frule.__name__ = partials_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, partials_rrule, partials_frule, types)
+    return partials_rrule, partials_frule
 
 
-def _several_outputs_rules(f: Any, partials: Callable[..., Any], n_outputs: int, types: tuple[TypeSpec, ...],
-                           ) -> RulePair:
+def _several_outputs_rules(f: Any, partials: Callable[..., Any], n_outputs: int,
+                           ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The rules of :func:`partials_rules` for an ``f`` returning a tuple of ``n_outputs`` outputs;
     ``partials`` returns one row of partials (one per argument) per output. NumPy arrays and
     the arrays of another namespace (the native tier) alike."""
@@ -321,7 +338,7 @@ def _several_outputs_rules(f: Any, partials: Callable[..., Any], n_outputs: int,
 
     several_outputs_rrule.__name__ = several_outputs_rrule.__qualname__ = f"{name}_rrule"
     several_outputs_frule.__name__ = several_outputs_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, several_outputs_rrule, several_outputs_frule, types)
+    return several_outputs_rrule, several_outputs_frule
 
 
 def _onto_argument(x: Any, g: Any) -> Any:
@@ -417,8 +434,9 @@ def _native_cotangent(xp: Any, x: Any, ybar: Any, d: Any) -> Any:
 
 
 def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec, **options: Any) -> None:
-    """Register an frule and an rrule for ``f`` from its partial derivatives
-    (:func:`partials_rules`, registered; ``options`` are its keyword options).
+    """Register an frule and an rrule for ``f`` from its partial derivatives: the entry
+    ``RulePair(f, partials=partials, types=types, **options)``, registered (``options`` are those
+    of :func:`partials_rules`).
 
     Example:
         >>> import rulescore as rc
@@ -428,18 +446,30 @@ def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec, **option
         >>> y, back(1.0), rc.frule((None, 1.0), cube, 2.0)
         (8.0, (NoTangent(), 12.0), (8.0, 12.0))
     """
-    register_rules(partials_rules(f, partials, *types, **options))
+    register_rules(RulePair(f, types=types, partials=partials, **options))
 
 
 def non_differentiable_rules(f: Any, *types: TypeSpec) -> RulePair:
-    """Rules for ``f`` giving ``NoTangent`` for every input (not registered: see
-    :func:`non_differentiable`). Engines see the ``non_differentiable`` kind and skip recording.
+    """The entry ``RulePair(f, types=types, kind="non_differentiable")`` with its rules built:
+    ``NoTangent`` for every input (:func:`non_differentiable` registers it). Engines see the
+    ``non_differentiable`` kind and skip recording.
 
     Example:
         >>> import rulescore as rc
         >>> def sign_of(x): return 1 if x > 0 else -1
         >>> rc.non_differentiable_rules(sign_of).kind
         'non_differentiable'
+    """
+    return RulePair(f, types=types, kind="non_differentiable").resolved()
+
+
+def no_derivative_rule_functions(f: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule of a non-differentiable ``f``: ``NoTangent()`` for every input.
+
+    Example:
+        >>> reverse, forward = no_derivative_rule_functions(abs)
+        >>> reverse(-2.0)[1](1.0), forward((None, 1.0), -2.0)
+        ((NoTangent(), NoTangent()), (2.0, NoTangent()))
     """
 
     def no_derivative_rrule(*args: Any, **kwargs: Any) -> Any:
@@ -453,11 +483,12 @@ def non_differentiable_rules(f: Any, *types: TypeSpec) -> RulePair:
     def no_derivative_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
         return f(*args, **kwargs), NoTangent()
 
-    return RulePair(f, no_derivative_rrule, no_derivative_frule, types, kind="non_differentiable")
+    return no_derivative_rrule, no_derivative_frule
 
 
 def non_differentiable(f: Any, *types: TypeSpec) -> None:
-    """Declare ``f`` non-differentiable: its rules give ``NoTangent`` for every input.
+    """Declare ``f`` non-differentiable: its rules give ``NoTangent`` for every input (the
+    entry ``RulePair(f, types=types, kind="non_differentiable")``, registered).
 
     Example:
         >>> import rulescore as rc
@@ -467,7 +498,7 @@ def non_differentiable(f: Any, *types: TypeSpec) -> None:
         >>> y, back(1.0)
         (1, (NoTangent(), NoTangent()))
     """
-    register_rules(non_differentiable_rules(f, *types))
+    register_rules(RulePair(f, types=types, kind="non_differentiable"))
 
 
 def ignore_derivatives(x: Any) -> Any:
@@ -486,4 +517,5 @@ def ignore_derivatives(x: Any) -> Any:
     return x
 
 
-non_differentiable(ignore_derivatives)
+DERIVERS["partials"] = partials_rule_functions
+DERIVERS["kind"] = lambda pair: no_derivative_rule_functions(pair.primal)  # "non_differentiable"

@@ -16,8 +16,8 @@ from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, fit
 from rulescore._namespace import foreign_namespace, unbroadcast_to
 from rulescore._projection import project
-from rulescore._registry import TypeSpec
-from rulescore._rule_pair import RulePair, register_rules
+from rulescore._registry import TypeSpec, register_rules
+from rulescore._rule_pair import DERIVERS, RulePair
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -107,6 +107,23 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec,
         >>> pair.frule((None, np.array([1.0, 2.0])), np.zeros(2))
         (array([0., 0.]), array([2., 1.]))
     """
+    return RulePair(f, types=types, transpose=transpose, native=native).resolved()
+
+
+def linear_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The rrule and frule that the entry ``pair`` derives from its ``transpose`` (and its
+    ``native`` spelling; see :func:`linear_rules`).
+
+    Example:
+        >>> import numpy as np, rulescore as rc
+        >>> entry = rc.RulePair(np.negative, transpose=lambda ybar, x: -ybar)
+        >>> reverse, forward = linear_rule_functions(entry)
+        >>> reverse(np.ones(2))[1](np.array([1.0, 2.0]))
+        (NoTangent(), array([-1., -2.]))
+    """
+    f, transpose, native = pair.primal, pair.transpose, pair.native
+    assert transpose is not None
+    assert native is None or not isinstance(native, str), "native= of a transpose entry is a function of xp"
     name = callable_name(f).rsplit(".", 1)[-1]
 
     def native_pullback(xp: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -141,12 +158,12 @@ def linear_rules(f: Any, transpose: Callable[..., Any], *types: TypeSpec,
 
     linear_rrule.__name__ = linear_rrule.__qualname__ = f"{name}_rrule"
     linear_frule.__name__ = linear_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, linear_rrule, linear_frule, types)
+    return linear_rrule, linear_frule
 
 
 def deflinear(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> None:
-    """Register the rules of ``f``, linear in its first argument, from its transpose
-    (:func:`linear_rules`, registered).
+    """Register the rules of ``f``, linear in its first argument, from its transpose: the entry
+    ``RulePair(f, types=types, transpose=transpose)``, registered.
 
     Example:
         >>> import rulescore as rc
@@ -155,4 +172,7 @@ def deflinear(f: Any, transpose: Callable[..., Any], *types: TypeSpec) -> None:
         >>> rc.rrule(triple, 1.0)[1](2.0), rc.frule((None, 1.0), triple, 5.0)
         ((NoTangent(), 6.0), (15.0, 3.0))
     """
-    register_rules(linear_rules(f, transpose, *types))
+    register_rules(RulePair(f, types=types, transpose=transpose))
+
+
+DERIVERS["transpose"] = linear_rule_functions

@@ -25,6 +25,7 @@ from rulescore._checks import (
 )
 from rulescore._config import RuleConfig
 from rulescore._contract import keep_rrule_contract, plain_tangents, zero_of
+from rulescore._rule_pair import RulePair
 
 TypeSpec = type | tuple[type, ...]
 
@@ -130,27 +131,64 @@ def _origin(fn: Any) -> str:
         return callable_name(fn)
 
 
+class _Placeholder:
+    """A family of rules covering a callable, not imported yet: looking the callable up imports
+    it (``load()``, true once its entries are declared, which go before the placeholder)."""
+
+    __slots__ = ("family", "load")
+
+    def __init__(self, family: str, load: Callable[[], bool]) -> None:
+        self.family, self.load = family, load
+
+
 class _CallableRules:
     """The rules of one callable plus its dispatch cache.
 
     Rules are indexed by their first argument type when it is a plain class, so the first
     lookup for new argument classes only looks at rules on that class's MRO (plus the untyped,
-    tuple-typed and ABC-typed ones), however many rules the callable has.
+    tuple-typed and ABC-typed ones), however many rules the callable has. Entries declared but
+    not looked up yet wait in ``pending``: their rules are derived and indexed on first use.
     """
 
-    __slots__ = ("by_signature", "by_first", "general", "cache", "only")
+    __slots__ = ("by_signature", "by_first", "general", "cache", "only", "pending", "table")
 
-    def __init__(self) -> None:
+    def __init__(self, table: RuleTable) -> None:
         # keyed by (types, config): registering the same signature again replaces in O(1)
         self.by_signature: dict[tuple[Any, ...], Rule] = {}
         self.by_first: dict[type, dict[tuple[Any, ...], Rule]] = {}
         self.general: dict[tuple[Any, ...], Rule] = {}
         self.cache: dict[Any, Rule | None] = {}
         self.only: Rule | None = None  # the single untyped, config-free rule, if that is all
+        self.pending: list[tuple[RulePair, tuple[TypeSpec, ...]] | _Placeholder] = []
+        self.table = table
 
     @property
     def rules(self) -> list[Rule]:
+        if self.pending:
+            self.materialize()
         return list(self.by_signature.values())
+
+    def declare(self, pair: RulePair, types: tuple[TypeSpec, ...], family: str | None = None) -> None:
+        """Keep ``pair`` (for the signature ``types``) until a lookup needs its rule; an entry of
+        a family with a placeholder here takes the placeholder's place in the order."""
+        at = len(self.pending)
+        if family is not None:
+            at = next((i for i, item in enumerate(self.pending)
+                       if isinstance(item, _Placeholder) and item.family == family), at)
+        self.pending.insert(at, (pair, types))
+        self.cache = {}
+        self.only = None
+
+    def materialize(self) -> None:
+        """Load the families still to load, then build the rules of the pending entries, in the
+        order they were declared (a family that cannot load yet, being imported, stays pending)."""
+        for item in [i for i in self.pending if isinstance(i, _Placeholder)]:
+            if item.load():
+                self.pending.remove(item)
+        pending = [item for item in self.pending if not isinstance(item, _Placeholder)]
+        self.pending = [item for item in self.pending if isinstance(item, _Placeholder)]
+        for pair, signature in pending:
+            self.add(self.table.rule_of(pair, signature))
 
     def add(self, rule: Rule) -> None:
         key = (rule.types, rule.config)
@@ -161,7 +199,7 @@ class _CallableRules:
         self._bucket(rule)[key] = rule
         self.cache = {}
         single = len(self.by_signature) == 1 and not rule.types and rule.config is None
-        self.only = rule if single else None
+        self.only = rule if single and not self.pending else None
 
     def _bucket(self, rule: Rule) -> dict[tuple[Any, ...], Rule]:
         first = rule.types[0] if rule.types else None
@@ -171,6 +209,8 @@ class _CallableRules:
         return self.by_first.setdefault(first, {})
 
     def select(self, classes: tuple[type, ...], config: RuleConfig | None) -> Rule | None:
+        if self.pending:
+            self.materialize()
         pool = list(self.general.values())
         if classes:
             for klass in classes[0].__mro__:
@@ -252,12 +292,15 @@ class RuleTable:
         #: callable -> its entry of one of the :data:`HANDLING_KINDS`, as a read-only mapping:
         #: one lookup tells an engine how to handle a call that needs no rule.
         self.handled: Mapping[Any, Rule] = types.MappingProxyType(self._handled)
+        #: The families with placeholders here, not loaded yet: family -> its loader.
+        self._unloaded: dict[str, Callable[[], bool]] = {}
 
     # -- registration --------------------------------------------------------------------------
     def register(
         self, f: Any, *types: TypeSpec, config: type | None = None, zero_tangents: bool = False
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register the decorated function as the rule for ``f``.
+        """Decorator: register the decorated function as the rule for ``f`` (an
+        :class:`~rulescore.RulePair` entry naming it, registered as the library's are).
 
         ``types`` restrict the rule to calls whose positional arguments are instances of them
         (a tuple means any of; a trailing ``...`` is ignored). With ``config=HasReverseMode``
@@ -275,7 +318,8 @@ class RuleTable:
         return decorate
 
     def opt_out(self, f: Any, *types: TypeSpec) -> None:
-        """Declare that ``f`` has no rule for these argument types: the AD system recurses.
+        """Declare that ``f`` has no rule for these argument types: the AD system recurses
+        (the entry ``RulePair(f, types=types, kind="opt_out")``, in this table only).
 
         Example:
             >>> import rulescore as rc
@@ -286,7 +330,7 @@ class RuleTable:
             >>> rc.rrule(g, 1) is None, rc.rrule(g, 1.0) is None
             (True, False)
         """
-        self._add(Rule(self.name, f, _clean_types(types), None, None, "opt_out", "opt_out"))
+        self.declare(RulePair(f, types=types, kind="opt_out"))
 
     def register_kind(self, f: Any, types: tuple[TypeSpec, ...], impl: Callable[..., Any],
                       kind: str = "rule", config: type | None = None,
@@ -312,20 +356,73 @@ class RuleTable:
             finally:
                 self.version += 1
             return
-        self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt,
-                       zero_tangents))
+        reverse, forward = (None, impl) if self._forward else (impl, None)
+        self.declare(RulePair(f, reverse, forward, types, config, kind, wrt, zero_tangents))
 
-    def _add(self, rule: Rule) -> None:
+    def declare(self, pair: RulePair, family: str | None = None) -> None:
+        """Add the entry ``pair``'s rule of this table (its frule in ``frule``, else its rrule).
+
+        The rule is derived and indexed when a lookup first needs it; the types are checked now.
+        ``family``: the entry is one of that family's (see :meth:`placeholder`).
+
+        Example:
+            >>> import rulescore as rc
+            >>> def halve(x): return x / 2
+            >>> rc.rrule.declare(rc.RulePair(halve, partials=lambda x: 0.5))
+            >>> rc.rrule(halve, 3.0)[1](1.0), rc.frule.has_rules(halve)
+            ((NoTangent(), 0.5), False)
+        """
+        types = _clean_types(pair.types)
         try:
-            entry = self._by_callable.get(rule.primal)
+            entry = self._by_callable.get(pair.primal)
         except TypeError:
-            raise TypeError(f"cannot register a rule for unhashable {rule.primal!r}") from None
+            raise TypeError(f"cannot register a rule for unhashable {pair.primal!r}") from None
         try:
             if entry is None:
-                entry = self._by_callable[rule.primal] = _CallableRules()
-            entry.add(rule)
+                entry = self._by_callable[pair.primal] = _CallableRules(self)
+            entry.declare(pair, types, family)
         finally:  # even if interrupted: what engines cached from the old rules is looked up again
             self.version += 1
+
+    def placeholder(self, f: Any, family: str, load: Callable[[], bool]) -> None:
+        """Note that the rule family ``family`` has rules for ``f`` without importing it: ``f``
+        has rules (:meth:`has_rules`, :attr:`primals`), and its first lookup calls ``load()``,
+        which imports the family and declares its entries (true once done).
+
+        Example:
+            >>> import rulescore as rc
+            >>> from rulescore._registry import RuleTable
+            >>> def cube(x): return x ** 3
+            >>> table = RuleTable("rrule")
+            >>> def load():
+            ...     table.declare(rc.RulePair(cube, partials=lambda x: 3 * x ** 2), family="cubes")
+            ...     return True
+            >>> table.placeholder(cube, "cubes", load)
+            >>> table.has_rules(cube), table(cube, 2.0)[1](1.0)
+            (True, (NoTangent(), 12.0))
+        """
+        entry = self._by_callable.get(f)
+        if entry is None:
+            entry = self._by_callable[f] = _CallableRules(self)
+        entry.pending.append(_Placeholder(family, load))
+        self._unloaded[family] = load
+        entry.cache = {}
+        entry.only = None
+        self.version += 1
+
+    def rule_of(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> Rule:
+        """The :class:`Rule` of this table that the entry ``pair`` gives, for the signature ``types``."""
+        impl = pair.frule if self._forward else pair.rrule
+        if impl is None and pair.derives:
+            reverse, forward = pair.rules()
+            impl = forward if self._forward else reverse
+        if pair.kind == "opt_out":
+            return Rule(self.name, pair.primal, types, None, None, "opt_out", "opt_out")
+        source = pair.partials or pair.transpose or impl  # where the author wrote the derivative
+        if self._forward:
+            return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source),
+                        pair.wrt, pair.zero_tangents)
+        return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source))
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:
@@ -372,6 +469,8 @@ class RuleTable:
             entry = self._by_callable.get(f)
         except TypeError:
             return None
+        if entry is not None and entry.pending:
+            entry.materialize()
         rule = None if entry is None else entry.only
         return None if rule is None or rule.kind == "opt_out" else rule
 
@@ -401,7 +500,11 @@ class RuleTable:
         return entry.rules
 
     def callables(self) -> list[Any]:
-        """Every callable that has at least one rule in this table."""
+        """Every callable that has at least one rule in this table (the families not imported
+        yet are imported first: some of their callables are their own)."""
+        for family, load in list(self._unloaded.items()):
+            if load():
+                self._unloaded.pop(family, None)
         return list(self._by_callable)
 
     def explain(self, f: Any, *args: Any, config: RuleConfig | None = None) -> str:
@@ -534,3 +637,25 @@ def _clean_types(types: tuple[Any, ...]) -> tuple[TypeSpec, ...]:
 
 rrule = RuleTable("rrule")
 frule = RuleTable("frule")
+
+
+def register_rules(*pairs: RulePair) -> None:
+    """Register every entry's rrule and frule (the one registration path of the library and of
+    every decorator). The rules are derived and indexed on the first lookup of the callable.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def double(x): return 2 * x
+        >>> def double_rrule(x):
+        ...     return double(x), lambda ybar: (rc.NoTangent(), 2 * ybar)
+        >>> rc.register_rules(rc.RulePair(double, double_rrule))
+        >>> rc.rrule(double, 1.0)[1](1.0)
+        (NoTangent(), 2.0)
+    """
+    for pair in pairs:
+        if not isinstance(pair, RulePair):
+            raise TypeError(f"register_rules takes rc.RulePair entries, got {pair!r}")
+        if pair.reverse:
+            rrule.declare(pair)
+        if pair.forward:
+            frule.declare(pair)

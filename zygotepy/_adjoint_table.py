@@ -9,8 +9,8 @@ class AdjointTable(rc.RuleTable):
 
     active = False
 
-    def _add(self, rule: rc.Rule) -> None:
-        super()._add(rule)
+    def declare(self, pair: rc.RulePair, family: str | None = None) -> None:
+        super().declare(pair, family)
         self.active = True
 
 

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from rulescore._arithmetic import conj
-from rulescore._checks import callable_name
 from rulescore._contract import entries
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
-from rulescore._helpers import mask, non_differentiable_rules, partials_rules
+from rulescore._helpers import mask
 from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 
 __all__ = [
     "TupleTangent", "abs_dot", "abs_grad", "as_array_tangent", "as_arrays", "bind_arguments",
-    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "family_rules", "fit",
+    "check_kwargs", "conj", "divmod_cotangents", "divmod_tangent", "entries", "fit",
     "frexp_cotangents", "frexp_tangent", "is_bool_like", "is_complex", "is_int_like", "mask",
     "modf_cotangents", "modf_tangent", "normalize_axes", "pow_grad_p", "pow_grad_x", "pow_partials",
     "product_tangent", "proj", "spread", "stand_in", "sum_dots",
@@ -59,51 +56,6 @@ def bind_arguments(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dic
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
-
-
-def family_rules(namespace: Mapping[str, Any] | None = None, named: Iterable[Any] = (), *,
-                 partials: Mapping[Any, Callable[..., Any]] | None = None, pairs: Iterable[RulePair] = (),
-                 non_differentiable: Iterable[Any] = (),
-                 named_wrt: Mapping[tuple[int, ...], Iterable[Any]] | None = None) -> tuple[RulePair, ...]:
-    """A family's ``RULES`` table from its tables, the one way every family builds it.
-
-    ``named`` lists the callables whose rules the family module (``namespace``, its
-    ``globals()``) defines under the library's names: ``f`` has ``<f.__name__>_rrule`` and
-    ``<f.__name__>_frule``; an entry ``(f, "stem")`` reads ``stem_rrule`` and ``stem_frule``
-    (an alias such as ``operator.concat``, which ``add``'s rules serve). ``partials`` maps an
-    element-wise callable to its partials (:func:`~rulescore.partials_rules`), ``pairs`` are
-    rule pairs made by the other helpers (``linear_rules``, a pair with ``wrt=`` or ``types``),
-    and the ``non_differentiable`` callables get :func:`~rulescore.non_differentiable_rules`.
-    ``named_wrt`` groups named callables by the argument positions their frules differentiate
-    (``RulePair(..., wrt=)``: the contract skips the frule when those tangents are all zero).
-
-    Example:
-        >>> import math, rulescore as rc
-        >>> def sqrt_partials(x, y): return (0.5 / y,)
-        >>> def fsum_rrule(xs): ...
-        >>> def fsum_frule(tangents, xs): ...
-        >>> table = family_rules(globals(), (math.fsum,), partials={math.sqrt: sqrt_partials},
-        ...                      non_differentiable=(math.floor,))
-        >>> [(pair.primal.__name__, pair.kind) for pair in table]
-        [('sqrt', 'rule'), ('fsum', 'rule'), ('floor', 'non_differentiable')]
-    """
-    return (
-        *(partials_rules(f, d) for f, d in (partials or {}).items()),
-        *(_named_pair(namespace or {}, entry) for entry in named),
-        *(_named_pair(namespace or {}, entry, wrt)
-          for wrt, group in (named_wrt or {}).items() for entry in group),
-        *pairs,
-        *(non_differentiable_rules(f) for f in non_differentiable),
-    )
-
-
-def _named_pair(namespace: Mapping[str, Any], entry: Any, wrt: tuple[int, ...] | None = None) -> RulePair:
-    f, stem = entry if isinstance(entry, tuple) else (entry, entry.__name__)
-    try:
-        return RulePair(f, namespace[f"{stem}_rrule"], namespace[f"{stem}_frule"], wrt=wrt)
-    except KeyError as missing:
-        raise LookupError(f"the rule table lists {callable_name(f)}, but its module defines no {missing}; "
-                          f"name its rules {stem}_rrule and {stem}_frule") from None
 
 
 _GUFUNC_KEYWORDS = ("axes", "axis", "keepdims")

@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable
 from types import ModuleType
 
-from rulescore._rule_pair import register_rules
+from rulescore import register_rules
 from rulescore.rules._on_import import when_imported
 
 #: The module whose import registers a family -> the family module of :mod:`rulescore.rules`.

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import NoTangent
 

@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair, ignore_derivatives
 from rulescore._arithmetic import conj
-from rulescore._helpers import non_differentiable_rules
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import operators
@@ -40,7 +39,6 @@ from rulescore.rules._common import (
     divmod_cotangents,
     divmod_tangent,
     entries,
-    family_rules,
     fit,
     proj,
     spread,
@@ -158,13 +156,13 @@ def _chosen_tangent(args: tuple[Any, ...], tangents: Any, y: Any, idx: int) -> A
     return fit(y, dot)
 
 
-def choice_rules(f: Any, largest: bool, *types: Any) -> RulePair:
+def choice_rules(f: Any, largest: bool) -> tuple[Any, Any]:
     """The rules of ``max`` (``largest``) or ``min``: the chosen argument (or entry of the
     iterable) gets the whole cotangent, and the tangent is the chosen one's.
 
     Example:
-        >>> pair = choice_rules(max, True)
-        >>> pair.rrule(1.0, 3.0)[1](2.0), pair.frule((None, 1.0, 5.0), 1.0, 3.0)
+        >>> reverse, forward = choice_rules(max, True)
+        >>> reverse(1.0, 3.0)[1](2.0), forward((None, 1.0, 5.0), 1.0, 3.0)
         ((NoTangent(), ZeroTangent(), 2.0), (3.0, 5.0))
     """
 
@@ -183,7 +181,7 @@ def choice_rules(f: Any, largest: bool, *types: Any) -> RulePair:
 
     choice_rrule.__name__ = choice_rrule.__qualname__ = f"{f.__name__}_rrule"
     choice_frule.__name__ = choice_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, choice_rrule, choice_frule, types)
+    return choice_rrule, choice_frule
 
 
 def _is_real_pow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -253,21 +251,22 @@ _ARRAYS_AND_NUMBERS = (np.ndarray, np.generic, int, float, complex)
 
 #: The builtins with rules of their own (``float_rrule``, ``float_frule``, ...; ``pow`` adds the
 #: modulus in ``builtin_pow_rrule``).
-_NAMED = (builtins.float, builtins.complex, (builtins.pow, "builtin_pow"), builtins.divmod, float.conjugate,
-          complex.conjugate)
-
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    _NAMED,
-    pairs=(
-        RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
-        RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
-        choice_rules(builtins.max, True, _SEQUENCES_AND_NUMBERS),
-        choice_rules(builtins.min, False, _SEQUENCES_AND_NUMBERS),
-        # on an array or a number it reads class attributes (libraries probe for dataframe types)
-        non_differentiable_rules(inspect.getattr_static, _ARRAYS_AND_NUMBERS),
-        # text from values: "%.3f" % loss (a string's %, not the number's remainder)
-        non_differentiable_rules(operator.mod, str),
-    ),
-    non_differentiable=NON_DIFFERENTIABLE,
+RULES: tuple[RulePair, ...] = (
+    RulePair(builtins.float, float_rrule, float_frule),
+    RulePair(builtins.complex, complex_rrule, complex_frule),
+    RulePair(builtins.pow, builtin_pow_rrule, builtin_pow_frule),
+    RulePair(builtins.divmod, divmod_rrule, divmod_frule),
+    RulePair(float.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(complex.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(builtins.abs, operators.abs_rrule, operators.abs_frule),
+    RulePair(builtins.sum, sum_rrule, sum_frule, (_SEQUENCES,)),
+    RulePair(builtins.max, *choice_rules(builtins.max, True), (_SEQUENCES_AND_NUMBERS,)),
+    RulePair(builtins.min, *choice_rules(builtins.min, False), (_SEQUENCES_AND_NUMBERS,)),
+    # on an array or a number it reads class attributes (libraries probe for dataframe types)
+    RulePair(inspect.getattr_static, types=(_ARRAYS_AND_NUMBERS,), kind="non_differentiable"),
+    # text from values: "%.3f" % loss (a string's %, not the number's remainder)
+    RulePair(operator.mod, types=(str,), kind="non_differentiable"),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
+    # rulescore's own: the value passes through, no gradient flows back
+    RulePair(ignore_derivatives, kind="non_differentiable"),
 )

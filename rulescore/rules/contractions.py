@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._arithmetic import is_zero
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
-from rulescore._rule_pair import RulePair
 from rulescore._thunks import Thunk
 from rulescore._zeros import NoTangent
 from rulescore.rules._common import as_arrays, check_kwargs, conj, product_tangent, proj
@@ -172,7 +172,7 @@ def _vecmat_pullback_of(v: Any, a: Any) -> Callable[[Any], Any]:
 
 
 def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]],
-                  native: str | Callable[..., Any] | None = None) -> RulePair:
+                  native: str | Callable[..., Any] | None = None) -> tuple[Any, Any]:
     """The rules of the bilinear product ``f(x, y, **ufunc_kwargs)`` (``matmul``, ``vecdot``,
     ``matvec``, ``vecmat``, ``x @ y``): the pullback ``pullback_of(x, y)`` builds, and the
     frule that is the product rule ``f(xdot, y) + f(x, ydot)``. ``native``: the array API's
@@ -182,8 +182,8 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
 
     Example:
         >>> import numpy as np
-        >>> pair = product_rules(np.matmul, _matmul_pullback_of)
-        >>> pair.frule((None, np.eye(2), np.ones((2, 1))), np.eye(2), np.ones((2, 1)))[1]
+        >>> reverse, forward = product_rules(np.matmul, _matmul_pullback_of)
+        >>> forward((None, np.eye(2), np.ones((2, 1))), np.eye(2), np.ones((2, 1)))[1]
         array([[2.],
                [2.]])
     """
@@ -207,7 +207,7 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
 
     product_rrule.__name__ = product_rrule.__qualname__ = f"{name}_rrule"
     product_frule.__name__ = product_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, product_rrule, product_frule)
+    return product_rrule, product_frule
 
 
 def _native_namespace(name: str, *operands: Any) -> Any:
@@ -633,19 +633,23 @@ def einsum_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
     return y, product_tangent(partial(np.einsum, **kwargs), y, args, tangents, einsum_operands(args))
 
 
-_MATMUL = product_rules(np.matmul, _matmul_pullback_of, native="matmul")
+#: The rules of ``np.matmul``, which ``np.linalg.matmul`` shares.
+_MATMUL_RULES = product_rules(np.matmul, _matmul_pullback_of, native="matmul")
 
-_GUFUNCS = tuple(  # NumPy 2.0 (vecdot) / 2.2 (matvec, vecmat)
-    product_rules(getattr(np, name), pullback_of, native=native)
-    for name, pullback_of, native in (("vecdot", _vecdot_pullback_of, "vecdot"),
-                                      ("matvec", _matvec_pullback_of, _native_matvec),
-                                      ("vecmat", _vecmat_pullback_of, _native_vecmat))
-    if isinstance(getattr(np, name, None), np.ufunc))
+#: The generalised ufuncs of NumPy 2.0 (``vecdot``) and 2.2 (``matvec``, ``vecmat``) this NumPy has,
+#: each with its pullback and native spelling.
+_GUFUNCS = {
+    f: (pullback_of, native)
+    for f, pullback_of, native in ((getattr(np, "vecdot", None), _vecdot_pullback_of, "vecdot"),
+                                   (getattr(np, "matvec", None), _matvec_pullback_of, _native_matvec),
+                                   (getattr(np, "vecmat", None), _vecmat_pullback_of, _native_vecmat))
+    if isinstance(f, np.ufunc)
+}
 
 RULES: tuple[RulePair, ...] = (
-    product_rules(operator.matmul, _matmul_pullback_of, native="matmul"),
-    _MATMUL,
-    RulePair(np.linalg.matmul, _MATMUL.rrule, _MATMUL.frule),
+    RulePair(operator.matmul, *product_rules(operator.matmul, _matmul_pullback_of, native="matmul")),
+    RulePair(np.matmul, *_MATMUL_RULES),
+    RulePair(np.linalg.matmul, *_MATMUL_RULES),
     RulePair(np.linalg.vecdot, linalg_vecdot_rrule, linalg_vecdot_frule),
     RulePair(np.dot, dot_rrule, dot_frule),
     RulePair(np.ndarray.dot, dot_rrule, dot_frule),
@@ -656,5 +660,6 @@ RULES: tuple[RulePair, ...] = (
     RulePair(np.tensordot, tensordot_rrule, tensordot_frule),
     RulePair(np.linalg.tensordot, tensordot_rrule, tensordot_frule),
     RulePair(np.einsum, einsum_rrule, einsum_frule),
-    *_GUFUNCS,
+    *(RulePair(f, *product_rules(f, pullback_of, native=native))
+      for f, (pullback_of, native) in _GUFUNCS.items()),
 )

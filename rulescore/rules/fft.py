@@ -1,5 +1,5 @@
 """Rules for ``numpy.fft``: every transform is linear, so each is declared once with its
-transpose (:func:`rulescore.linear_rules`): the frule applies the transform itself to the input
+transpose (``RulePair(f, transpose=...)``): the frule applies the transform itself to the input
 tangent and the pullback applies the adjoint:
 
 - complex transforms (``fft``, ``ifft``, ``fft2``, ``ifft2``, ``fftn``, ``ifftn``): the adjoint
@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._linear import linear_rules
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
 from rulescore.rules._common import bind_arguments as _bind
 
@@ -214,7 +213,7 @@ _TRANSFORMS: dict[Any, tuple[Any, Any]] = {
 
 def transform_transpose(f: Any) -> Any:
     """The transpose of the Fourier transform ``f`` (``np.fft.fft``, ...), for
-    :func:`~rulescore.linear_rules`: its adjoint at the call's axes, sizes and normalisation.
+    ``RulePair(f, transpose=...)``: its adjoint at the call's axes, sizes and normalisation.
 
     Example:
         >>> import numpy as np
@@ -244,14 +243,14 @@ def ifftshift_transpose(ybar: Any, x: Any, axes: Any = None) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def freq_rules(f: Any) -> RulePair:
+def freq_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.fft.fftfreq`` or ``rfftfreq``: ``y = k / (n d)``, differentiable in
     the sample spacing ``d`` (given positionally: by keyword it has no tangent slot).
 
     Example:
         >>> import numpy as np
-        >>> pair = freq_rules(np.fft.fftfreq)
-        >>> pair.rrule(4, 0.5)[1](np.ones(4))[2], pair.frule((None, None, 1.0), 4, 0.5)[1]
+        >>> reverse, forward = freq_rules(np.fft.fftfreq)
+        >>> reverse(4, 0.5)[1](np.ones(4))[2], forward((None, None, 1.0), 4, 0.5)[1]
         (2.0, array([-0., -1.,  2.,  1.]))
     """
 
@@ -273,13 +272,14 @@ def freq_rules(f: Any) -> RulePair:
 
     freq_rrule.__name__ = freq_rrule.__qualname__ = f"{f.__name__}_rrule"
     freq_frule.__name__ = freq_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, freq_rrule, freq_frule, wrt=(1,))
+    return freq_rrule, freq_frule
 
 
 RULES: tuple[RulePair, ...] = (
-    *(linear_rules(f, transform_transpose(f)) for f in _TRANSFORMS),
-    linear_rules(np.fft.fftshift, fftshift_transpose),
-    linear_rules(np.fft.ifftshift, ifftshift_transpose),
-    freq_rules(np.fft.fftfreq),
-    freq_rules(np.fft.rfftfreq),
+    *(RulePair(f, transpose=transform_transpose(f)) for f in _TRANSFORMS),
+    RulePair(np.fft.fftshift, transpose=fftshift_transpose),
+    RulePair(np.fft.ifftshift, transpose=ifftshift_transpose),
+    # differentiable in the sample spacing d only
+    RulePair(np.fft.fftfreq, *freq_rules(np.fft.fftfreq), wrt=(1,)),
+    RulePair(np.fft.rfftfreq, *freq_rules(np.fft.rfftfreq), wrt=(1,)),
 )

@@ -37,11 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._batched import Batched, batched_index
-from rulescore._helpers import non_differentiable_rules
-from rulescore._linear import dense_tangent, linear_rules
+from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._rule_pair import RulePair
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
@@ -389,12 +388,12 @@ def getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any:
 
 
 RULES: tuple[RulePair, ...] = (
-    linear_rules(unindex, unindex_transpose),
+    RulePair(unindex, transpose=unindex_transpose),
     RulePair(setindex, setindex_rrule, setindex_frule),
-    linear_rules(operator.getitem, array_getitem_transpose, (np.ndarray, np.generic)),
+    RulePair(operator.getitem, types=((np.ndarray, np.generic),), transpose=array_getitem_transpose),
     RulePair(operator.getitem, sequence_getitem_rrule, sequence_getitem_frule, ((tuple, list),)),
     RulePair(operator.getitem, dict_getitem_rrule, dict_getitem_frule, (dict,)),
-    non_differentiable_rules(operator.getitem, NONDIFF_GETITEM),
+    RulePair(operator.getitem, types=(NONDIFF_GETITEM,), kind="non_differentiable"),
     RulePair(getattr, getattr_rrule, getattr_frule),
 )
 

@@ -44,10 +44,11 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._abstract_tangent import AbstractTangent
 from rulescore._arithmetic import is_zero
 from rulescore._contract import plain_entry
-from rulescore._linear import dense_tangent, linear_rules
+from rulescore._linear import dense_tangent
 from rulescore._namespace import (
     array_namespace,
     constant_like,
@@ -57,11 +58,10 @@ from rulescore._namespace import (
     unbroadcast_to,
 )
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
-from rulescore.rules._common import conj, family_rules, is_complex, product_tangent
+from rulescore.rules._common import conj, is_complex, product_tangent
 
 LA: Any = np.linalg
 
@@ -1419,18 +1419,33 @@ def tensorsolve_frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
 # tables
 # --------------------------------------------------------------------------------------------
 
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    named_wrt={  # the frules differentiate the matrices (not ord, axis, rcond, ...)
-        (0,): (LA.inv, LA.det, LA.slogdet, LA.matrix_power, LA.cholesky, LA.qr, LA.svd, LA.svdvals, LA.eigh,
-               LA.eigvalsh, LA.eig, LA.eigvals, LA.pinv, LA.norm, LA.vector_norm, LA.matrix_norm, LA.cond,
-               LA.multi_dot, LA.tensorinv),
-        (0, 1): (LA.solve, LA.lstsq, LA.cross, LA.tensorsolve),
-    },
-    pairs=(
-        linear_rules(LA.matrix_transpose, matrix_transpose_transpose, native=matrix_transpose_native),
-        linear_rules(LA.diagonal, diagonal_transpose, native=diagonal_native),
-        linear_rules(LA.trace, trace_transpose, native=trace_native),
-    ),
-    non_differentiable=(LA.matrix_rank,),
+RULES: tuple[RulePair, ...] = (
+    # the frules differentiate the matrices (not ord, axis, rcond, ...)
+    RulePair(LA.inv, inv_rrule, inv_frule, wrt=(0,)),
+    RulePair(LA.det, det_rrule, det_frule, wrt=(0,)),
+    RulePair(LA.slogdet, slogdet_rrule, slogdet_frule, wrt=(0,)),
+    RulePair(LA.matrix_power, matrix_power_rrule, matrix_power_frule, wrt=(0,)),
+    RulePair(LA.cholesky, cholesky_rrule, cholesky_frule, wrt=(0,)),
+    RulePair(LA.qr, qr_rrule, qr_frule, wrt=(0,)),
+    RulePair(LA.svd, svd_rrule, svd_frule, wrt=(0,)),
+    RulePair(LA.svdvals, svdvals_rrule, svdvals_frule, wrt=(0,)),
+    RulePair(LA.eigh, eigh_rrule, eigh_frule, wrt=(0,)),
+    RulePair(LA.eigvalsh, eigvalsh_rrule, eigvalsh_frule, wrt=(0,)),
+    RulePair(LA.eig, eig_rrule, eig_frule, wrt=(0,)),
+    RulePair(LA.eigvals, eigvals_rrule, eigvals_frule, wrt=(0,)),
+    RulePair(LA.pinv, pinv_rrule, pinv_frule, wrt=(0,)),
+    RulePair(LA.norm, norm_rrule, norm_frule, wrt=(0,)),
+    RulePair(LA.vector_norm, vector_norm_rrule, vector_norm_frule, wrt=(0,)),
+    RulePair(LA.matrix_norm, matrix_norm_rrule, matrix_norm_frule, wrt=(0,)),
+    RulePair(LA.cond, cond_rrule, cond_frule, wrt=(0,)),
+    RulePair(LA.multi_dot, multi_dot_rrule, multi_dot_frule, wrt=(0,)),
+    RulePair(LA.tensorinv, tensorinv_rrule, tensorinv_frule, wrt=(0,)),
+    RulePair(LA.solve, solve_rrule, solve_frule, wrt=(0, 1)),
+    RulePair(LA.lstsq, lstsq_rrule, lstsq_frule, wrt=(0, 1)),
+    RulePair(LA.cross, cross_rrule, cross_frule, wrt=(0, 1)),
+    RulePair(LA.tensorsolve, tensorsolve_rrule, tensorsolve_frule, wrt=(0, 1)),
+    RulePair(LA.matrix_transpose, transpose=matrix_transpose_transpose, native=matrix_transpose_native),
+    RulePair(LA.diagonal, transpose=diagonal_transpose, native=diagonal_native),
+    RulePair(LA.trace, transpose=trace_transpose, native=trace_native),
+    RulePair(LA.matrix_rank, kind="non_differentiable"),
 )

@@ -1,7 +1,7 @@
 """Rules for the ``math`` module: tables of partial derivatives, one line per function.
 
 One table, :data:`RULES`: element-wise functions from their named partials
-(:func:`rulescore.partials_rules`, each pullback named ``<f>_pullback``), hand-written rules for
+(``RulePair(f, partials=...)``, each pullback named ``<f>_pullback``), hand-written rules for
 the functions of sequences (``fsum``, ``prod``, ``dist``, ``sumprod``) and the two-output
 ``frexp`` and ``modf``, and the integer-valued and predicate functions (:data:`NON_DIFFERENTIABLE`:
 ``floor``, ``ceil``, ``trunc``, ``isfinite``, ``factorial``, ``gcd``, ``ulp``, ...).
@@ -26,15 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import ufuncs
 from rulescore.rules._common import (
     conj,
     entries,
-    family_rules,
     fit,
     frexp_cotangents,
     frexp_tangent,
@@ -69,7 +68,7 @@ def _recip(d: Any) -> Any:
     return np.copysign(np.inf, d)
 
 
-# -- element-wise functions: named partials, derived rules (rc.partials_rules) ---------------------
+# -- element-wise functions: named partials, derived rules (RulePair(f, partials=...)) ------------
 
 
 def asin_partials(x: Any) -> Any:
@@ -283,49 +282,51 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
     math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.ulp,
 )
 
-#: The partial derivatives of each function of ``math`` (those of NumPy's ufuncs where they agree).
-_PARTIALS: dict[Any, Any] = {
-    math.sin: ufuncs.sin_partials,
-    math.cos: ufuncs.cos_partials,
-    math.tan: ufuncs.tan_partials,
-    math.asin: asin_partials,
-    math.acos: acos_partials,
-    math.atan: ufuncs.arctan_partials,
-    math.sinh: ufuncs.sinh_partials,
-    math.cosh: ufuncs.cosh_partials,
-    math.tanh: ufuncs.tanh_partials,
-    math.asinh: ufuncs.arcsinh_partials,
-    math.acosh: acosh_partials,
-    math.atanh: ufuncs.arctanh_partials,
-    math.exp: ufuncs.exp_partials,
-    math.expm1: ufuncs.expm1_partials,
-    math.log1p: ufuncs.log1p_partials,
-    math.log2: ufuncs.log2_partials,
-    math.log10: ufuncs.log10_partials,
-    math.sqrt: sqrt_partials,
-    math.erf: erf_partials,
-    math.erfc: erfc_partials,
-    math.gamma: gamma_partials,
-    math.lgamma: lgamma_partials,
-    math.fabs: ufuncs.sign_partials,
-    math.degrees: ufuncs.degrees_partials,
-    math.radians: ufuncs.radians_partials,
-    math.atan2: atan2_partials,
-    math.pow: pow_partials,
-    math.copysign: ufuncs.copysign_partials,
-    math.nextafter: ufuncs.nextafter_partials,
-    math.fmod: ufuncs.fmod_partials,
-    math.remainder: ufuncs.fmod_partials,
-    math.ldexp: ufuncs.ldexp_partials,
-    math.log: log_partials,  # one or two arguments
-    math.hypot: hypot_partials,
-    **({math.exp2: ufuncs.exp2_partials, math.cbrt: cbrt_partials} if hasattr(math, "cbrt") else {}),  # 3.11
-    **({math.fma: fma_partials} if hasattr(math, "fma") else {}),  # 3.13
-}
-
-#: The functions with rules of their own (``fsum_rrule``, ``fsum_frule``, ...).
-_NAMED = (math.fsum, math.prod, math.dist, math.frexp, math.modf,
-          *((math.sumprod,) if hasattr(math, "sumprod") else ()))  # sumprod: Python 3.12
-
-RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED, partials=_PARTIALS,
-                                           non_differentiable=NON_DIFFERENTIABLE)
+#: One entry per callable: element-wise functions from their partial derivatives (those of
+#: NumPy's ufuncs where they agree), the others from their rules, then those with no derivative.
+RULES: tuple[RulePair, ...] = (
+    RulePair(math.sin, partials=ufuncs.sin_partials),
+    RulePair(math.cos, partials=ufuncs.cos_partials),
+    RulePair(math.tan, partials=ufuncs.tan_partials),
+    RulePair(math.asin, partials=asin_partials),
+    RulePair(math.acos, partials=acos_partials),
+    RulePair(math.atan, partials=ufuncs.arctan_partials),
+    RulePair(math.sinh, partials=ufuncs.sinh_partials),
+    RulePair(math.cosh, partials=ufuncs.cosh_partials),
+    RulePair(math.tanh, partials=ufuncs.tanh_partials),
+    RulePair(math.asinh, partials=ufuncs.arcsinh_partials),
+    RulePair(math.acosh, partials=acosh_partials),
+    RulePair(math.atanh, partials=ufuncs.arctanh_partials),
+    RulePair(math.exp, partials=ufuncs.exp_partials),
+    RulePair(math.expm1, partials=ufuncs.expm1_partials),
+    RulePair(math.log1p, partials=ufuncs.log1p_partials),
+    RulePair(math.log2, partials=ufuncs.log2_partials),
+    RulePair(math.log10, partials=ufuncs.log10_partials),
+    RulePair(math.sqrt, partials=sqrt_partials),
+    RulePair(math.erf, partials=erf_partials),
+    RulePair(math.erfc, partials=erfc_partials),
+    RulePair(math.gamma, partials=gamma_partials),
+    RulePair(math.lgamma, partials=lgamma_partials),
+    RulePair(math.fabs, partials=ufuncs.sign_partials),
+    RulePair(math.degrees, partials=ufuncs.degrees_partials),
+    RulePair(math.radians, partials=ufuncs.radians_partials),
+    RulePair(math.atan2, partials=atan2_partials),
+    RulePair(math.pow, partials=pow_partials),
+    RulePair(math.copysign, partials=ufuncs.copysign_partials),
+    RulePair(math.nextafter, partials=ufuncs.nextafter_partials),
+    RulePair(math.fmod, partials=ufuncs.fmod_partials),
+    RulePair(math.remainder, partials=ufuncs.fmod_partials),
+    RulePair(math.ldexp, partials=ufuncs.ldexp_partials),
+    RulePair(math.log, partials=log_partials),  # one or two arguments
+    RulePair(math.hypot, partials=hypot_partials),
+    *((RulePair(math.exp2, partials=ufuncs.exp2_partials), RulePair(math.cbrt, partials=cbrt_partials))
+      if hasattr(math, "cbrt") else ()),  # Python 3.11
+    *((RulePair(math.fma, partials=fma_partials),) if hasattr(math, "fma") else ()),  # Python 3.13
+    RulePair(math.fsum, fsum_rrule, fsum_frule),
+    RulePair(math.prod, prod_rrule, prod_frule),
+    RulePair(math.dist, dist_rrule, dist_frule),
+    RulePair(math.frexp, frexp_rrule, frexp_frule),
+    RulePair(math.modf, modf_rrule, modf_frule),
+    *((RulePair(math.sumprod, sumprod_rrule, sumprod_frule),) if hasattr(math, "sumprod") else ()),  # 3.12
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
+)

@@ -29,14 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair, frule, rrule
 from rulescore._config import HasForwardsMode, HasReverseMode, RuleConfig, frule_via_ad, rrule_via_ad
-from rulescore._linear import dense_tangent, linear_rules, product_tangent
+from rulescore._linear import dense_tangent, product_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, family_rules, is_complex
+from rulescore.rules._common import TupleTangent, bind_arguments, conj, entries, is_complex
 from rulescore.rules.shape import take_adjoint
 
 _NT = NoTangent()
@@ -732,23 +731,28 @@ def vectorize_frule(config: RuleConfig, tangents: Any, vec: Any, *args: Any, **k
 #: Rounding: piecewise constant, so no derivative.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (np.round, np.around, np.ndarray.round)
 
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    (np.diff, np.ptp, np.gradient, np.select, np.ndarray.tolist, np.interp, np.convolve, np.correlate),
-    partials={np.sinc: sinc_partials},
-    pairs=(  # the frules of these differentiate their first argument only (or the key's entries)
-        RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule, wrt=(0,)),
-        RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule, wrt=(0,)),
-        RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule, wrt=(0,)),
-        RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
-        RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
-        RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
-        RulePair(np.generic.tolist, tolist_rrule, tolist_frule, wrt=(0,)),
-        RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
-                 (_AXIS_CONCATENATOR,), wrt=(1,)),
-        linear_rules(np.rollaxis, rollaxis_transpose),
-        RulePair(np.vectorize.__call__, vectorize_rrule, config=HasReverseMode),
-        RulePair(np.vectorize.__call__, frule=vectorize_frule, config=HasForwardsMode),
-    ),
-    non_differentiable=NON_DIFFERENTIABLE,
+RULES: tuple[RulePair, ...] = (
+    RulePair(np.diff, diff_rrule, diff_frule),
+    RulePair(np.ptp, ptp_rrule, ptp_frule),
+    RulePair(np.gradient, gradient_rrule, gradient_frule),
+    RulePair(np.select, select_rrule, select_frule),
+    RulePair(np.ndarray.tolist, tolist_rrule, tolist_frule),
+    RulePair(np.interp, interp_rrule, interp_frule),
+    RulePair(np.convolve, convolve_rrule, convolve_frule),
+    RulePair(np.correlate, correlate_rrule, correlate_frule),
+    RulePair(np.sinc, partials=sinc_partials),
+    # the frules of these differentiate their first argument only (or the key's entries)
+    RulePair(np.nan_to_num, nan_to_num_rrule, nan_to_num_frule, wrt=(0,)),
+    RulePair(np.real_if_close, real_if_close_rrule, real_if_close_frule, wrt=(0,)),
+    RulePair(np.take_along_axis, take_along_axis_rrule, take_along_axis_frule, wrt=(0,)),
+    RulePair(np.partition, partition_rrule, partition_frule, wrt=(0,)),
+    RulePair(np.ndarray.item, item_rrule, item_frule, wrt=(0,)),
+    RulePair(np.generic.item, item_rrule, item_frule, wrt=(0,)),
+    RulePair(np.generic.tolist, tolist_rrule, tolist_frule, wrt=(0,)),
+    RulePair(operator.getitem, concatenator_getitem_rrule, concatenator_getitem_frule,
+             (_AXIS_CONCATENATOR,), wrt=(1,)),
+    RulePair(np.rollaxis, transpose=rollaxis_transpose),
+    RulePair(np.vectorize.__call__, vectorize_rrule, config=HasReverseMode),
+    RulePair(np.vectorize.__call__, frule=vectorize_frule, config=HasForwardsMode),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
 )

@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
-from rulescore.rules._common import family_rules
+from rulescore import RulePair
 
 #: Functions of an array's shape or memory alone.
 NON_DIFFERENTIABLE: tuple[Any, ...] = (np.diag_indices_from, np.tril_indices_from, np.triu_indices_from,
                                        np.shares_memory, np.may_share_memory)
 
-RULES: tuple[RulePair, ...] = family_rules(non_differentiable=NON_DIFFERENTIABLE)
+RULES: tuple[RulePair, ...] = (
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
+)
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES"]

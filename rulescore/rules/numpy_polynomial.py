@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.polynomial as npp
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 
@@ -36,7 +36,7 @@ def _field(ybar: Any, name: str) -> Any:
     return getattr(ybar, name) if isinstance(ybar, Tangent) else ZeroTangent()
 
 
-def _series_rules(cls: Any) -> RulePair:
+def _series_rules(cls: Any) -> tuple[Any, Any]:
     def series_rrule(*args: Any, **kwargs: Any) -> Any:
         y = cls(*args, **kwargs)
 
@@ -56,7 +56,7 @@ def _series_rules(cls: Any) -> RulePair:
     name = cls.__name__.lower()
     series_rrule.__name__ = series_rrule.__qualname__ = f"{name}_rrule"
     series_frule.__name__ = series_frule.__qualname__ = f"{name}_frule"
-    return RulePair(cls, series_rrule, series_frule)
+    return series_rrule, series_frule
 
 
-RULES: tuple[RulePair, ...] = tuple(_series_rules(cls) for cls in SERIES)
+RULES: tuple[RulePair, ...] = tuple(RulePair(cls, *_series_rules(cls)) for cls in SERIES)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
@@ -39,7 +39,6 @@ from rulescore.rules._common import (
     abs_grad,
     conj,
     entries,
-    family_rules,
     fit,
     is_bool_like,
     is_int_like,
@@ -340,7 +339,16 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
 
 #: The operators with rules of their own (``add_rrule``, ``add_frule``, ...; ``+`` on sequences
 #: is ``add``'s too).
-_NAMED = (operator.add, (operator.concat, "add"), operator.sub, operator.mul, operator.truediv,
-          operator.mod, operator.pow, operator.neg, operator.pos, operator.abs)
-
-RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED, non_differentiable=NON_DIFFERENTIABLE)
+RULES: tuple[RulePair, ...] = (
+    RulePair(operator.add, add_rrule, add_frule),
+    RulePair(operator.concat, add_rrule, add_frule),
+    RulePair(operator.sub, sub_rrule, sub_frule),
+    RulePair(operator.mul, mul_rrule, mul_frule),
+    RulePair(operator.truediv, truediv_rrule, truediv_frule),
+    RulePair(operator.mod, mod_rrule, mod_frule),
+    RulePair(operator.pow, pow_rrule, pow_frule),
+    RulePair(operator.neg, neg_rrule, neg_frule),
+    RulePair(operator.pos, pos_rrule, pos_frule),
+    RulePair(operator.abs, abs_rrule, abs_frule),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
+)

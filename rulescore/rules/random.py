@@ -2,40 +2,30 @@
 parameters here (no reparameterisation), so every sampler is non-differentiable.
 
 Importing ``numpy.random`` costs more than the rest of the rule library together, and NumPy
-imports it only on first use, so these rules are registered when it is first imported
-(:func:`register_random`, hooked up by :mod:`rulescore.rules`), never before.
+imports it only on first use, so this family is imported and registered when it is first
+imported (hooked up by :mod:`rulescore.rules`), never before.
+
+Example:
+    >>> import numpy as np, rulescore as rc
+    >>> y, back = rc.rrule(np.random.normal, 0.0, 1.0)
+    >>> back(1.0)
+    (NoTangent(), NoTangent(), NoTangent())
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
+import numpy.random as npr
 
-from rulescore._helpers import non_differentiable_rules
-from rulescore._rule_pair import register_rules
+from rulescore import RulePair
 
+#: The samplers (and seeding, generator construction): no derivative.
 SAMPLERS = (
-    "beta", "binomial", "chisquare", "choice", "dirichlet", "exponential", "gamma", "geometric",
-    "gumbel", "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal", "normal",
-    "permutation", "poisson", "rand", "randint", "randn", "random", "random_sample", "rayleigh",
-    "seed", "shuffle", "standard_cauchy", "standard_exponential", "standard_gamma",
-    "standard_normal", "standard_t", "triangular", "uniform", "vonmises", "wald", "weibull",
-    "default_rng",
+    npr.beta, npr.binomial, npr.chisquare, npr.choice, npr.dirichlet, npr.exponential, npr.gamma,
+    npr.geometric, npr.gumbel, npr.laplace, npr.logistic, npr.lognormal, npr.multinomial,
+    npr.multivariate_normal, npr.normal, npr.permutation, npr.poisson, npr.rand, npr.randint, npr.randn,
+    npr.random, npr.random_sample, npr.rayleigh, npr.seed, npr.shuffle, npr.standard_cauchy,
+    npr.standard_exponential, npr.standard_gamma, npr.standard_normal, npr.standard_t, npr.triangular,
+    npr.uniform, npr.vonmises, npr.wald, npr.weibull, npr.default_rng,
 )
 
-#: The samplers registered, once ``numpy.random`` is imported (the rule table lists them here).
-REGISTERED: tuple[Any, ...] = ()
-
-
-def register_random(module: ModuleType) -> None:
-    """Register the samplers of ``module`` (``numpy.random``) as non-differentiable.
-
-    Example:
-        >>> import numpy as np, rulescore as rc
-        >>> y, back = rc.rrule(np.random.normal, 0.0, 1.0)
-        >>> back(1.0)
-        (NoTangent(), NoTangent(), NoTangent())
-    """
-    global REGISTERED
-    REGISTERED = tuple(getattr(module, name) for name in SAMPLERS if hasattr(module, name))
-    register_rules(*(non_differentiable_rules(f) for f in REGISTERED))
+RULES: tuple[RulePair, ...] = tuple(RulePair(f, kind="non_differentiable") for f in SAMPLERS)

@@ -1,7 +1,8 @@
 """Rules for NumPy reductions and scans: ``sum``, ``mean``, ``prod``, ``var``, ``std``, ``max``,
 ``min`` (and ``amax``/``amin``), ``nansum``, ``add.reduce``, ``cumsum``, ``cumprod``, the matching
 ``ndarray`` methods (``x.sum(axis=0)`` dispatches as ``np.ndarray.sum(x, axis=0)``) and, when SciPy
-is installed, ``scipy.special.logsumexp`` (registered when ``scipy.special`` is imported, so that
+is installed, the rules of ``scipy.special.logsumexp`` (listed in the table of
+:mod:`rulescore.rules.scipy_special`, registered when ``scipy.special`` is imported, so that
 importing rulescore does not import SciPy).
 
 Every rule takes the NumPy signature: ``axis`` (``None``, an int, a negative int or a tuple),
@@ -37,17 +38,16 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._arithmetic import is_zero
 from rulescore._batched import Batched
 from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair, register_rules
 from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex, normalize_axes
-from rulescore.rules._on_import import when_imported
 
 _NOVALUE: Any = getattr(np, "_NoValue", object())
 _NT = NoTangent()
@@ -700,22 +700,4 @@ def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     return call.y, ydot
 
 
-#: Optional rules, registered once ``scipy.special`` is imported: ``scipy.special.logsumexp``.
-OPTIONAL: dict[Any, RulePair] = {}
-
-
-def _register_scipy_special(module: Any) -> None:
-    """Register the rules for ``scipy.special`` functions (idempotent)."""
-    fn = getattr(module, "logsumexp", None)
-    if fn is None or fn in OPTIONAL:
-        return
-    OPTIONAL[fn] = pair = RulePair(fn, logsumexp_rrule, logsumexp_frule, wrt=(0, 2))
-    register_rules(pair)
-
-
-# importing rulescore must not import SciPy (an optional dependency that takes a few hundred
-# milliseconds to import): the rules register right after SciPy executes scipy.special
-when_imported("scipy.special", _register_scipy_special)
-
-
-__all__ = ["OPTIONAL", "RULES"]
+__all__ = ["RULES", "logsumexp_frule", "logsumexp_rrule"]

@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 import scipy.integrate as si
 
+from rulescore import RulePair
 from rulescore._config import HasForwardsMode, HasReverseMode
 from rulescore._linear import dense_tangent
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj

@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 import scipy.interpolate as si
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._not_implemented import not_implemented
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
-from rulescore.rules._common import bind_arguments, family_rules
+from rulescore.rules._common import bind_arguments
 from rulescore.rules.indexing import unindex
 
 _scipy_ppoly_call = si.PPoly.__call__
@@ -361,8 +361,11 @@ def _x_reason() -> str:
             "scipy.interpolate.CubicSpline(x, y), differentiable in x and y")
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (
-    (_scipy_ppoly_call, "ppoly_call"), (_scipy_bspline_call, "bspline_call"),
-    (_scipy_bspline_derivative, "bspline_derivative"), si.make_interp_spline))
+RULES: tuple[RulePair, ...] = (
+    RulePair(_scipy_ppoly_call, ppoly_call_rrule, ppoly_call_frule),
+    RulePair(_scipy_bspline_call, bspline_call_rrule, bspline_call_frule),
+    RulePair(_scipy_bspline_derivative, bspline_derivative_rrule, bspline_derivative_frule),
+    RulePair(si.make_interp_spline, make_interp_spline_rrule, make_interp_spline_frule),
+)
 
 __all__ = ["RULES"]

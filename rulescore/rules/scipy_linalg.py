@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 from typing import Any
@@ -34,14 +33,14 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sl
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules import linalg
-from rulescore.rules._common import bind_arguments, entries, family_rules, proj
+from rulescore.rules._common import bind_arguments, entries, proj
 from rulescore.rules.linalg import _eigh_grad, _entry, _fold, _given, _unfold
 
 
@@ -722,31 +721,45 @@ def solve_banded_frule(tangents: Any, l_and_u: Any, ab: Any, b: Any, *args: Any,
     return x, project(x, np.reshape(np.linalg.solve(a, rhs), np.shape(x)))
 
 
-#: The functions with rules (``expm_rrule``, ``expm_frule``, ...).
-_NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, sl.solve, sl.solve_triangular,
-          sl.cholesky, sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
-          sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
-
-
-
-def _keeping_inputs(primal: Any, rule: Any, first: int) -> Any:
-    """``rule`` calling SciPy with its ``overwrite_*`` options off: the rules read their arguments
-    after the call, and so may an engine's other pullbacks (``first``: the position of the
-    primal's first argument among the rule's, 1 for an frule)."""
+def _keeping_inputs(primal: Any, rrule: Any, frule: Any) -> tuple[Any, Any]:
+    """``primal``'s rrule and frule calling SciPy with its ``overwrite_*`` options off: the rules
+    read their arguments after the call, and so may an engine's other pullbacks."""
     names = inspect.signature(primal).parameters
     slots = [i for i, name in enumerate(names) if name.startswith("overwrite_")]
-    if rule is None or not slots:
-        return rule
 
-    @functools.wraps(rule)
-    def keeping_inputs(*args: Any, **kwargs: Any) -> Any:
-        args = tuple(False if i - first in slots else a for i, a in enumerate(args))
-        return rule(*args, **{k: False if k.startswith("overwrite_") else v for k, v in kwargs.items()})
+    def keeping(rule: Any, first: int) -> Any:  # first: the primal's first argument among the rule's
+        if not slots:
+            return rule
 
-    return keeping_inputs
+        @functools.wraps(rule)
+        def keeping_inputs(*args: Any, **kwargs: Any) -> Any:
+            args = tuple(False if i - first in slots else a for i, a in enumerate(args))
+            kwargs = {k: False if k.startswith("overwrite_") else v for k, v in kwargs.items()}
+            return rule(*args, **kwargs)
+
+        return keeping_inputs
+
+    return keeping(rrule, 0), keeping(frule, 1)
 
 
-RULES: tuple[RulePair, ...] = tuple(
-    dataclasses.replace(pair, rrule=_keeping_inputs(pair.primal, pair.rrule, 0),
-                        frule=_keeping_inputs(pair.primal, pair.frule, 1))
-    for pair in family_rules(globals(), _NAMED))
+RULES: tuple[RulePair, ...] = (
+    RulePair(sl.expm, expm_rrule, expm_frule),
+    RulePair(sl.expm_frechet, expm_frechet_rrule, expm_frechet_frule),
+    RulePair(sl.eigh, *_keeping_inputs(sl.eigh, eigh_rrule, eigh_frule)),
+    RulePair(sl.logm, logm_rrule, logm_frule),
+    RulePair(sl.sqrtm, sqrtm_rrule, sqrtm_frule),
+    RulePair(sl.inv, *_keeping_inputs(sl.inv, inv_rrule, inv_frule)),
+    RulePair(sl.det, *_keeping_inputs(sl.det, det_rrule, det_frule)),
+    RulePair(sl.solve, *_keeping_inputs(sl.solve, solve_rrule, solve_frule)),
+    RulePair(sl.solve_triangular,
+             *_keeping_inputs(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule)),
+    RulePair(sl.cholesky, *_keeping_inputs(sl.cholesky, cholesky_rrule, cholesky_frule)),
+    RulePair(sl.cho_factor, *_keeping_inputs(sl.cho_factor, cho_factor_rrule, cho_factor_frule)),
+    RulePair(sl.cho_solve, *_keeping_inputs(sl.cho_solve, cho_solve_rrule, cho_solve_frule)),
+    RulePair(sl.lu_factor, *_keeping_inputs(sl.lu_factor, lu_factor_rrule, lu_factor_frule)),
+    RulePair(sl.lu_solve, *_keeping_inputs(sl.lu_solve, lu_solve_rrule, lu_solve_frule)),
+    RulePair(sl.solve_sylvester, solve_sylvester_rrule, solve_sylvester_frule),
+    RulePair(sl.solve_continuous_lyapunov, solve_continuous_lyapunov_rrule, solve_continuous_lyapunov_frule),
+    RulePair(sl.block_diag, block_diag_rrule, block_diag_frule),
+    RulePair(sl.solve_banded, *_keeping_inputs(sl.solve_banded, solve_banded_rrule, solve_banded_frule)),
+)

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import scipy.optimize as so
 
+from rulescore import RulePair
 from rulescore._config import HasForwardsMode, HasReverseMode, frule_via_ad, rrule_via_ad
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments, proj
@@ -158,7 +158,7 @@ def _full_output_root(name: str, out: Any, ybar: Any) -> Any:
     return dense(_entry(ybar, 0), out[0]) + field(report, "root", out[0])
 
 
-def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
+def _bracketing_rules(solver: Any) -> tuple[Any, Any]:
     """The rrule and frule of a bracketing root finder ``solver(f, a, b, args=(), ...)``."""
     def bracketing_rrule(config: Any, f: Any, a: Any, b: Any, *rest: Any, **kwargs: Any) -> Any:
         out, full, root, residual = _bracket_call(config, solver, f, a, b, rest, kwargs)
@@ -182,8 +182,7 @@ def _bracketing_rules(solver: Any) -> tuple[RulePair, RulePair]:
             return out, tangent_type(tuple)(xdot, tangent_type(type(out[1]))(root=xdot))
         return out, xdot
 
-    return (RulePair(solver, bracketing_rrule, config=HasReverseMode),
-            RulePair(solver, frule=bracketing_frule, config=HasForwardsMode, wrt=(3,)))  # args only
+    return bracketing_rrule, bracketing_frule
 
 
 # -- root_scalar -----------------------------------------------------------------------------------
@@ -363,18 +362,22 @@ def result_getattr_frule(tangents: Any, x: Any, name: Any, *default: Any) -> Any
     return y, _dict_entry(tangents[1], name) if name in x else ZeroTangent()
 
 
-def _rules() -> tuple[RulePair, ...]:
-    pairs = [pair for solver in _BRACKETING for pair in _bracketing_rules(solver)]
-    # the solutions move with args only (at position 1 of root_scalar, 2 of the others)
-    for solver, rrule_impl, frule_impl, args_at in ((so.root_scalar, root_scalar_rrule, root_scalar_frule, 1),
-                                                    (so.root, root_rrule, root_frule, 2),
-                                                    (so.fixed_point, fixed_point_rrule, fixed_point_frule, 2),
-                                                    (so.minimize, minimize_rrule, minimize_frule, 2)):
-        pairs.append(RulePair(solver, rrule_impl, config=HasReverseMode))
-        pairs.append(RulePair(solver, frule=frule_impl, config=HasForwardsMode, wrt=(args_at,)))
-    pairs.append(RulePair(getattr, result_getattr_rrule, result_getattr_frule, (so.OptimizeResult,),
-                          wrt=(0,)))
-    return tuple(pairs)
+#: The rrule and frule of each bracketing root finder.
+_BRACKETING_RULES = {solver: _bracketing_rules(solver) for solver in _BRACKETING}
 
-
-RULES: tuple[RulePair, ...] = _rules()
+# the rules ask for the engine's config; the solutions move with args only (at position 3 of the
+# bracketing solvers, 1 of root_scalar, 2 of the others)
+RULES: tuple[RulePair, ...] = (
+    *(RulePair(solver, reverse, config=HasReverseMode) for solver, (reverse, _) in _BRACKETING_RULES.items()),
+    *(RulePair(solver, frule=forward, config=HasForwardsMode, wrt=(3,))
+      for solver, (_, forward) in _BRACKETING_RULES.items()),
+    RulePair(so.root_scalar, root_scalar_rrule, config=HasReverseMode),
+    RulePair(so.root_scalar, frule=root_scalar_frule, config=HasForwardsMode, wrt=(1,)),
+    RulePair(so.root, root_rrule, config=HasReverseMode),
+    RulePair(so.root, frule=root_frule, config=HasForwardsMode, wrt=(2,)),
+    RulePair(so.fixed_point, fixed_point_rrule, config=HasReverseMode),
+    RulePair(so.fixed_point, frule=fixed_point_frule, config=HasForwardsMode, wrt=(2,)),
+    RulePair(so.minimize, minimize_rrule, config=HasReverseMode),
+    RulePair(so.minimize, frule=minimize_frule, config=HasForwardsMode, wrt=(2,)),
+    RulePair(getattr, result_getattr_rrule, result_getattr_frule, (so.OptimizeResult,), wrt=(0,)),
+)

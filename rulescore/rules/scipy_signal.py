@@ -24,12 +24,11 @@ from typing import Any
 import numpy as np
 import scipy.signal as ss
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
-from rulescore.rules._common import family_rules
 
 
 def _check(f: Any, a: Any, b: Any, options: dict[str, Any]) -> str:
@@ -147,5 +146,10 @@ def correlate2d_frule(tangents: Any, in1: Any, in2: Any, *args: Any, **kwargs: A
     return _frule(ss.correlate2d, _CONVOLVE2D_NAMES, tangents, in1, in2, args, kwargs)
 
 
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(), (ss.convolve, ss.correlate, ss.fftconvolve, ss.convolve2d, ss.correlate2d))
+RULES: tuple[RulePair, ...] = (
+    RulePair(ss.convolve, convolve_rrule, convolve_frule),
+    RulePair(ss.correlate, correlate_rrule, correlate_frule),
+    RulePair(ss.fftconvolve, fftconvolve_rrule, fftconvolve_frule),
+    RulePair(ss.convolve2d, convolve2d_rrule, convolve2d_frule),
+    RulePair(ss.correlate2d, correlate2d_rrule, correlate2d_frule),
+)

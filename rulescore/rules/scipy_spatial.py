@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import scipy.spatial.distance as ssd
 
+from rulescore import RulePair
 from rulescore._checks import callable_name
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
-from rulescore.rules._common import bind_arguments, family_rules
+from rulescore.rules._common import bind_arguments
 
 #: The metrics with rules.
 METRICS = ("sqeuclidean", "euclidean", "cityblock")
@@ -200,4 +200,8 @@ def squareform_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
     return y, project(y, _symmetric(xdot, n) if to_matrix else xdot[rows, cols])
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (ssd.pdist, ssd.cdist, ssd.squareform))
+RULES: tuple[RulePair, ...] = (
+    RulePair(ssd.pdist, pdist_rrule, pdist_frule),
+    RulePair(ssd.cdist, cdist_rrule, cdist_frule),
+    RulePair(ssd.squareform, squareform_rrule, squareform_frule),
+)

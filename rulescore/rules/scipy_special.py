@@ -2,7 +2,7 @@
 :mod:`rulescore.rules._optional`).
 
 Most are element-wise ufuncs, declared by their partial derivatives with
-:func:`~rulescore.partials_rules`; the partials are written with NumPy and SciPy calls so that
+``RulePair(f, partials=...)``; the partials are written with NumPy and SciPy calls so that
 they differentiate again. ``softmax`` and ``log_softmax`` have their own rules (an axis-wise
 Jacobian). Integer orders (``polygamma``'s ``n``, ``multigammaln``'s ``d``) get
 ``NoTangent()``.
@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 
+from rulescore import RulePair
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent
-from rulescore.rules._common import family_rules, proj
+from rulescore.rules import reductions
+from rulescore.rules._common import proj
 
 _SQRT_PI_2 = np.sqrt(np.pi) / 2
 _SQRT_2PI = np.sqrt(2 * np.pi)
@@ -315,14 +316,14 @@ def _log_softmax_push(y: Any, xdot: Any, axis: Any) -> Any:
     return xdot - _axis_sum(np.exp(y) * xdot, axis)
 
 
-def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
+def normalizer_rules(f: Any, grad: Any, push: Any) -> tuple[Any, Any]:
     """The rules of ``softmax`` or ``log_softmax`` along ``axis`` (positional or keyword):
     ``grad(y, ybar, axis)`` is the cotangent and ``push(y, xdot, axis)`` the tangent.
 
     Example:
         >>> import numpy as np, scipy.special as sp
-        >>> pair = normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad)
-        >>> pair.rrule(np.zeros(2))[1](np.array([1.0, 0.0]))
+        >>> reverse, forward = normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad)
+        >>> reverse(np.zeros(2))[1](np.array([1.0, 0.0]))
         (NoTangent(), array([ 0.25, -0.25]))
     """
 
@@ -343,58 +344,58 @@ def normalizer_rules(f: Any, grad: Any, push: Any) -> RulePair:
 
     normalizer_rrule.__name__ = normalizer_rrule.__qualname__ = f"{f.__name__}_rrule"
     normalizer_frule.__name__ = normalizer_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, normalizer_rrule, normalizer_frule, wrt=(0,))
+    return normalizer_rrule, normalizer_frule
 
 
-#: The partial derivatives of each element-wise function of ``scipy.special``.
-_PARTIALS: dict[Any, Any] = {
-    sp.expit: expit_partials,
-    sp.logit: logit_partials,
-    sp.expm1: expm1_partials,
-    sp.log1p: log1p_partials,
-    sp.cosm1: cosm1_partials,
-    sp.gammaln: gammaln_partials,
-    sp.digamma: digamma_partials,
-    sp.gamma: gamma_partials,
-    sp.beta: beta_partials,
-    sp.betaln: betaln_partials,
-    sp.erf: erf_partials,
-    sp.erfc: erfc_partials,
-    sp.erfinv: erfinv_partials,
-    sp.erfcinv: erfcinv_partials,
-    sp.ndtr: ndtr_partials,
-    sp.log_ndtr: log_ndtr_partials,
-    sp.ndtri: ndtri_partials,
-    sp.xlogy: xlogy_partials,
-    sp.xlog1py: xlog1py_partials,
-    sp.entr: entr_partials,
-    sp.rel_entr: rel_entr_partials,
-    sp.kl_div: kl_div_partials,
-    sp.i0: i0_partials,
-    sp.i0e: i0e_partials,
-    sp.i1: i1_partials,
-    sp.i1e: i1e_partials,
-    sp.zeta: zeta_partials,
-    sp.gammainc: gammainc_partials,
-    sp.gammaincc: gammaincc_partials,
-    sp.j0: j0_partials,
-    sp.j1: j1_partials,
-    sp.y0: y0_partials,
-    sp.y1: y1_partials,
-    sp.jv: jv_partials,
-    sp.iv: iv_partials,
-    sp.ive: ive_partials,
-    sp.rgamma: rgamma_partials,
-    sp.betainc: betainc_partials,
-    sp.wright_bessel: wright_bessel_partials,
-    sp.log_wright_bessel: log_wright_bessel_partials,
-}
-
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    (sp.polygamma, sp.multigammaln, sp.yn),  # polygamma_rrule, polygamma_frule, ...
-    partials=_PARTIALS,
-    pairs=(normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad),
-           normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push)),
-    non_differentiable=(sp.gammasgn,),
+#: The element-wise functions of ``scipy.special`` from their partial derivatives, then the others.
+RULES: tuple[RulePair, ...] = (
+    RulePair(sp.expit, partials=expit_partials),
+    RulePair(sp.logit, partials=logit_partials),
+    RulePair(sp.expm1, partials=expm1_partials),
+    RulePair(sp.log1p, partials=log1p_partials),
+    RulePair(sp.cosm1, partials=cosm1_partials),
+    RulePair(sp.gammaln, partials=gammaln_partials),
+    RulePair(sp.digamma, partials=digamma_partials),
+    RulePair(sp.gamma, partials=gamma_partials),
+    RulePair(sp.beta, partials=beta_partials),
+    RulePair(sp.betaln, partials=betaln_partials),
+    RulePair(sp.erf, partials=erf_partials),
+    RulePair(sp.erfc, partials=erfc_partials),
+    RulePair(sp.erfinv, partials=erfinv_partials),
+    RulePair(sp.erfcinv, partials=erfcinv_partials),
+    RulePair(sp.ndtr, partials=ndtr_partials),
+    RulePair(sp.log_ndtr, partials=log_ndtr_partials),
+    RulePair(sp.ndtri, partials=ndtri_partials),
+    RulePair(sp.xlogy, partials=xlogy_partials),
+    RulePair(sp.xlog1py, partials=xlog1py_partials),
+    RulePair(sp.entr, partials=entr_partials),
+    RulePair(sp.rel_entr, partials=rel_entr_partials),
+    RulePair(sp.kl_div, partials=kl_div_partials),
+    RulePair(sp.i0, partials=i0_partials),
+    RulePair(sp.i0e, partials=i0e_partials),
+    RulePair(sp.i1, partials=i1_partials),
+    RulePair(sp.i1e, partials=i1e_partials),
+    RulePair(sp.zeta, partials=zeta_partials),
+    RulePair(sp.gammainc, partials=gammainc_partials),
+    RulePair(sp.gammaincc, partials=gammaincc_partials),
+    RulePair(sp.j0, partials=j0_partials),
+    RulePair(sp.j1, partials=j1_partials),
+    RulePair(sp.y0, partials=y0_partials),
+    RulePair(sp.y1, partials=y1_partials),
+    RulePair(sp.jv, partials=jv_partials),
+    RulePair(sp.iv, partials=iv_partials),
+    RulePair(sp.ive, partials=ive_partials),
+    RulePair(sp.rgamma, partials=rgamma_partials),
+    RulePair(sp.betainc, partials=betainc_partials),
+    RulePair(sp.wright_bessel, partials=wright_bessel_partials),
+    RulePair(sp.log_wright_bessel, partials=log_wright_bessel_partials),
+    RulePair(sp.polygamma, polygamma_rrule, polygamma_frule),
+    RulePair(sp.multigammaln, multigammaln_rrule, multigammaln_frule),
+    RulePair(sp.yn, yn_rrule, yn_frule),
+    RulePair(sp.softmax, *normalizer_rules(sp.softmax, _softmax_grad, _softmax_grad), wrt=(0,)),
+    RulePair(sp.log_softmax, *normalizer_rules(sp.log_softmax, _log_softmax_grad, _log_softmax_push),
+             wrt=(0,)),
+    # logsumexp's rules are those of the reductions (its native tier, its b= weights)
+    RulePair(sp.logsumexp, reductions.logsumexp_rrule, reductions.logsumexp_frule, wrt=(0, 2)),
+    RulePair(sp.gammasgn, kind="non_differentiable"),
 )

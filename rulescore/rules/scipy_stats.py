@@ -42,10 +42,10 @@ import numpy as np
 import scipy.special as sp
 import scipy.stats as st
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import proj
 

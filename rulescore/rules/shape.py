@@ -4,8 +4,8 @@ contractions are in :mod:`.contractions`), ``np.array`` of nested lists,
 ``astype`` and the matching ``ndarray`` methods, plus a table of non-differentiable helpers.
 
 Every entry has an rrule and an frule. Nearly every function here is linear (or multilinear) in
-its array arguments, so most are declared with :func:`rulescore.linear_rules`: the frule applies
-the function itself to the tangent and the pullback is the transposed map, written with
+its array arguments, so most are declared with their transpose (``RulePair(f, transpose=...)``):
+the frule applies the function itself to the tangent and the pullback is the transposed map, written with
 differentiable NumPy calls: the pullback of ``reshape`` is a ``reshape``, of ``transpose`` the
 inverse ``transpose``, of ``concatenate`` an ``np.split``, of ``pad`` a slice, of a product
 another product. Scatters are either mask products
@@ -39,16 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._abstract_tangent import AbstractTangent
-from rulescore._linear import dense_tangent, linear_rules
+from rulescore._linear import dense_tangent
 from rulescore._namespace import constant_like, foreign_namespace
 from rulescore._parameters import declare_parameters
 from rulescore._projection import project, unbroadcast
-from rulescore._rule_pair import RulePair
 from rulescore._tangent import Tangent
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import family_rules, normalize_axes, product_tangent
 from rulescore.rules._common import mask as masked
+from rulescore.rules._common import normalize_axes, product_tangent
 
 __all__ = ["NON_DIFFERENTIABLE", "RULES", "take_adjoint"]
 
@@ -498,7 +498,7 @@ def _join_cotangent(ybar: Any, seq: Any, promoted: list[tuple[int, ...]], axis: 
 
 def join_transpose(f: Any, layout: Any) -> Any:
     """The transpose of the joining function ``f`` (``np.concatenate``, ``np.stack``, ...) for
-    :func:`~rulescore.linear_rules`, from ``layout(seq, *args, **kwargs)``: the shapes the
+    ``RulePair(f, transpose=...)``, from ``layout(seq, *args, **kwargs)``: the shapes the
     inputs are promoted to and the axis they are joined along."""
 
     def joined_transpose(ybar: Any, seq: Any, *args: Any, **kwargs: Any) -> Any:
@@ -563,7 +563,7 @@ def _dense_pieces(ybar: Any, zeros: Any) -> list[Any]:
 
 
 def split_transpose(f: Any) -> Any:
-    """The transpose of ``np.split``-like ``f`` (for :func:`~rulescore.linear_rules`): the
+    """The transpose of ``np.split``-like ``f`` (for ``RulePair(f, transpose=...)``): the
     cotangents of the pieces joined back along the axis they were cut on."""
 
     def pieces_transpose(ybar: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -584,12 +584,12 @@ def _atleast_cotangents(arys: tuple[Any, ...], ybar: Any) -> tuple[Any, ...]:
                    for x, c in zip(arys, cts, strict=True)))
 
 
-def atleast_rules(f: Any) -> RulePair:
+def atleast_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.atleast_1d``, ``_2d`` or ``_3d``: reshapes, one per argument.
 
     Example:
         >>> import numpy as np
-        >>> atleast_rules(np.atleast_2d).rrule(1.0)[1](np.ones((1, 1)))
+        >>> atleast_rules(np.atleast_2d)[0](1.0)[1](np.ones((1, 1)))
         (NoTangent(), 1.0)
     """
 
@@ -606,7 +606,7 @@ def atleast_rules(f: Any) -> RulePair:
 
     atleast_rrule.__name__ = atleast_rrule.__qualname__ = f"{f.__name__}_rrule"
     atleast_frule.__name__ = atleast_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, atleast_rrule, atleast_frule)
+    return atleast_rrule, atleast_frule
 
 
 # ----------------------------------------------------------------------------------------------
@@ -856,13 +856,13 @@ def _astype_frule(f: Any, t: Any, x: Any, args: tuple[Any, ...], kwargs: dict[st
     return y, _project(y, t)
 
 
-def astype_rules(f: Any) -> RulePair:
+def astype_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.astype`` or ``ndarray.astype``: the identity on the values, no tangent
     for a cast to integers or bools.
 
     Example:
         >>> import numpy as np
-        >>> astype_rules(np.astype).rrule(np.ones(2), np.float32)[1](np.ones(2, np.float32))[1]
+        >>> astype_rules(np.astype)[0](np.ones(2), np.float32)[1](np.ones(2, np.float32))[1]
         array([1., 1.])
     """
 
@@ -875,7 +875,7 @@ def astype_rules(f: Any) -> RulePair:
     def astype_frule(tangents: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         return _astype_frule(f, tangents[1], x, args, kwargs)
 
-    return RulePair(f, astype_rrule, astype_frule, wrt=(0,))
+    return astype_rrule, astype_frule
 
 
 def _block_leaves(arrays: Any) -> list[Any]:
@@ -930,7 +930,8 @@ _PAD_FORM = inspect.Signature([
                           ("mode", "constant"), ("constant_values", _NOVALUE))])
 declare_parameters(np.pad, _PAD_FORM)
 #: ``np.pad``'s rules as a function linear in the array (the rules below add ``constant_values``).
-_PAD_LINEAR: Any = linear_rules(np.pad, pad_transpose)
+#: ``np.pad`` in ``x`` alone (linear): what :func:`pad_rrule` adds the constant values' cotangent to.
+_PAD_LINEAR = RulePair(np.pad, transpose=pad_transpose)
 
 
 def _pad_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -967,7 +968,9 @@ def pad_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     """``np.pad``: linear in ``x`` (:func:`pad_transpose`) and, in ``constant`` mode, in a
     ``constant_values`` given in the rules' form (its cotangent: :func:`_pad_values_cotangent`)."""
     call_args, call_kwargs = _pad_keywords(args, kwargs)
-    y, linear_pullback = _PAD_LINEAR.rrule(x, *call_args, **call_kwargs)
+    linear_rrule = _PAD_LINEAR.rules()[0]
+    assert linear_rrule is not None
+    y, linear_pullback = linear_rrule(x, *call_args, **call_kwargs)
     if len(args) < 3:
         return y, linear_pullback
 
@@ -1040,14 +1043,14 @@ def _fill_frule(f: Any, vdot: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     return y, project(y, np.broadcast_to(vdot, np.shape(y)) + np.zeros_like(y))
 
 
-def fill_rules(f: Any) -> RulePair:
+def fill_rules(f: Any) -> tuple[Any, Any]:
     """The rules of ``np.full(shape, v)`` or ``np.full_like(a, v)``: linear in the fill value
     ``v`` (given positionally: by keyword it has no tangent slot).
 
     Example:
         >>> import numpy as np
-        >>> pair = fill_rules(np.full)
-        >>> pair.rrule(3, 2.0)[1](np.ones(3)), pair.frule((None, None, 1.0), 2, 5.0)
+        >>> reverse, forward = fill_rules(np.full)
+        >>> reverse(3, 2.0)[1](np.ones(3)), forward((None, None, 1.0), 2, 5.0)
         ((NoTangent(), NoTangent(), 3.0), (array([5., 5.]), array([1., 1.])))
     """
 
@@ -1064,7 +1067,7 @@ def fill_rules(f: Any) -> RulePair:
 
     fill_rrule.__name__ = fill_rrule.__qualname__ = f"{f.__name__}_rrule"
     fill_frule.__name__ = fill_frule.__qualname__ = f"{f.__name__}_frule"
-    return RulePair(f, fill_rrule, fill_frule, wrt=(1,))
+    return fill_rrule, fill_frule
 
 
 def linspace_rrule(start: Any, stop: Any, *rest: Any, **kwargs: Any) -> Any:
@@ -1143,88 +1146,83 @@ def _unit_partial(x: Any) -> float:
     return 1.0
 
 
-#: The functions linear in their first argument, each with its transpose.
-_TRANSPOSES: dict[Any, Any] = {
+RULES: tuple[RulePair, ...] = (
+    *(RulePair(t, partials=_unit_partial) for t in SCALAR_TYPES),
+    # the functions linear in their first argument, each with its transpose
     # reshaping: the transpose is the inverse reshape / transpose
-    np.reshape: reshape_transpose,
-    np.ndarray.reshape: method_reshape_transpose,
-    np.ravel: ravel_transpose,
-    np.ndarray.ravel: ravel_transpose,
-    np.ndarray.flatten: ravel_transpose,
+    RulePair(np.reshape, transpose=reshape_transpose),
+    RulePair(np.ndarray.reshape, transpose=method_reshape_transpose),
+    RulePair(np.ravel, transpose=ravel_transpose),
+    RulePair(np.ndarray.ravel, transpose=ravel_transpose),
+    RulePair(np.ndarray.flatten, transpose=ravel_transpose),
     # a NumPy scalar's methods whose NumPy function takes other arguments (np.reshape(a, shape)
     # for x.reshape(1, 1)) or does not exist (flatten)
-    np.generic.reshape: method_reshape_transpose,
-    np.generic.flatten: ravel_transpose,
-    np.generic.transpose: method_transpose_transpose,
-    np.squeeze: same_shape_transpose,
-    np.ndarray.squeeze: same_shape_transpose,
-    np.expand_dims: same_shape_transpose,
-    np.transpose: transpose_transpose,
-    np.ndarray.transpose: method_transpose_transpose,
-    np.swapaxes: swapaxes_transpose,
-    np.ndarray.swapaxes: swapaxes_transpose,
-    np.moveaxis: moveaxis_transpose,
-    np.broadcast_to: broadcast_to_transpose,
-    np.copy: same_shape_transpose,
-    np.ndarray.copy: same_shape_transpose,
-    np.ascontiguousarray: same_shape_transpose,
+    RulePair(np.generic.reshape, transpose=method_reshape_transpose),
+    RulePair(np.generic.flatten, transpose=ravel_transpose),
+    RulePair(np.generic.transpose, transpose=method_transpose_transpose),
+    RulePair(np.squeeze, transpose=same_shape_transpose),
+    RulePair(np.ndarray.squeeze, transpose=same_shape_transpose),
+    RulePair(np.expand_dims, transpose=same_shape_transpose),
+    RulePair(np.transpose, transpose=transpose_transpose),
+    RulePair(np.ndarray.transpose, transpose=method_transpose_transpose),
+    RulePair(np.swapaxes, transpose=swapaxes_transpose),
+    RulePair(np.ndarray.swapaxes, transpose=swapaxes_transpose),
+    RulePair(np.moveaxis, transpose=moveaxis_transpose),
+    RulePair(np.broadcast_to, transpose=broadcast_to_transpose),
+    RulePair(np.copy, transpose=same_shape_transpose),
+    RulePair(np.ndarray.copy, transpose=same_shape_transpose),
+    RulePair(np.ascontiguousarray, transpose=same_shape_transpose),
     # reordering
-    np.flip: flip_transpose,
-    np.fliplr: fliplr_transpose,
-    np.flipud: flipud_transpose,
-    np.rot90: rot90_transpose,
-    np.roll: roll_transpose,
+    RulePair(np.flip, transpose=flip_transpose),
+    RulePair(np.fliplr, transpose=fliplr_transpose),
+    RulePair(np.flipud, transpose=flipud_transpose),
+    RulePair(np.rot90, transpose=rot90_transpose),
+    RulePair(np.roll, transpose=roll_transpose),
     # repeating
-    np.tile: tile_transpose,
-    np.repeat: repeat_transpose,
-    np.ndarray.repeat: repeat_transpose,
+    RulePair(np.tile, transpose=tile_transpose),
+    RulePair(np.repeat, transpose=repeat_transpose),
+    RulePair(np.ndarray.repeat, transpose=repeat_transpose),
     # selecting
-    np.take: take_transpose,
-    np.ndarray.take: take_transpose,
-    take_adjoint: take_adjoint_transpose,
-    np.diag: diag_transpose,
-    np.diagflat: diagflat_transpose,
-    np.diagonal: diagonal_transpose,
-    np.ndarray.diagonal: diagonal_transpose,
-    np.triu: triu_transpose,
-    np.tril: tril_transpose,
+    RulePair(np.take, transpose=take_transpose),
+    RulePair(np.ndarray.take, transpose=take_transpose),
+    RulePair(take_adjoint, transpose=take_adjoint_transpose),
+    RulePair(np.diag, transpose=diag_transpose),
+    RulePair(np.diagflat, transpose=diagflat_transpose),
+    RulePair(np.diagonal, transpose=diagonal_transpose),
+    RulePair(np.ndarray.diagonal, transpose=diagonal_transpose),
+    RulePair(np.triu, transpose=triu_transpose),
+    RulePair(np.tril, transpose=tril_transpose),
     # conjugation and conversions
-    np.ndarray.conj: conj_transpose,
-    np.ndarray.conjugate: conj_transpose,
-}
-
-RULES: tuple[RulePair, ...] = family_rules(
-    partials=dict.fromkeys(SCALAR_TYPES, _unit_partial),
-    pairs=(
-        *(linear_rules(f, transpose) for f, transpose in _TRANSPOSES.items()),
-        *(linear_rules(f, trace_transpose, native=trace_native) for f in (np.trace, np.ndarray.trace)),
-        *(atleast_rules(f) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
-        RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
-        # joining and splitting
-        *(linear_rules(f, join_transpose(f, layout)) for f, layout in _JOINS.items()),
-        RulePair(np.append, append_rrule, append_frule),
-        RulePair(np.block, block_rrule, block_frule),
-        *(linear_rules(f, split_transpose(f))
-          for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
-        # pad is affine: its frule pads the tangent with zeros (or the constant values' tangent)
-        RulePair(np.pad, pad_rrule, pad_frule, wrt=(0, 3)),
-        RulePair(np.where, where_rrule, where_frule),
-        RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2, 4, 5)),
-        RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
-        # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
-        RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
-        RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
-        RulePair(np.array, array_rrule, array_frule, wrt=(0,)),
-        RulePair(np.asarray, linear_rules(np.asarray, array_transpose).rrule, asarray_frule, wrt=(0,)),
-        RulePair(np.asanyarray, linear_rules(np.asanyarray, array_transpose).rrule, asanyarray_frule,
-                 wrt=(0,)),
-        astype_rules(np.ndarray.astype),
-        astype_rules(np.astype),
-        # constructors whose values depend on an argument, and scalar types
-        fill_rules(np.full),
-        fill_rules(np.full_like),
-        RulePair(np.linspace, linspace_rrule, linspace_frule),
-        RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
-    ),
-    non_differentiable=NON_DIFFERENTIABLE + INTEGER_TYPES,
+    RulePair(np.ndarray.conj, transpose=conj_transpose),
+    RulePair(np.ndarray.conjugate, transpose=conj_transpose),
+    RulePair(np.trace, transpose=trace_transpose, native=trace_native),
+    RulePair(np.ndarray.trace, transpose=trace_transpose, native=trace_native),
+    *(RulePair(f, *atleast_rules(f)) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d)),
+    RulePair(np.sort, sort_rrule, sort_frule, wrt=(0,)),
+    # joining and splitting
+    *(RulePair(f, transpose=join_transpose(f, layout)) for f, layout in _JOINS.items()),
+    RulePair(np.append, append_rrule, append_frule),
+    RulePair(np.block, block_rrule, block_frule),
+    *(RulePair(f, transpose=split_transpose(f))
+      for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.unstack)),
+    # pad is affine: its frule pads the tangent with zeros (or the constant values' tangent)
+    RulePair(np.pad, pad_rrule, pad_frule, wrt=(0, 3)),
+    RulePair(np.where, where_rrule, where_frule),
+    RulePair(np.clip, clip_rrule, clip_frule, wrt=(0, 1, 2, 4, 5)),
+    RulePair(np.ndarray.clip, clip_rrule, clip_frule, wrt=(0, 1, 2)),
+    # products (dot, inner, outer, tensordot, matmul and vecdot are in contractions.py)
+    RulePair(np.kron, kron_rrule, kron_frule, wrt=(0, 1)),
+    RulePair(np.cross, cross_rrule, cross_frule, wrt=(0, 1)),
+    RulePair(np.array, array_rrule, array_frule, wrt=(0,)),
+    # the rrule from the transpose, the frule its own (it keeps a list's dtype)
+    RulePair(np.asarray, transpose=array_transpose, frule=asarray_frule, wrt=(0,)),
+    RulePair(np.asanyarray, transpose=array_transpose, frule=asanyarray_frule, wrt=(0,)),
+    RulePair(np.ndarray.astype, *astype_rules(np.ndarray.astype), wrt=(0,)),
+    RulePair(np.astype, *astype_rules(np.astype), wrt=(0,)),
+    # constructors whose values depend on an argument, and scalar types
+    RulePair(np.full, *fill_rules(np.full), wrt=(1,)),
+    RulePair(np.full_like, *fill_rules(np.full_like), wrt=(1,)),
+    RulePair(np.linspace, linspace_rrule, linspace_frule),
+    RulePair(np.arange, arange_rrule, arange_frule, wrt=(0, 2)),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE + INTEGER_TYPES),
 )

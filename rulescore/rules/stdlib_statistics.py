@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import entries, family_rules, fit, proj
+from rulescore.rules._common import entries, fit, proj
 
 _NT = NoTangent()
 
@@ -111,7 +111,7 @@ def median_frule(tangents: Any, data: Any) -> Any:
 
 # -- variance, pvariance, stdev, pstdev -----------------------------------------------------------
 
-def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> RulePair:
+def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> tuple[Any, Any]:
     """The rules of ``f(data, centre=None)``: the sum of squared deviations from ``centre`` (the
     mean when not given) over ``n - 1`` (``sample``) or ``n``, its square root if ``root``."""
 
@@ -145,12 +145,14 @@ def _spread_rules(f: Callable[..., Any], sample: bool, root: bool) -> RulePair:
     name = f.__name__
     spread_rrule.__name__ = spread_rrule.__qualname__ = f"{name}_rrule"
     spread_frule.__name__ = spread_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, spread_rrule, spread_frule)
+    return spread_rrule, spread_frule
 
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), (statistics.mean, statistics.median), pairs=(
-    _spread_rules(statistics.variance, sample=True, root=False),
-    _spread_rules(statistics.pvariance, sample=False, root=False),
-    _spread_rules(statistics.stdev, sample=True, root=True),
-    _spread_rules(statistics.pstdev, sample=False, root=True),
-))
+RULES: tuple[RulePair, ...] = (
+    RulePair(statistics.mean, mean_rrule, mean_frule),
+    RulePair(statistics.median, median_rrule, median_frule),
+    RulePair(statistics.variance, *_spread_rules(statistics.variance, sample=True, root=False)),
+    RulePair(statistics.pvariance, *_spread_rules(statistics.pvariance, sample=False, root=False)),
+    RulePair(statistics.stdev, *_spread_rules(statistics.stdev, sample=True, root=True)),
+    RulePair(statistics.pstdev, *_spread_rules(statistics.pstdev, sample=False, root=True)),
+)

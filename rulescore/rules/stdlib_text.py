@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import logging
 
-from rulescore._helpers import non_differentiable_rules
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 
 _LEVELS = ("debug", "info", "warning", "error", "critical", "exception", "log")
 
@@ -26,4 +25,4 @@ LOGGING_CALLS = (*(getattr(logging.Logger, name) for name in _LEVELS),
                  *(getattr(logging, name) for name in _LEVELS), logging.LogRecord.getMessage)
 
 RULES: tuple[RulePair, ...] = tuple(
-    non_differentiable_rules(f) for f in (json.dumps, json.dump, *LOGGING_CALLS))
+    RulePair(f, kind="non_differentiable") for f in (json.dumps, json.dump, *LOGGING_CALLS))

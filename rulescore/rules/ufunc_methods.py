@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair, frule, rrule
 from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._registry import frule, rrule
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufuncs import RULES as UFUNC_RULES
 
@@ -216,13 +215,13 @@ def _fold_rrule(method: str, uf: np.ufunc, params: tuple[str, ...]) -> Any:
     return fold_rrule
 
 
-def _fold_rules(method: str, uf: np.ufunc) -> RulePair:
+def _fold_rules(method: str, uf: np.ufunc) -> tuple[Any, Any]:
+    """The rrule and frule of ``uf.reduce`` or ``uf.accumulate`` (``method``)."""
     params = _REDUCE_PARAMS if method == "reduce" else _ACCUMULATE_PARAMS
-    return RulePair(getattr(uf, method), _fold_rrule(method, uf, params), _fold_frule(method, uf, params),
-                    wrt=(0,))
+    return _fold_rrule(method, uf, params), _fold_frule(method, uf, params)
 
 
-def _outer_rules(uf: np.ufunc) -> RulePair:
+def _outer_rules(uf: np.ufunc) -> tuple[Any, Any]:
     def _column(a: Any, b: Any) -> Any:
         return np.reshape(a, np.shape(a) + (1,) * np.ndim(b))
 
@@ -242,7 +241,7 @@ def _outer_rules(uf: np.ufunc) -> RulePair:
 
     outer_rrule.__name__ = outer_rrule.__qualname__ = f"{uf.__name__}_outer_rrule"
     outer_frule.__name__ = outer_frule.__qualname__ = f"{uf.__name__}_outer_frule"
-    return RulePair(uf.outer, outer_rrule, outer_frule, wrt=(0, 1))
+    return outer_rrule, outer_frule
 
 
 # -- reduceat ----------------------------------------------------------------------------------------
@@ -275,7 +274,7 @@ def _placed(part: Any, axis: int, where: slice, shape: tuple[int, ...]) -> Any:
     return np.concatenate([zeros(start), part, zeros(shape[axis] - stop)], axis=axis)
 
 
-def _reduceat_rules(uf: np.ufunc) -> RulePair:
+def _reduceat_rules(uf: np.ufunc) -> tuple[Any, Any]:
     """``uf.reduceat``: each output is ``uf.reduce`` of one slice, differentiated by that rule."""
 
     def reduceat_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -303,7 +302,7 @@ def _reduceat_rules(uf: np.ufunc) -> RulePair:
 
     reduceat_rrule.__name__ = reduceat_rrule.__qualname__ = f"{uf.__name__}_reduceat_rrule"
     reduceat_frule.__name__ = reduceat_frule.__qualname__ = f"{uf.__name__}_reduceat_frule"
-    return RulePair(uf.reduceat, reduceat_rrule, reduceat_frule, wrt=(0,))
+    return reduceat_rrule, reduceat_frule
 
 
 # -- ufunc.at ----------------------------------------------------------------------------------------
@@ -408,9 +407,9 @@ def ufunc_at_frule(tangents: Any, ufunc: np.ufunc, a: Any, indices: Any, *b: Any
 _FOLDABLE = tuple(uf for uf in BINARY_UFUNCS if uf is not np.ldexp)
 
 RULES: tuple[RulePair, ...] = (
-    *(_fold_rules("reduce", uf) for uf in _FOLDABLE if uf is not np.add),
-    *(_fold_rules("accumulate", uf) for uf in _FOLDABLE),
-    *(_reduceat_rules(uf) for uf in _FOLDABLE),
-    *(_outer_rules(uf) for uf in BINARY_UFUNCS),
+    *(RulePair(uf.reduce, *_fold_rules("reduce", uf), wrt=(0,)) for uf in _FOLDABLE if uf is not np.add),
+    *(RulePair(uf.accumulate, *_fold_rules("accumulate", uf), wrt=(0,)) for uf in _FOLDABLE),
+    *(RulePair(uf.reduceat, *_reduceat_rules(uf), wrt=(0,)) for uf in _FOLDABLE),
+    *(RulePair(uf.outer, *_outer_rules(uf), wrt=(0, 1)) for uf in BINARY_UFUNCS),
     RulePair(ufunc_at, ufunc_at_rrule, ufunc_at_frule, wrt=(1, 3)),
 )

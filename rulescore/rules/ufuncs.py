@@ -1,7 +1,7 @@
 """Rules for NumPy's ufuncs (and ``np.real``, ``np.imag``, ``np.angle``).
 
 One table, :data:`RULES`: the element-wise ufuncs from their named partials
-(:func:`rulescore.partials_rules`, pullbacks named ``<ufunc>_pullback``), hand-written rules for
+(``RulePair(f, partials=...)``, pullbacks named ``<ufunc>_pullback``), hand-written rules for
 the others (``absolute``, ``conjugate`` and ``sign``, not holomorphic; the two-output
 ``divmod``/``modf``/``frexp``; ``np.real``/``np.imag``/``np.angle``), and the ufuncs with no
 derivative (:data:`NON_DIFFERENTIABLE`: ``floor``, ``ceil``, ``trunc``, ``rint``,
@@ -45,19 +45,17 @@ The ufunc methods (``np.add.reduce``, ``.accumulate``, ``.outer``, ``.at``) are 
 
 Native tier: the ufuncs whose primal and partials have array-API spellings name them
 (``native="asin"``; the partials take ``xp=np``), so their rules run on JAX arrays and PyTorch
-tensors too (:func:`rulescore.partials_rules`); NumPy input takes the NumPy path unchanged.
+tensors too (``RulePair(f, partials=..., native=...)``); NumPy input takes the NumPy path unchanged.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rulescore._helpers import partials_rules
-from rulescore._rule_pair import RulePair
+from rulescore import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import (
     abs_dot,
@@ -67,7 +65,6 @@ from rulescore.rules._common import (
     conj,
     divmod_cotangents,
     divmod_tangent,
-    family_rules,
     fit,
     frexp_cotangents,
     frexp_tangent,
@@ -489,98 +486,81 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class _Ufunc:
-    """What the rules of one element-wise ufunc need to know, in its row of :data:`_PARTIALS`.
-
-    ``partials`` are its partial derivatives; ``divides``: they may divide by zero (``sqrt`` at
-    ``0``), so they run under ``np.errstate`` (which costs several times the partial itself on a
-    scalar: ``np.sin`` of a float goes without); ``from_result``: they read the result only, so the
-    pullback need not keep the inputs; ``native``: the rules also run on JAX and PyTorch arrays,
-    through the array API's function of the same meaning (``native=`` of
-    :func:`rulescore.partials_rules`); ``ordered``: NumPy orders complex numbers and array libraries
-    do not, so complex arrays take the host tier.
-    """
-
-    partials: Any
-    divides: bool = True
-    from_result: bool = False
-    native: bool = False
-    ordered: bool = False
-
-
-#: Every element-wise ufunc with a derivative, one row each: its partials and the facts of
-#: :class:`_Ufunc`.
-_PARTIALS: dict[Any, _Ufunc] = {
-    #                                            divides from_result native ordered
-    np.add:         _Ufunc(add_partials,         False,  True,       True,  False),
-    np.subtract:    _Ufunc(subtract_partials,    False,  True,       True,  False),
-    np.multiply:    _Ufunc(multiply_partials,    False,  False,      True,  False),
-    np.divide:      _Ufunc(divide_partials,      True,   False,      True,  False),
-    np.power:       _Ufunc(pow_partials,         True,   False,      False, False),
-    np.float_power: _Ufunc(float_power_partials, True,   False,      False, False),
-    np.negative:    _Ufunc(negative_partials,    False,  True,       True,  False),
-    np.positive:    _Ufunc(positive_partials,    False,  True,       True,  False),
-    np.fabs:        _Ufunc(sign_partials,        False,  False,      False, False),
-    np.exp:         _Ufunc(exp_partials,         False,  True,       True,  False),
-    np.exp2:        _Ufunc(exp2_partials,        False,  True,       True,  False),
-    np.expm1:       _Ufunc(expm1_partials,       True,   False,      True,  False),
-    np.log:         _Ufunc(log_partials,         True,   False,      True,  False),
-    np.log2:        _Ufunc(log2_partials,        True,   False,      True,  False),
-    np.log10:       _Ufunc(log10_partials,       True,   False,      True,  False),
-    np.log1p:       _Ufunc(log1p_partials,       True,   False,      True,  False),
-    np.sqrt:        _Ufunc(sqrt_partials,        True,   True,       True,  False),
-    np.cbrt:        _Ufunc(cbrt_partials,        True,   True,       True,  False),
-    np.square:      _Ufunc(square_partials,      False,  False,      True,  False),
-    np.reciprocal:  _Ufunc(reciprocal_partials,  True,   True,       True,  False),
-    np.sin:         _Ufunc(sin_partials,         False,  False,      True,  False),
-    np.cos:         _Ufunc(cos_partials,         False,  False,      True,  False),
-    np.tan:         _Ufunc(tan_partials,         True,   True,       True,  False),
-    np.arcsin:      _Ufunc(arcsin_partials,      True,   False,      True,  False),
-    np.arccos:      _Ufunc(arccos_partials,      True,   False,      True,  False),
-    np.arctan:      _Ufunc(arctan_partials,      True,   False,      True,  False),
-    np.sinh:        _Ufunc(sinh_partials,        False,  False,      True,  False),
-    np.cosh:        _Ufunc(cosh_partials,        False,  False,      True,  False),
-    np.tanh:        _Ufunc(tanh_partials,        False,  True,       True,  False),
-    np.arcsinh:     _Ufunc(arcsinh_partials,     True,   False,      True,  False),
-    np.arccosh:     _Ufunc(arccosh_partials,     True,   False,      True,  False),
-    np.arctanh:     _Ufunc(arctanh_partials,     True,   False,      True,  False),
-    np.deg2rad:     _Ufunc(radians_partials,     False,  False,      True,  False),
-    np.radians:     _Ufunc(radians_partials,     False,  False,      True,  False),
-    np.rad2deg:     _Ufunc(degrees_partials,     False,  False,      True,  False),
-    np.degrees:     _Ufunc(degrees_partials,     False,  False,      True,  False),
-    np.arctan2:     _Ufunc(arctan2_partials,     True,   False,      True,  False),
-    np.hypot:       _Ufunc(hypot_partials,       True,   False,      True,  False),
-    np.logaddexp:   _Ufunc(logaddexp_partials,   True,   False,      False, False),
-    np.logaddexp2:  _Ufunc(logaddexp2_partials,  True,   False,      False, False),
-    np.maximum:     _Ufunc(maximum_partials,     False,  False,      True,  True),
-    np.minimum:     _Ufunc(minimum_partials,     False,  False,      True,  True),
-    np.fmax:        _Ufunc(fmax_partials,        False,  False,      True,  True),
-    np.fmin:        _Ufunc(fmin_partials,        False,  False,      True,  True),
-    np.copysign:    _Ufunc(copysign_partials,    False,  False,      False, False),
-    np.nextafter:   _Ufunc(nextafter_partials,   True,   False,      False, False),
-    np.fmod:        _Ufunc(fmod_partials,        True,   False,      False, False),
-    np.remainder:   _Ufunc(remainder_partials,   True,   False,      False, False),
-    np.ldexp:       _Ufunc(ldexp_partials,       False,  False,      False, False),
-}
-
-#: NumPy's names that the array API spells differently.
-_ARRAY_API_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
-                    "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2"}
-
-
-def _ufunc_rules(f: Any, row: _Ufunc) -> RulePair:
-    """The rules of the element-wise ufunc ``f`` from its row: ``out=`` refused, ``where=``
-    masked, infinite derivatives returned without a warning."""
-    native = _ARRAY_API_NAMES.get(f.__name__, f.__name__) if row.native else None
-    return partials_rules(f, row.partials, needs_inputs=not row.from_result, native=native,
-                          native_complex=not row.ordered, check_kwargs=check_kwargs, errstate=row.divides)
-
-
-RULES: tuple[RulePair, ...] = family_rules(
-    globals(),
-    # the ufuncs with rules of their own (absolute_rrule, absolute_frule, ...)
-    (np.absolute, np.conjugate, np.sign, np.divmod, np.modf, np.frexp, np.real, np.imag, np.angle),
-    pairs=tuple(_ufunc_rules(f, row) for f, row in _PARTIALS.items()),
-    non_differentiable=NON_DIFFERENTIABLE,
+RULES: tuple[RulePair, ...] = (
+    # the ufuncs with rules of their own
+    RulePair(np.absolute, absolute_rrule, absolute_frule),
+    RulePair(np.conjugate, conjugate_rrule, conjugate_frule),
+    RulePair(np.sign, sign_rrule, sign_frule),
+    RulePair(np.divmod, divmod_rrule, divmod_frule),
+    RulePair(np.modf, modf_rrule, modf_frule),
+    RulePair(np.frexp, frexp_rrule, frexp_frule),
+    RulePair(np.real, real_rrule, real_frule),
+    RulePair(np.imag, imag_rrule, imag_frule),
+    RulePair(np.angle, angle_rrule, angle_frule),
+    # the element-wise ufuncs from their partials: out= refused and where= masked (check_kwargs);
+    # errstate=True: the partials may divide by zero (sqrt at 0), so they run under np.errstate
+    # (which costs several times the partial itself on a scalar: np.sin of a float goes without);
+    # needs_inputs=False: they read the result only, so the pullback need not keep the inputs;
+    # native="name": the rules also run on JAX and PyTorch arrays, through the array API's function
+    # of the same meaning (spelled differently for arcsin, ...: asin); native_complex=False: NumPy
+    # orders complex numbers and array libraries do not, so complex arrays take the host tier
+    RulePair(np.add, partials=add_partials, check_kwargs=check_kwargs, needs_inputs=False, native="add"),
+    RulePair(np.subtract, partials=subtract_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="subtract"),
+    RulePair(np.multiply, partials=multiply_partials, check_kwargs=check_kwargs, native="multiply"),
+    RulePair(np.divide, partials=divide_partials, check_kwargs=check_kwargs, errstate=True, native="divide"),
+    RulePair(np.power, partials=pow_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.float_power, partials=float_power_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.negative, partials=negative_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="negative"),
+    RulePair(np.positive, partials=positive_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, native="positive"),
+    RulePair(np.fabs, partials=sign_partials, check_kwargs=check_kwargs),
+    RulePair(np.exp, partials=exp_partials, check_kwargs=check_kwargs, needs_inputs=False, native="exp"),
+    RulePair(np.exp2, partials=exp2_partials, check_kwargs=check_kwargs, needs_inputs=False, native="exp2"),
+    RulePair(np.expm1, partials=expm1_partials, check_kwargs=check_kwargs, errstate=True, native="expm1"),
+    RulePair(np.log, partials=log_partials, check_kwargs=check_kwargs, errstate=True, native="log"),
+    RulePair(np.log2, partials=log2_partials, check_kwargs=check_kwargs, errstate=True, native="log2"),
+    RulePair(np.log10, partials=log10_partials, check_kwargs=check_kwargs, errstate=True, native="log10"),
+    RulePair(np.log1p, partials=log1p_partials, check_kwargs=check_kwargs, errstate=True, native="log1p"),
+    RulePair(np.sqrt, partials=sqrt_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="sqrt"),
+    RulePair(np.cbrt, partials=cbrt_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="cbrt"),
+    RulePair(np.square, partials=square_partials, check_kwargs=check_kwargs, native="square"),
+    RulePair(np.reciprocal, partials=reciprocal_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="reciprocal"),
+    RulePair(np.sin, partials=sin_partials, check_kwargs=check_kwargs, native="sin"),
+    RulePair(np.cos, partials=cos_partials, check_kwargs=check_kwargs, native="cos"),
+    RulePair(np.tan, partials=tan_partials, check_kwargs=check_kwargs,
+             needs_inputs=False, errstate=True, native="tan"),
+    RulePair(np.arcsin, partials=arcsin_partials, check_kwargs=check_kwargs, errstate=True, native="asin"),
+    RulePair(np.arccos, partials=arccos_partials, check_kwargs=check_kwargs, errstate=True, native="acos"),
+    RulePair(np.arctan, partials=arctan_partials, check_kwargs=check_kwargs, errstate=True, native="atan"),
+    RulePair(np.sinh, partials=sinh_partials, check_kwargs=check_kwargs, native="sinh"),
+    RulePair(np.cosh, partials=cosh_partials, check_kwargs=check_kwargs, native="cosh"),
+    RulePair(np.tanh, partials=tanh_partials, check_kwargs=check_kwargs, needs_inputs=False, native="tanh"),
+    RulePair(np.arcsinh, partials=arcsinh_partials, check_kwargs=check_kwargs, errstate=True, native="asinh"),
+    RulePair(np.arccosh, partials=arccosh_partials, check_kwargs=check_kwargs, errstate=True, native="acosh"),
+    RulePair(np.arctanh, partials=arctanh_partials, check_kwargs=check_kwargs, errstate=True, native="atanh"),
+    RulePair(np.deg2rad, partials=radians_partials, check_kwargs=check_kwargs, native="deg2rad"),
+    RulePair(np.radians, partials=radians_partials, check_kwargs=check_kwargs, native="radians"),
+    RulePair(np.rad2deg, partials=degrees_partials, check_kwargs=check_kwargs, native="rad2deg"),
+    RulePair(np.degrees, partials=degrees_partials, check_kwargs=check_kwargs, native="degrees"),
+    RulePair(np.arctan2, partials=arctan2_partials, check_kwargs=check_kwargs, errstate=True, native="atan2"),
+    RulePair(np.hypot, partials=hypot_partials, check_kwargs=check_kwargs, errstate=True, native="hypot"),
+    RulePair(np.logaddexp, partials=logaddexp_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.logaddexp2, partials=logaddexp2_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.maximum, partials=maximum_partials, check_kwargs=check_kwargs,
+             native="maximum", native_complex=False),
+    RulePair(np.minimum, partials=minimum_partials, check_kwargs=check_kwargs,
+             native="minimum", native_complex=False),
+    RulePair(np.fmax, partials=fmax_partials, check_kwargs=check_kwargs, native="fmax", native_complex=False),
+    RulePair(np.fmin, partials=fmin_partials, check_kwargs=check_kwargs, native="fmin", native_complex=False),
+    RulePair(np.copysign, partials=copysign_partials, check_kwargs=check_kwargs),
+    RulePair(np.nextafter, partials=nextafter_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.fmod, partials=fmod_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.remainder, partials=remainder_partials, check_kwargs=check_kwargs, errstate=True),
+    RulePair(np.ldexp, partials=ldexp_partials, check_kwargs=check_kwargs),
+    *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),
 )

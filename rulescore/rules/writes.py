@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from rulescore import RulePair
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
-from rulescore._rule_pair import RulePair
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules.ufunc_methods import AT_UFUNCS, ufunc_at
 
@@ -155,7 +155,7 @@ def _fill_diagonal_slots(a: Any, val: Any, wrap: bool = False) -> tuple[np.ndarr
     return pos, np.arange(pos.size) % max(np.size(val), 1)
 
 
-def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at: int) -> RulePair:
+def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at: int) -> tuple[Any, Any]:
     """The rules of the functional write ``f(a, ...)`` whose values are its argument ``at``:
     ``slots(a, ...)`` says which flat positions of ``a`` get which flat element of the values."""
     name = f.__name__
@@ -191,16 +191,16 @@ def _write_rules(f: Any, slots: Callable[..., tuple[np.ndarray, np.ndarray]], at
 
     write_rrule.__name__ = write_rrule.__qualname__ = f"{name}_rrule"
     write_frule.__name__ = write_frule.__qualname__ = f"{name}_frule"
-    return RulePair(f, write_rrule, write_frule, wrt=(0, at))
+    return write_rrule, write_frule
 
 
 RULES: tuple[RulePair, ...] = (
-    _write_rules(place, _place_slots, 2),
-    _write_rules(putmask, _putmask_slots, 2),
-    _write_rules(put, _put_slots, 2),
-    _write_rules(copyto, _copyto_slots, 1),
-    _write_rules(fill, _fill_slots, 1),
-    _write_rules(fill_diagonal, _fill_diagonal_slots, 1),
+    RulePair(place, *_write_rules(place, _place_slots, 2), wrt=(0, 2)),
+    RulePair(putmask, *_write_rules(putmask, _putmask_slots, 2), wrt=(0, 2)),
+    RulePair(put, *_write_rules(put, _put_slots, 2), wrt=(0, 2)),
+    RulePair(copyto, *_write_rules(copyto, _copyto_slots, 1), wrt=(0, 1)),
+    RulePair(fill, *_write_rules(fill, _fill_slots, 1), wrt=(0, 1)),
+    RulePair(fill_diagonal, *_write_rules(fill_diagonal, _fill_diagonal_slots, 1), wrt=(0, 1)),
 )
 
 #: Each NumPy callable that writes into its first argument -> its functional form (same

@@ -108,7 +108,9 @@ def test_rule(case: RuleCase) -> None:
 
 
 def test_every_rule_of_the_family_has_a_case() -> None:
-    assert {id(p.primal) for p in scipy_special.RULES} <= {id(c.f) for c in CASES}
+    # logsumexp's entry holds the reductions' rules: its cases are in test_reductions.py
+    covered = {id(c.f) for c in CASES}
+    assert {id(p.primal) for p in scipy_special.RULES if p.primal is not sp.logsumexp} <= covered
 
 
 def test_importing_rulescore_does_not_import_scipy_and_scipy_registers_later() -> None:
