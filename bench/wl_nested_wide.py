@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import scipy.special as sp
-from harness import AUTOGRAD, ZYGOTE, Case, Config, Section, Table, Target, compare, peers
+from harness import AUTOGRAD, ZYGOTE, Case, Config, Section, Target, compare, peers
 
 ORDERS = 4
 SGD_STEPS, SGD_RATE = 3, 0.1
@@ -77,7 +77,8 @@ def _data() -> dict[str, Any]:
     d["Xs_meta"], d["ys_meta"] = rng.standard_normal((20, 5)), rng.standard_normal(20)
     d["Xq_meta"], d["yq_meta"] = rng.standard_normal((20, 5)), rng.standard_normal(20)
     d["w_meta"], d["v_meta"] = 0.3 * rng.standard_normal(5), rng.standard_normal(5)
-    d["P_mnet"] = (0.4 * rng.standard_normal((5, 8)), 0.1 * rng.standard_normal(8), 0.4 * rng.standard_normal(8))
+    d["P_mnet"] = (0.4 * rng.standard_normal((5, 8)), 0.1 * rng.standard_normal(8),
+                   0.4 * rng.standard_normal(8))
     # gradient penalty: 16 points in 4 dims, a 4 -> 8 -> 1 critic
     d["X_gp"] = rng.standard_normal((16, 4))
     d["P_gpen"] = (0.5 * rng.standard_normal((4, 8)), 0.5 * rng.standard_normal(8))
@@ -415,7 +416,8 @@ TITLES = {
     "meta_linear": f"meta-learning, linear model: query loss after {SGD_STEPS} SGD steps, d/d(init)",
     "meta_net": f"meta-learning, 5-8-1 tanh network: query loss after {SGD_STEPS} SGD steps, d/d(init)",
     "gradient_penalty": "gradient penalty: d/d(weights) of critic + (|d critic / d x| - 1)^2, 16 points",
-    "logistic_newton": "Newton step of logistic regression (log1p, exp): solve(Hessian, gradient), 12 weights",
+    "logistic_newton": ("Newton step of logistic regression (log1p, exp): solve(Hessian, gradient), "
+                        "12 weights"),
     "softplus_hvp": "HVP, softplus regression (logaddexp), n = 30",
 }
 
@@ -440,10 +442,10 @@ def run(cfg: Config) -> Section:
                   if not (key == "meta_linear" and variant.startswith("jvp"))]
         table = compare(title, cases, cfg, rtol=1e-9)
         if key == "meta_linear":
-            extra = compare(title + " (jvp row)", [Case(AUTOGRAD, "grad, dotted with v", ag["meta_linear_jvp"]),
-                                                    Case(ZYGOTE, "jvp (directional derivative)",
-                                                         zps[key]["jvp (directional derivative)"])],
-                            cfg, rtol=1e-9)
+            jvp_cases = [Case(AUTOGRAD, "grad, dotted with v", ag["meta_linear_jvp"]),
+                         Case(ZYGOTE, "jvp (directional derivative)",
+                              zps[key]["jvp (directional derivative)"])]
+            extra = compare(title + " (jvp row)", jvp_cases, cfg, rtol=1e-9)
             table.rows += extra.rows[1:]
             # the jvp row's ratio is to autograd's gradient (the directional derivative costs it that)
             table.rows[-1].note = "vs autograd's gradient dotted with v"
