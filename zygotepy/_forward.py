@@ -29,7 +29,7 @@ from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, settle
 
 
@@ -390,7 +390,7 @@ def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
 
 def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
                  kwargs: dict[str, Any] | None) -> tuple[Trace, Any]:
-    check_arguments("jvp", f, primals)
+    check_arguments("jvp", f, primals_of(primals))
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
     with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))

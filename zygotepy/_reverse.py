@@ -45,7 +45,7 @@ from zygotepy._dispatch import (
 from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
@@ -478,7 +478,7 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
 
 def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
-    check_arguments("gradient", f, args, selected)
+    check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
