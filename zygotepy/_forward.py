@@ -27,7 +27,7 @@ from zygotepy import _dispatch
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
-from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
+from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable, _is_shape, _traced_impl
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, settle
@@ -55,8 +55,11 @@ class ForwardTrace(Trace):
     def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
         super().__init__(outer)
         self.directions = directions
-        if not outer and directions == 1 and self.log is None:
-            self.fast_path = _apply_forward_first_order  # the dispatcher's hot path (it logs nothing)
+        if directions == 1 and self.log is None and not self.with_params:  # the dispatcher's hot paths
+            if not outer:
+                self.fast_path = _apply_forward_first_order
+            elif all(t.log is None for t in outer):
+                self.fast_path = _apply_forward_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Push this trace's tangents through ``fn``'s frule, or ``NO_RULE``; a compiled callable
@@ -197,6 +200,69 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
         return y
     box = Box(y, trace, -1)  # trace.tangent_box, inlined
+    box._zp_tangents = (ydot,)
+    return box
+
+
+def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
+    """:func:`_apply_forward_first_order` under nested levels (a forward trace with one direction
+    innermost, none logging or holding implicit parameters): a plain callable with an frule,
+    arguments that are boxes of floats or arrays (at any level) or constants. The level owning
+    the innermost argument decides, as in the general path: when it is an outer one, its own
+    fast path; when it is this one, the frule pushes this level's tangents, its body running
+    rewritten at the levels outside (what :func:`apply_frule` does through the dispatcher,
+    without the general path's search). Anything else is left to the full path (``NOT_FAST``)."""
+    if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
+        return NOT_FAST
+    best: Any = None
+    for a in args:
+        ta = type(a)
+        if ta is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            if type(unbox_all(a)) not in _FAST_VALUES:
+                return NOT_FAST
+        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
+            return NOT_FAST
+    if best is None:
+        return fn(*args)  # nothing traced at any level
+    if best is not top:
+        if best.level >= top.level or top.outer[best.level] is not best:
+            return NOT_FAST  # a box of a finished differentiation: the full path says so
+        fast = best.fast_path
+        return NOT_FAST if fast is None else fast(fn, args, best)  # the owning level's call
+    primals: list[Any] = []
+    dots: list[Any] = [_NO_TANGENT]
+    for a in args:
+        if type(a) is Box and a._zp_trace is top:
+            primals.append(a._zp_value)
+            tangents = a._zp_tangents
+            dots.append(tangents[0] if type(tangents) is tuple else _tangents(a)[0])
+        else:
+            primals.append(a)
+            dots.append(_ZERO)
+    plain = tuple(primals)
+    rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
+    if rule is None or rule.kind != "rule" or rule.config or rule.non_differentiable or top.checks:
+        return NOT_FAST
+    target = _traced_impl(rule)
+    if target is None:
+        return NOT_FAST
+    token = LEVELS.set(top.outer)
+    try:
+        tangents_in = plain_tangents(tuple(dots), rule.wrt, None if rule.zero_tangents else plain)
+        if tangents_in is None:  # the rule contract: an frule is called only with a non-zero tangent
+            y, ydot = _dispatch.call(fn, *plain), zero_of(rule)
+        else:
+            y, ydot = target(tangents_in, *plain)
+    finally:
+        LEVELS.reset(token)
+    if type(y) is not Box and type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
+        return y
+    if type(y) is np.ndarray and y.base is not None:
+        note_view(top, y, args)
+    box = Box(y, top, -1)  # trace.tangent_box, inlined
     box._zp_tangents = (ydot,)
     return box
 

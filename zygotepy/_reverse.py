@@ -241,9 +241,10 @@ _TRACED_IMPLS = BoundedCache(4096)
 
 
 def _traced_impl(rule: Any) -> Any:
-    """``rule.impl`` as the dispatcher runs it at the outer levels (what ``call(rule.impl, ...)``
-    resolves to: its rewritten version), or ``None`` when that call needs the full path (the
-    body has rules of its own, is marked structural or is not Python)."""
+    """``rule.impl`` (an rrule's or an frule's) as the dispatcher runs it at the outer levels
+    (what ``call(rule.impl, ...)`` resolves to: its rewritten version), or ``None`` when that
+    call needs the full path (the body has rules of its own, is marked structural or is not
+    Python)."""
     impl = rule.impl
     try:
         return _TRACED_IMPLS[rule]
@@ -290,8 +291,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         return fn(*args)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
         return NOT_FAST  # a box of a finished differentiation: the full path says so
-    if type(best) is not ReverseTrace:
-        return NOT_FAST  # an outer forward level's call: its own mode decides
+    if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
+        fast = best.fast_path
+        return NOT_FAST if fast is None or best is top else fast(fn, args, best)
     if (type(fn) is np.ufunc and len(args) > fn.nin) or (len(args) > 2 and out_position(fn) >= 0):
         return NOT_FAST  # out= given positionally
     primals: list[Any] = []
