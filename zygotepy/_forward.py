@@ -27,7 +27,14 @@ from zygotepy import _dispatch
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
-from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable, _is_shape, _traced_impl
+from zygotepy._reverse import (
+    _FAST_CONSTANTS,
+    _FAST_VALUES,
+    _is_plain_callable,
+    _is_shape,
+    _logging,
+    _traced_impl,
+)
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, settle
@@ -58,7 +65,7 @@ class ForwardTrace(Trace):
         if directions == 1 and self.log is None and not self.with_params:  # the dispatcher's hot paths
             if not outer:
                 self.fast_path = _apply_forward_first_order
-            elif all(t.log is None for t in outer):
+            elif not _logging(outer):
                 self.fast_path = _apply_forward_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

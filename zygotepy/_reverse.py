@@ -72,7 +72,7 @@ class ReverseTrace(Trace):
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
-            elif all(t.log is None for t in outer):
+            elif not _logging(outer):
                 self.fast_path = _apply_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -83,6 +83,14 @@ class ReverseTrace(Trace):
     #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
     #: dispatcher asks it of every Python function a nested level traces.
     python_target = staticmethod(python_target)
+
+
+def _logging(traces: tuple[Trace, ...]) -> bool:
+    """Whether one of ``traces`` logs its calls (then no fast path: they log nothing)."""
+    for t in traces:
+        if t.log is not None:
+            return True
+    return False
 
 
 #: callable -> ``(ADJOINTS.version, RRULES.version, its sole rrule or None)`` when found plain,

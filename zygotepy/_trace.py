@@ -75,9 +75,10 @@ class Trace:
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
-        self.with_params: bool = bool(params) or (bool(outer) and any(t.with_params for t in outer))
+        # (the innermost outer trace's flags already say it of every trace around it)
+        self.with_params: bool = bool(params) or (bool(outer) and outer[-1].with_params)
         #: every active trace of one kind
-        self.uniform = not outer or all(type(t) is type(self) for t in outer)
+        self.uniform = not outer or (outer[-1].uniform and type(outer[-1]) is type(self))
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
