@@ -33,6 +33,7 @@ from zygotepy._reverse import (
     _is_plain_callable,
     _is_shape,
     _logging,
+    _new_box,
     _traced_impl,
 )
 from zygotepy._runtime import python_target
@@ -206,8 +207,8 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     y, ydot = rule.impl(tuple(dots), *plain)  # type: ignore[misc]
     if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
         return y
-    box = Box(y, trace, -1)  # trace.tangent_box, inlined
-    box._zp_tangents = (ydot,)
+    box = _new_box(Box)  # trace.tangent_box, inlined (see _reverse._apply_first_order)
+    box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, trace, -1, (ydot,)
     return box
 
 
@@ -269,8 +270,8 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
         return y
     if type(y) is np.ndarray and y.base is not None:
         note_view(top, y, args)
-    box = Box(y, top, -1)  # trace.tangent_box, inlined
-    box._zp_tangents = (ydot,)
+    box = _new_box(Box)  # trace.tangent_box, inlined (see _reverse._apply_first_order)
+    box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, top, -1, (ydot,)
     return box
 
 

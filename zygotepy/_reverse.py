@@ -137,6 +137,8 @@ def _is_plain_callable(fn: Any) -> bool:
     return _plain_entry(fn) is not None
 
 
+#: ``object.__new__``: the fast paths make a box and set its three slots themselves.
+_new_box = object.__new__
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
 #: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
 #: a chain written with ``np`` on scalars would take the general path).
@@ -241,7 +243,9 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
         note_view(trace, out, args)
     tape = trace.tape
     tape.append((pullback, n, *routes))  # Trace.record, inlined (see _trace.node)
-    return Box(out, trace, len(tape) - 1)
+    box = _new_box(Box)  # Box(out, trace, index) without the Python frame of its __init__
+    box._zp_value, box._zp_trace, box._zp_index = out, trace, len(tape) - 1
+    return box
 
 
 #: rule -> the rewritten body of its rrule, which an outer level traces line by line.
@@ -335,7 +339,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         note_view(best, y, args)
     tape = best.tape
     tape.append((pullback, len(args), *flat))
-    return Box(y, best, len(tape) - 1)
+    box = _new_box(Box)  # (as in _apply_first_order)
+    box._zp_value, box._zp_trace, box._zp_index = y, best, len(tape) - 1
+    return box
 
 
 def _box_args(trace: Trace, x: Any) -> Any:
