@@ -36,7 +36,7 @@ from rulescore._namespace import array_namespace
 from rulescore._not_implemented import NotImplementedTangent, not_implemented
 from rulescore._parameters import declare_parameters, parameters_of
 from rulescore._projection import ProjectionError, ProjectTo, project, unbroadcast
-from rulescore._registry import AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
+from rulescore._registry import HANDLING_KINDS, AmbiguousRuleError, Rule, RuleTable, frule, rrule, unbind
 from rulescore._rule_pair import RulePair, register_rules
 from rulescore._structural import carries_no_derivative, is_structural, structural
 from rulescore._structure import fields_of, rebuild
@@ -46,6 +46,7 @@ from rulescore._tree import tree_add, tree_flatten, tree_leaves, tree_map, tree_
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
+    "HANDLING_KINDS",
     "AbstractZero", "AmbiguousRuleError", "Batched", "HasForwardsMode", "HasReverseMode", "InplaceableThunk",
     "NoForwardsMode", "NoReverseMode", "NoTangent", "NotBatchable", "NotImplementedTangent",
     "not_implemented", "ProjectTo", "ProjectionError", "Rule",

@@ -41,7 +41,8 @@ class Rule:
     """One registered rule: the callable it is for, its argument types and its implementation.
 
     ``kind`` is ``"rule"``, ``"non_differentiable"`` (every input gets ``NoTangent``; engines may
-    skip recording) or ``"opt_out"`` (no rule: let the AD system recurse into the callable).
+    skip recording) or ``"opt_out"`` (no rule: let the AD system recurse into the callable), or
+    one of the :data:`HANDLING_KINDS`, which say how an engine handles a call without a rule.
     """
 
     table: str
@@ -94,6 +95,18 @@ class Rule:
             options = t if isinstance(t, tuple) else (t,)
             out.append(min(_mro_distance(mro, o) for o in options if issubclass(c, o)))
         return tuple(out)
+
+
+#: What an engine does with a callable that needs no rule, registered with
+#: :meth:`RuleTable.register_kind` for every argument type (``impl`` is the engine's handler):
+#: ``"structural"`` (run on the plain values; the answer depends on types and shapes only and
+#: carries no derivative: :func:`rulescore.structural`), ``"pass_through"`` (a helper that hands
+#: back one of its arguments unchanged when it already fits: the engine may skip tracing its
+#: body), ``"special_form"`` (the engine runs its own implementation: ``type``, ``map``,
+#: ``sorted``, ...) and ``"reference"`` (only moves references, so traced values may go
+#: through it as they are: containers' methods, ``isinstance``). ``lookup`` never returns them
+#: (they are not rules); :attr:`RuleTable.handled` and ``explain`` do.
+HANDLING_KINDS = frozenset({"structural", "pass_through", "special_form", "reference"})
 
 
 def _mro_distance(mro: tuple[type, ...], t: type) -> float:
@@ -235,6 +248,10 @@ class RuleTable:
         #: How many rules (and opt-outs) have been registered: an engine caching what it found
         #: (:meth:`sole_rule`) looks again when this changes.
         self.version = 0
+        self._handled: dict[Any, Rule] = {}
+        #: callable -> its entry of one of the :data:`HANDLING_KINDS`, as a read-only mapping:
+        #: one lookup tells an engine how to handle a call that needs no rule.
+        self.handled: Mapping[Any, Rule] = types.MappingProxyType(self._handled)
 
     # -- registration --------------------------------------------------------------------------
     def register(
@@ -277,7 +294,24 @@ class RuleTable:
         """Register ``impl`` for ``f`` with a kind (``"rule"``, ``"non_differentiable"``) and,
         for an frule, the positions of the arguments it differentiates (``wrt``, default all)
         and whether it takes ``ZeroTangent()`` for a float argument without a tangent
-        (``zero_tangents``; else zeros of the argument's shape)."""
+        (``zero_tangents``; else zeros of the argument's shape). An entry of one of the
+        :data:`HANDLING_KINDS` applies to every argument type (``types`` must be empty).
+
+        Example:
+            >>> import rulescore as rc
+            >>> def dims(x): return len(x.shape)
+            >>> rc.rrule.register_kind(dims, (), dims, "structural")
+            >>> print(rc.rrule.explain(dims, [1.0]))  # doctest: +ELLIPSIS
+            rrule for ...dims(list): structural: run on the plain values (...)
+        """
+        if kind in HANDLING_KINDS:
+            if types:
+                raise TypeError(f"a {kind!r} entry applies to every argument type: give no types")
+            try:
+                self._handled[f] = Rule(self.name, f, (), impl, None, kind, _origin(impl))
+            finally:
+                self.version += 1
+            return
         self._add(Rule(self.name, f, _clean_types(types), impl, config, kind, _origin(impl), wrt,
                        zero_tangents))
 
@@ -379,6 +413,13 @@ class RuleTable:
             rrule for math.sin(float): picks <rrule(math.sin...)...> out of 1 registered
         """
         call = describe_call(f, args)
+        try:
+            handled = self._handled.get(f)
+        except TypeError:  # an unhashable callable object
+            handled = None
+        if handled is not None:
+            how = f"{handled.kind.replace('_', ' ')}: {_HANDLING[handled.kind]}"
+            return f"{self.name} for {call}: {how} ({handled!r})"
         bound = None if self.has_rules(f) else unbind(f)
         if bound is not None and self.has_rules(bound[0]):
             inner = self.explain(bound[0], bound[1], *args, config=config)
@@ -467,6 +508,14 @@ class RuleTable:
         if checks_enabled():
             out = check_frule_result(rule, f, args, out)
         return out
+
+
+_HANDLING = {
+    "structural": "run on the plain values (the answer depends on types and shapes only)",
+    "pass_through": "hands back its argument when it already fits, without tracing its body",
+    "special_form": "the engine runs its own implementation, which differentiates its callbacks",
+    "reference": "only moves references: traced values go through it as they are",
+}
 
 
 def _clean_types(types: tuple[Any, ...]) -> tuple[TypeSpec, ...]:

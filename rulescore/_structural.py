@@ -16,12 +16,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rulescore._registry import rrule
 from rulescore._zeros import NO_TANGENT_DATA, AbstractZero
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: The attribute :func:`structural` sets on a function (engines read it from ``fn.__dict__``).
-STRUCTURAL_MARK = "__rulescore_structural__"
 #: Scalars an answer may be built from: data with no tangent space, integers (shapes, axes,
 #: counts) and the zero tangents.
 _NO_DERIVATIVE = (*NO_TANGENT_DATA, int, np.integer, AbstractZero)
@@ -36,7 +34,8 @@ def structural(fn: F) -> F:
 
     An engine may then call ``fn`` on the plain values under its traced ones instead of
     differentiating through its body (what a nested level would otherwise do line by line).
-    The function must not mutate its arguments. Returns ``fn`` itself, so it is a decorator.
+    The function must not mutate its arguments. It is registered in ``rulescore.rrule`` as a
+    ``"structural"`` entry (what engines look up). Returns ``fn`` itself, so it is a decorator.
 
     Example:
         >>> import numpy as np, rulescore as rc
@@ -46,7 +45,7 @@ def structural(fn: F) -> F:
         >>> rc.is_structural(leading_axis), leading_axis(np.ones(3))
         (True, 0)
     """
-    setattr(fn, STRUCTURAL_MARK, True)
+    rrule.register_kind(fn, (), fn, "structural")
     return fn
 
 
@@ -58,7 +57,11 @@ def is_structural(fn: Any) -> bool:
         >>> rc.is_structural(len), rc.is_structural(rc.structural(lambda x: ()))
         (False, True)
     """
-    return getattr(fn, STRUCTURAL_MARK, False) is True
+    try:
+        entry = rrule.handled.get(fn)
+    except TypeError:  # an unhashable callable object
+        return False
+    return entry is not None and entry.kind == "structural"
 
 
 def carries_no_derivative(y: Any) -> bool:

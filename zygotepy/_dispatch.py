@@ -1,19 +1,26 @@
 """The dispatcher: every call, operator and NumPy call inside differentiated code lands here.
 
-``call(fn, *args)`` decides, at call time, how ``fn`` is differentiated:
+``call(fn, *args)`` only classifies a call; what happens to it is the registry's answer, read
+once, and the trace kind's:
 
 1. no trace active: just call it;
-2. a legacy ``@adjoint`` for ``fn`` (zygotepy's own table) runs at the innermost active level,
-   even when no argument is traced (``nestlevel()`` relies on this);
-3. a ``rulescore`` rule applies to the arguments at the innermost level that traces them, and
-   that level's trace decides how (:meth:`~zygotepy._trace.Trace.differentiate`: a reverse trace
-   records the rrule's pullback, a forward trace pushes tangents through the frule). The rule
-   runs with the arguments unboxed for that level and only the outer levels active, so the
-   outer levels see inside it (nested AD), and its output becomes a new node;
-4. otherwise a Python function is differentiated through: its rewritten code (the trace's
+2. the callable is normalized (a bound method becomes its function with ``self`` first, a builtin
+   method of an array, a number, a string or a container its class's method, a ``partial`` its
+   function) and, for builtins that iterate or inspect their arguments (``list``, ``sum``,
+   ``len``, ...), an argument's Python protocol methods are run through here;
+3. a handling entry of ``rulescore.rrule`` (``rc.HANDLING_KINDS``, the engine's entries are
+   :data:`ENGINE_ENTRIES`) says what to do with a callable that needs no rule: a special form
+   runs the engine's implementation, a structural helper runs on plain values, a pass-through
+   helper hands back its argument, a reference-only builtin runs as it is when no rule applies;
+4. a rule (a legacy ``@adjoint`` first, then an rrule or frule) applies at the innermost level
+   that traces the arguments, and that trace kind applies it in its one ``process_rule``
+   (a reverse trace records the pullback, a forward trace pushes tangents). The rule runs with
+   the arguments unboxed for that level and only the outer levels active, so the outer levels
+   see inside it (nested AD);
+5. otherwise a Python function is differentiated through: its rewritten code (the trace's
    ``python_target``) runs, so calls inside it come back here (Zygote's "rrule first, else
    recurse");
-5. a compiled function with no rule that receives a traced value raises ``UntraceableError``.
+6. a compiled function with no rule that receives a traced value raises ``UntraceableError``.
 """
 
 from __future__ import annotations
@@ -36,29 +43,32 @@ from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
 from rulescore._fitting import fit, proj, stand_in
 from rulescore._projection import project
-from rulescore._structural import STRUCTURAL_MARK
 from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
-from zygotepy._views import latest, note_view, ufunc_into
+from zygotepy._views import latest, ufunc_into
 
-#: Builtins that only move references around: they may see boxes and need no rule.
-STRUCTURAL = frozenset({
-    list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, sorted, isinstance,
-    issubclass, hasattr, setattr, object.__setattr__, callable, id, super, object, slice, vars, dir, iter,
+#: Builtins that only move references around: they may see boxes and need no rule (those with
+#: rules for some argument types, ``sum`` of floats, run as they are when none applies).
+_REFERENCES = (
+    list, tuple, dict, set, frozenset, zip, enumerate, iter, next, reversed, isinstance,
+    issubclass, hasattr, setattr, object.__setattr__, callable, id, super, object, slice, vars, dir,
     types.SimpleNamespace, sum, min, max,  # over an iterable their rules do not cover: Python adds
     heapq.heappush, heapq.heappop, heapq.heapify, heapq.heappushpop, heapq.heapreplace,
     *(getattr(heapq, n) for n in ("_heapify_max", "_heappop_max", "_heapreplace_max", "heapify_max",
                                   "heappop_max", "heapreplace_max", "heappush_max", "heappushpop_max")
       if hasattr(heapq, n)),  # nsmallest/nlargest's helpers (public from Python 3.14)
     collections.deque, copy.copy, operator.itemgetter, operator.attrgetter,
-})
+    rc.Thunk, rc.InplaceableThunk,  # a lazy tangent keeps its function (pullbacks traced again build them)
+)
 CONTAINERS = (tuple, list, dict)
-#: Callable objects that only fetch references (``itemgetter(0)(pair)``).
-_STRUCTURAL_CALLABLES = frozenset({operator.itemgetter, operator.attrgetter})
 MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
+#: Classes whose builtin methods dispatch as the class's method (``xs.append`` as ``list.append``).
+_METHOD_OWNERS = frozenset({np.ndarray, float, complex, str, bytes, *MUTABLE_CONTAINERS})
+#: Callable objects that only fetch references (``itemgetter(0)(pair)``).
+_REFERENCE_CALLABLE_TYPES = frozenset({operator.itemgetter, operator.attrgetter})
 _BUILTIN_GETITEMS = frozenset({tuple.__getitem__, list.__getitem__, dict.__getitem__})
 
 
@@ -96,13 +106,21 @@ def _reduce(fn: Any, iterable: Any, *initial: Any) -> Any:
     return acc
 
 
-#: Builtins the engine implements itself: they see through boxes (``type``) or call a function
-#: argument from C, which must come back to the dispatcher (``map(math.sin, xs)``).
-SPECIAL_FORMS: dict[Any, Any] = {type: _type_of, map: _map, filter: _filter, sorted: _sorted,
-                                 functools.reduce: _reduce}
-#: Classes whose construction only stores references (a lazy tangent keeps its function): built
-#: as they are around traced values, as pullbacks traced by an outer level build them.
-REFERENCE_HOLDERS = frozenset({rc.Thunk, rc.InplaceableThunk})
+def _sort(xs: list[Any], /, *, key: Any = None, reverse: bool = False) -> None:
+    xs.sort(key=None if key is None else (lambda v: call(key, v)), reverse=reverse)
+
+
+def _extending(method: Any) -> Any:
+    """``list.extend``, ``dict.update``, ...: an argument with Python protocol methods is iterated
+    through the dispatcher."""
+    def extend(container: Any, *args: Any, **kwargs: Any) -> Any:
+        if args and type(args[0]) not in _PLAIN_ARGUMENTS:
+            args = (python_iterator(args[0]), *args[1:])
+        return method(container, *args, **kwargs)
+
+    return extend
+
+
 #: Values never searched for boxes inside.
 _LEAVES = (np.ndarray, np.generic, int, float, complex, str, bytes, types.ModuleType, type)
 #: Outputs that never carry a tangent: rules returning them are not recorded.
@@ -111,6 +129,8 @@ _NO_LEVELS: tuple[Trace, ...] = ()
 
 
 RRULES, FRULES = rc.rrule, rc.frule
+#: callable -> how the engine handles it without a rule (the registry's handling entries)
+HANDLED = RRULES.handled
 _RRULE_PRIMALS, _FRULE_PRIMALS, _ADJOINT_PRIMALS = RRULES.primals, FRULES.primals, ADJOINTS.primals
 
 
@@ -126,13 +146,14 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         top = levels[-1]
         if (not top.with_params and top.log is None and fn not in _RRULE_PRIMALS
                 and fn not in _FRULE_PRIMALS and fn not in _ADJOINT_PRIMALS):
-            kept = PASS_THROUGH.get(fn)
-            if kept is not None and not kwargs:
-                y = _pass_through(fn, args, kept)
-                if y is not NOT_FAST:
-                    return y
-            elif fn.__dict__.get(STRUCTURAL_MARK):
-                return _structural(fn, args, kwargs)
+            entry = HANDLED.get(fn)
+            if entry is not None:
+                if entry.kind == "structural":
+                    return _structural(fn, args, kwargs)
+                if entry.kind == "pass_through" and not kwargs:
+                    y = entry.impl(fn, args)  # type: ignore[misc]
+                    if y is not NOT_FAST:
+                        return y
             target = top.python_target(fn, False)
             if target is not None:
                 return target(*args, **kwargs)
@@ -155,21 +176,25 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return _resolve(levels, fn, args, kwargs, True)
 
 
-#: rulescore's structural helpers that pullbacks call on every cotangent, by the position of
-#: the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
+#: rulescore's helpers that pullbacks call on every cotangent (``"pass_through"`` entries), by
+#: the position of the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
 #: primal's type, shape and dtype), ``fit`` (the same for an frule's output tangent), ``conj``
 #: (a real value) and ``stand_in`` (anything but an array; an array gives a constant of its
 #: shape and dtype). Their branches read only types,
 #: shapes and dtypes, which boxing does not change, so the plain call on the unboxed values
 #: says what the traced call would do; when the answer is the argument itself, the traced call
 #: would return the box unchanged: nested levels skip tracing these bodies line by line.
-PASS_THROUGH: dict[Any, int] = {project: 1, proj: 1, fit: 1, conj: 0, stand_in: 0}
 _PLAIN_NUMBERS = (float, np.float64, np.ndarray)
 
 
+def _passing(kept: int) -> Any:
+    """The handler of a ``"pass_through"`` helper that may hand back ``args[kept]``."""
+    return functools.partial(_pass_through, kept=kept)
+
+
 def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
-    """``fn(*args)`` for a :data:`PASS_THROUGH` helper on floats and arrays (boxed or not) when
-    it hands back ``args[kept]`` (or, for ``stand_in``, a constant); ``NOT_FAST`` otherwise."""
+    """``fn(*args)`` for a pass-through helper on floats and arrays (boxed or not) when it hands
+    back ``args[kept]`` (or, for ``stand_in``, a constant); ``NOT_FAST`` otherwise."""
     if len(args) <= kept:
         return NOT_FAST
     plain = []
@@ -285,34 +310,29 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
     elif tf is types.BuiltinFunctionType:  # also the type of builtin methods
         owner = fn.__self__
         towner = type(owner)
-        if towner is types.ModuleType or owner is None:  # math.sin, operator.mul, sorted, ...
-            special = SPECIAL_FORMS.get(fn)
-            if special is not None:
-                return special(*args, **kwargs)
-        elif towner in MUTABLE_CONTAINERS:  # list.append(box), dict.update(...): references only
-            key = kwargs.get("key")
-            if type(key) is types.FunctionType:  # xs.sort(key=f): f runs through the dispatcher
-                kwargs = {**kwargs, "key": lambda *v: call(key, *v)}
-            if fn.__name__ in ("extend", "update") and args and type(args[0]) not in _PLAIN_ARGUMENTS:
-                args = (python_iterator(args[0]), *args[1:])
-            return fn(*args, **kwargs)
-        elif (towner is np.ndarray or towner is float or towner is complex or towner is str or towner is bytes
-              or isinstance(owner, np.generic)):  # (str: "{:.3f}".format(loss) is str.format's rule)
-            # x.clip(lo, traced_hi), W.sum() for a parameter W: the rule of the class's method
+        if towner in _METHOD_OWNERS or isinstance(owner, np.generic):
+            # x.clip(lo, traced_hi), W.sum() for a parameter W, xs.append(box), "{:.3f}".format(loss):
+            # the class's method, with its rule or its handling entry
             fn, args = getattr(towner, fn.__name__), (owner, *args)
             tf = type(fn)
-    elif tf is type:
-        special = SPECIAL_FORMS.get(fn)
-        if special is not None:
-            return special(*args, **kwargs)
-        if fn in REFERENCE_HOLDERS:
-            return fn(*args, **kwargs)
-    elif tf is types.MethodDescriptorType and fn.__objclass__ in MUTABLE_CONTAINERS:
-        return fn(*args, **kwargs)  # list.copy(xs) (copy.copy calls it), dict.get(d, k): references only
     if (tf is types.BuiltinFunctionType or tf is type) and fn in ITERATING:
         y = protocol_call(fn, args, kwargs)
         if y is not NOT_FAST:
             return y
+    try:
+        entry = HANDLED.get(fn)
+    except TypeError:  # an unhashable callable object
+        entry = None
+    if entry is not None:
+        kind = entry.kind
+        if levels[-1].log is not None and (kind != "reference" or not RRULES.has_rules(fn)):
+            log_call(levels[-1], fn, args, kind.replace("_", " "), entry)
+        if kind == "special_form":
+            return entry.impl(*args, **kwargs)  # type: ignore[misc]
+        if kind == "structural":
+            return _structural(fn, args, kwargs)
+        if kind == "reference" and not RRULES.has_rules(fn) and not FRULES.has_rules(fn):
+            return fn(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
     if fn is operator.getitem and (plain_container(args[0]) or isinstance(args[0], rc.Tangent)):
@@ -333,20 +353,18 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
         if result is not _NOT_USER:
             return result
     top = levels[-1]
-    if ADJOINTS.active and top.records and ADJOINTS.has_rules(fn):
-        adjoint = ADJOINTS.lookup(fn, args)
-        if adjoint is not None:
-            return apply_rule(ADJOINTS, adjoint, fn, args, kwargs,
-                              innermost(levels, args, kwargs, deep=True) or top)
     if types.GeneratorType in map(type, args) and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args = tuple(list(a) if type(a) is types.GeneratorType else a for a in args)  # math.fsum(genexpr)
         given = args, kwargs
     deep = top.may_have_rule(fn, args)
-    trace = innermost(levels, args, kwargs, deep)
-    if deep and trace is None and any(type(a) is types.FunctionType and a.__closure__ for a in args):
+    if deep and any(type(a) is types.FunctionType and a.__closure__ for a in (*args, *kwargs.values())):
         rule = top.lookup(fn, args)
         if rule is not None and rule.config:  # a rule calling back into the engine (a solver's)
-            _refuse_captured(fn, args, levels)
+            args, kwargs = _closure_converted(fn, args, kwargs, levels)
+            given = args, kwargs
+    trace = innermost(levels, args, kwargs, deep)
+    if trace is None and top.records and ADJOINTS.active and ADJOINTS.has_rules(fn):
+        trace = top  # a legacy adjoint applies even with no traced argument (nestlevel() relies on it)
     if deep and trace is not None:  # the trace that owns the arguments decides how (its mode)
         y = trace.differentiate(fn, args, kwargs)
         if y is not NO_RULE:
@@ -362,9 +380,11 @@ def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: 
             if top.log is not None:
                 log_call(top, fn, args, "traced through")
             return target(*args, **kwargs)
-    if trace is None or fn in STRUCTURAL or _user_class(fn) or tf in _STRUCTURAL_CALLABLES:
+    if trace is None or (entry is not None and entry.kind == "reference") or _user_class(fn) or (
+            tf in _REFERENCE_CALLABLE_TYPES):
         if top.log is not None:
-            log_call(top, fn, args, "constant (no traced argument)" if trace is None else "primitive")
+            how = "reference" if entry is not None and entry.kind == "reference" else "primitive"
+            log_call(top, fn, args, "constant (no traced argument)" if trace is None else how, entry)
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
 
@@ -899,51 +919,25 @@ def _substitute_params(levels: tuple[Trace, ...], args: tuple[Any, ...],
     return tuple(sub(a) for a in args), {k: sub(v) for k, v in kwargs.items()}
 
 
-def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               trace: Trace) -> Any:
-    """Run ``rule`` (from ``table``) on the arguments unboxed for ``trace``, with only the outer
-    levels active, and record its output on the tape."""
-    if trace.log is not None:
-        log_call(trace, fn, args, "adjoint" if table is ADJOINTS else rule.kind.replace("_", "-"), rule)
+def unbox_arguments(args: tuple[Any, ...], trace: Trace) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``(primals, routes)`` of a call's arguments for ``trace``: each argument unboxed for that
+    level, and the flat routes of a tape node (``position, target, position, target, ...``; a
+    target is a tape index, or ``[(path, index), ...]`` for boxes inside a container or object)."""
     primals: list[Any] = []
-    routes: list[tuple[int, Any]] = []
+    routes: list[Any] = []
     for i, a in enumerate(args):
         if type(a) is Box and a._zp_trace is trace:
             primals.append(a._zp_value)
-            routes.append((i, a._zp_index))
+            routes += (i, a._zp_index)
             continue
         p, r = unbox(a, trace)
         primals.append(p)
         if r is not None:
-            routes.append((i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r]))
-    refuse_traced_keywords(fn, kwargs, trace)
-    outer = trace.outer
-    if not outer and table is RRULES and rule.kind == "rule":
-        # the first-order hot path: a rulescore rule on plain values needs no level switch
-        y, pullback = table.run(rule, trace.config, fn, tuple(primals), kwargs)
-    else:
-        token = LEVELS.set(outer)
-        try:
-            if rule.kind == "non_differentiable":
-                y = call(fn, *primals, **kwargs)
-                return _constant_of_params(y, trace) if trace.with_params else y
-            if trace.checks or not rule.impl:
-                y, pullback = call(table.run, rule, trace.config, fn, tuple(primals), kwargs)
-            elif rule.config:  # table.run's body, without tracing its own lines at the outer levels
-                y, pullback = call(rule.impl, trace.config, *primals, **kwargs)
-            else:
-                y, pullback = call(rule.impl, *primals, **kwargs)
-        finally:
-            LEVELS.reset(token)
-    ty = type(y)
-    if not routes or (ty is not float and ty is not np.ndarray and plain_output(y)):
-        return y
-    if ty is np.ndarray and y.base is not None:
-        note_view(trace, y, args)
-    return trace.record(y, pullback, tuple(routes), len(args))
+            routes += (i, r._zp_index if type(r) is Box else [(path, b._zp_index) for path, b in r])
+    return tuple(primals), tuple(routes)
 
 
-def _constant_of_params(y: Any, trace: Trace) -> Any:
+def constant_of_params(y: Any, trace: Trace) -> Any:
     """A non-differentiable call's output with every implicit parameter in it (``dropgrad(W)``
     hands back ``W`` itself) replaced by a view of it: the same values, which no later call takes
     for the parameter again."""
@@ -954,27 +948,75 @@ def _constant_of_params(y: Any, trace: Trace) -> Any:
                 return array.view()
         return array
     if type(y) is tuple or type(y) is list:
-        return type(y)(_constant_of_params(v, trace) for v in y)
+        return type(y)(constant_of_params(v, trace) for v in y)
     return y
 
 
-def _refuse_captured(fn: Any, args: tuple[Any, ...], levels: tuple[Trace, ...]) -> None:
-    """A call with rules and no traced argument runs as it is, on plain values: a function
-    argument capturing an active traced value (a right-hand side closing over a parameter) would
-    lose its gradient there. Refuse, naming the captured value and the fix."""
-    for callback in args:
-        if type(callback) is not types.FunctionType or not callback.__closure__:
-            continue
-        for name, cell in zip(callback.__code__.co_freevars, callback.__closure__, strict=True):
-            tr = _scan(cell.cell_contents, False) if _filled(cell) else None
-            if tr is not None and tr.level < len(levels) and levels[tr.level] is tr:
-                raise UntraceableError(
-                    f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
-                    f"{name!r} in its closure; {public_name(fn)}'s rule gets no traced argument, so it runs "
-                    f"on plain values and the gradient through {name!r} would be lost. Pass it as a parameter"
-                    " instead, through the call's args= (odeint(f, y0, t, args=(p,)), brentq(f, a, b, "
-                    "args=(p,)), quad(f, a, b, args=(p,))): the rule differentiates those, in any tree of "
-                    "tuples, lists, dicts and dataclasses")
+def _captured(callback: types.FunctionType, levels: tuple[Trace, ...]) -> list[tuple[int, str]]:
+    """The closure cells of ``callback`` holding a value traced at an active level, as
+    ``(position, variable name)``."""
+    found = []
+    cells = zip(callback.__code__.co_freevars, callback.__closure__ or (), strict=True)
+    for i, (name, cell) in enumerate(cells):
+        tr = _scan(cell.cell_contents, False) if _filled(cell) else None
+        if tr is not None and tr.level < len(levels) and levels[tr.level] is tr:
+            found.append((i, name))
+    return found
+
+
+def _closure_converted(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       levels: tuple[Trace, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``fn``'s call with its function argument that captures active traced values (a solver's
+    right-hand side closing over a parameter: ``odeint(lambda y, t: -a * y, ...)``) replaced by
+    one taking those values as trailing extra arguments, which the call then passes through its
+    ``args=`` (JAX's ``closure_convert``): the solver's rule differentiates its ``args``, so the
+    captured values get their gradients. Refuses, naming the value, when ``fn`` has no ``args``
+    parameter; the call as it is when nothing is captured."""
+    callbacks = [(k, v, _captured(v, levels)) for k, v in (*enumerate(args), *kwargs.items())
+                 if type(v) is types.FunctionType and v.__closure__]
+    callbacks = [c for c in callbacks if c[2]]
+    if not callbacks:
+        return args, kwargs
+    signature = rc.parameters_of(fn, args)
+    try:
+        bound = None if signature is None else signature.bind(*args, **kwargs)
+    except TypeError:
+        bound = None  # the call itself is wrong: it raises as it would
+    _, callback, cells = callbacks[0]
+    if bound is None or "args" not in signature.parameters or len(callbacks) > 1:  # type: ignore[union-attr]
+        name = cells[0][1]
+        raise UntraceableError(
+            f"{public_name(fn)} receives {callable_name(callback)}, which captures the traced value "
+            f"{name!r} in its closure, and {public_name(fn)} has no args= through which the engine could "
+            f"pass it on to the rule: the gradient through {name!r} would be lost. Make it a parameter of "
+            f"{callable_name(callback)} and pass it explicitly; the rule differentiates the arguments it "
+            "is given")
+    extra = bound.arguments.get("args")
+    extra = () if extra is None else extra if type(extra) is tuple else (extra,)
+    values = tuple(callback.__closure__[i].cell_contents for i, _ in cells)  # type: ignore[index]
+    for key, v in bound.arguments.items():
+        if v is callback:
+            bound.arguments[key] = _taking_captured(callback, [i for i, _ in cells])
+    bound.arguments["args"] = (*extra, *values)
+    return bind_traced_keywords(fn, bound.args, bound.kwargs)
+
+
+def _taking_captured(callback: types.FunctionType, positions: list[int]) -> Any:
+    """``callback`` with the closure cells at ``positions`` read from its last arguments instead."""
+    n = len(positions)
+
+    def closure_converted(*a: Any) -> Any:
+        cells = list(callback.__closure__)  # type: ignore[arg-type]
+        for k, i in enumerate(positions):
+            cells[i] = types.CellType(a[len(a) - n + k])
+        inner = types.FunctionType(callback.__code__, callback.__globals__, callback.__name__,
+                                   callback.__defaults__, tuple(cells))
+        inner.__kwdefaults__ = callback.__kwdefaults__
+        inner.__qualname__ = callback.__qualname__
+        return call(inner, *a[:len(a) - n])  # rewritten while differentiated, as the callback would be
+
+    closure_converted.__qualname__ = closure_converted.__name__ = callback.__qualname__
+    return closure_converted
 
 
 #: What a trace's ``fast_path`` returns for a call it leaves to the full path.
@@ -1030,3 +1072,37 @@ def plain_output(y: Any) -> bool:
     ty = type(y)
     return ty is not float and ty is not np.ndarray and (ty in PLAIN_OUTPUTS or isinstance(y, np.dtype))
 
+
+
+#: How the engine handles each callable that needs no rule: one entry per callable, registered
+#: in ``rulescore.rrule`` (see ``rulescore.HANDLING_KINDS``), where this dispatcher, ``zp.explain``
+#: and ``rc.rrule.explain`` all read it. ``"special_form"``: the engine's implementation runs
+#: instead (it sees through boxes, ``type``, or calls a function argument from C, which must come
+#: back here: ``map(math.sin, xs)``, ``xs.sort(key=f)``); ``"pass_through"``: see
+#: :func:`_pass_through`; ``"reference"``: run as it is, boxes and all, when no rule applies.
+#: rulescore's own ``"structural"`` helpers (:func:`rulescore.structural`) register themselves.
+ENGINE_ENTRIES: tuple[tuple[Any, str, Any], ...] = (
+    (type, "special_form", _type_of),
+    (map, "special_form", _map),
+    (filter, "special_form", _filter),
+    (sorted, "special_form", _sorted),
+    (functools.reduce, "special_form", _reduce),
+    (list.sort, "special_form", _sort),
+    (list.extend, "special_form", _extending(list.extend)),
+    (dict.update, "special_form", _extending(dict.update)),
+    (set.update, "special_form", _extending(set.update)),
+    (collections.deque.extend, "special_form", _extending(collections.deque.extend)),
+    (collections.deque.extendleft, "special_form", _extending(collections.deque.extendleft)),
+    (project, "pass_through", _passing(1)),
+    (proj, "pass_through", _passing(1)),
+    (fit, "pass_through", _passing(1)),
+    (conj, "pass_through", _passing(0)),
+    (stand_in, "pass_through", _passing(0)),
+    *((fn, "reference", fn) for fn in _REFERENCES),
+    # every other method of the builtin mutable containers only moves references
+    *((method, "reference", method) for cls in MUTABLE_CONTAINERS for method in vars(cls).values()
+      if type(method) in (types.MethodDescriptorType, types.WrapperDescriptorType)),
+)
+for _fn, _kind, _impl in ENGINE_ENTRIES:
+    if _fn not in HANDLED:  # the first entry of a callable wins (list.sort's, not the generic one)
+        RRULES.register_kind(_fn, (), _impl, _kind)

@@ -39,8 +39,10 @@ def _show_source(f: Any) -> None:
 def explain(f: Callable[..., Any], *args: Any, source: bool = False, **kwargs: Any) -> None:
     """Print, for one reverse-mode call ``f(*args, **kwargs)``, how each call inside it is
     differentiated: ``rule`` (with the rule picked and where it was registered), ``adjoint``,
-    ``non-differentiable``, ``traced through`` (a Python function without a rule) or
-    ``primitive`` (run as it is: containers, constructors of user classes).
+    ``non-differentiable``, ``traced through`` (a Python function without a rule), one of the
+    registry's handling entries (``special form``, ``structural``, ``pass through``,
+    ``reference``: see ``rulescore.HANDLING_KINDS``) or ``primitive`` (run as it is:
+    constructors of user classes).
 
     ``source=True`` first prints ``f`` as the engine rewrites it, every call routed through the
     dispatcher (Zygote's ``@code_adjoint``); without arguments, that is all it prints.

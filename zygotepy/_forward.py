@@ -30,6 +30,7 @@ from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
+    _RECORDED,
     _is_plain_callable,
     _is_shape,
     _logging,
@@ -74,10 +75,64 @@ class ForwardTrace(Trace):
         with only an rrule is refused (forward mode cannot use it)."""
         frule = rc.frule.lookup(fn, args, FORWARD_CONFIG)
         if frule is not None:
-            return apply_frule(frule, fn, args, kwargs, self)
+            _dispatch.refuse_traced_keywords(fn, kwargs, self)
+            primals = tuple(_dispatch.unbox(a, self)[0] for a in args)
+            return self.process_rule(frule, fn, args, primals, None, kwargs)
         if _dispatch.RRULES.has_rules(fn) and python_target(fn) is None:
             raise UntraceableError(self.missing_rule(fn))
         return NO_RULE
+
+    def process_rule(self, rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
+                     dots: tuple[Any, ...] | None, kwargs: dict[str, Any]) -> Any:
+        """The one place a forward trace applies an frule to ``fn(*args)`` (``primals``: the
+        arguments unboxed for this level): push every direction's tangents through it and box
+        the output with its tangents. ``dots``: the tangents of the only direction, plain, when
+        the fast path (:func:`_apply_forward_first_order`) found them so; otherwise all
+        directions go through one call with :class:`rulescore.Batched` tangents when the frule
+        can take them, or the frule runs once per direction, with the outer levels active."""
+        if self.log is not None:
+            log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
+        if dots is not None:  # one direction, its tangents found by a fast path
+            if not self.outer:  # first order: the frule on plain values
+                y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+            else:  # nested (_apply_forward_nested): its rewritten body, at the outer levels
+                token = LEVELS.set(self.outer)
+                try:
+                    plain = plain_tangents(dots, rule.wrt, None if rule.zero_tangents else primals)
+                    if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
+                        y, ydot = _dispatch.call(fn, *primals), zero_of(rule)
+                    else:
+                        y, ydot = _traced_impl(rule)(plain, *primals)
+                finally:
+                    LEVELS.reset(token)
+            stack: Any = (ydot,)
+        else:
+            directions = self.directions
+            token = LEVELS.set(self.outer)
+            try:
+                if rule.non_differentiable or not directions:
+                    return _dispatch.call(fn, *primals, **kwargs)
+                pushed = _push_batched(rule, fn, args, primals, kwargs, self, directions) \
+                    if directions > 1 else None
+                if pushed is None:
+                    tangents = []
+                    per_arg = [_per_direction(a, self, directions) for a in args]
+                    for k in range(directions):
+                        dots_k = (_NO_TANGENT, *(ts[k] for ts in per_arg))
+                        y, ydot = _run_frule(rule, dots_k, fn, primals, kwargs)
+                        tangents.append(ydot)
+                    pushed = y, tuple(tangents)
+            finally:
+                LEVELS.reset(token)
+            y, stack = pushed
+        ty = type(y)
+        if ty not in _RECORDED and _dispatch.plain_output(y):
+            return y
+        if ty is np.ndarray and y.base is not None:
+            note_view(self, y, args)
+        box = _new_box(Box)  # Box(y, self, -1) without the Python frame of its __init__
+        box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, self, -1, stack
+        return box
 
     def missing_rule(self, fn: Any) -> str | None:
         """Forward mode needs an frule: say so when ``fn`` has only an rrule."""
@@ -123,50 +178,17 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
     return tangent_type(type(x))(**fields)
 
 
-def apply_frule(rule: rc.Rule, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                trace: ForwardTrace) -> Any:
-    """Push every direction of ``trace`` through ``fn``'s frule; record the output's tangents.
-
-    All directions go through one call with :class:`rulescore.Batched` tangents when the frule
-    can take them; otherwise (or when it raises) the frule runs once per direction."""
-    if trace.log is not None:
-        log_call(trace, fn, args, rule.kind.replace("_", "-"), rule)
-    primals = tuple(_dispatch.unbox(a, trace)[0] for a in args)
-    _dispatch.refuse_traced_keywords(fn, kwargs, trace)
-    directions = trace.directions
-    token = LEVELS.set(trace.outer)
-    try:
-        if rule.non_differentiable or not directions:
-            return _dispatch.call(fn, *primals, **kwargs)
-        pushed = _push_batched(rule, fn, args, primals, kwargs, trace, directions) if directions > 1 else None
-        if pushed is None:
-            tangents = []
-            per_arg = [_per_direction(a, trace, directions) for a in args]
-            for k in range(directions):
-                dots = (_NO_TANGENT, *(ts[k] for ts in per_arg))
-                y, ydot = _run_frule(rule, dots, fn, primals, kwargs)
-                tangents.append(ydot)
-            pushed = y, tuple(tangents)
-    finally:
-        LEVELS.reset(token)
-    y, stack = pushed
-    if _dispatch.plain_output(y):
-        return y
-    if type(y) is np.ndarray and y.base is not None:
-        note_view(trace, y, args)
-    return trace.tangent_box(y, stack)
-
-
 _NO_TANGENT = NoTangent()
 _ZERO = ZeroTangent()
 
 
 def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
-    """:func:`apply_frule` for the commonest call of the only active trace, a forward one with
-    one direction (``jvp``; the outer level of a Hessian-vector product, where every operation
-    of the inner level's rules and pullbacks lands): a plain callable with an frule, arguments
-    that are this trace's boxes of floats and arrays, or constants holding no box (numbers,
-    arrays, shapes, names, dtypes). Anything else is left to the full path (``NOT_FAST``)."""
+    """The fast path of the only active trace when it is a forward one with one direction
+    (``jvp``; the outer level of a Hessian-vector product, where every operation of the inner
+    level's rules and pullbacks lands): classify the commonest call (a plain callable with an
+    frule; arguments that are this trace's boxes of floats and arrays, or constants holding no
+    box: numbers, arrays, shapes, names, dtypes) and hand it to
+    :meth:`ForwardTrace.process_rule`. Anything else is left to the full path (``NOT_FAST``)."""
     if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
         return NOT_FAST
     primals: Any = args
@@ -196,20 +218,16 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
-    if rule.non_differentiable:  # a comparison, hasattr, ...: no tangent, nothing recorded
-        return fn(*plain)
     wrt = rule.wrt
-    if rule.kind != "rule" or rule.config or trace.checks or (
-            wrt is not None and not any(i in wrt for i in traced)) or (
-            not rule.zero_tangents and _float_constant(args, traced)):
-        return NOT_FAST  # no tangent where the rule differentiates, or constants to give as zeros:
-        # the full path keeps the contract
-    y, ydot = rule.impl(tuple(dots), *plain)  # type: ignore[misc]
-    if type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
-        return y
-    box = _new_box(Box)  # trace.tangent_box, inlined (see _reverse._apply_first_order)
-    box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, trace, -1, (ydot,)
-    return box
+    plain_dots = rule.kind == "rule" and not rule.config and not trace.checks and (
+        wrt is None or any(i in wrt for i in traced)) and (
+        rule.zero_tangents or not _float_constant(args, traced))
+    # otherwise (a non-differentiable rule, a config, checks, no tangent where the rule
+    # differentiates, or constants to give as zeros) process_rule's full path keeps the contract
+    return trace.process_rule(rule, fn, args, plain, tuple(dots) if plain_dots else None, _NO_KEYWORDS)
+
+
+_NO_KEYWORDS: dict[str, Any] = {}
 
 
 def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
@@ -252,27 +270,12 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             dots.append(_ZERO)
     plain = tuple(primals)
     rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
-    if rule is None or rule.kind != "rule" or rule.config or rule.non_differentiable or top.checks:
+    if rule is None:
         return NOT_FAST
-    target = _traced_impl(rule)
-    if target is None:
-        return NOT_FAST
-    token = LEVELS.set(top.outer)
-    try:
-        tangents_in = plain_tangents(tuple(dots), rule.wrt, None if rule.zero_tangents else plain)
-        if tangents_in is None:  # the rule contract: an frule is called only with a non-zero tangent
-            y, ydot = _dispatch.call(fn, *plain), zero_of(rule)
-        else:
-            y, ydot = target(tangents_in, *plain)
-    finally:
-        LEVELS.reset(token)
-    if type(y) is not Box and type(y) not in _FAST_VALUES and _dispatch.plain_output(y):
-        return y
-    if type(y) is np.ndarray and y.base is not None:
-        note_view(top, y, args)
-    box = _new_box(Box)  # trace.tangent_box, inlined (see _reverse._apply_first_order)
-    box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, top, -1, (ydot,)
-    return box
+    # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body
+    # can run at the outer levels; otherwise process_rule's full path keeps the contract
+    direct = rule.kind == "rule" and not rule.config and not top.checks and _traced_impl(rule) is not None
+    return top.process_rule(rule, fn, args, plain, tuple(dots) if direct else None, _NO_KEYWORDS)
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],

@@ -24,7 +24,6 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._checks import callable_name
-from rulescore._structural import STRUCTURAL_MARK
 from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._thunks import Thunk
@@ -33,19 +32,21 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import (
+    HANDLED,
     NOT_FAST,
     RRULES,
-    SPECIAL_FORMS,
-    apply_rule,
     call,
+    constant_of_params,
     out_position,
     plain_output,
+    refuse_traced_keywords,
     unbox,
+    unbox_arguments,
 )
 from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, primals_of, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
@@ -75,10 +76,75 @@ class ReverseTrace(Trace):
             elif not _logging(outer):
                 self.fast_path = _apply_nested
 
+    def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
+        """The rule for ``fn(*args)``: a legacy ``@adjoint`` first (it takes priority, as in
+        Zygote), then an rrule; ``None`` when there is neither."""
+        if ADJOINTS.active and ADJOINTS.has_rules(fn):
+            adjoint = ADJOINTS.lookup(fn, args)
+            if adjoint is not None:
+                return adjoint
+        return RRULES.lookup(fn, args, CONFIG)
+
+    def has_rules(self, fn: Any) -> bool:
+        return RRULES.has_rules(fn) or (ADJOINTS.active and ADJOINTS.has_rules(fn))
+
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Record ``fn``'s rrule on this trace's tape, or ``NO_RULE``."""
-        rule = RRULES.lookup(fn, args, CONFIG)
-        return NO_RULE if rule is None else apply_rule(RRULES, rule, fn, args, kwargs, self)
+        """Record ``fn``'s rule on this trace's tape, or ``NO_RULE``."""
+        rule = self.lookup(fn, args)
+        if rule is None:
+            return NO_RULE
+        refuse_traced_keywords(fn, kwargs, self)
+        primals, routes = unbox_arguments(args, self)
+        return self.process_rule(rule, fn, args, primals, routes, kwargs)
+
+    def process_rule(self, rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
+                     routes: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The one place a reverse trace applies a rule (an rrule, a non-differentiable rule or a
+        legacy adjoint) to ``fn(*args)``: run it on the arguments unboxed for this level
+        (``primals``) with only the outer levels active, so they see inside it (nested AD), and
+        record its pullback as a node whose cotangents go to ``routes`` (flat ``position,
+        target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
+        paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
+        here."""
+        if self.log is not None:
+            how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
+            log_call(self, fn, args, how, rule)
+        outer = self.outer
+        plain = rule.kind == "rule" and not rule.config and not self.checks and rule.table == "rrule"
+        if plain and not outer:  # the first-order hot path: plain values, no level switch
+            y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
+        else:
+            table = RRULES if rule.table == "rrule" else ADJOINTS
+            # the rule's rewritten body, called directly (what ``call(rule.impl, ...)`` resolves to
+            # when no level logs or holds implicit parameters)
+            target = _traced_impl(rule) if plain and not self.with_params and self.log is None else None
+            token = LEVELS.set(outer)
+            try:
+                if target is not None:
+                    y, pullback = target(*primals, **kwargs)
+                elif rule.kind == "non_differentiable":
+                    y = call(fn, *primals, **kwargs)
+                    return constant_of_params(y, self) if self.with_params else y
+                elif not outer:  # first order, with a config or in checking mode
+                    y, pullback = table.run(rule, CONFIG, fn, primals, kwargs)
+                elif self.checks or not rule.impl:
+                    y, pullback = call(table.run, rule, CONFIG, fn, primals, kwargs)
+                elif rule.config:
+                    y, pullback = call(rule.impl, CONFIG, *primals, **kwargs)
+                else:
+                    y, pullback = call(rule.impl, *primals, **kwargs)
+            finally:
+                LEVELS.reset(token)
+        ty = type(y)
+        if not routes or (ty not in _RECORDED and plain_output(y)):
+            return y
+        if ty is np.ndarray and y.base is not None:
+            note_view(self, y, args)
+        tape = self.tape
+        tape.append((pullback, len(args), *routes))  # one flat node (see zygotepy._trace.node)
+        box = _new_box(Box)  # Box(y, self, index) without the Python frame of its __init__
+        box._zp_value, box._zp_trace, box._zp_index = y, self, len(tape) - 1
+        return box
 
     #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
     #: dispatcher asks it of every Python function a nested level traces.
@@ -119,8 +185,9 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     tf = type(fn)
     owner = getattr(fn, "__self__", None)
     module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
-    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn not in SPECIAL_FORMS \
-        and fn is not operator.getitem and fn is not getattr
+    handled = HANDLED.get(fn)
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn is not operator.getitem \
+        and fn is not getattr and (handled is None or handled.kind == "reference")
     if not plain:
         _PLAIN_CALLABLES.put(fn, -1)
         return None
@@ -143,6 +210,8 @@ _new_box = object.__new__
 #: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
 #: a chain written with ``np`` on scalars would take the general path).
 _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
+#: Outputs always recorded (an outer level's box: a rule's body traced at the outer levels).
+_RECORDED = frozenset({*_FAST_VALUES, Box})
 #: Untraced arguments the fast path takes as they are.
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
 
@@ -156,11 +225,11 @@ def _is_shape(t: tuple[Any, ...]) -> bool:
     return True
 
 
-def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
-    """:func:`~zygotepy._dispatch.apply_rule` for the commonest call (a first-order reverse
-    trace's ``fast_path``): a plain callable with rules, arguments that are floats, ints, arrays
-    or this trace's boxes of floats and arrays. Anything else is left to the full path
-    (``NOT_FAST``)."""
+def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> Any:
+    """A first-order reverse trace's ``fast_path``: classify the commonest call (a plain callable
+    with rules; arguments that are floats, ints, arrays or this trace's boxes of floats and
+    arrays) without the dispatcher's general search, and hand it to
+    :meth:`ReverseTrace.process_rule`. Anything else is left to the full path (``NOT_FAST``)."""
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
@@ -230,22 +299,12 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
             return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
         plain, routes = tuple(primals), tuple(flat)
     rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
-    if rule is None or rule.kind != "rule":
+    if rule is None:
         return NOT_FAST
-    if rule.config or trace.checks:
-        out, pullback = RRULES.run(rule, CONFIG, fn, plain, {})
-    else:
-        out, pullback = rule.impl(*plain)  # type: ignore[misc]
-    ty = type(out)
-    if ty not in _FAST_VALUES and plain_output(out):
-        return out
-    if ty is np.ndarray and out.base is not None:
-        note_view(trace, out, args)
-    tape = trace.tape
-    tape.append((pullback, n, *routes))  # Trace.record, inlined (see _trace.node)
-    box = _new_box(Box)  # Box(out, trace, index) without the Python frame of its __init__
-    box._zp_value, box._zp_trace, box._zp_index = out, trace, len(tape) - 1
-    return box
+    return trace.process_rule(rule, fn, args, plain, routes, _NO_KEYWORDS)
+
+
+_NO_KEYWORDS: dict[str, Any] = {}
 
 
 #: rule -> the rewritten body of its rrule, which an outer level traces line by line.
@@ -264,19 +323,19 @@ def _traced_impl(rule: Any) -> Any:
         pass
     plain = type(impl) is types.FunctionType and not (
         RRULES.has_rules(impl) or rc.frule.has_rules(impl) or ADJOINTS.has_rules(impl)
-        or impl.__dict__.get(STRUCTURAL_MARK))
+        or impl in HANDLED)
     target = python_target(impl, False) if plain else None
     _TRACED_IMPLS.put(rule, target)
     return target
 
 
-def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
+def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
     """:func:`_apply_first_order` under nested levels (a reverse trace innermost, none logging or
     holding implicit parameters; the outer ones reverse or forward): a plain callable with an
     rrule and arguments that are boxes of floats or arrays (at any level) or constants. When the
-    level owning the innermost argument is a reverse trace it records the rule, whose body runs
-    rewritten at the levels outside it (what :func:`~zygotepy._dispatch.apply_rule` does,
-    without the general path's search); a forward level's call takes the full path."""
+    level owning the innermost argument is a reverse trace, that trace's
+    :meth:`~ReverseTrace.process_rule` applies the rule; a forward level's call takes the full
+    path."""
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
@@ -318,30 +377,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
             primals.append(a)
     plain = tuple(primals)
     rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
-    if rule is None or rule.kind != "rule" or rule.config or best.checks:
+    if rule is None:
         return NOT_FAST
-    outer = best.outer
-    if not outer:
-        y, pullback = rule.impl(*plain)  # type: ignore[misc]
-    else:
-        target = _traced_impl(rule)
-        if target is None:
-            return NOT_FAST
-        token = LEVELS.set(outer)
-        try:
-            y, pullback = target(*plain)
-        finally:
-            LEVELS.reset(token)
-    ty = type(y)
-    if ty is not Box and ty not in _FAST_VALUES and plain_output(y):
-        return y
-    if ty is np.ndarray and y.base is not None:
-        note_view(best, y, args)
-    tape = best.tape
-    tape.append((pullback, len(args), *flat))
-    box = _new_box(Box)  # (as in _apply_first_order)
-    box._zp_value, box._zp_trace, box._zp_index = y, best, len(tape) - 1
-    return box
+    return best.process_rule(rule, fn, args, plain, tuple(flat), _NO_KEYWORDS)
 
 
 def _box_args(trace: Trace, x: Any) -> Any:

@@ -362,6 +362,8 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     else:
         if recipe is _NOT_REWRITTEN:
             _refuse_hidden_rules(fn)
+            if params:
+                _refuse_hidden_params(fn)
             result = fn
         else:
             new, sources = recipe
@@ -405,6 +407,63 @@ def _refuse_hidden_rules(fn: types.FunctionType) -> None:
             f"`python -c` or exec), and it calls {culprit}, whose rule or adjoint would be skipped. "
             "Define the function in a file (a module or a script), or call it outside "
             "differentiated code.")
+
+
+def _refuse_hidden_params(fn: types.FunctionType) -> None:
+    """A function run as it is cannot see the implicit parameters (``zp.params``) it reads as a
+    global or a closure variable, here or in a Python function it calls: their gradient would be
+    lost. Refuse, naming the variable."""
+    params = {key for trace in LEVELS.get() for key in trace.params}
+    found = _hidden_param(fn, params, {id(fn)}) if params else None
+    if found is not None:
+        code = fn.__code__
+        raise UntraceableError(
+            f"{code.co_qualname} ({code.co_filename}) cannot be rewritten (no source: `python -c`, exec or "
+            f"a generated function), and it reads {found}, which is or holds an implicit parameter "
+            "(zygotepy.params) whose gradient would be lost. Define the function in a file, or pass the "
+            "parameter as an argument (zygotepy.gradient(f, W) instead of zygotepy.params(W))")
+
+
+def _hidden_param(fn: types.FunctionType, params: set[int], seen: set[int]) -> str | None:
+    code = fn.__code__
+    cells = zip(code.co_freevars, fn.__closure__ or (), strict=True)
+    values = [(n, fn.__globals__.get(n)) for n in code.co_names] + [
+        (n, c.cell_contents) for n, c in cells if _filled_cell(c)]
+    for name, value in values:
+        if _holds_param(value, params, 3):
+            return f"{name!r} of {code.co_qualname}"
+    for obj in callees(fn):
+        target = obj.__func__ if type(obj) is types.MethodType else obj
+        if type(target) is types.FunctionType and id(target) not in seen and not _skipped(target):
+            seen.add(id(target))
+            inner = _hidden_param(target, params, seen)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _holds_param(value: Any, params: set[int], depth: int) -> bool:
+    """Whether ``value`` is an implicit parameter or holds one (in containers and object fields,
+    ``depth`` levels down: ``model.W``)."""
+    if type(value) is np.ndarray:
+        return id(value) in params
+    if depth == 0 or isinstance(value, (type, types.ModuleType, types.FunctionType, str, bytes, int, float)):
+        return False
+    if isinstance(value, (list, tuple)):
+        items: Any = value
+    elif isinstance(value, dict):
+        items = value.values()
+    else:
+        items = getattr(value, "__dict__", {}).values()
+    return any(_holds_param(v, params, depth - 1) for v in list(items)[:256])
+
+
+def _filled_cell(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018  (an empty cell raises)
+    except ValueError:
+        return False
+    return True
 
 
 def _hidden_rule(fn: types.FunctionType, seen: set[int]) -> str | None:

@@ -100,7 +100,11 @@ class Trace:
         searches objects' fields for boxes). Exact when every active trace is of one kind."""
         if self.uniform:
             return self.lookup(fn, args) is not None
-        return any(t.rules.has_rules(fn) for t in (*self.outer, self))
+        return any(t.has_rules(fn) for t in (*self.outer, self))
+
+    def has_rules(self, fn: Any) -> bool:
+        """Whether this kind has any rule for ``fn`` (for some argument types)."""
+        return bool(self.rules.has_rules(fn))
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """``fn(*args, **kwargs)`` by this trace's rule, or ``NO_RULE`` (defined by each kind)."""
@@ -125,12 +129,6 @@ class Trace:
         self.tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))
-        return Box(value, self, index)
-
-    def record(self, value: Any, pullback: Any, routes: tuple[Any, ...], nargs: int) -> Box:
-        """:meth:`box` for routes already given by tape index (the dispatcher's hot path)."""
-        index = len(self.tape)
-        self.tape.append(node(pullback, routes, nargs))
         return Box(value, self, index)
 
     def param_box(self, value: Any) -> Box:

@@ -588,3 +588,17 @@ def test_rules_registered_while_threads_look_up_are_in_force_when_register_retur
         for t in threads:
             t.join()
     assert stale == 0
+
+
+def test_handling_entries_answer_for_every_type_and_are_not_rules(table):
+    def dims(x):
+        return len(x.shape)
+
+    table.register_kind(dims, (), dims, "structural")
+    assert table.handled[dims].kind == "structural"
+    assert table.lookup(dims, (np.ones(2),)) is None and not table.has_rules(dims)
+    assert dims not in table.callables()
+    assert "structural: run on the plain values" in table.explain(dims, np.ones(2))
+    with pytest.raises(TypeError, match="every argument type"):
+        table.register_kind(dims, (float,), dims, "reference")
+

@@ -19,8 +19,8 @@ def _mul_pullback(a, b):
 def test_fan_out_accumulates_and_inputs_keep_their_cotangents():
     with new_trace(ReverseTrace) as trace:
         x = trace.box(3.0)
-        y = trace.record(9.0, _mul_pullback(3.0, 3.0), ((0, x._zp_index), (1, x._zp_index)), 2)  # x * x
-        z = trace.record(27.0, _mul_pullback(9.0, 3.0), ((0, y._zp_index), (1, x._zp_index)), 2)  # y * x
+        y = trace.box(9.0, _mul_pullback(3.0, 3.0), ((0, x), (1, x)), 2)  # x * x
+        z = trace.box(27.0, _mul_pullback(9.0, 3.0), ((0, y), (1, x)), 2)  # y * x
     cts = backward(trace, [(z._zp_index, 1.0)])
     assert cts[x._zp_index] == 27.0  # d(x^3)/dx at 3
     assert cts[z._zp_index] is None and cts[y._zp_index] is None  # intermediate cotangents are freed
@@ -51,7 +51,7 @@ def test_once_drops_each_pullback_after_it_runs():
     with new_trace(ReverseTrace) as trace:
         x = trace.box(2.0)
         keep = saved
-        y = trace.record(4.0, lambda ct, _keep=keep: (rc.NoTangent(), ct * 2.0), ((0, x._zp_index),), 1)
+        y = trace.box(4.0, lambda ct, _keep=keep: (rc.NoTangent(), ct * 2.0), ((0, x),), 1)
     del saved, keep
     backward(trace, [(y._zp_index, 1.0)], once=True)
     gc.collect()
@@ -64,7 +64,7 @@ def test_a_pullback_with_the_wrong_arity_is_named():
 
     with new_trace(ReverseTrace) as trace:
         x = trace.box(2.0)
-        y = trace.record(4.0, short_pullback, ((0, x._zp_index),), 1)
+        y = trace.box(4.0, short_pullback, ((0, x),), 1)
     with pytest.raises(rc.RuleError, match=r"short_pullback returned 1 cotangents; expected 2"):
         backward(trace, [(y._zp_index, 1.0)])
 
@@ -80,8 +80,8 @@ def test_nodes_with_one_to_four_routes_each_send_every_cotangent_home():
         outs = []
         for nargs in (1, 2, 3, 4):
             # a constant in the first position when there is room: routes need not start at 0
-            routes = tuple((k, xs[k]._zp_index) for k in range(nargs) if nargs == 1 or k > 0)
-            outs.append(trace.record(0.0, pullback_of(nargs), routes, nargs))
+            routes = tuple((k, xs[k]) for k in range(nargs) if nargs == 1 or k > 0)
+            outs.append(trace.box(0.0, pullback_of(nargs), routes, nargs))
     cts = backward(trace, [(o._zp_index, 10.0) for o in outs])
     # x_k gets (k + 1) * 10 from every node with more than k arguments that routes position k
     expected = [10.0, 3 * 20.0, 2 * 30.0, 1 * 40.0]

@@ -99,3 +99,40 @@ def test_explain_source_says_when_there_is_nothing_to_rewrite(capsys):
     exec("def f(x):\n    return x * 2\n", namespace)
     zp.explain(namespace["f"], source=True)
     assert "not rewritten: it has no Python source" in capsys.readouterr().out
+
+
+def test_the_registry_and_explain_tell_how_calls_without_rules_are_handled(capsys):
+    """Every kind of handling is an entry of rulescore's one registry, which rc.rrule.explain
+    reports and by which zp.explain labels the calls."""
+    import rulescore as rc
+
+    assert rc.rrule.handled[sorted].kind == "special_form"
+    assert rc.rrule.handled[list.append].kind == "reference"
+    assert rc.rrule.handled[rc.project].kind == "pass_through"
+    assert {e.kind for e in rc.rrule.handled.values()} <= rc.HANDLING_KINDS
+    assert "special form" in rc.rrule.explain(map, len, [1.0])
+    assert "reference" in rc.rrule.explain(dict.get, {}, "k")
+
+    def model(w):
+        parts = []
+        parts.append(w * 2.0)
+        return sum(sorted(parts, key=lambda v: float(np.sum(v))))[0]
+
+    zp.explain(model, np.ones(2))
+    rows = capsys.readouterr().out.splitlines()
+    assert any(r.startswith("sorted(list)") and "special form" in r for r in rows)
+    assert any("list.append(" in r and "reference" in r for r in rows)
+    assert zp.gradient(model, np.ones(2))[0].tolist() == [2.0, 0.0]
+
+
+def test_a_legacy_adjoint_applies_where_the_reverse_level_owns_the_argument():
+    """Forward over reverse where only the outer (reverse) level traces the adjoint's argument:
+    the adjoint, which takes priority over rules, is applied by the reverse trace."""
+    def outer(w):
+        _, tangent = zp.jvp(lambda t: clipped(w) * t, (1.0,), (1.0,))  # t forward, w reverse
+        return np.sum(tangent)
+
+    big = np.array([3.0, -5.0])
+    # clipped's adjoint clips the cotangent to [-1, 1]; its plain derivative would give 1
+    assert zp.gradient(outer, big)[0].tolist() == [1.0, 1.0]
+    assert zp.gradient(lambda w: np.sum(clipped(w) * 4.0), big)[0].tolist() == [1.0, 1.0]

@@ -41,3 +41,41 @@ def test_the_rewriter_and_the_runtime_agree_on_the_helpers():
     from zygotepy._transform import HELPER_NAMES
 
     assert set(HELPERS) == set(HELPER_NAMES)
+
+
+def _functions_applying_rules() -> dict[str, set[str]]:
+    """Per engine module, the functions whose body calls a rule's implementation
+    (``rule.impl(...)``, ``table.run(...)``, ``table.apply_rrule(...)``) or hands it to a call."""
+    found: dict[str, set[str]] = {}
+    for module in LAYERS:
+        tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+        scopes = [(f"{c.name}.{f.name}", f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                  for f in c.body if isinstance(f, ast.FunctionDef)]
+        methods = {id(f) for _, f in scopes}
+        scopes += [(f.name, f) for f in ast.walk(tree)
+                   if isinstance(f, ast.FunctionDef) and id(f) not in methods]
+        for name, fn in scopes:
+            for node in ast.walk(fn):
+                call = node.func if isinstance(node, ast.Call) else None
+                # (a handling entry's impl is the engine's own handler, not a rule; a context's run
+                # is contextvars')
+                applies = isinstance(call, ast.Attribute) and call.attr in (
+                    "impl", "run", "apply_rrule", "apply_frule") and not (
+                    isinstance(call.value, ast.Name) and call.value.id == "entry") and not (
+                    isinstance(call.value, ast.Call) and ast.unparse(call.value).startswith("contextvars"))
+                passed = isinstance(node, ast.Call) and any(
+                    isinstance(a, ast.Attribute) and a.attr in ("impl", "run") for a in node.args)
+                if applies or passed:
+                    found.setdefault(module, set()).add(name)
+    return found
+
+
+def test_each_trace_kind_applies_a_rule_in_one_place():
+    """Reverse mode applies every rule (rrule, non-differentiable, legacy adjoint) in
+    ``ReverseTrace.process_rule`` and forward mode in ``ForwardTrace.process_rule`` (with the
+    two ways it pushes tangents, batched or per direction); the dispatcher and the fast paths
+    only classify calls."""
+    assert _functions_applying_rules() == {
+        "_reverse": {"ReverseTrace.process_rule"},
+        "_forward": {"ForwardTrace.process_rule", "_push_batched", "_run_frule"},
+    }

@@ -1,7 +1,7 @@
 """Second derivatives through the pullbacks' projections and conjugations.
 
 Nested levels answer ``project``/``proj``/``conj``/``stand_in`` from the plain values when they
-hand their argument back unchanged (``zygotepy._dispatch.PASS_THROUGH``); the cases here take
+hand their argument back unchanged (their ``"pass_through"`` entries); the cases here take
 the other branches too: a float broadcast against an array (its cotangent summed back), a
 NumPy scalar meeting a float, and complex intermediates (the conjugate is not the identity).
 """

@@ -149,3 +149,26 @@ def test_type_of_a_traced_value_is_its_primal_class_and_a_rebound_type_is_called
         return type(x)
 
     assert zp.gradient(rebound, 1.5) == (2.0,)
+
+
+def test_code_without_source_reading_an_implicit_parameter_is_refused():
+    """A function made by exec runs as it is: arithmetic on its arguments records exactly, but an
+    implicit parameter it reads (by name, or as a field of an object it reads) would lose its
+    gradient, so the engine refuses, naming the variable."""
+    class Model:
+        pass
+
+    model = Model()
+    model.W = np.array([1.0, 2.0])
+    W = np.array([3.0, 4.0])
+    namespace = {"np": np, "model": model, "W": W}
+    exec("def by_name(x):\n    return (W * x).sum()\n", namespace)
+    exec("def by_field(x):\n    return (model.W * x).sum()\n", namespace)
+    exec("def calls(x):\n    return by_field(x)\n", namespace)
+    exec("def plain(x):\n    return (x * x).sum()\n", namespace)
+    for name, param, read in (("by_name", W, "'W' of by_name"), ("by_field", model.W, "'model' of by_field"),
+                              ("calls", model.W, "'model' of by_field")):
+        with pytest.warns(zp.ZygoteWarning), pytest.raises(zp.UntraceableError, match=f"reads {read}"):
+            zp.gradient(lambda: namespace[name](2.0), zp.params(param))
+    with pytest.warns(zp.ZygoteWarning):
+        assert zp.gradient(namespace["plain"], np.ones(2))[0].tolist() == [2.0, 2.0]

@@ -78,7 +78,7 @@ def test_each_thread_has_its_own_stack():
 def test_a_box_reports_its_primals_class_and_records_by_index():
     with new_trace(ReverseTrace) as trace:
         b = trace.box(np.ones(2))
-        c = trace.record(np.zeros(2), lambda ct: (None, ct), ((0, b._zp_index),), 1)
+        c = trace.box(np.zeros(2), lambda ct: (None, ct), ((0, b),), 1)
     assert type(b) is Box and isinstance(b, np.ndarray) and b.__class__ is np.ndarray
     assert (b._zp_index, c._zp_index) == (0, 1)
     assert trace.tape[0] is None and trace.tape[1][1:] == (1, 0, 0)  # indices, never boxes
@@ -89,7 +89,7 @@ def test_a_finished_trace_is_freed_by_reference_counting_alone():
     try:
         with new_trace(ReverseTrace) as trace:
             b = trace.box(1.5)
-            y = trace.record(math.sin(1.5), lambda ct: (None, ct * math.cos(1.5)), ((0, b._zp_index),), 1)
+            y = trace.box(math.sin(1.5), lambda ct: (None, ct * math.cos(1.5)), ((0, b),), 1)
         alive = weakref.ref(trace)
         del trace, b, y
         assert alive() is None  # no cycle: freed without the collector

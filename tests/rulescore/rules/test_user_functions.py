@@ -9,8 +9,9 @@ import pytest
 
 pytest.importorskip("scipy")
 from scipy.integrate import odeint, quad, solve_ivp  # noqa: E402
-from scipy.optimize import brentq  # noqa: E402
+from scipy.optimize import brentq, fixed_point, minimize, root  # noqa: E402
 
+import rulescore as rc  # noqa: E402
 import zygotepy as zp  # noqa: E402
 from rulescore.rules._user_functions import Params  # noqa: E402
 from tests.zygotepy.finite_differences import fd  # noqa: E402
@@ -74,11 +75,90 @@ def test_params_flatten_a_tree_and_rebuild_its_cotangent():
     np.testing.assert_allclose(p.flat_tangent(ct), [1.0, 2.0, 3.0])
 
 
-@pytest.mark.parametrize("solve", [
-    lambda a: np.sum(odeint(lambda y, t: -a * y, np.ones(1), T)[-1]),
-    lambda a: brentq(lambda x: x ** 3 - a, 0.0, 3.0),
-    lambda a: quad(lambda x: np.sin(a * x), 0.0, 1.0)[0],
-])
-def test_a_callback_capturing_a_traced_value_refuses_naming_it_and_args(solve):
-    with pytest.raises(zp.UntraceableError, match=r"captures the traced value 'a' in its closure.*args="):
-        zp.gradient(solve, 0.7)
+def _rhs_def(a):
+    def rhs(y, t):
+        return -a[0] * y + a[1]
+
+    return np.sum(odeint(rhs, np.ones(2), T)[-1])
+
+
+def _captured_dict(a):
+    p = {"k": a[0], "c": [a[1]]}
+    return quad(lambda x: np.exp(-p["k"] * x) * p["c"][0], 0.0, 1.0)[0]
+
+
+def _captured_matrix(a):
+    W = np.array([[-a[0], a[1]], [0.0, -a[0]]])
+    return np.sum(odeint(lambda y, t: W @ y, np.ones(2), T)[-1])
+
+
+def _keyword_callback(a):
+    return np.sum(odeint(func=lambda y, t: -a[0] * y, y0=np.ones(1), t=T)[-1])
+
+
+def _captured_and_explicit(a):
+    return brentq(lambda x, s: x ** 3 - a[0] * s, 0.0, 3.0, args=(a[1],))
+
+
+def _solve_ivp_args(a):
+    return solve_ivp(lambda t, y, k: -a[0] * k * y, (0.0, 1.0), np.ones(1), args=(a[1],),
+                     rtol=1e-10, atol=1e-12).y[0, -1]
+
+
+def _root(a):
+    return np.sum(root(lambda x: x ** 3 + x - a, np.ones(2), tol=1e-12).x)
+
+
+def _fixed_point(a):
+    return np.sum(fixed_point(lambda x: np.cos(a * x), np.ones(2), xtol=1e-12))
+
+
+def _minimize(a):
+    return np.sum(minimize(lambda x: np.sum((x - a) ** 2 * (1 + a[0])), np.zeros(2), tol=1e-12,
+                           method="BFGS").x)
+
+
+def _traced_argument_too(a):
+    return np.sum(odeint(lambda y, t: -a[0] * y, a[1:], T)[-1])
+
+
+CAPTURING = {
+    "odeint, a nested def": _rhs_def,
+    "quad, a captured dict": _captured_dict,
+    "odeint, a matrix built in the loss": _captured_matrix,
+    "odeint, callback by keyword": _keyword_callback,
+    "brentq, captured and explicit args": _captured_and_explicit,
+    "solve_ivp, captured and explicit args": _solve_ivp_args,
+    "root": _root,
+    "fixed_point": _fixed_point,
+    "minimize (the minimizer is a: gradient [1, 1]; finite differences see the optimizer's tolerance)":
+        _minimize,
+    "odeint, a traced argument too": _traced_argument_too,
+}
+
+
+@pytest.mark.parametrize("case", CAPTURING)
+def test_a_callback_capturing_traced_values_passes_them_through_args(case):
+    """JAX's closure_convert: the captured values go to the solver's rule through its args=, in
+    reverse and forward mode, whatever else the call passes."""
+    f = CAPTURING[case]
+    a0 = np.array([0.7, 0.4])
+    reference = np.ones(2) if f is _minimize else fd(f, a0, 1e-6)
+    (g,) = zp.gradient(f, a0)
+    np.testing.assert_allclose(g, reference, rtol=1e-4, atol=1e-6)
+    direction = np.array([1.0, -0.5])
+    _, tangent = zp.jvp(f, (a0,), (direction,))
+    assert tangent == pytest.approx(np.sum(reference * direction), rel=1e-4, abs=1e-6)
+
+
+def test_a_capturing_callback_of_a_function_without_args_is_refused_naming_the_value():
+    @rc.rrule.register(_integrate_twice, config=rc.HasReverseMode)
+    def _integrate_twice_rrule(config, f, x):
+        return _integrate_twice(f, x), lambda ybar: (rc.NoTangent(), rc.NoTangent(), ybar)
+
+    with pytest.raises(zp.UntraceableError, match=r"captures the traced value 'a' in its closure.*no args="):
+        zp.gradient(lambda a: _integrate_twice(lambda x: a * x, 1.0), 0.7)
+
+
+def _integrate_twice(f, x):
+    return f(f(x))
