@@ -78,7 +78,7 @@ class Trace:
         # (the innermost outer trace's flags already say it of every trace around it)
         self.with_params: bool = bool(params) or (bool(outer) and outer[-1].with_params)
         #: every active trace of one kind
-        self.uniform = not outer or (outer[-1].uniform and type(outer[-1]) is type(self))
+        self.uniform: bool = not outer or (outer[-1].uniform and type(outer[-1]) is type(self))
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
