@@ -166,6 +166,8 @@ def conj(t: Any) -> Any:
     dt = getattr(t, "dtype", None)
     if dt is not None:
         return np.conj(t) if dt.kind == "c" else t
+    if tt is complex:  # the method's rule (an engine tracing this body sees a traced complex so)
+        return t.conjugate()
     conjugate = getattr(t, "conjugate", None)
     return t if conjugate is None else conjugate()
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from zygotepy import _dispatch
+from zygotepy import _dispatch, _views
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._errors import UntraceableError, unseen_code, user_code
-from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, unbox_all
+from zygotepy._trace import LEVELS, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, opaque_callable, unbox_all
 
 BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -201,7 +201,11 @@ def _getattr(self: Box, name: str) -> Any:
     if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
         return getattr(unbox_all(value), name)
     primal = unbox_all(value)
+    if name == "flat" and type(primal) is np.ndarray:  # an index map into the array: reads and writes
+        return _views.FlatIndexer(self, _dispatch.call)
     if name in getattr(primal, "__dict__", ()):
+        if opaque_callable(primal.__dict__[name]):  # a function kept in a field (SciPy's _asarray)
+            return primal.__dict__[name]
         kind, attr = _dispatch.attribute_kind(type(primal), name)
         if kind == "cached":  # a cache is a function of the fields: recompute it from them
             return _dispatch.call_from_box(attr, self)

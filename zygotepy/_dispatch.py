@@ -32,6 +32,7 @@ import functools
 import heapq
 import inspect
 import operator
+import os
 import sys
 import types
 from typing import Any
@@ -47,7 +48,17 @@ from rulescore._zeros import NO_TANGENT_DATA
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, NO_RULE, PLAIN_ATTRIBUTES, BoundBoxMethod, Box, Trace, log_call, unbox_all
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    PLAIN_ATTRIBUTES,
+    BoundBoxMethod,
+    Box,
+    Trace,
+    log_call,
+    opaque_callable,
+    unbox_all,
+)
 from zygotepy._views import latest, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule (those with
@@ -764,6 +775,14 @@ def _untraceable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], trace: 
             f"its source. Register a rule for {outer}: @rulescore.rrule.register({outer}) (see "
             "docs/writing-rules.md), or keep traced values out of this call."
         )
+    compiled = compiled_origin(fn, args)
+    if compiled is not None:
+        raise UntraceableError(
+            f"{name} ({compiled[1]}) has no rrule and compiled code cannot be differentiated through, but "
+            f"it received a traced value as {', '.join(where)} inside {_caller_outside(_COMPILERS)}. "
+            "Register a rule: "
+            f"@rulescore.rrule.register({name}) (see docs/writing-rules.md), or keep traced values out "
+            "of this call.")
     raise UntraceableError(
         f"{name} has no rrule and cannot be differentiated through (it is not a Python function "
         f"with source), but it received a traced value as {', '.join(where)}. Register a rule: "
@@ -782,6 +801,9 @@ def public_name(fn: Any, args: tuple[Any, ...] = ()) -> str:
         >>> public_name(np.ndarray.partition), public_name(np.diff)
         ('numpy.ndarray.partition', 'numpy.diff')
     """
+    compiled = compiled_origin(fn, args)
+    if compiled is not None:
+        return compiled[0]
     owner = args[0] if args else None
     attribute = getattr(fn, "__name__", "") if type(fn) is types.FunctionType else ""
     if attribute and owner is not None and not isinstance(owner, type) and (
@@ -792,6 +814,57 @@ def public_name(fn: Any, args: tuple[Any, ...] = ()) -> str:
         if name.startswith(private):
             return public + name[len(private):]
     return name
+
+
+#: Packages compiling Python functions into callables that keep the function (``py_func``).
+_COMPILERS = frozenset({"numba"})
+
+
+def compiled_origin(fn: Any, args: tuple[Any, ...] = ()) -> tuple[str, str] | None:
+    """For compiled code from outside NumPy and SciPy (numba's ``@njit``, ``@vectorize`` and
+    ``@guvectorize``, a bare ufunc), ``(dotted name, what it is)``: the name of the Python function
+    it was compiled from, or of the module attribute holding it; ``None`` for anything else.
+    Errors name it so rather than by the ufunc's type (``numpy.``) or its class's ``__call__``.
+
+    Example:
+        >>> import numpy as np
+        >>> double = np.frompyfunc(lambda v: 2 * v, 1, 1)
+        >>> compiled_origin(np.sin), compiled_origin(double)
+        (None, None)
+    """
+    target = fn
+    if getattr(fn, "__name__", "") == "__call__":  # dufunc.__call__(x), DUFunc.__call__(dufunc, x)
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            target = owner
+        elif args and type(args[0]).__dict__.get("__call__") is fn:
+            target = args[0]
+    source = getattr(target, "py_func", None) or getattr(target, "__wrapped__", None)
+    maker = (type(target).__module__ or "").split(".")[0]
+    if type(source) is types.FunctionType and maker in _COMPILERS:
+        return f"{source.__module__}.{source.__qualname__}", f"compiled by {maker} from that Python function"
+    if isinstance(target, np.ufunc) and "." not in callable_name(target):
+        name = target.__name__
+        for module in list(sys.modules.values()):
+            held = getattr(module, name, None) if module is not None else None
+            if held is not None and (held is target or getattr(held, "ufunc", None) is target):
+                return f"{module.__name__}.{name}", "a compiled ufunc"
+    return None
+
+
+def _caller_outside(packages: frozenset[str]) -> str:
+    """``user_code()`` past the frames of ``packages`` (numba's own Python ``__call__``): the
+    Python function that called the compiled code."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIRS) or str(
+            frame.f_globals.get("__name__", "")).split(".")[0] in packages):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "unknown code"
+    return f"{frame.f_code.co_qualname} ({frame.f_code.co_filename}:{frame.f_lineno})"
+
+
+_ENGINE_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 
 def _contains(x: Any, trace: Trace) -> bool:
@@ -846,7 +919,7 @@ def _scan(x: Any, deep: bool, seen: set[int] | None = None) -> Trace | None:
         items: Any = x
     elif t is dict:
         items = x.values()
-    elif deep and not isinstance(x, _LEAVES) and not callable(x):
+    elif deep and not isinstance(x, _LEAVES) and not opaque_callable(x):
         items = rc.fields_of(x).values() if hasattr(x, "__dict__") or hasattr(x, "__slots__") else ()
     else:
         return None
@@ -873,7 +946,8 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
     if t in CONTAINERS or isinstance(x, (tuple, list)):
         pairs: Any = enumerate(x) if not isinstance(x, dict) else x.items()
         kind = "k" if isinstance(x, dict) else "i"
-    elif isinstance(x, _LEAVES) or callable(x) or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")):
+    elif isinstance(x, _LEAVES) or opaque_callable(x) or not (
+            hasattr(x, "__dict__") or hasattr(x, "__slots__")):
         return x, None
     else:
         pairs, kind = rc.fields_of(x).items(), "a"

@@ -38,7 +38,18 @@ from zygotepy._reverse import (
     _traced_impl,
 )
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    Box,
+    Trace,
+    isolated,
+    log_call,
+    new_trace,
+    opaque_callable,
+    primals_of,
+    unbox_all,
+)
 from zygotepy._views import note_view, settle
 
 
@@ -158,7 +169,7 @@ def _tangent_of(x: Any, trace: Trace, k: int, seen: set[int] | None = None) -> A
     if t is Box:
         return _tangents(x)[k] if x._zp_trace is trace else ZeroTangent()
     leaf = t is not tuple and t is not list and t is not dict and (
-        isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or callable(x)
+        isinstance(x, (np.ndarray, np.generic, int, float, complex, str, bytes)) or opaque_callable(x)
         or not (hasattr(x, "__dict__") or hasattr(x, "__slots__")))
     seen = set() if seen is None else seen  # the objects on the path here: a cycle stops, sharing does not
     if leaf or id(x) in seen:

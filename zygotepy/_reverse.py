@@ -522,7 +522,7 @@ def _seed_for(box: Box, ybar: Any) -> Any:
     value = unbox_all(box._zp_value)  # a constant seed's projection depends on the type alone
     if type(ybar) is float and (type(value) is float or type(value) is np.float64):
         return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
-    return call(rc.ProjectTo(box._zp_value), ybar)
+    return call(rc.ProjectTo(value), ybar)  # (a list's projector from the list, not an outer box of it)
 
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
+import inspect
 import operator
 import os
 import sys
@@ -56,8 +57,10 @@ _DISPATCHER = type(np.diff)
 #: (a traced value has none), so they need a rule on the function that calls them.
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: Standard-library code run as it is, traced values and all: it only formats or moves them
-#: (``logging``), or has no source to rewrite (frozen modules: ``os.path``, ``codecs``).
-_AS_IS = (*_package_dirs(("logging",)), "<frozen ")
+#: (``logging``), only inspects code (``inspect``: scikit-learn's ``get_params`` reads the
+#: signature of ``__init__`` at every parameter access), or has no source to rewrite (frozen
+#: modules: ``os.path``, ``codecs``).
+_AS_IS = (*_package_dirs(("logging",)), os.path.abspath(inspect.__file__), "<frozen ")
 #: Standard-library functions run as they are: copying reaches a traced value's own
 #: ``__copy__``/``__deepcopy__`` (:mod:`zygotepy._box`), which copies it differentiably.
 _AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
@@ -112,6 +115,9 @@ def store(container: Any, index: Any, value: Any) -> None:
     shares memory with a written one, written into its traced value (:mod:`zygotepy._views`);
     refused if they would hide a gradient otherwise."""
     levels = LEVELS.get()
+    if levels and type(container) is np.flatiter:  # a.flat[i] = v: a write into a
+        _views.FlatIndexer(container.base, _dispatch.call)[index] = value
+        return
     method = _python_setitem(container) if levels else None
     if method is not None:
         _dispatch.call(method, container, index, value)
@@ -202,6 +208,8 @@ def attribute(x: Any, name: str) -> Any:
     tx = type(x)
     if tx is np.ndarray:
         levels = LEVELS.get()
+        if levels and name == "flat":
+            return _views.flat_of(levels, x, _dispatch.call)
         if levels and levels[-1].with_params:
             x = param(x)
         return getattr(x, name)
@@ -317,6 +325,10 @@ def getitem(x: Any, index: Any) -> Any:
         levels = LEVELS.get()
         if not levels or not levels[-1].with_params:
             return x[index]
+    elif tx is np.flatiter:  # a.flat[i] of an array written through a view: its current value
+        levels = LEVELS.get()
+        if levels and _views.shadowed(levels, x.base):
+            return _views.FlatIndexer(x.base, _dispatch.call)[index]
     return _dispatch.call(operator.getitem, x, index)
 
 

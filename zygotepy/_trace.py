@@ -15,6 +15,7 @@ import contextvars
 import gc
 import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -304,6 +305,21 @@ def primals_of(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if type(a) is Box:
             return tuple(unbox_all(a) for a in args)
     return args
+
+
+def opaque_callable(x: Any) -> bool:
+    """Whether ``x`` is only called, never looked into for traced values: a function, method,
+    class or builtin; not an object of a Python class with ``__call__`` (a SciPy spline holds
+    traced coefficients).
+
+    Example:
+        >>> import numpy as np
+        >>> from scipy.interpolate import CubicSpline
+        >>> opaque_callable(np.sum), opaque_callable(CubicSpline([0, 1, 2], [0, 1, 0]))
+        (True, False)
+    """
+    call = next((k.__dict__["__call__"] for k in type(x).__mro__ if "__call__" in k.__dict__), None)
+    return call is not None and not isinstance(call, types.FunctionType)
 
 
 def unbox_all(x: Any) -> Any:

@@ -31,7 +31,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules.indexing import setindex
 from zygotepy._errors import UntraceableError, user_code
-from zygotepy._trace import Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, Box, Trace, opaque_callable, unbox_all
 
 #: Marks an owner whose traced value is unknown (two different boxes hold it).
 _UNKNOWN: Any = None
@@ -343,7 +343,7 @@ def _settle(levels: tuple[Trace, ...], out: Any, call: Any, seen: set[int]) -> A
     t = type(out)
     if t is np.ndarray or t is Box:
         return latest(levels, out, call)
-    if isinstance(out, _LEAVES) or callable(out) or id(out) in seen:
+    if isinstance(out, _LEAVES) or opaque_callable(out) or id(out) in seen:
         return out
     seen.add(id(out))
     if t is tuple or t is list:
@@ -454,3 +454,88 @@ def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
                 holder[i] = new
                 replaced = True
     return replaced
+
+
+class FlatIndexer:
+    """``a.flat`` of an array with a traced value (a box, or an array written through a view or
+    an alias): the index map from ``a``'s positions in C order to its elements. Reading
+    ``a.flat[i]`` indexes ``a``'s current traced value raveled; writing ``a.flat[i] = v`` (and the
+    jitter idiom ``K.flat[::n + 1] += s``) is a functional write of those elements
+    (:func:`write_flat`), so every reference to ``a`` reads it. ``call`` is the dispatcher's.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> def jittered(s):
+        ...     K = np.ones((2, 2))
+        ...     K.flat[::3] += s
+        ...     return np.sum(K * K)
+        >>> zp.gradient(jittered, 0.5)
+        (6.0,)
+    """
+
+    __slots__ = ("array", "call")
+
+    def __init__(self, array: Any, call: Any) -> None:
+        self.array = array
+        self.call = call
+
+    def _raveled(self) -> Any:
+        levels = LEVELS.get()
+        current = latest(levels, self.array, self.call) if levels else self.array
+        return self.call(np.ravel, current)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.call(operator.getitem, self._raveled(), unbox_all(index))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        levels = LEVELS.get()
+        if not levels or (type(self.array) is not Box and not _holds_box(value)
+                          and not shadowed(levels, self.array)):
+            unbox_all(self.array).flat[index] = value  # nothing traced: in place, as NumPy does
+            return
+        write_flat(levels, self.array, index, value, self.call)
+
+    def __iter__(self) -> Any:
+        raveled = self._raveled()
+        return (self.call(operator.getitem, raveled, i) for i in range(len(self)))
+
+    def __len__(self) -> int:
+        return int(np.size(unbox_all(self.array)))
+
+    @property
+    def base(self) -> Any:
+        """The array iterated over, as ``np.flatiter.base``."""
+        return self.array
+
+    def copy(self) -> Any:
+        """``a.flat.copy()``: a copy of ``a`` raveled."""
+        return self.call(np.copy, self._raveled())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise UntraceableError(
+            f"inside {user_code()}, the flat iterator of a traced array is converted to a NumPy array, "
+            "which would drop its derivative: use a.ravel() (or a.flat[...] to index it) instead")
+
+
+def flat_of(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
+    """``a.flat`` in rewritten code: a :class:`FlatIndexer` when ``a`` is traced or has a traced
+    value (written through a view or an alias), else NumPy's own ``np.flatiter``."""
+    if type(a) is Box or (type(a) is np.ndarray and shadowed(levels, a)):
+        return FlatIndexer(a, call)
+    return a.flat
+
+
+def write_flat(levels: tuple[Trace, ...], array: Any, index: Any, value: Any, call: Any) -> None:
+    """``array.flat[index] = value`` into ``array``'s traced value (:func:`write`): the flat index
+    becomes the positions it selects, and ``value`` is repeated to fill them when it has fewer
+    elements, as NumPy's flat assignment does."""
+    primal = unbox_all(array)
+    selected = np.arange(primal.size).reshape(-1)[unbox_all(index)]
+    where = np.unravel_index(selected, primal.shape)
+    given = np.shape(unbox_all(value))
+    if given and given != np.shape(selected) and int(np.prod(given)) != np.size(selected):
+        repeats = np.arange(np.size(selected)) % max(int(np.prod(given)), 1)
+        value = call(operator.getitem, call(np.ravel, value), repeats.reshape(np.shape(selected)))
+    elif given and given != np.shape(selected):
+        value = call(np.reshape, value, np.shape(selected))
+    write(levels, array, where, value, call)

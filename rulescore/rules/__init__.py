@@ -3,12 +3,14 @@
 
 Families: :mod:`.operators`, :mod:`.math`, :mod:`.builtins`, :mod:`.ufuncs`, :mod:`.contractions`,
 :mod:`.reductions`, :mod:`.shape`, :mod:`.indexing`, :mod:`.linalg`, :mod:`.numeric`,
-:mod:`.ufunc_methods`, :mod:`.writes`, :mod:`.broadcasting`; :mod:`.fft` and :mod:`.random` when
-``numpy.fft`` and ``numpy.random`` are first imported; the SciPy families (:mod:`.scipy_special`,
-:mod:`.scipy_stats`, :mod:`.scipy_linalg`, :mod:`.scipy_signal`, :mod:`.scipy_integrate`,
-:mod:`.scipy_optimize`, :mod:`.scipy_spatial`) when SciPy imports them, and :mod:`.numpy_polynomial`,
-:mod:`.stdlib_statistics`, :mod:`.stdlib_text` when ``numpy.polynomial``, ``statistics``,
-``json`` or ``logging`` is imported (:mod:`._optional`).
+:mod:`.ufunc_methods`, :mod:`.writes`, :mod:`.broadcasting`, :mod:`.numpy_index_helpers`;
+:mod:`.fft` and :mod:`.random` when ``numpy.fft`` and ``numpy.random`` are first imported; the
+SciPy families (:mod:`.scipy_special`, :mod:`.scipy_stats`, :mod:`.scipy_linalg`,
+:mod:`.scipy_signal`, :mod:`.scipy_integrate`, :mod:`.scipy_optimize`, :mod:`.scipy_spatial`,
+:mod:`.scipy_interpolate`)
+when SciPy imports them, and :mod:`.numpy_polynomial`, :mod:`.stdlib_statistics`,
+:mod:`.stdlib_text` when ``numpy.polynomial``, ``statistics``, ``json`` or ``logging`` is
+imported (:mod:`._optional`).
 """
 
 import importlib
@@ -19,7 +21,8 @@ from rulescore.rules._optional import watch
 from rulescore.rules.random import register_random
 
 FAMILIES = ("operators", "math", "builtins", "ufuncs", "contractions", "reductions", "shape",
-            "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods", "writes", "broadcasting")
+            "indexing", "linalg", "fft", "random", "numeric", "ufunc_methods", "writes", "broadcasting",
+            "numpy_index_helpers")
 
 #: Families for modules NumPy imports only on first use, registered then (importing the module
 #: costs time ``import rulescore`` should not pay): family -> module.

@@ -32,6 +32,7 @@ OPTIONAL_FAMILIES: dict[str, str] = {
     "scipy.integrate": "scipy_integrate",
     "scipy.optimize": "scipy_optimize",
     "scipy.spatial.distance": "scipy_spatial",
+    "scipy.interpolate": "scipy_interpolate",
     "statistics": "stdlib_statistics",
     "json": "stdlib_text",
     "logging": "stdlib_text",

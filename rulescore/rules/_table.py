@@ -80,6 +80,10 @@ _DESCRIPTIONS = {
     "scipy_signal": "`scipy.signal` convolutions, real arrays (registered when SciPy imports it).",
     "scipy_spatial": "`scipy.spatial.distance`: `pdist`/`cdist` (sqeuclidean, euclidean, cityblock) and "
                      "`squareform` (registered when SciPy imports it).",
+    "scipy_interpolate": "`scipy.interpolate`: evaluating `PPoly` (`CubicSpline`, Akima, Pchip) and "
+                         "`BSpline` splines, and `make_interp_spline` (registered when SciPy imports it).",
+    "numpy_index_helpers": "NumPy functions of an array's shape or memory alone (`diag_indices_from`, "
+                           "`shares_memory`, ...): no derivative.",
     "numpy_polynomial": "Constructing `numpy.polynomial`'s series from traced coefficients (registered "
                         "when `numpy.polynomial` is imported).",
     "stdlib_text": "Text from values (`json.dumps`, the logging calls): no derivative (registered "

@@ -30,6 +30,7 @@ reaches it. ``name`` gets ``NoTangent``; ``default``, when it was returned, gets
 from __future__ import annotations
 
 import inspect
+import math
 import operator
 import types
 from typing import Any
@@ -150,12 +151,16 @@ def _repeats(index: Any) -> bool:
     arrays = [p for p in parts if isinstance(p, np.ndarray) and p.dtype.kind in "iu"]
     if not arrays:
         return False
-    flat = np.stack([a.ravel() for a in np.broadcast_arrays(*arrays)], axis=-1)
-    return len(np.unique(flat, axis=0)) < len(flat)
-
-
-def _kept_mask(x: Any, index: Any) -> Any:
-    return setindex(np.ones(np.shape(x)), index, 0.0)
+    broadcast = [a.ravel() for a in np.broadcast_arrays(*arrays)]
+    if broadcast[0].size < 2:
+        return False
+    lows = [int(a.min()) for a in broadcast]  # one key per position (a sort, not unique(axis=0))
+    dims = [int(a.max()) - low + 1 for a, low in zip(broadcast, lows, strict=True)]
+    if math.prod(dims) >= np.iinfo(np.intp).max:
+        flat = np.stack(broadcast, axis=-1)
+        return len(np.unique(flat, axis=0)) < len(flat)
+    keys = np.sort(np.ravel_multi_index(tuple(a - low for a, low in zip(broadcast, lows, strict=True)), dims))
+    return bool(np.any(keys[1:] == keys[:-1]))
 
 
 def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
@@ -166,7 +171,7 @@ def setindex_rrule(x: Any, index: Any, value: Any) -> Any:
         shape = np.shape(value)
         if np.shape(vbar) != shape:  # the value was broadcast into the selection: sum it back
             vbar = np.sum(vbar) if not shape else unbroadcast(vbar, shape)
-        return NoTangent(), project(x, ybar * _kept_mask(x, index)), NoTangent(), project(value, vbar)
+        return NoTangent(), project(x, setindex(ybar, index, 0.0)), NoTangent(), project(value, vbar)
 
     return y, setindex_pullback
 

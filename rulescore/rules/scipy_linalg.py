@@ -26,6 +26,9 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -398,8 +401,8 @@ def _triangular_sandwich(low: Any, m: Any) -> Any:
     """``L^-T m L^-1`` for a lower-triangular ``L`` (a stack: each), by triangular solves."""
     if np.ndim(low) > 2:
         return np.stack([_triangular_sandwich(f, x) for f, x in zip(low, m, strict=True)])
-    left = sl.solve_triangular(low, m, trans="T", lower=True)
-    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True))
+    left = sl.solve_triangular(low, m, trans="T", lower=True, check_finite=False)
+    return _t(sl.solve_triangular(low, _t(left), trans="T", lower=True, check_finite=False))
 
 
 def _inverse_sandwich(low: Any, m: Any) -> Any:
@@ -724,4 +727,26 @@ _NAMED = (sl.expm, sl.expm_frechet, sl.eigh, sl.logm, sl.sqrtm, sl.inv, sl.det, 
           sl.cholesky, sl.cho_factor, sl.cho_solve, sl.lu_factor, sl.lu_solve, sl.solve_sylvester,
           sl.solve_continuous_lyapunov, sl.block_diag, sl.solve_banded)
 
-RULES: tuple[RulePair, ...] = family_rules(globals(), _NAMED)
+
+
+def _keeping_inputs(primal: Any, rule: Any, first: int) -> Any:
+    """``rule`` calling SciPy with its ``overwrite_*`` options off: the rules read their arguments
+    after the call, and so may an engine's other pullbacks (``first``: the position of the
+    primal's first argument among the rule's, 1 for an frule)."""
+    names = inspect.signature(primal).parameters
+    slots = [i for i, name in enumerate(names) if name.startswith("overwrite_")]
+    if rule is None or not slots:
+        return rule
+
+    @functools.wraps(rule)
+    def keeping_inputs(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(False if i - first in slots else a for i, a in enumerate(args))
+        return rule(*args, **{k: False if k.startswith("overwrite_") else v for k, v in kwargs.items()})
+
+    return keeping_inputs
+
+
+RULES: tuple[RulePair, ...] = tuple(
+    dataclasses.replace(pair, rrule=_keeping_inputs(pair.primal, pair.rrule, 0),
+                        frule=_keeping_inputs(pair.primal, pair.frule, 1))
+    for pair in family_rules(globals(), _NAMED))

@@ -73,9 +73,11 @@ def test_examples_typed_into_the_plain_repl(page: Path, tmp_path: Path) -> None:
                 child.sendline(line)
             if compound:
                 child.sendline("")  # the REPL ends a block at an empty line
+            child.expect(">>> ")  # the example ran: typing on now cannot interleave with its output
+            before = child.before
             child.sendline(f"print({END!r})")  # the example's output ends where this prints
             child.expect(f"\r\n{END}\r\n>>> ")
-            got = child.before.replace("\r\n", "\n")
+            got = (before + child.before).replace("\r\n", "\n")
             lines = [*lines, f"print({END!r})"]
             typed = {s.rstrip() for s in lines if s.strip()}
             output = [ln for ln in got.split("\n")

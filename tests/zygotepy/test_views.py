@@ -213,3 +213,141 @@ def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypat
     zp.gradient(lambda x: zp.checkpointed(lambda h: np.sum(np.tanh(h)), x), np.ones(2))
     zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5)
     zp.withgradient(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
+
+
+# -- a.flat: the jitter idiom K.flat[::n + 1] += s, flat writes and reads -------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.zygotepy.finite_differences import fd  # noqa: E402
+
+
+def _jitter_traced_scale(s):
+    K = np.outer(np.arange(1.0, 4.0), np.arange(1.0, 4.0))
+    K.flat[::4] += s
+    return np.sum(np.sin(K) * K)
+
+
+def _jitter_traced_matrix(K):
+    K = K.copy()
+    K.flat[::K.shape[0] + 1] += 0.25
+    return np.sum(np.cos(K) * K)
+
+
+def _jitter_both(p):
+    K = np.outer(p[:3], p[:3])
+    n = K.shape[0]
+    K.flat[::n + 1] += np.exp(p[3])
+    return np.log(np.linalg.det(K)) + np.sum(K ** 2)
+
+
+def _flat_set_element(p):
+    K = np.outer(p, p)
+    K.flat[1] = p[0] ** 3
+    K.flat[[4, 8]] = np.sin(p[1:])
+    return np.sum(K * np.arange(9.0).reshape(3, 3))
+
+
+def _flat_reads(K):
+    return np.sum(K.flat[::2] ** 2) + K.flat[5] * K.flat[-1] + np.sum(K.flat[[0, 3, 3]]) + np.sum(
+        K.flat[K.ravel() > 0.5] ** 3)
+
+
+def _flat_of_a_transpose(K):
+    K = K + 0.0
+    T = K.T
+    T.flat[:3] *= 2.0  # a write through a view reaches K
+    return np.sum(K ** 3)
+
+
+def _flat_repeating_values(p):
+    K = np.zeros((2, 3))
+    K.flat[[0, 2, 4, 5]] = p  # two values fill four places, repeated as NumPy repeats them
+    return np.sum(K * np.arange(1.0, 7.0).reshape(2, 3) ** 2)
+
+
+def _flat_written_twice_and_iterated(p):
+    K = np.outer(p, p)
+    K.flat[::3] += 1.0
+    K.flat[::3] *= p
+    return sum(v * v for v in K.flat)
+
+
+def _flat_alias(s):
+    K = np.eye(3)
+    alias = K
+    K.flat[::4] += s
+    return np.sum(alias * alias)
+
+
+FLAT_CASES = [
+    (_jitter_traced_scale, np.array(0.3)),
+    (_jitter_traced_matrix, np.arange(9.0).reshape(3, 3) / 7),
+    (_jitter_both, np.array([1.0, 0.5, -0.7, -1.0])),
+    (_flat_set_element, np.array([0.4, -1.2, 0.9])),
+    (_flat_reads, np.linspace(-1.0, 1.5, 12).reshape(3, 4)),
+    (_flat_of_a_transpose, np.arange(6.0).reshape(2, 3) / 5),
+    (_flat_repeating_values, np.array([0.7, -0.3])),
+    (_flat_written_twice_and_iterated, np.array([0.5, 1.5, -1.0])),
+    (_flat_alias, np.array(0.6)),
+]
+
+
+@pytest.mark.parametrize(("f", "x"), FLAT_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_flat_writes_and_reads_reverse_mode(f, x):
+    (g,) = zp.gradient(f, x)
+    np.testing.assert_allclose(g, fd(f, x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(("f", "x"), FLAT_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_flat_writes_and_reads_forward_mode(f, x):
+    direction = np.linspace(1.0, -0.5, np.size(x)).reshape(np.shape(x))
+    y, ydot = zp.jvp(f, (x,), (direction,))
+    assert np.isclose(y, f(x))
+    np.testing.assert_allclose(ydot, np.sum(fd(f, x) * direction), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(("f", "x"), [c for c in FLAT_CASES if np.ndim(c[1]) == 1],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_flat_writes_second_order(f, x):
+    def gradient(p):
+        return zp.gradient(f, p)[0]
+
+    by_differences = np.stack([(gradient(x + h) - gradient(x - h)) / 2e-5 for h in 1e-5 * np.eye(len(x))])
+    np.testing.assert_allclose(zp.hessian(f, x), by_differences, rtol=1e-5, atol=1e-6)
+
+
+def test_flat_write_leaves_the_callers_array_as_numpy_would():
+    K = np.ones((2, 2))
+
+    def f(s):
+        K.flat[::3] += s
+        return np.sum(K)
+
+    (g,) = zp.gradient(f, 0.5)
+    assert g == 2.0
+    np.testing.assert_array_equal(K, [[1.5, 1.0], [1.0, 1.5]])
+
+
+def test_flat_of_a_traced_array_is_refused_as_a_numpy_array():
+    with pytest.raises(zp.UntraceableError, match=r"a\.ravel\(\)"):
+        zp.gradient(lambda K: np.sum(np.asarray(K.flat)), np.ones((2, 2)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 5), start=st.integers(0, 4), step=st.integers(1, 7), scale=st.floats(-2.0, 2.0))
+def test_flat_slice_updates_match_finite_differences(n, start, step, scale):
+    """Any slice of the flat index, updated with a traced scalar and a traced matrix."""
+    K0 = np.linspace(-1.0, 1.0, n * n).reshape(n, n)
+
+    def f(p):
+        K = K0 * p[0]
+        K.flat[start::step] += scale * p[1]
+        return np.sum(np.sin(K))
+
+    p = np.array([0.8, 0.3])
+    (g,) = zp.gradient(f, p)
+    np.testing.assert_allclose(g, fd(f, p), rtol=1e-6, atol=1e-8)
+    _, ydot = zp.jvp(f, (p,), (np.array([1.0, -2.0]),))
+    np.testing.assert_allclose(ydot, fd(f, p) @ [1.0, -2.0], rtol=1e-6, atol=1e-8)

@@ -1,0 +1,55 @@
+"""Forward mode over reverse mode (a JVP of a pullback) where HIPS autograd's own suite found it
+failing (tools/autograd_suite.py): complex ``log``, ``log10``, ``log1p``, ``log2``, ``arctanh`` of
+a Python complex (the conjugate in their pullbacks), and the functions returning a list of arrays
+(``split`` and its family: the seed of a list output), against finite differences."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zygotepy as zp
+
+
+def _vjp(f: Callable[[Any], Any], x: Any, v: Any) -> Any:
+    return zp.pullback(f, x)[1](v)[0]
+
+
+def _jvp_of_vjp_against_differences(f: Callable[[Any], Any], x: Any, dx: Any, v: Any) -> None:
+    _, slope = zp.jvp(lambda p: _vjp(f, p, v), (x,), (dx,))
+    h = 1e-6
+    by_differences = (np.asarray(_vjp(f, x + h * dx, v)) - np.asarray(_vjp(f, x - h * dx, v))) / (2 * h)
+    np.testing.assert_allclose(slope, by_differences, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("f", [np.log, np.log10, np.log1p, np.log2, np.arctanh, np.sqrt],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("z", [0.4 + 0.3j, -0.2 + 0.5j])
+def test_complex_scalar_functions(f: Callable[[Any], Any], z: complex) -> None:
+    _jvp_of_vjp_against_differences(f, z, 0.7 - 0.2j, 1.3 + 0.4j)
+    _jvp_of_vjp_against_differences(f, z, 1.0 + 0.0j, 1.0 + 0.0j)
+
+
+SPLITS = [
+    (lambda x: np.split(x, 2), (4,)),
+    (lambda x: np.split(x, [1, 3], axis=1), (2, 4)),
+    (lambda x: np.array_split(x, 3), (7,)),
+    (lambda x: np.hsplit(x, 2), (3, 4)),
+    (lambda x: np.vsplit(x, [1]), (3, 2)),
+    (lambda x: np.dsplit(x, 2), (2, 2, 4)),
+]
+
+
+@pytest.mark.parametrize(("split", "shape"), SPLITS, ids=[str(i) for i in range(len(SPLITS))])
+def test_functions_returning_lists(split: Callable[[Any], Any], shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(len(shape))
+    x = rng.normal(size=shape)
+
+    def f(p: Any) -> Any:
+        return [np.sin(part) * part for part in split(p)]
+
+    v = [rng.normal(size=np.shape(part)) for part in split(x)]
+    _jvp_of_vjp_against_differences(f, x, rng.normal(size=shape), v)
