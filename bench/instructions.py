@@ -31,10 +31,13 @@ derivative of ``sin(x) * x**2`` at a float) with ``nested_tanh_autograd``, ``hvp
 ``rosen_autograd`` and ``grad_of_grad_autograd``, the same computations in HIPS autograd, for a
 ratio that load does not move, and ``linalg`` (one gradient through ``svd``, ``qr``, ``pinv``, the
 norms, ``trace``, ``vdot``, ``matvec``, ``multi_dot`` and ``scipy.special.logsumexp``, whose rules
-also have a native tier)::
+also have a native tier), and workload 10's problems: ``wide`` (all), ``wide:<problem>`` (its
+zygotepy variants and autograd), ``wide:<problem>:<i>`` (zygotepy's i-th variant) or
+``wide:<problem>:autograd``::
 
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
     python bench/instructions.py --only rosen,rosen_autograd -n 5
+    python bench/instructions.py --only wide:softplus_hvp -n 3
 """
 
 from __future__ import annotations
@@ -247,6 +250,37 @@ def per_call(source: str, workload: str, n: int) -> float:
     return collected / n
 
 
+#: Workload 10's problems (``bench/wl_nested_wide.py``, imported from this checkout's ``bench/``):
+#: ``wide:<problem>:<i>`` is zygotepy's i-th variant, ``wide:<problem>:autograd`` autograd's.
+WIDE_BODY = """
+sys.path.insert(1, {bench!r})
+import wl_nested_wide
+cases = wl_nested_wide.autograd_cases() if {variant!r} == "autograd" else wl_nested_wide.zygote_cases()
+fn = cases[{problem!r}] if {variant!r} == "autograd" else list(cases[{problem!r}].values())[int({variant!r})]
+"""
+
+
+def wide_names(spec: str) -> list[str]:
+    """``wide`` (every problem, each variant and autograd) or ``wide:<problem>`` expanded."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import wl_nested_wide
+
+    problems = list(wl_nested_wide.TITLES) if spec == "wide" else [spec.split(":")[1]]
+    out = []
+    for problem in problems:
+        variants = len(wl_nested_wide.zygote_cases()[problem])
+        out += [f"wide:{problem}:{i}" for i in range(variants)] + [f"wide:{problem}:autograd"]
+    return out
+
+
+def wide_per_call(source: str, name: str, n: int) -> float:
+    _, problem, variant = name.split(":")
+    bench = os.path.dirname(os.path.abspath(__file__))
+    body = WIDE_BODY.format(bench=bench, problem=problem, variant=variant)
+    program = PROGRAM.format(source=source, body=body, arg="None", call="fn()", n=n, warmup=WARMUP)
+    return count(program, "--collect-atstart=no", f"--toggle-collect={SWITCH}") / n
+
+
 def first_call(source: str) -> float:
     body = WORKLOADS["scalar"] + "\nimport zygotepy as zp\nzp.gradient(f, 0.7)\n"
     with_call = count(FIRST_CALL.format(source=source, import_only=body))
@@ -261,13 +295,15 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=50, help="gradient calls counted per workload")
     opts = parser.parse_args()
     sources = [os.path.abspath(s) for s in (opts.source or [os.path.join(os.path.dirname(__file__), "..")])]
-    names = opts.only.split(",")
+    names = [w for name in opts.only.split(",")
+             for w in (wide_names(name) if name == "wide" or name.count(":") == 1 else [name])]
     print("| workload | " + " | ".join(sources) + " |")
     print("|---|" + "---:|" * len(sources))
     for name in names:
         row = []
         for src in sources:
-            value = first_call(src) if name == "first_call" else per_call(src, name, opts.n)
+            value = (first_call(src) if name == "first_call" else wide_per_call(src, name, opts.n)
+                     if name.startswith("wide:") else per_call(src, name, opts.n))
             row.append(f"{value / 1e6:.3f} M")
         print(f"| {name} | " + " | ".join(row) + " |", flush=True)
 

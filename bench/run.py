@@ -33,7 +33,8 @@ import harness  # noqa: E402
 import numpy as np  # noqa: E402
 from harness import SYSTEMS, Config, Section, Table, markdown_table, peers, text_table  # noqa: E402
 
-WORKLOADS = ("scalar", "mlp", "big", "first_call", "dispatch", "memory", "jacobian", "nested", "scaling")
+WORKLOADS = ("scalar", "mlp", "big", "first_call", "dispatch", "memory", "jacobian", "nested", "scaling",
+             "nested_wide")
 #: Names ``--only`` also takes for several workloads: ``issue18`` is what the nested and scalar
 #: performance issue measures (the scalar chains, nested differentiation, scaling to 1e6 ops).
 GROUPS = {"issue18": ("scalar", "nested", "scaling")}
@@ -78,6 +79,10 @@ def run_workload(key: str, cfg: Config) -> Section:
         import wl_scaling
 
         return wl_scaling.run(cfg)
+    if key == "nested_wide":
+        import wl_nested_wide
+
+        return wl_nested_wide.run(cfg)
     raise ValueError(key)
 
 

@@ -27,7 +27,16 @@ from zygotepy import _dispatch
 from zygotepy._dispatch import NOT_FAST
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
-from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
+from zygotepy._reverse import (
+    _FAST_CONSTANTS,
+    _FAST_VALUES,
+    _RECORDED,
+    _is_plain_callable,
+    _is_shape,
+    _logging,
+    _new_box,
+    _traced_impl,
+)
 from zygotepy._runtime import python_target
 from zygotepy._trace import (
     LEVELS,
@@ -38,6 +47,7 @@ from zygotepy._trace import (
     log_call,
     new_trace,
     opaque_callable,
+    primals_of,
     unbox_all,
 )
 from zygotepy._views import note_view, settle
@@ -65,8 +75,11 @@ class ForwardTrace(Trace):
     def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
         super().__init__(outer)
         self.directions = directions
-        if not outer and directions == 1 and self.log is None:
-            self.fast_path = _apply_forward_first_order  # the dispatcher's hot path (it logs nothing)
+        if directions == 1 and self.log is None and not self.with_params:  # the dispatcher's hot paths
+            if not outer:
+                self.fast_path = _apply_forward_first_order
+            elif not _logging(outer):
+                self.fast_path = _apply_forward_nested
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Push this trace's tangents through ``fn``'s frule, or ``NO_RULE``; a compiled callable
@@ -90,8 +103,19 @@ class ForwardTrace(Trace):
         can take them, or the frule runs once per direction, with the outer levels active."""
         if self.log is not None:
             log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
-        if dots is not None:  # first order, one direction: the frule on plain values
-            y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+        if dots is not None:  # one direction, its tangents found by a fast path
+            if not self.outer:  # first order: the frule on plain values
+                y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+            else:  # nested (_apply_forward_nested): its rewritten body, at the outer levels
+                token = LEVELS.set(self.outer)
+                try:
+                    plain = plain_tangents(dots, rule.wrt, None if rule.zero_tangents else primals)
+                    if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
+                        y, ydot = _dispatch.call(fn, *primals), zero_of(rule)
+                    else:
+                        y, ydot = _traced_impl(rule)(plain, *primals)
+                finally:
+                    LEVELS.reset(token)
             stack: Any = (ydot,)
         else:
             directions = self.directions
@@ -113,12 +137,12 @@ class ForwardTrace(Trace):
                 LEVELS.reset(token)
             y, stack = pushed
         ty = type(y)
-        if ty not in _FAST_VALUES and _dispatch.plain_output(y):
+        if ty not in _RECORDED and _dispatch.plain_output(y):
             return y
         if ty is np.ndarray and y.base is not None:
             note_view(self, y, args)
-        box = Box(y, self, -1)
-        box._zp_tangents = stack
+        box = _new_box(Box)  # Box(y, self, -1) without the Python frame of its __init__
+        box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, self, -1, stack
         return box
 
     def missing_rule(self, fn: Any) -> str | None:
@@ -215,6 +239,54 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
 
 
 _NO_KEYWORDS: dict[str, Any] = {}
+
+
+def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
+    """:func:`_apply_forward_first_order` under nested levels (a forward trace with one direction
+    innermost, none logging or holding implicit parameters): a plain callable with an frule,
+    arguments that are boxes of floats or arrays (at any level) or constants. The level owning
+    the innermost argument decides, as in the general path: when it is an outer one, its own
+    fast path; when it is this one, the frule pushes this level's tangents, its body running
+    rewritten at the levels outside (what :func:`apply_frule` does through the dispatcher,
+    without the general path's search). Anything else is left to the full path (``NOT_FAST``)."""
+    if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
+        return NOT_FAST
+    best: Any = None
+    for a in args:
+        ta = type(a)
+        if ta is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            if type(unbox_all(a)) not in _FAST_VALUES:
+                return NOT_FAST
+        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
+            return NOT_FAST
+    if best is None:
+        return fn(*args)  # nothing traced at any level
+    if best is not top:
+        if best.level >= top.level or top.outer[best.level] is not best:
+            return NOT_FAST  # a box of a finished differentiation: the full path says so
+        fast = best.fast_path
+        return NOT_FAST if fast is None else fast(fn, args, best)  # the owning level's call
+    primals: list[Any] = []
+    dots: list[Any] = [_NO_TANGENT]
+    for a in args:
+        if type(a) is Box and a._zp_trace is top:
+            primals.append(a._zp_value)
+            tangents = a._zp_tangents
+            dots.append(tangents[0] if type(tangents) is tuple else _tangents(a)[0])
+        else:
+            primals.append(a)
+            dots.append(_ZERO)
+    plain = tuple(primals)
+    rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
+    if rule is None:
+        return NOT_FAST
+    # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body
+    # can run at the outer levels; otherwise process_rule's full path keeps the contract
+    direct = rule.kind == "rule" and not rule.config and not top.checks and _traced_impl(rule) is not None
+    return top.process_rule(rule, fn, args, plain, tuple(dots) if direct else None, _NO_KEYWORDS)
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
@@ -406,7 +478,7 @@ def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
 
 def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
                  kwargs: dict[str, Any] | None) -> tuple[Trace, Any]:
-    check_arguments("jvp", f, primals)
+    check_arguments("jvp", f, primals_of(primals))
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
     with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))

@@ -46,7 +46,7 @@ from zygotepy._dispatch import (
 from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
 from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
@@ -73,7 +73,7 @@ class ReverseTrace(Trace):
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
-            elif all(t.log is None for t in outer):
+            elif not _logging(outer):
                 self.fast_path = _apply_nested
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
@@ -142,11 +142,21 @@ class ReverseTrace(Trace):
             note_view(self, y, args)
         tape = self.tape
         tape.append((pullback, len(args), *routes))  # one flat node (see zygotepy._trace.node)
-        return Box(y, self, len(tape) - 1)
+        box = _new_box(Box)  # Box(y, self, index) without the Python frame of its __init__
+        box._zp_value, box._zp_trace, box._zp_index = y, self, len(tape) - 1
+        return box
 
     #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
     #: dispatcher asks it of every Python function a nested level traces.
     python_target = staticmethod(python_target)
+
+
+def _logging(traces: tuple[Trace, ...]) -> bool:
+    """Whether one of ``traces`` logs its calls (then no fast path: they log nothing)."""
+    for t in traces:
+        if t.log is not None:
+            return True
+    return False
 
 
 #: callable -> ``(ADJOINTS.version, RRULES.version, its sole rrule or None)`` when found plain,
@@ -194,6 +204,8 @@ def _is_plain_callable(fn: Any) -> bool:
     return _plain_entry(fn) is not None
 
 
+#: ``object.__new__``: the fast paths make a box and set its three slots themselves.
+_new_box = object.__new__
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
 #: Python floats return (``np.sin(0.5)`` is an ``np.float64``; without it every later operation of
 #: a chain written with ``np`` on scalars would take the general path).
@@ -300,9 +312,10 @@ _TRACED_IMPLS = BoundedCache(4096)
 
 
 def _traced_impl(rule: Any) -> Any:
-    """``rule.impl`` as the dispatcher runs it at the outer levels (what ``call(rule.impl, ...)``
-    resolves to: its rewritten version), or ``None`` when that call needs the full path (the
-    body has rules of its own, is marked structural or is not Python)."""
+    """``rule.impl`` (an rrule's or an frule's) as the dispatcher runs it at the outer levels
+    (what ``call(rule.impl, ...)`` resolves to: its rewritten version), or ``None`` when that
+    call needs the full path (the body has rules of its own, is marked structural or is not
+    Python)."""
     impl = rule.impl
     try:
         return _TRACED_IMPLS[rule]
@@ -349,8 +362,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         return fn(*args)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
         return NOT_FAST  # a box of a finished differentiation: the full path says so
-    if type(best) is not ReverseTrace:
-        return NOT_FAST  # an outer forward level's call: its own mode decides
+    if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
+        fast = best.fast_path
+        return NOT_FAST if fast is None or best is top else fast(fn, args, best)
     if (type(fn) is np.ufunc and len(args) > fn.nin) or (len(args) > 2 and out_position(fn) >= 0):
         return NOT_FAST  # out= given positionally
     primals: list[Any] = []
@@ -518,7 +532,7 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
 
 def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
-    check_arguments("gradient", f, args, selected)
+    check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))

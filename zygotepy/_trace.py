@@ -76,9 +76,10 @@ class Trace:
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         self.level = len(outer)
         self.outer = outer  # the traces active around this one (a rule's body runs with these)
-        self.with_params: bool = bool(params) or (bool(outer) and any(t.with_params for t in outer))
+        # (the innermost outer trace's flags already say it of every trace around it)
+        self.with_params: bool = bool(params) or (bool(outer) and outer[-1].with_params)
         #: every active trace of one kind
-        self.uniform = not outer or all(type(t) is type(self) for t in outer)
+        self.uniform: bool = not outer or (outer[-1].uniform and type(outer[-1]) is type(self))
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
@@ -203,6 +204,11 @@ def isolated(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         >>> isolated(gc.get_threshold)[0] >= YOUNG_THRESHOLD, gc.get_threshold()[0] < YOUNG_THRESHOLD
         (True, True)
     """
+    if LEVELS.get():
+        # a differentiation inside another of this context (a nested ``gradient``): the outer
+        # one's call of this function, further up this thread's stack, holds the raised
+        # thresholds until after this one returns
+        return contextvars.copy_context().run(fn, *args, **kwargs)
     key = object()
     try:
         with _RUNNING_LOCK:
@@ -283,6 +289,22 @@ class BoundBoxMethod:
     def __init__(self, func: Any, box: Box) -> None:
         self.__func__ = func
         self.__self__ = box
+
+
+def primals_of(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with each box (of an outer differentiation, for a nested entry point) replaced
+    by its primal: what the entry points check (a box answers ``isinstance`` through a Python
+    property, its primal in C).
+
+    Example:
+        >>> with new_trace(Trace) as trace:
+        ...     primals_of((Box(2.0, trace, 0), "a"))
+        (2.0, 'a')
+    """
+    for a in args:
+        if type(a) is Box:
+            return tuple(unbox_all(a) for a in args)
+    return args
 
 
 def opaque_callable(x: Any) -> bool:

@@ -213,6 +213,10 @@ def pow_grad_x(x: Any, p: Any, z: Any) -> Any:
             if isinstance(x, np.integer):
                 x = x * 1.0
             return p * x ** (p - 1)
+        if getattr(p, "imag", 0) == 0 and p.real >= 1:
+            # at 0 the formula's value is its limit (1 for p == 1, else 0) and, unlike the limit's
+            # constant, it depends on x: an outer differentiation (a higher derivative at 0) needs it
+            return p * (x * 1.0) ** (p - 1)
         return _pow_dx_at_zero(p)
     if getattr(x, "dtype", None) is not None and x.dtype.kind in "iub":
         x = x * 1.0

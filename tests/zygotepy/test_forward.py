@@ -5,6 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import scipy.special
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rulescore as rc
 import zygotepy as zp
@@ -304,3 +307,103 @@ def test_frule_arguments_with_slots_and_shared_entries():
         np.testing.assert_allclose(zp.jacobian(shared, x, mode=mode)[0], expected)
 
 
+
+
+# -- nested forward levels (issue 30): derivatives of derivatives through the fast paths ------------
+# Nested ``jvp`` runs every rule's frule body at the outer levels (``_apply_forward_nested``); a call
+# whose arguments are traced only by an outer level is that level's. Each case is checked against
+# HIPS autograd (an independent implementation), order by order.
+def _compositions(np_, sp_):
+    return [
+        lambda x: sp_.erf(np_.sin(x)) * np_.exp(-0.5 * x * x) + sp_.expit(np_.tanh(x)),
+        lambda x: sp_.gammaln(1.0 + x * x) + np_.log1p(np_.exp(-x)) * sp_.erf(x),
+        lambda x: x ** 3 / (1.0 + x ** 2) - np_.cos(2.0 * x) * np_.log(2.0 + np_.sin(x)),
+        lambda x: np_.sqrt(1.0 + x * x) * np_.arctan(x) + np_.sinh(0.5 * x) ** 2,
+    ]
+
+
+# Tiny nonzero x (1e-300) is left out: a squared term's fourth derivative goes through pow's rule
+# with exponent 0, whose `0 * x ** -1` overflows there (a separate matter of the pow rule).
+def _nested_jvp(f, order):
+    derivatives = []
+    for _ in range(order):
+        f = (lambda g: lambda v: zp.jvp(g, (v,), (np.ones_like(v) if np.ndim(v) else 1.0,))[1])(f)
+        derivatives.append(f)
+    return derivatives
+
+
+@pytest.mark.parametrize("which", range(4))
+@settings(max_examples=10, deadline=None)
+@given(x=st.floats(-1.5, 1.5).filter(lambda v: v == 0 or abs(v) > 1e-100))  # (tiny x: see below)
+def test_derivatives_1_to_4_by_nested_jvp_match_autograd(which, x):
+    autograd = pytest.importorskip("autograd")
+    anp, asp = pytest.importorskip("autograd.numpy"), pytest.importorskip("autograd.scipy.special")
+    ours, theirs = _compositions(np, scipy.special)[which], _compositions(anp, asp)[which]
+    xs = np.array([x, 0.3 - x, 1.1])
+    for order, derivative in enumerate(_nested_jvp(ours, 4), start=1):
+        theirs = autograd.elementwise_grad(theirs)
+        expected = theirs(xs)
+        np.testing.assert_allclose(derivative(xs), expected, rtol=1e-9, atol=1e-10, err_msg=f"order {order}")
+        np.testing.assert_allclose(derivative(x), expected[0], rtol=1e-9, atol=1e-10,
+                                   err_msg=f"order {order}")
+
+
+def _mixed(x, y):
+    # terms in x alone (traced by the outer level only), in y alone, and in both
+    return np.sin(x) * y ** 2 + np.exp(x) * np.tanh(x) + np.log1p(y * y) + 3.0 * x
+
+
+def _mixed_xy(x, y):  # d2/dx dy of _mixed
+    return 2.0 * y * np.cos(x)
+
+
+@pytest.mark.parametrize("outer", ["jvp", "gradient"])
+def test_a_mixed_partial_with_terms_only_the_outer_level_traces(outer):
+    x, y = 0.7, -1.3
+
+    def inner(u):
+        return zp.jvp(lambda w: _mixed(u, w), (y,), (1.0,))[1]  # d/dy, u traced by the outer level
+
+    got = zp.jvp(inner, (x,), (1.0,))[1] if outer == "jvp" else zp.gradient(inner, x)[0]
+    assert got == pytest.approx(_mixed_xy(x, y), rel=1e-12)
+    # the same in the other order, and on arrays (element-wise)
+    xs, ys = np.array([0.1, -0.4, 1.2]), np.array([0.5, 2.0, -0.3])
+    ones = np.ones(3)
+    swapped = zp.jvp(lambda w: zp.jvp(lambda u: _mixed(u, w), (xs,), (ones,))[1], (ys,), (ones,))[1]
+    np.testing.assert_allclose(swapped, _mixed_xy(xs, ys), rtol=1e-12)
+
+
+@pytest.mark.parametrize("which", range(4))
+def test_third_derivative_mixing_forward_and_reverse_levels(which):
+    autograd = pytest.importorskip("autograd")
+    anp, asp = pytest.importorskip("autograd.numpy"), pytest.importorskip("autograd.scipy.special")
+    ours, theirs = _compositions(np, scipy.special)[which], _compositions(anp, asp)[which]
+    x = 0.4
+    expected = autograd.grad(autograd.grad(autograd.grad(theirs)))(x)
+    second_fwd_rev = lambda u: zp.jvp(lambda w: zp.gradient(ours, w)[0], (u,), (1.0,))[1]  # noqa: E731
+    second_rev_fwd = lambda u: zp.gradient(lambda w: zp.jvp(ours, (w,), (1.0,))[1], u)[0]  # noqa: E731
+    for second in (second_fwd_rev, second_rev_fwd):
+        assert zp.jvp(second, (x,), (1.0,))[1] == pytest.approx(expected, rel=1e-9)
+        assert zp.gradient(second, x)[0] == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("power", [1, 2, 3, 4, 5.0])
+@pytest.mark.parametrize("mode", ["jvp", "gradient"])
+def test_higher_derivatives_of_a_power_at_zero(power, mode):
+    """x ** n at x = 0: the first derivative's value there is a limit, which must keep depending on
+    x (the rule once returned the constant, so the third derivative of x ** 3 at 0 came out 0)."""
+    import math
+
+    def step(g):
+        if mode == "jvp":
+            return lambda v: zp.jvp(g, (v,), (1.0,))[1]
+        return lambda v: zp.gradient(g, v)[0]
+
+    f = lambda x: x ** power  # noqa: E731
+    # (a gradient of a constant is None, which gradient cannot differentiate again: orders up to n)
+    for order in range(1, (4 if mode == "jvp" else int(power)) + 1):
+        f = step(f)
+        n = int(power)
+        expected = math.factorial(n) / math.factorial(n - order) * 0.0 ** (n - order) if order <= n else 0.0
+        assert (f(0.0) or 0.0) == pytest.approx(expected, abs=1e-12), order
+        assert (f(np.float64(0.0)) or 0.0) == pytest.approx(expected, abs=1e-12), order
