@@ -126,6 +126,9 @@ def flatten(x: Any) -> tuple[list[Any], Structure]:
     return leaves, _flatten_into(x, leaves)
 
 
+_LEAF = Structure(None)
+
+
 def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
     if isinstance(x, dict):
         keys = tuple(x)
@@ -141,7 +144,7 @@ def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
         keys = tuple(f.name for f in fields)
         return Structure(type(x), keys, tuple(_flatten_into(getattr(x, k), leaves) for k in keys))
     leaves.append(x)
-    return Structure(None)
+    return _LEAF
 
 
 def is_dynamic(x: Any) -> bool:
@@ -220,7 +223,9 @@ class HostOp:
     def __init__(self, name: str, fun: Callable[..., tuple[Any, ...]], vjp: Callable[..., list[Any]],
                  jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
                  in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
-                 out_structure: Structure | None = None, native: bool = False) -> None:
+                 out_structure: Structure | None = None, native: bool = False,
+                 primal_and_pullback: Callable[[Sequence[Any]], tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]]
+                 | None = None) -> None:
         self.name = name
         self.fun = fun
         self.vjp = vjp
@@ -232,6 +237,9 @@ class HostOp:
         self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
         self.order = order
         self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
+        #: ``xs -> (output leaves, pullback)`` from one rrule call, ``pullback(cts)`` as :attr:`vjp`'s
+        #: result: for a system that keeps the pullback from the forward pass (``None`` when absent)
+        self.primal_and_pullback = primal_and_pullback
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
         self._jvp_op: HostOp | None = None
@@ -270,6 +278,9 @@ class HostOp:
 def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
+    if all(ct is not None and getattr(ct, "dtype", None) == getattr(x, "dtype", 0) and hasattr(ct, "shape")
+           for ct, x, d in zip(cts, xs, mask, strict=True) if d):  # arrays already (the common case)
+        return [ct for ct, d in zip(cts, mask, strict=True) if d]
     xp = array_namespace(*xs)
     return [xp.zeros_like(x) if ct is None else ct if isinstance(ct, NotImplementedTangent)
             else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
@@ -438,11 +449,16 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         host_kinds = tuple(numbers_only if k is None and shape == () else k
                            for k, (shape, _) in zip(host_kinds, in_specs, strict=True))
 
+    leaves_are_args = all(dynamic_mask) and all(c.kind is None for c in arg_structures)
+    leaves_as_given = all(k is None for k in host_kinds)
+
     def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
+        if leaves_are_args:  # f(x, y) on arrays: no containers to rebuild (the hot path)
+            return tuple(xs)
         return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
 
     def host_merge(xs: Sequence[Any]) -> tuple[Any, ...]:
-        return merge([as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
+        return merge(xs if leaves_as_given else [as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
 
     def primal(xs: Sequence[Any]) -> Any:
         args = host_merge(xs)
@@ -452,22 +468,29 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         xp = array_namespace(*xs)
         return tuple(_as_array(v, xp) for v in flatten(primal(xs))[0])
 
-    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+    def primal_and_pullback(xs: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]:
         args = host_merge(xs)
         found = rrule(f, *args, **kwargs)
         if found is None:
             raise TypeError(f"no rrule for {name} at these arguments: register one with "
                             f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
         y, pullback = found
-        _, s = flatten(y)
-        ybar = s.rebuild(_spread(cts, op.diff_out))
-        grads = pullback(ybar)
-        if len(grads) != n_args + 1:
-            raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
-                             f"{n_args} arguments (the first entry is for {name} itself)")
-        leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
-                  for leaf in leaf_tangents(g, s_i)]
-        return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+        ys, s = flatten(y)
+
+        def leaf_pullback(cts: Sequence[Any]) -> list[Any]:
+            grads = pullback(cts[0] if s.kind is None and op.diff_out == (True,) else
+                             s.rebuild(_spread(cts, op.diff_out)))
+            if len(grads) != n_args + 1:
+                raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
+                                 f"{n_args} arguments (the first entry is for {name} itself)")
+            leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
+                      for leaf in leaf_tangents(g, s_i)]
+            return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+
+        return ys, leaf_pullback
+
+    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        return primal_and_pullback(xs)[1](cts)
 
     def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
         args = host_merge(xs)
@@ -495,7 +518,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
 
     if out is None:
         out = _output_of(name, primal, in_specs, concrete, remembered)
-    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
+    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native,
+                primal_and_pullback=primal_and_pullback)
     return op
 
 

@@ -24,6 +24,8 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +48,6 @@ from rulescore.interop._host import (
     remember,
     rule_op,
     rule_primal,
-    value_key,
 )
 
 __all__ = ["wrap"]
@@ -64,9 +65,55 @@ def _device(xs: Any) -> Any:
     return next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
 
 
+#: the pullback of the latest native forward pass in this thread, with its outputs, for the
+#: ``setup_context`` that follows it (``forward`` has no ``ctx`` in the style ``torch.func`` needs)
+_forward_pullback = threading.local()
+
+
+def _as_output(o: torch.Tensor, xs: Any) -> torch.Tensor:
+    """An output; an input returned as it is (np.positive) as a view: PyTorch saves the inputs."""
+    return o.view_as(o) if any(o is x for x in xs) else o
+
+
+def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
+    """``op``'s outputs from one call of its rrule, whose pullback is kept for ``backward``
+    (:func:`_kept_pullback`): no second rrule call there."""
+    assert op.primal_and_pullback is not None
+    leaves, pullback = op.primal_and_pullback(xs)
+    outs = tuple(_as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
+    want = _torch_specs(op)
+    got = tuple((tuple(o.shape), o.dtype) for o in outs)
+    if got != want:
+        raise ValueError(f"rulescore.interop.torch: the rrule of {op.name} returns outputs of (shape, dtype) "
+                         f"{got} where {op.name} itself returns {want}: the rrule's primal must be "
+                         f"{op.name}'s (rulescore.testing.test_rrule checks it)")
+    _forward_pullback.latest = (outs, pullback)
+    return outs
+
+
+def _torch_specs(op: HostOp) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
+    found = op.cache.get("torch specs")
+    if found is None:
+        found = op.cache["torch specs"] = tuple(
+            (tuple(sh), getattr(torch, np.dtype(dt).name)) for sh, dt in op.out_specs)
+    return found  # type: ignore[no-any-return]
+
+
+def _kept_pullback(output: Any) -> Callable[[Any], list[Any]] | None:
+    """The pullback :func:`_native_forward` kept for exactly these outputs, if it did."""
+    latest = getattr(_forward_pullback, "latest", None)
+    _forward_pullback.latest = None
+    if latest is None or len(latest[0]) != len(output) or any(
+            a is not b for a, b in zip(latest[0], output, strict=True)):
+        return None
+    return latest[1]  # type: ignore[no-any-return]
+
+
 def _run(fn: Callable[..., Any], op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
-    if op.native:  # an input returned as it is (np.positive) must be a view: PyTorch saves the inputs
-        return tuple(o.view_as(o) if any(o is x for x in xs) else o for o in fn(*xs))
+    if op.native and fn is op.fun and op.primal_and_pullback is not None:
+        return _native_forward(op, xs)
+    if op.native:
+        return tuple(_as_output(o, xs) for o in fn(*xs))
     outs = [np.asarray(v) for v in fn(*(_numpy(x) for x in xs))]
     if fn is op.fun:
         check_outputs(op.name, op.out_specs, outs)
@@ -82,6 +129,32 @@ def _concrete(x: torch.Tensor) -> np.ndarray | None:
         x = torch._C._functorch.get_unwrapped(x)
     with torch._C._DisableFuncTorch():  # read the storage of the tensor inside the transforms
         return _numpy(x)
+
+
+def _value_key(dyn: list[torch.Tensor]) -> tuple[Any, ...] | None:
+    """:func:`~rulescore.interop._host.value_key` of the tensors' values, read only where it keeps
+    them (integer, boolean and 0-d tensors): a float array's values are not copied at each call."""
+    parts: list[Any] = []
+    for x in dyn:
+        if x.ndim and (x.is_floating_point() or x.is_complex()):
+            if _batched(x):
+                return None
+            parts.append(None)
+            continue
+        value = _concrete(x)
+        if value is None:
+            return None
+        parts.append((value.dtype.str, value.tobytes()))
+    return tuple(parts)
+
+
+def _batched(x: torch.Tensor) -> bool:
+    """``x`` is (inside ``torch.func``'s wrappers) a ``vmap`` batch: its value is not one example's."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(x):
+        if torch._C._functorch.is_batchedtensor(x):
+            return True
+        x = torch._C._functorch.get_unwrapped(x)
+    return False
 
 
 def _kinds(leaves: list[Any], dyn: list[torch.Tensor]) -> tuple[str | None, ...]:
@@ -109,18 +182,26 @@ class _Call(torch.autograd.Function):
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         op, *xs = inputs
         ctx.op = op
-        ctx.save_for_backward(*xs)
+        # the pullback of the forward pass holds what it needs (the rrule's residuals); the inputs
+        # and outputs it may read are saved too, so that PyTorch refuses a backward pass after
+        # either was modified in place (the kept pullback would read the new values)
+        ctx.pullback = _kept_pullback(output) if op.native else None
+        ctx.save_for_backward(*xs, *(output if ctx.pullback is not None else ()))
         ctx.save_for_forward(*xs)
         ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> Any:
         op: HostOp = ctx.op
-        xs = ctx.saved_tensors
+        xs = ctx.saved_tensors[: len(op.in_specs)]
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
         diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
         needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
-        if op.native:  # torch operations: PyTorch differentiates the pullback itself
+        if op.native and ctx.pullback is not None and not torch.is_grad_enabled():
+            # first order: the forward pass's pullback (its residuals were computed without a graph,
+            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+            xbars = needed_cotangents(ctx.pullback(cts), diff_xs, needed)
+        elif op.native:  # torch operations: PyTorch differentiates the pullback itself
             xbars = needed_cotangents(op.vjp(xs, cts), diff_xs, needed)
         else:
             xbars = _Call.apply(op.vjp_op_for(needed), *xs, *cts)
@@ -144,6 +225,10 @@ class _Call(torch.autograd.Function):
                 for i in range(info.batch_size)]
         outs = tuple(torch.stack(col) for col in zip(*rows, strict=True))
         return outs, (0,) * len(outs)
+
+
+# Function.apply binds the arguments to forward's signature at every call: found once here
+_Call.forward.__signature__ = inspect.signature(_Call.forward)  # type: ignore[attr-defined]
 
 
 def _numpy_dtype(dtype: torch.dtype) -> Any:
@@ -219,13 +304,13 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             v.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(v)))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         kinds = _kinds([x for x, d in zip(given, mask, strict=True) if d], dyn)
-        values = [_concrete(x) for x in dyn]
-        concrete = None if any(v is None for v in values) else values
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
                tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds,
-               None if out_shape is not None else value_key(concrete))
+               None if out_shape is not None else _value_key(dyn))
         op = cache.get(key)
         if op is None:
+            values = [_concrete(x) for x in dyn]
+            concrete = None if any(v is None for v in values) else values
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
             metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
             attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
@@ -241,14 +326,29 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             remember(cache, key, op)
         return op
 
+    # f(*tensors) of floating dtypes and at least one dimension, outside torch.func: the op depends
+    # on shapes, dtypes and devices only (no values read, no 0-d promotion, nothing static)
+    plain: dict[Any, HostOp] = {}
+
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        plain_key = None
+        if not kwargs and all(type(x) is torch.Tensor for x in args) and \
+                not torch._C._are_functorch_transforms_active():
+            plain_key = tuple((x.shape, x.dtype, x.device) for x in args)
+            op = plain.get(plain_key)
+            if op is not None:
+                return op.out_structure.rebuild(_Call.apply(op, *args))
+            if not all(x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
+                plain_key = None
         given, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in given)
         # Python floats cross as float64 tensors, and reach a host function as Python floats
         leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
                   for x, d in zip(given, mask, strict=True)]
         op = op_for(given, leaves, structure, mask, kwargs)
+        if plain_key is not None:
+            remember(plain, plain_key, op)
         outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))
         return op.out_structure.rebuild(outs)
 
