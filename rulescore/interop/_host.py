@@ -35,8 +35,8 @@ from rulescore._zeros import NoTangent
 
 __all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
            "as_host_leaf", "check_outputs",
-           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
-           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
+           "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
+           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
@@ -67,6 +67,15 @@ class NativeAttempt:
                 f"arrays ({type(self.error).__name__}: {self.error}); write {name} and its rules with "
                 "rc.array_namespace (rc.project works on any array), or drop native=True for the host tier")
 
+    def reason(self, system: str, name: str) -> str:
+        """Why ``wrap(f)`` runs ``f`` on the host: the sentence :func:`tier_reason` gives."""
+        error = f"{type(self.error).__name__}: {self.error}"
+        if self.function_ran:
+            return (f"{name} runs on {system} arrays but its rules do not ({error}); write the rules with "
+                    "rc.array_namespace for the native tier")
+        return (f"{name} does not run on {system} arrays ({error}): a NumPy function, run on the host with "
+                f"NumPy values; write {name} and its rules with rc.array_namespace for the native tier")
+
     def warn(self, system: str, name: str) -> None:
         """Warn (:class:`NativeTierWarning`) when ``f`` ran on the system's arrays but its rule did
         not: the silent alternative is a host callback several times slower."""
@@ -75,7 +84,34 @@ class NativeAttempt:
                 f"rulescore.interop.{system}.wrap({name}): {name} runs on {system} arrays but its rules do "
                 f"not ({type(self.error).__name__}: {self.error}), so it runs on the host tier (a NumPy "
                 "callback: slower, no accelerator). Write the rules with rc.array_namespace, or pass "
-                "native=False to choose the host tier"), stacklevel=4)
+                "native=False to choose the host tier"), stacklevel=5)
+
+
+def tier_reason(system: str, name: str, op: HostOp, attempt: NativeAttempt | None, native: bool | None
+                ) -> str:
+    """Why ``wrap(f)`` chose ``op``'s tier, for ``wrapped.explain`` (``attempt``: the failed
+    native attempt, if one was made; ``native``: the ``wrap`` argument)."""
+    if op.native:
+        return (f"{name} and its rrule run on {system} arrays (tried on abstract values first), so they run "
+                f"as {system}'s own operations: no host round trip, any device, and {system} differentiates the "
+                "pullback for higher derivatives")
+    if native is False:
+        return "native=False was given: NumPy on the host"
+    assert attempt is not None
+    return attempt.reason(system, name)
+
+
+def explanation(system: str, name: str, op: HostOp) -> str:
+    """The text ``wrapped.explain(*args)`` returns for the op of those arguments.
+
+    Example:
+        >>> import numpy as np
+        >>> op = HostOp("f", np.sin, None, None, None, (((2,), np.float64),), (((2,), np.float64),))
+        >>> op.reason = "why"
+        >>> explanation("torch", "f", op)
+        'rulescore.interop.torch.wrap(f) at float64[2]: the host tier: why'
+    """
+    return f"rulescore.interop.{system}.wrap({name}) at {_show_specs(op.in_specs)}: the {op.tier} tier: {op.reason}"
 
 
 # -- structures --------------------------------------------------------------------------------
@@ -237,6 +273,7 @@ class HostOp:
         self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
         self.order = order
         self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
+        self.reason = ""  # why the exporter chose this tier (see tier_reason)
         #: ``xs -> (output leaves, pullback)`` from one rrule call, ``pullback(cts)`` as :attr:`vjp`'s
         #: result: for a system that keeps the pullback from the forward pass (``None`` when absent)
         self.primal_and_pullback = primal_and_pullback
@@ -247,6 +284,11 @@ class HostOp:
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"
+
+    @property
+    def tier(self) -> str:
+        """``"native"`` when the op runs on the system's own arrays, else ``"host"`` (NumPy)."""
+        return "native" if self.native else "host"
 
     @property
     def vjp_op(self) -> HostOp:
@@ -660,7 +702,9 @@ def _derived(g: HostOp, needed: tuple[bool, ...] | None = None) -> HostOp:
                                for t, d in zip(x_t, g.diff_in, strict=True) if d])[: sum(g.diff_in)]
         return [p + h for p, h in zip(linear, hessian_part, strict=True)]
 
-    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1)
+    # a native op's pullback runs natively too (its own derivatives, through the engine, on the host)
+    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1,
+                  native=g.native)
 
 
 def _tangent_map(g: HostOp) -> HostOp:

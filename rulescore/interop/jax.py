@@ -41,6 +41,7 @@ from rulescore.interop._host import (
     Spec,
     Structure,
     check_outputs,
+    explanation,
     flatten,
     is_dynamic,
     merge_leaves,
@@ -50,6 +51,7 @@ from rulescore.interop._host import (
     remember,
     rule_op,
     rule_primal,
+    tier_reason,
     value_key,
 )
 
@@ -348,7 +350,9 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
     raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
     not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
     uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
-    ``jacfwd``, ``hessian``) from the transpose of its pullback.
+    ``jacfwd``, ``hessian``) from the transpose of its pullback. ``wrapped.tier`` is the tier of
+    the latest call (``"native"`` or ``"host"``; ``None`` before the first), and
+    ``wrapped.explain(*args)`` says which tier a call on ``args`` runs in and why.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
@@ -363,6 +367,8 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         >>> dx, dy = jax.jit(jax.grad(g, argnums=(0, 1)))(jnp.ones(3), 2.0)
         >>> dx.tolist(), float(dy)
         ([2.0, 2.0, 2.0], 3.0)
+        >>> g.tier, rjax.wrap(np.sin).explain(jnp.ones(3))[:62]
+        ('host', 'rulescore.interop.jax.wrap(sin) at float32[3]: the native tier')
     """
     cache: dict[Any, HostOp] = {}
     seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
@@ -393,17 +399,29 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
                                   concrete=concrete, kinds=kinds, remembered=remembered)
+            op.reason = tier_reason("jax", op_name(f), op, attempt if isinstance(attempt, NativeAttempt) else None,
+                                    native)
             remember(cache, key, op)
             if concrete is not None:
                 remember(seen, shapes_key, op)
         return op
 
-    @functools.wraps(f)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[Any]]:
         leaves, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in leaves)
-        op = op_for(leaves, structure, mask, kwargs)
-        dyn = [jnp.asarray(x) for x, d in zip(leaves, mask, strict=True) if d]
+        return op_for(leaves, structure, mask, kwargs), [jnp.asarray(x) for x, d in zip(leaves, mask, strict=True)
+                                                         if d]
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        op, dyn = resolve(args, kwargs)
+        wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 
+    def explain(*args: Any, **kwargs: Any) -> str:
+        """Which tier ``wrapped(*args, **kwargs)`` runs in (``"native"`` or ``"host"``), and why."""
+        return explanation("jax", op_name(f), resolve(args, kwargs)[0])
+
+    wrapped.tier = None  # type: ignore[attr-defined]
+    wrapped.explain = explain  # type: ignore[attr-defined]
     return wrapped

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,7 @@ from rulescore.interop._host import (
     Spec,
     Structure,
     check_outputs,
+    explanation,
     flatten,
     is_dynamic,
     merge_leaves,
@@ -48,6 +50,7 @@ from rulescore.interop._host import (
     remember,
     rule_op,
     rule_primal,
+    tier_reason,
 )
 
 __all__ = ["wrap"]
@@ -231,6 +234,66 @@ class _Call(torch.autograd.Function):
 _Call.forward.__signature__ = inspect.signature(_Call.forward)  # type: ignore[attr-defined]
 
 
+# -- torch.compile: any op as one custom operator, opaque to Dynamo -----------------------------------
+
+#: the ops a compiled graph calls, by the integer its ``rulescore::call`` nodes carry
+_COMPILED: dict[int, HostOp] = {}
+#: each wrapped function's op finder, by ``id``, for :func:`_compiled_op_id`
+_FINDERS: weakref.WeakValueDictionary[int, Callable[[list[torch.Tensor]], HostOp]] = \
+    weakref.WeakValueDictionary()
+
+
+def _compiled_id(op: HostOp) -> int:
+    _COMPILED[id(op)] = op
+    return id(op)
+
+
+@torch.compiler.assume_constant_result
+def _compiled_op_id(finder: int, *xs: torch.Tensor) -> int:
+    """The op of a wrapped function at these tensors (example values while Dynamo traces), as the
+    integer a graph holds: Dynamo calls this once per compilation and keeps the result, and its
+    guards on the tensors' shapes, dtypes and devices keep the graph to calls the op fits."""
+    return _compiled_id(_FINDERS[finder](list(xs)))
+
+
+@torch.library.custom_op("rulescore::call", mutates_args=())
+def _compiled_call(op_id: int, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``op.fun`` on tensors (NumPy on the host for a host op): the node a compiled graph holds."""
+    op = _COMPILED[op_id]
+    got = tuple(tuple(x.shape) for x in xs)
+    if got != tuple(tuple(sh) for sh, _ in op.in_specs):
+        raise ValueError(f"rulescore.interop.torch: the compiled call of {op.name} got inputs of shapes {got}, "
+                         f"compiled for {[sh for sh, _ in op.in_specs]}: compile with dynamic=False")
+    outs = _run(op.fun, op, xs) if not op.native else op.fun(*xs)
+    return [o.clone() if any(o is x for x in xs) else o for o in outs]  # a custom op returns new tensors
+
+
+@_compiled_call.register_fake
+def _compiled_call_fake(op_id: int, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    op = _COMPILED[op_id]
+    device = xs[0].device if xs else torch.device("cpu")
+    return [torch.empty(sh, dtype=dt, device=device) for sh, dt in _torch_specs(op)]
+
+
+def _compiled_setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+    op_id, xs = inputs
+    ctx.op = _COMPILED[op_id]
+    ctx.needed = tuple(x.requires_grad for x, d in zip(xs, ctx.op.diff_in, strict=True) if d)
+    ctx.save_for_backward(*xs)
+
+
+def _compiled_backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[None, list[torch.Tensor | None]]:
+    op: HostOp = ctx.op
+    xs = list(ctx.saved_tensors)
+    cts = [torch.zeros(sh, dtype=dt, device=xs[0].device) if g is None else g
+           for g, (sh, dt), d in zip(grads, _torch_specs(op), op.diff_out, strict=True) if d]
+    xbars = _compiled_call(_compiled_id(op.vjp_op_for(ctx.needed)), [*xs, *cts])
+    return None, _spread(xbars, op.diff_in)
+
+
+_compiled_call.register_autograd(_compiled_backward, setup_context=_compiled_setup_context)
+
+
 def _numpy_dtype(dtype: torch.dtype) -> Any:
     return np.dtype(str(dtype).removeprefix("torch."))  # float32, float64, int64, complex128, bool
 
@@ -287,13 +350,24 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
     tensors to the output (``meta`` tensors, or anything with a shape and a dtype), or a fixed
     output spec.
 
+    In the native tier the rrule runs once, in the forward pass, and ``backward`` calls the
+    pullback it returned (a backward pass that builds a graph, ``create_graph=True`` or
+    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it).
+    ``wrapped.tier`` is the tier of the latest call (``"native"`` or ``"host"``; ``None``
+    before the first), and ``wrapped.explain(*args)`` says which tier a call on ``args`` runs
+    in and why. Under ``torch.compile``, a call on tensors of a floating dtype (positional, at
+    least one dimension) is one custom operator, ``rulescore::call``, in either tier: no graph
+    break (``fullgraph=True`` works); other calls break the graph there.
+
     Example:
         >>> import numpy as np, torch, rulescore.interop.torch as rtorch
         >>> g = rtorch.wrap(np.sin)          # the library's rules for np.sin
         >>> x = torch.tensor([0.5, 1.0], dtype=torch.float32, requires_grad=True)
         >>> (dx,) = torch.autograd.grad(g(x).sum(), x, create_graph=True)
-        >>> torch.allclose(dx, torch.cos(x)), dx.dtype
-        (True, torch.float32)
+        >>> torch.allclose(dx, torch.cos(x)), dx.dtype, g.tier
+        (True, torch.float32, 'native')
+        >>> print(g.explain(x))  # doctest: +ELLIPSIS
+        rulescore.interop.torch.wrap(sin) at float32[2]: the native tier: sin and its rrule run on torch...
     """
     cache: dict[Any, HostOp] = {}
 
@@ -323,6 +397,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             given_out = _out_specs(out_shape, structure.rebuild(merge_leaves(metas, static, mask)))
             op = found or rule_op(f, structure, static, mask, kwargs, examples, given_out, concrete=concrete,
                                   kinds=kinds)
+            op.reason = tier_reason("torch", op_name(f), op, attempt if isinstance(attempt, NativeAttempt) else None,
+                                    native)
             remember(cache, key, op)
         return op
 
@@ -330,26 +406,46 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
     # on shapes, dtypes and devices only (no values read, no 0-d promotion, nothing static)
     plain: dict[Any, HostOp] = {}
 
+    def plain_op(xs: list[torch.Tensor]) -> HostOp:
+        given, structure = flatten(tuple(xs))
+        return op_for(given, given, structure, (True,) * len(xs), {})
+
+    _FINDERS[id(plain_op)] = plain_op  # weakly: as long as ``wrapped`` lives
+
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling() and not kwargs and all(
+                isinstance(x, torch.Tensor) and x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
+            op = _COMPILED[_compiled_op_id(id(plain_op), *args)]
+            return op.out_structure.rebuild(_compiled_call(id(op), list(args)))
         plain_key = None
         if not kwargs and all(type(x) is torch.Tensor for x in args) and \
                 not torch._C._are_functorch_transforms_active():
             plain_key = tuple((x.shape, x.dtype, x.device) for x in args)
             op = plain.get(plain_key)
             if op is not None:
+                wrapped.tier = op.tier  # type: ignore[attr-defined]
                 return op.out_structure.rebuild(_Call.apply(op, *args))
             if not all(x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
                 plain_key = None
+        op, dyn = resolve(args, kwargs)
+        if plain_key is not None:
+            remember(plain, plain_key, op)
+        wrapped.tier = op.tier  # type: ignore[attr-defined]
+        return op.out_structure.rebuild(_Call.apply(op, *dyn))
+
+    def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[torch.Tensor]]:
         given, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in given)
         # Python floats cross as float64 tensors, and reach a host function as Python floats
         leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
                   for x, d in zip(given, mask, strict=True)]
-        op = op_for(given, leaves, structure, mask, kwargs)
-        if plain_key is not None:
-            remember(plain, plain_key, op)
-        outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))
-        return op.out_structure.rebuild(outs)
+        return op_for(given, leaves, structure, mask, kwargs), [x for x, d in zip(leaves, mask, strict=True) if d]
 
+    def explain(*args: Any, **kwargs: Any) -> str:
+        """Which tier ``wrapped(*args, **kwargs)`` runs in (``"native"`` or ``"host"``), and why."""
+        return explanation("torch", op_name(f), resolve(args, kwargs)[0])
+
+    wrapped.tier = None  # type: ignore[attr-defined]
+    wrapped.explain = explain  # type: ignore[attr-defined]
     return wrapped
