@@ -59,6 +59,7 @@ class NativeAttempt:
 
     error: Exception
     function_ran: bool
+    rule_error: Exception | None = None  # when f did not run: why its rrule's primal did not either
 
     def refusal(self, system: str, name: str) -> str:
         """The message of ``wrap(f, native=True)`` when the native tier failed."""
@@ -73,8 +74,10 @@ class NativeAttempt:
         if self.function_ran:
             return (f"{name} runs on {system} arrays but its rules do not ({error}); write the rules with "
                     "rc.array_namespace for the native tier")
-        return (f"{name} does not run on {system} arrays ({error}): a NumPy function, run on the host with "
-                f"NumPy values; write {name} and its rules with rc.array_namespace for the native tier")
+        rule = "" if self.rule_error is None else \
+            f", nor does its rrule ({type(self.rule_error).__name__}: {self.rule_error})"
+        return (f"{name} does not run on {system} arrays ({error}){rule}: a NumPy function, run on the host "
+                f"with NumPy values; write {name} and its rules with rc.array_namespace for the native tier")
 
     def warn(self, system: str, name: str) -> None:
         """Warn (:class:`NativeTierWarning`) when ``f`` ran on the system's arrays but its rule did

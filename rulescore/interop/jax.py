@@ -313,8 +313,8 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
     except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
             (leaves, out_structure), via_rule = call(True), True
-        except Exception:  # f and its rule need NumPy arrays: the host tier
-            return NativeAttempt(err, function_ran=False)
+        except Exception as rule_err:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False, rule_error=rule_err)
     try:
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,

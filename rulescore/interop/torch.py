@@ -309,8 +309,8 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
             out, via_rule = rule_primal(f, merged, kwargs), True
-        except Exception:  # f and its rule need NumPy arrays: the host tier
-            return NativeAttempt(err, function_ran=False)
+        except Exception as rule_err:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False, rule_error=rule_err)
     try:
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
