@@ -184,7 +184,8 @@ def compile_rows(size: int, backend: str) -> list[Row]:
     setup_context_sin, _ = torch_functions()
     xt = torch.tensor(np.random.default_rng(0).uniform(-2.0, 2.0, size))
     rows: list[Row] = []
-    for label, wrapped in [("np.sin (native)", rtorch.wrap(np.sin)), ("user_sin (native)", rtorch.wrap(user_sin)),
+    for label, wrapped in [("np.sin (native)", rtorch.wrap(np.sin)),
+                           ("user_sin (native)", rtorch.wrap(user_sin)),
                            ("logistic (host)", rtorch.wrap(logistic))]:
         own = torch.sigmoid if wrapped.__name__ == "logistic" else setup_context_sin
         compiled_wrapped = torch.compile(lambda v, w=wrapped: w(v).sum(), fullgraph=True, backend=backend)
@@ -210,7 +211,8 @@ def main() -> None:
     parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
     args = parser.parse_args()
     x = np.random.default_rng(0).uniform(-2.0, 2.0, args.size)
-    rows = jax_rows(x) + torch_rows([int(s) for s in args.sizes.split(",")]) + compile_rows(args.size, args.backend)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = jax_rows(x) + torch_rows(sizes) + compile_rows(args.size, args.backend)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     results = measure(rows, args.n, args.rounds)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -34,12 +34,14 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
-           "as_host_leaf", "check_outputs",
-           "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
-           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
+           "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents",
+           "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
+           "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
+#: ``xs -> (output leaves, pullback from output cotangents to input cotangents)``
+PrimalAndPullback = Callable[[Sequence[Any]], tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]]
 
 
 class EngineMissingError(RuntimeError):
@@ -95,9 +97,9 @@ def tier_reason(system: str, name: str, op: HostOp, attempt: NativeAttempt | Non
     """Why ``wrap(f)`` chose ``op``'s tier, for ``wrapped.explain`` (``attempt``: the failed
     native attempt, if one was made; ``native``: the ``wrap`` argument)."""
     if op.native:
-        return (f"{name} and its rrule run on {system} arrays (tried on abstract values first), so they run "
-                f"as {system}'s own operations: no host round trip, any device, and {system} differentiates the "
-                "pullback for higher derivatives")
+        return (f"{name} and its rrule run on {system} arrays (tried on abstract values first), so they "
+                f"run as {system}'s own operations: no host round trip, any device, and {system} "
+                "differentiates the pullback for higher derivatives")
     if native is False:
         return "native=False was given: NumPy on the host"
     assert attempt is not None
@@ -114,7 +116,8 @@ def explanation(system: str, name: str, op: HostOp) -> str:
         >>> explanation("torch", "f", op)
         'rulescore.interop.torch.wrap(f) at float64[2]: the host tier: why'
     """
-    return f"rulescore.interop.{system}.wrap({name}) at {_show_specs(op.in_specs)}: the {op.tier} tier: {op.reason}"
+    at = _show_specs(op.in_specs)
+    return f"rulescore.interop.{system}.wrap({name}) at {at}: the {op.tier} tier: {op.reason}"
 
 
 # -- structures --------------------------------------------------------------------------------
@@ -263,8 +266,7 @@ class HostOp:
                  jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
                  in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
                  out_structure: Structure | None = None, native: bool = False,
-                 primal_and_pullback: Callable[[Sequence[Any]], tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]]
-                 | None = None) -> None:
+                 primal_and_pullback: PrimalAndPullback | None = None) -> None:
         self.name = name
         self.fun = fun
         self.vjp = vjp
@@ -503,7 +505,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
 
     def host_merge(xs: Sequence[Any]) -> tuple[Any, ...]:
-        return merge(xs if leaves_as_given else [as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
+        return merge(xs if leaves_as_given else
+                     [as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
 
     def primal(xs: Sequence[Any]) -> Any:
         args = host_merge(xs)

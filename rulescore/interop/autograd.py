@@ -135,7 +135,8 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
 _HOST_REASON = (
     "autograd's arrays are NumPy's, so {name} and its rules run on them with no conversion, each output one "
     "autograd primitive; autograd cannot trace into a rule's body, so derivatives beyond the first "
-    "differentiate the pullback with the installed AD engine (zygotepy): there is no native tier for autograd")
+    "differentiate the pullback with the installed AD engine (zygotepy): there is no native tier for "
+    "autograd")
 
 
 def _open_boxes(x: Any) -> Any:

@@ -159,6 +159,20 @@ mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
 # -- differentiation -----------------------------------------------------------------------------------
 
 
+def _jax_array(x: Any) -> Any:
+    """``x`` as a strongly typed JAX value: a JAX array or tracer as it is (``jnp.asarray`` of a
+    tracer under ``grad`` is an operation of its own, dispatched eagerly); a weakly typed one (from
+    a Python number) through ``jnp.asarray``, which makes it strong (the primitives' cotangents
+    for a weakly typed input would be dropped: a zero gradient)."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)) and not getattr(jax.typeof(x), "weak_type", True):
+        return x
+    return jnp.asarray(x)
+
+
+def _conj_if_complex(x: Any) -> Any:
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
 def _instantiate(t: Any, x: Any) -> Any:
     return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if type(t) is ad.Zero else t
 
@@ -183,15 +197,15 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     primals = args[:n]
     if any(ad.is_undefined_primal(x) for x in primals):
         raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
-    cts = [jnp.conj(_instantiate(c, jnp.zeros(sh, dt)))
-           for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
+    cts = [_conj_if_complex(jnp.zeros(sh, dt) if type(c) is ad.Zero else c)
+           for c, (sh, dt) in zip(cts, _canonical(_diff_specs(op, op.out_specs, op.diff_out)), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
     needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
     diff_xs = [k for k, d in enumerate(op.diff_in) if d]
     xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
                     (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
-    return [None] * n + [jnp.conj(v) for v in xbars]
+    return [None] * n + [_conj_if_complex(v) for v in xbars]
 
 
 def _jvp_jvp(primals: Any, tangents: Any, *, op: HostOp) -> Any:
@@ -399,8 +413,8 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
                                   concrete=concrete, kinds=kinds, remembered=remembered)
-            op.reason = tier_reason("jax", op_name(f), op, attempt if isinstance(attempt, NativeAttempt) else None,
-                                    native)
+            op.reason = tier_reason("jax", op_name(f), op,
+                                    attempt if isinstance(attempt, NativeAttempt) else None, native)
             remember(cache, key, op)
             if concrete is not None:
                 remember(seen, shapes_key, op)
@@ -409,8 +423,8 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
     def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[Any]]:
         leaves, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in leaves)
-        return op_for(leaves, structure, mask, kwargs), [jnp.asarray(x) for x, d in zip(leaves, mask, strict=True)
-                                                         if d]
+        dyn = [_jax_array(x) for x, d in zip(leaves, mask, strict=True) if d]
+        return op_for(leaves, structure, mask, kwargs), dyn
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -99,7 +99,7 @@ def _torch_specs(op: HostOp) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
     if found is None:
         found = op.cache["torch specs"] = tuple(
             (tuple(sh), getattr(torch, np.dtype(dt).name)) for sh, dt in op.out_specs)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _kept_pullback(output: Any) -> Callable[[Any], list[Any]] | None:
@@ -262,8 +262,8 @@ def _compiled_call(op_id: int, xs: list[torch.Tensor]) -> list[torch.Tensor]:
     op = _COMPILED[op_id]
     got = tuple(tuple(x.shape) for x in xs)
     if got != tuple(tuple(sh) for sh, _ in op.in_specs):
-        raise ValueError(f"rulescore.interop.torch: the compiled call of {op.name} got inputs of shapes {got}, "
-                         f"compiled for {[sh for sh, _ in op.in_specs]}: compile with dynamic=False")
+        raise ValueError(f"rulescore.interop.torch: the compiled call of {op.name} got inputs of shapes "
+                         f"{got}, compiled for {[sh for sh, _ in op.in_specs]}: compile with dynamic=False")
     outs = _run(op.fun, op, xs) if not op.native else op.fun(*xs)
     return [o.clone() if any(o is x for x in xs) else o for o in outs]  # a custom op returns new tensors
 
@@ -397,8 +397,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             given_out = _out_specs(out_shape, structure.rebuild(merge_leaves(metas, static, mask)))
             op = found or rule_op(f, structure, static, mask, kwargs, examples, given_out, concrete=concrete,
                                   kinds=kinds)
-            op.reason = tier_reason("torch", op_name(f), op, attempt if isinstance(attempt, NativeAttempt) else None,
-                                    native)
+            op.reason = tier_reason("torch", op_name(f), op,
+                                    attempt if isinstance(attempt, NativeAttempt) else None, native)
             remember(cache, key, op)
         return op
 
@@ -415,17 +415,18 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if torch.compiler.is_compiling() and not kwargs and all(
-                isinstance(x, torch.Tensor) and x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
-            op = _COMPILED[_compiled_op_id(id(plain_op), *args)]
-            return op.out_structure.rebuild(_compiled_call(id(op), list(args)))
+                isinstance(x, torch.Tensor) and x.ndim and (x.is_floating_point() or x.is_complex())
+                for x in args):
+            compiled = _COMPILED[_compiled_op_id(id(plain_op), *args)]
+            return compiled.out_structure.rebuild(_compiled_call(id(compiled), list(args)))
         plain_key = None
         if not kwargs and all(type(x) is torch.Tensor for x in args) and \
                 not torch._C._are_functorch_transforms_active():
             plain_key = tuple((x.shape, x.dtype, x.device) for x in args)
-            op = plain.get(plain_key)
-            if op is not None:
-                wrapped.tier = op.tier  # type: ignore[attr-defined]
-                return op.out_structure.rebuild(_Call.apply(op, *args))
+            known = plain.get(plain_key)
+            if known is not None:
+                wrapped.tier = known.tier  # type: ignore[attr-defined]
+                return known.out_structure.rebuild(_Call.apply(known, *args))
             if not all(x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
                 plain_key = None
         op, dyn = resolve(args, kwargs)
@@ -440,7 +441,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
         # Python floats cross as float64 tensors, and reach a host function as Python floats
         leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
                   for x, d in zip(given, mask, strict=True)]
-        return op_for(given, leaves, structure, mask, kwargs), [x for x, d in zip(leaves, mask, strict=True) if d]
+        dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        return op_for(given, leaves, structure, mask, kwargs), dyn
 
     def explain(*args: Any, **kwargs: Any) -> str:
         """Which tier ``wrapped(*args, **kwargs)`` runs in (``"native"`` or ``"host"``), and why."""

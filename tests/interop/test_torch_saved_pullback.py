@@ -51,7 +51,7 @@ def scaled_sin_rrule(x, a):
     s, c = xp.sin(x), xp.cos(x)
 
     def scaled_sin_pullback(ybar):
-        return rc.NoTangent(), ybar * a * c, ybar * s
+        return rc.NoTangent(), rc.project(x, ybar * a * c), rc.project(a, ybar * s)  # a may be broadcast
 
     return a * s, scaled_sin_pullback
 
