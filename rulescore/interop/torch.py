@@ -191,12 +191,18 @@ class _Call(torch.autograd.Function):
         ctx.pullback = _kept_pullback(output) if op.native else None
         ctx.save_for_backward(*xs, *(output if ctx.pullback is not None else ()))
         ctx.save_for_forward(*xs)
-        ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
+        if not all(op.diff_out):
+            ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> Any:
         op: HostOp = ctx.op
-        xs = ctx.saved_tensors[: len(op.in_specs)]
+        xs = ctx.saved_tensors[: len(op.in_specs)]  # read (PyTorch's check of in-place changes) first
+        if ctx.pullback is not None and not torch.is_grad_enabled() and all(op.diff_in) and all(op.diff_out) \
+                and all(ctx.needs_input_grad[1:]):
+            # first order: the forward pass's pullback (its residuals were computed without a graph,
+            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+            return (None, *needed_cotangents(ctx.pullback(grads), xs))
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
         diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
         needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
