@@ -708,9 +708,9 @@ def _derived(g: HostOp, needed: tuple[bool, ...] | None = None) -> HostOp:
                                for t, d in zip(x_t, g.diff_in, strict=True) if d])[: sum(g.diff_in)]
         return [p + h for p, h in zip(linear, hessian_part, strict=True)]
 
-    # a native op's pullback runs natively too (its own derivatives, through the engine, on the host)
+    # a native rule's pullback runs natively too; the pullback of that (through the engine) on the host
     return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1,
-                  native=g.native)
+                  native=g.native and g.order == 0)
 
 
 def _tangent_map(g: HostOp) -> HostOp:
