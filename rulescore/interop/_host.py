@@ -34,12 +34,14 @@ from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
 __all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
-           "as_host_leaf", "check_outputs",
-           "engine", "flatten", "is_dynamic", "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name",
-           "reject_hidden_arrays", "remember", "rule_op", "rule_primal", "value_key"]
+           "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents",
+           "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
+           "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
 
 
 Spec = tuple[tuple[int, ...], Any]
+#: ``xs -> (output leaves, pullback from output cotangents to input cotangents)``
+PrimalAndPullback = Callable[[Sequence[Any]], tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]]
 
 
 class EngineMissingError(RuntimeError):
@@ -59,6 +61,7 @@ class NativeAttempt:
 
     error: Exception
     function_ran: bool
+    rule_error: Exception | None = None  # when f did not run: why its rrule's primal did not either
 
     def refusal(self, system: str, name: str) -> str:
         """The message of ``wrap(f, native=True)`` when the native tier failed."""
@@ -66,6 +69,17 @@ class NativeAttempt:
         return (f"rulescore.interop.{system}.wrap({name}, native=True): {part} does not run on {system} "
                 f"arrays ({type(self.error).__name__}: {self.error}); write {name} and its rules with "
                 "rc.array_namespace (rc.project works on any array), or drop native=True for the host tier")
+
+    def reason(self, system: str, name: str) -> str:
+        """Why ``wrap(f)`` runs ``f`` on the host: the sentence :func:`tier_reason` gives."""
+        error = f"{type(self.error).__name__}: {self.error}"
+        if self.function_ran:
+            return (f"{name} runs on {system} arrays but its rules do not ({error}); write the rules with "
+                    "rc.array_namespace for the native tier")
+        rule = "" if self.rule_error is None else \
+            f", nor does its rrule ({type(self.rule_error).__name__}: {self.rule_error})"
+        return (f"{name} does not run on {system} arrays ({error}){rule}: a NumPy function, run on the host "
+                f"with NumPy values; write {name} and its rules with rc.array_namespace for the native tier")
 
     def warn(self, system: str, name: str) -> None:
         """Warn (:class:`NativeTierWarning`) when ``f`` ran on the system's arrays but its rule did
@@ -75,7 +89,35 @@ class NativeAttempt:
                 f"rulescore.interop.{system}.wrap({name}): {name} runs on {system} arrays but its rules do "
                 f"not ({type(self.error).__name__}: {self.error}), so it runs on the host tier (a NumPy "
                 "callback: slower, no accelerator). Write the rules with rc.array_namespace, or pass "
-                "native=False to choose the host tier"), stacklevel=4)
+                "native=False to choose the host tier"), stacklevel=5)
+
+
+def tier_reason(system: str, name: str, op: HostOp, attempt: NativeAttempt | None, native: bool | None
+                ) -> str:
+    """Why ``wrap(f)`` chose ``op``'s tier, for ``wrapped.explain`` (``attempt``: the failed
+    native attempt, if one was made; ``native``: the ``wrap`` argument)."""
+    if op.native:
+        return (f"{name} and its rrule run on {system} arrays (tried on abstract values first), so they "
+                f"run as {system}'s own operations: no host round trip, any device, and {system} "
+                "differentiates the pullback for higher derivatives")
+    if native is False:
+        return "native=False was given: NumPy on the host"
+    assert attempt is not None
+    return attempt.reason(system, name)
+
+
+def explanation(system: str, name: str, op: HostOp) -> str:
+    """The text ``wrapped.explain(*args)`` returns for the op of those arguments.
+
+    Example:
+        >>> import numpy as np
+        >>> op = HostOp("f", np.sin, None, None, None, (((2,), np.float64),), (((2,), np.float64),))
+        >>> op.reason = "why"
+        >>> explanation("torch", "f", op)
+        'rulescore.interop.torch.wrap(f) at float64[2]: the host tier: why'
+    """
+    at = _show_specs(op.in_specs)
+    return f"rulescore.interop.{system}.wrap({name}) at {at}: the {op.tier} tier: {op.reason}"
 
 
 # -- structures --------------------------------------------------------------------------------
@@ -126,6 +168,9 @@ def flatten(x: Any) -> tuple[list[Any], Structure]:
     return leaves, _flatten_into(x, leaves)
 
 
+_LEAF = Structure(None)
+
+
 def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
     if isinstance(x, dict):
         keys = tuple(x)
@@ -141,7 +186,7 @@ def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
         keys = tuple(f.name for f in fields)
         return Structure(type(x), keys, tuple(_flatten_into(getattr(x, k), leaves) for k in keys))
     leaves.append(x)
-    return Structure(None)
+    return _LEAF
 
 
 def is_dynamic(x: Any) -> bool:
@@ -220,7 +265,8 @@ class HostOp:
     def __init__(self, name: str, fun: Callable[..., tuple[Any, ...]], vjp: Callable[..., list[Any]],
                  jvp: Callable[..., list[Any]], engine_fun: Callable[..., tuple[Any, ...]],
                  in_specs: tuple[Spec, ...], out_specs: tuple[Spec, ...], order: int = 0,
-                 out_structure: Structure | None = None, native: bool = False) -> None:
+                 out_structure: Structure | None = None, native: bool = False,
+                 primal_and_pullback: PrimalAndPullback | None = None) -> None:
         self.name = name
         self.fun = fun
         self.vjp = vjp
@@ -232,6 +278,10 @@ class HostOp:
         self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
         self.order = order
         self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
+        self.reason = ""  # why the exporter chose this tier (see tier_reason)
+        #: ``xs -> (output leaves, pullback)`` from one rrule call, ``pullback(cts)`` as :attr:`vjp`'s
+        #: result: for a system that keeps the pullback from the forward pass (``None`` when absent)
+        self.primal_and_pullback = primal_and_pullback
         self.out_structure = out_structure or Structure(tuple, (), (Structure(None),) * len(out_specs))
         self._vjp_op: HostOp | None = None
         self._jvp_op: HostOp | None = None
@@ -239,6 +289,11 @@ class HostOp:
 
     def __repr__(self) -> str:
         return f"HostOp({self.name}, order={self.order})"
+
+    @property
+    def tier(self) -> str:
+        """``"native"`` when the op runs on the system's own arrays, else ``"host"`` (NumPy)."""
+        return "native" if self.native else "host"
 
     @property
     def vjp_op(self) -> HostOp:
@@ -270,6 +325,9 @@ class HostOp:
 def _zeros_for(cts: Sequence[Any], xs: Sequence[Any], mask: Sequence[bool]) -> list[Any]:
     """Cotangents of the differentiable ``xs`` as arrays of their dtype (``None`` as zeros), in
     the leaves' own array namespace (NumPy on the host, JAX or PyTorch in the native tier)."""
+    if all(ct is not None and getattr(ct, "dtype", None) == getattr(x, "dtype", 0) and hasattr(ct, "shape")
+           for ct, x, d in zip(cts, xs, mask, strict=True) if d):  # arrays already (the common case)
+        return [ct for ct, d in zip(cts, mask, strict=True) if d]
     xp = array_namespace(*xs)
     return [xp.zeros_like(x) if ct is None else ct if isinstance(ct, NotImplementedTangent)
             else _as_dtype(ct, x, xp) for ct, x, d in zip(cts, xs, mask, strict=True) if d]
@@ -438,11 +496,17 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         host_kinds = tuple(numbers_only if k is None and shape == () else k
                            for k, (shape, _) in zip(host_kinds, in_specs, strict=True))
 
+    leaves_are_args = all(dynamic_mask) and all(c.kind is None for c in arg_structures)
+    leaves_as_given = all(k is None for k in host_kinds)
+
     def merge(xs: Sequence[Any]) -> tuple[Any, ...]:
+        if leaves_are_args:  # f(x, y) on arrays: no containers to rebuild (the hot path)
+            return tuple(xs)
         return tuple(args_structure.rebuild(merge_leaves(xs, static, dynamic_mask)))
 
     def host_merge(xs: Sequence[Any]) -> tuple[Any, ...]:
-        return merge([as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
+        return merge(xs if leaves_as_given else
+                     [as_host_leaf(x, k) for x, k in zip(xs, host_kinds, strict=True)])
 
     def primal(xs: Sequence[Any]) -> Any:
         args = host_merge(xs)
@@ -452,22 +516,29 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         xp = array_namespace(*xs)
         return tuple(_as_array(v, xp) for v in flatten(primal(xs))[0])
 
-    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+    def primal_and_pullback(xs: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]:
         args = host_merge(xs)
         found = rrule(f, *args, **kwargs)
         if found is None:
             raise TypeError(f"no rrule for {name} at these arguments: register one with "
                             f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
         y, pullback = found
-        _, s = flatten(y)
-        ybar = s.rebuild(_spread(cts, op.diff_out))
-        grads = pullback(ybar)
-        if len(grads) != n_args + 1:
-            raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
-                             f"{n_args} arguments (the first entry is for {name} itself)")
-        leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
-                  for leaf in leaf_tangents(g, s_i)]
-        return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+        ys, s = flatten(y)
+
+        def leaf_pullback(cts: Sequence[Any]) -> list[Any]:
+            grads = pullback(cts[0] if s.kind is None and op.diff_out == (True,) else
+                             s.rebuild(_spread(cts, op.diff_out)))
+            if len(grads) != n_args + 1:
+                raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
+                                 f"{n_args} arguments (the first entry is for {name} itself)")
+            leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
+                      for leaf in leaf_tangents(g, s_i)]
+            return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)
+
+        return ys, leaf_pullback
+
+    def vjp(xs: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        return primal_and_pullback(xs)[1](cts)
 
     def jvp(xs: Sequence[Any], tangents: Sequence[Any]) -> list[Any]:
         args = host_merge(xs)
@@ -495,7 +566,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
 
     if out is None:
         out = _output_of(name, primal, in_specs, concrete, remembered)
-    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native)
+    op = HostOp(name, fun, vjp, jvp, engine_fun, in_specs, out[1], out_structure=out[0], native=native,
+                primal_and_pullback=primal_and_pullback)
     return op
 
 
@@ -636,7 +708,9 @@ def _derived(g: HostOp, needed: tuple[bool, ...] | None = None) -> HostOp:
                                for t, d in zip(x_t, g.diff_in, strict=True) if d])[: sum(g.diff_in)]
         return [p + h for p, h in zip(linear, hessian_part, strict=True)]
 
-    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1)
+    # a native rule's pullback runs natively too; the pullback of that (through the engine) on the host
+    return HostOp(f"pullback of {g.name}", fun, vjp, jvp, engine_fun, in_specs, out_specs, g.order + 1,
+                  native=g.native and g.order == 0)
 
 
 def _tangent_map(g: HostOp) -> HostOp:

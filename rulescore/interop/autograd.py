@@ -28,6 +28,7 @@ from autograd.extend import Box, defjvp_argnums, defvjp_argnums, primitive
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    explanation,
     flatten,
     is_dynamic,
     op_name,
@@ -85,17 +86,20 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
 
     Arguments may be arrays, floats, and tuples / lists / dicts of them; other leaves (ints,
     strings) are passed as they are and get no gradient. Outputs keep ``f``'s structure.
+    ``wrapped.tier`` is ``"host"`` after a call (``None`` before), and ``wrapped.explain(*args)``
+    says why: autograd runs on NumPy arrays, and has no native tier.
 
     Example:
         >>> import numpy as np, autograd, rulescore.interop.autograd as rag
         >>> g = rag.wrap(np.tanh)           # the library's rule for np.tanh
         >>> float(autograd.grad(g)(0.5)) == float(1 - np.tanh(0.5) ** 2)
         True
+        >>> g.tier, g.explain(0.5).split(": ")[:2]
+        ('host', ['rulescore.interop.autograd.wrap(tanh) at float64[]', 'the host tier'])
     """
     cache: dict[Any, HostOp] = {}
 
-    @functools.wraps(f)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[Any]]:
         leaves, structure = flatten(_open_boxes(args))
         mask = tuple(is_dynamic(_value(x)) for x in leaves)
         static = tuple(x for x, d in zip(leaves, mask, strict=True) if not d)
@@ -109,10 +113,30 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         if op is None:
             op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
                          concrete=concrete, kinds=kinds)
+            op.reason = _HOST_REASON.format(name=op_name(f))
             remember(cache, key, op)
+        return op, dyn
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        op, dyn = resolve(args, kwargs)
+        wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild([_call(op, i, *dyn) for i in range(len(op.out_specs))])
 
+    def explain(*args: Any, **kwargs: Any) -> str:
+        """Which tier ``wrapped(*args, **kwargs)`` runs in (always ``"host"``), and why."""
+        return explanation("autograd", op_name(f), resolve(args, kwargs)[0])
+
+    wrapped.tier = None  # type: ignore[attr-defined]
+    wrapped.explain = explain  # type: ignore[attr-defined]
     return wrapped
+
+
+_HOST_REASON = (
+    "autograd's arrays are NumPy's, so {name} and its rules run on them with no conversion, each output one "
+    "autograd primitive; autograd cannot trace into a rule's body, so derivatives beyond the first "
+    "differentiate the pullback with the installed AD engine (zygotepy): there is no native tier for "
+    "autograd")
 
 
 def _open_boxes(x: Any) -> Any:

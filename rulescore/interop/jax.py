@@ -41,6 +41,7 @@ from rulescore.interop._host import (
     Spec,
     Structure,
     check_outputs,
+    explanation,
     flatten,
     is_dynamic,
     merge_leaves,
@@ -50,6 +51,7 @@ from rulescore.interop._host import (
     remember,
     rule_op,
     rule_primal,
+    tier_reason,
     value_key,
 )
 
@@ -157,6 +159,20 @@ mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
 # -- differentiation -----------------------------------------------------------------------------------
 
 
+def _jax_array(x: Any) -> Any:
+    """``x`` as a strongly typed JAX value: a JAX array or tracer as it is (``jnp.asarray`` of a
+    tracer under ``grad`` is an operation of its own, dispatched eagerly); a weakly typed one (from
+    a Python number) through ``jnp.asarray``, which makes it strong (the primitives' cotangents
+    for a weakly typed input would be dropped: a zero gradient)."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)) and not getattr(jax.typeof(x), "weak_type", True):
+        return x
+    return jnp.asarray(x)
+
+
+def _conj_if_complex(x: Any) -> Any:
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
 def _instantiate(t: Any, x: Any) -> Any:
     return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if type(t) is ad.Zero else t
 
@@ -181,15 +197,15 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     primals = args[:n]
     if any(ad.is_undefined_primal(x) for x in primals):
         raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
-    cts = [jnp.conj(_instantiate(c, jnp.zeros(sh, dt)))
-           for c, (sh, dt) in zip(cts, _diff_specs(op, op.out_specs, op.diff_out), strict=True)]
+    cts = [_conj_if_complex(jnp.zeros(sh, dt) if type(c) is ad.Zero else c)
+           for c, (sh, dt) in zip(cts, _canonical(_diff_specs(op, op.out_specs, op.diff_out)), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
     needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
     diff_xs = [k for k, d in enumerate(op.diff_in) if d]
     xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
                     (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
-    return [None] * n + [jnp.conj(v) for v in xbars]
+    return [None] * n + [_conj_if_complex(v) for v in xbars]
 
 
 def _jvp_jvp(primals: Any, tangents: Any, *, op: HostOp) -> Any:
@@ -311,8 +327,8 @@ def _native_op(f: Callable[..., Any], structure: Structure, static: tuple[Any, .
     except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
             (leaves, out_structure), via_rule = call(True), True
-        except Exception:  # f and its rule need NumPy arrays: the host tier
-            return NativeAttempt(err, function_ran=False)
+        except Exception as rule_err:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False, rule_error=rule_err)
     try:
         specs = tuple((tuple(s.shape), np.dtype(s.dtype)) for s in leaves)
         op = rule_op(f, structure, static, mask, kwargs, examples, (out_structure, specs), native=True,
@@ -348,7 +364,9 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
     raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
     not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
     uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
-    ``jacfwd``, ``hessian``) from the transpose of its pullback.
+    ``jacfwd``, ``hessian``) from the transpose of its pullback. ``wrapped.tier`` is the tier of
+    the latest call (``"native"`` or ``"host"``; ``None`` before the first), and
+    ``wrapped.explain(*args)`` says which tier a call on ``args`` runs in and why.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
@@ -363,6 +381,8 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         >>> dx, dy = jax.jit(jax.grad(g, argnums=(0, 1)))(jnp.ones(3), 2.0)
         >>> dx.tolist(), float(dy)
         ([2.0, 2.0, 2.0], 3.0)
+        >>> g.tier, rjax.wrap(np.sin).explain(jnp.ones(3)).split(": ")[1]
+        ('host', 'the native tier')
     """
     cache: dict[Any, HostOp] = {}
     seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
@@ -393,17 +413,29 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
             op = found or rule_op(f, structure, static, mask, kwargs, examples,
                                   _out_specs(out_shape, structure.rebuild(merge_leaves(sds, static, mask))),
                                   concrete=concrete, kinds=kinds, remembered=remembered)
+            op.reason = tier_reason("jax", op_name(f), op,
+                                    attempt if isinstance(attempt, NativeAttempt) else None, native)
             remember(cache, key, op)
             if concrete is not None:
                 remember(seen, shapes_key, op)
         return op
 
-    @functools.wraps(f)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[Any]]:
         leaves, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in leaves)
-        op = op_for(leaves, structure, mask, kwargs)
-        dyn = [jnp.asarray(x) for x, d in zip(leaves, mask, strict=True) if d]
+        dyn = [_jax_array(x) for x, d in zip(leaves, mask, strict=True) if d]
+        return op_for(leaves, structure, mask, kwargs), dyn
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        op, dyn = resolve(args, kwargs)
+        wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 
+    def explain(*args: Any, **kwargs: Any) -> str:
+        """Which tier ``wrapped(*args, **kwargs)`` runs in (``"native"`` or ``"host"``), and why."""
+        return explanation("jax", op_name(f), resolve(args, kwargs)[0])
+
+    wrapped.tier = None  # type: ignore[attr-defined]
+    wrapped.explain = explain  # type: ignore[attr-defined]
     return wrapped

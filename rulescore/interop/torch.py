@@ -24,6 +24,9 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +40,7 @@ from rulescore.interop._host import (
     Spec,
     Structure,
     check_outputs,
+    explanation,
     flatten,
     is_dynamic,
     merge_leaves,
@@ -46,7 +50,7 @@ from rulescore.interop._host import (
     remember,
     rule_op,
     rule_primal,
-    value_key,
+    tier_reason,
 )
 
 __all__ = ["wrap"]
@@ -64,9 +68,55 @@ def _device(xs: Any) -> Any:
     return next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
 
 
+#: the pullback of the latest native forward pass in this thread, with its outputs, for the
+#: ``setup_context`` that follows it (``forward`` has no ``ctx`` in the style ``torch.func`` needs)
+_forward_pullback = threading.local()
+
+
+def _as_output(o: torch.Tensor, xs: Any) -> torch.Tensor:
+    """An output; an input returned as it is (np.positive) as a view: PyTorch saves the inputs."""
+    return o.view_as(o) if any(o is x for x in xs) else o
+
+
+def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
+    """``op``'s outputs from one call of its rrule, whose pullback is kept for ``backward``
+    (:func:`_kept_pullback`): no second rrule call there."""
+    assert op.primal_and_pullback is not None
+    leaves, pullback = op.primal_and_pullback(xs)
+    outs = tuple(_as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
+    want = _torch_specs(op)
+    got = tuple((tuple(o.shape), o.dtype) for o in outs)
+    if got != want:
+        raise ValueError(f"rulescore.interop.torch: the rrule of {op.name} returns outputs of (shape, dtype) "
+                         f"{got} where {op.name} itself returns {want}: the rrule's primal must be "
+                         f"{op.name}'s (rulescore.testing.test_rrule checks it)")
+    _forward_pullback.latest = (outs, pullback)
+    return outs
+
+
+def _torch_specs(op: HostOp) -> tuple[tuple[tuple[int, ...], torch.dtype], ...]:
+    found = op.cache.get("torch specs")
+    if found is None:
+        found = op.cache["torch specs"] = tuple(
+            (tuple(sh), getattr(torch, np.dtype(dt).name)) for sh, dt in op.out_specs)
+    return found
+
+
+def _kept_pullback(output: Any) -> Callable[[Any], list[Any]] | None:
+    """The pullback :func:`_native_forward` kept for exactly these outputs, if it did."""
+    latest = getattr(_forward_pullback, "latest", None)
+    _forward_pullback.latest = None
+    if latest is None or len(latest[0]) != len(output) or any(
+            a is not b for a, b in zip(latest[0], output, strict=True)):
+        return None
+    return latest[1]  # type: ignore[no-any-return]
+
+
 def _run(fn: Callable[..., Any], op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
-    if op.native:  # an input returned as it is (np.positive) must be a view: PyTorch saves the inputs
-        return tuple(o.view_as(o) if any(o is x for x in xs) else o for o in fn(*xs))
+    if op.native and fn is op.fun and op.primal_and_pullback is not None:
+        return _native_forward(op, xs)
+    if op.native:
+        return tuple(_as_output(o, xs) for o in fn(*xs))
     outs = [np.asarray(v) for v in fn(*(_numpy(x) for x in xs))]
     if fn is op.fun:
         check_outputs(op.name, op.out_specs, outs)
@@ -82,6 +132,32 @@ def _concrete(x: torch.Tensor) -> np.ndarray | None:
         x = torch._C._functorch.get_unwrapped(x)
     with torch._C._DisableFuncTorch():  # read the storage of the tensor inside the transforms
         return _numpy(x)
+
+
+def _value_key(dyn: list[torch.Tensor]) -> tuple[Any, ...] | None:
+    """:func:`~rulescore.interop._host.value_key` of the tensors' values, read only where it keeps
+    them (integer, boolean and 0-d tensors): a float array's values are not copied at each call."""
+    parts: list[Any] = []
+    for x in dyn:
+        if x.ndim and (x.is_floating_point() or x.is_complex()):
+            if _batched(x):
+                return None
+            parts.append(None)
+            continue
+        value = _concrete(x)
+        if value is None:
+            return None
+        parts.append((value.dtype.str, value.tobytes()))
+    return tuple(parts)
+
+
+def _batched(x: torch.Tensor) -> bool:
+    """``x`` is (inside ``torch.func``'s wrappers) a ``vmap`` batch: its value is not one example's."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(x):
+        if torch._C._functorch.is_batchedtensor(x):
+            return True
+        x = torch._C._functorch.get_unwrapped(x)
+    return False
 
 
 def _kinds(leaves: list[Any], dyn: list[torch.Tensor]) -> tuple[str | None, ...]:
@@ -109,18 +185,32 @@ class _Call(torch.autograd.Function):
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         op, *xs = inputs
         ctx.op = op
-        ctx.save_for_backward(*xs)
+        # the pullback of the forward pass holds what it needs (the rrule's residuals); the inputs
+        # and outputs it may read are saved too, so that PyTorch refuses a backward pass after
+        # either was modified in place (the kept pullback would read the new values)
+        ctx.pullback = _kept_pullback(output) if op.native else None
+        ctx.save_for_backward(*xs, *(output if ctx.pullback is not None else ()))
         ctx.save_for_forward(*xs)
-        ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
+        if not all(op.diff_out):
+            ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> Any:
         op: HostOp = ctx.op
-        xs = ctx.saved_tensors
+        xs = ctx.saved_tensors[: len(op.in_specs)]  # read (PyTorch's check of in-place changes) first
+        if ctx.pullback is not None and not torch.is_grad_enabled() and all(op.diff_in) and all(op.diff_out) \
+                and all(ctx.needs_input_grad[1:]):
+            # first order: the forward pass's pullback (its residuals were computed without a graph,
+            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+            return (None, *needed_cotangents(ctx.pullback(grads), xs))
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
         diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
         needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
-        if op.native:  # torch operations: PyTorch differentiates the pullback itself
+        if op.native and ctx.pullback is not None and not torch.is_grad_enabled():
+            # first order: the forward pass's pullback (its residuals were computed without a graph,
+            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+            xbars = needed_cotangents(ctx.pullback(cts), diff_xs, needed)
+        elif op.native:  # torch operations: PyTorch differentiates the pullback itself
             xbars = needed_cotangents(op.vjp(xs, cts), diff_xs, needed)
         else:
             xbars = _Call.apply(op.vjp_op_for(needed), *xs, *cts)
@@ -146,6 +236,70 @@ class _Call(torch.autograd.Function):
         return outs, (0,) * len(outs)
 
 
+# Function.apply binds the arguments to forward's signature at every call: found once here
+_Call.forward.__signature__ = inspect.signature(_Call.forward)  # type: ignore[attr-defined]
+
+
+# -- torch.compile: any op as one custom operator, opaque to Dynamo -----------------------------------
+
+#: the ops a compiled graph calls, by the integer its ``rulescore::call`` nodes carry
+_COMPILED: dict[int, HostOp] = {}
+#: each wrapped function's op finder, by ``id``, for :func:`_compiled_op_id`
+_FINDERS: weakref.WeakValueDictionary[int, Callable[[list[torch.Tensor]], HostOp]] = \
+    weakref.WeakValueDictionary()
+
+
+def _compiled_id(op: HostOp) -> int:
+    _COMPILED[id(op)] = op
+    return id(op)
+
+
+@torch.compiler.assume_constant_result
+def _compiled_op_id(finder: int, *xs: torch.Tensor) -> int:
+    """The op of a wrapped function at these tensors (example values while Dynamo traces), as the
+    integer a graph holds: Dynamo calls this once per compilation and keeps the result, and its
+    guards on the tensors' shapes, dtypes and devices keep the graph to calls the op fits."""
+    return _compiled_id(_FINDERS[finder](list(xs)))
+
+
+@torch.library.custom_op("rulescore::call", mutates_args=())
+def _compiled_call(op_id: int, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``op.fun`` on tensors (NumPy on the host for a host op): the node a compiled graph holds."""
+    op = _COMPILED[op_id]
+    got = tuple(tuple(x.shape) for x in xs)
+    if got != tuple(tuple(sh) for sh, _ in op.in_specs):
+        raise ValueError(f"rulescore.interop.torch: the compiled call of {op.name} got inputs of shapes "
+                         f"{got}, compiled for {[sh for sh, _ in op.in_specs]}: compile with dynamic=False")
+    outs = _run(op.fun, op, xs) if not op.native else op.fun(*xs)
+    return [o.clone() if any(o is x for x in xs) else o for o in outs]  # a custom op returns new tensors
+
+
+@_compiled_call.register_fake
+def _compiled_call_fake(op_id: int, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    op = _COMPILED[op_id]
+    device = xs[0].device if xs else torch.device("cpu")
+    return [torch.empty(sh, dtype=dt, device=device) for sh, dt in _torch_specs(op)]
+
+
+def _compiled_setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+    op_id, xs = inputs
+    ctx.op = _COMPILED[op_id]
+    ctx.needed = tuple(x.requires_grad for x, d in zip(xs, ctx.op.diff_in, strict=True) if d)
+    ctx.save_for_backward(*xs)
+
+
+def _compiled_backward(ctx: Any, grads: list[torch.Tensor | None]) -> tuple[None, list[torch.Tensor | None]]:
+    op: HostOp = ctx.op
+    xs = list(ctx.saved_tensors)
+    cts = [torch.zeros(sh, dtype=dt, device=xs[0].device) if g is None else g
+           for g, (sh, dt), d in zip(grads, _torch_specs(op), op.diff_out, strict=True) if d]
+    xbars = _compiled_call(_compiled_id(op.vjp_op_for(ctx.needed)), [*xs, *cts])
+    return None, _spread(xbars, op.diff_in)
+
+
+_compiled_call.register_autograd(_compiled_backward, setup_context=_compiled_setup_context)
+
+
 def _numpy_dtype(dtype: torch.dtype) -> Any:
     return np.dtype(str(dtype).removeprefix("torch."))  # float32, float64, int64, complex128, bool
 
@@ -161,8 +315,8 @@ def _native_op(f: Any, structure: Structure, static: tuple[Any, ...], mask: tupl
     except Exception as err:  # a NumPy function (np.sin): its rule's native tier, if it has one
         try:
             out, via_rule = rule_primal(f, merged, kwargs), True
-        except Exception:  # f and its rule need NumPy arrays: the host tier
-            return NativeAttempt(err, function_ran=False)
+        except Exception as rule_err:  # f and its rule need NumPy arrays: the host tier
+            return NativeAttempt(err, function_ran=False, rule_error=rule_err)
     try:
         leaves, out_structure = flatten(out)
         specs = tuple((tuple(v.shape), _numpy_dtype(v.dtype)) for v in leaves)
@@ -202,13 +356,24 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
     tensors to the output (``meta`` tensors, or anything with a shape and a dtype), or a fixed
     output spec.
 
+    In the native tier the rrule runs once, in the forward pass, and ``backward`` calls the
+    pullback it returned (a backward pass that builds a graph, ``create_graph=True`` or
+    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it).
+    ``wrapped.tier`` is the tier of the latest call (``"native"`` or ``"host"``; ``None``
+    before the first), and ``wrapped.explain(*args)`` says which tier a call on ``args`` runs
+    in and why. Under ``torch.compile``, a call on tensors of a floating dtype (positional, at
+    least one dimension) is one custom operator, ``rulescore::call``, in either tier: no graph
+    break (``fullgraph=True`` works); other calls break the graph there.
+
     Example:
         >>> import numpy as np, torch, rulescore.interop.torch as rtorch
         >>> g = rtorch.wrap(np.sin)          # the library's rules for np.sin
         >>> x = torch.tensor([0.5, 1.0], dtype=torch.float32, requires_grad=True)
         >>> (dx,) = torch.autograd.grad(g(x).sum(), x, create_graph=True)
-        >>> torch.allclose(dx, torch.cos(x)), dx.dtype
-        (True, torch.float32)
+        >>> torch.allclose(dx, torch.cos(x)), dx.dtype, g.tier
+        (True, torch.float32, 'native')
+        >>> print(g.explain(x))  # doctest: +ELLIPSIS
+        rulescore.interop.torch.wrap(sin) at float32[2]: the native tier: sin and its rrule run on torch...
     """
     cache: dict[Any, HostOp] = {}
 
@@ -219,13 +384,13 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             v.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(v)))
         dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
         kinds = _kinds([x for x, d in zip(given, mask, strict=True) if d], dyn)
-        values = [_concrete(x) for x in dyn]
-        concrete = None if any(v is None for v in values) else values
         key = (structure, mask, repr(static), repr(sorted(kwargs.items())),
                tuple((tuple(x.shape), x.dtype, x.device.type) for x in dyn), kinds,
-               None if out_shape is not None else value_key(concrete))
+               None if out_shape is not None else _value_key(dyn))
         op = cache.get(key)
         if op is None:
+            values = [_concrete(x) for x in dyn]
+            concrete = None if any(v is None for v in values) else values
             examples = [np.ones(tuple(x.shape), _numpy_dtype(x.dtype)) for x in dyn]
             metas = [torch.empty(tuple(x.shape), dtype=x.dtype, device="meta") for x in dyn]
             attempt = None if native is False else _native_op(f, structure, static, mask, kwargs, examples,
@@ -238,18 +403,57 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             given_out = _out_specs(out_shape, structure.rebuild(merge_leaves(metas, static, mask)))
             op = found or rule_op(f, structure, static, mask, kwargs, examples, given_out, concrete=concrete,
                                   kinds=kinds)
+            op.reason = tier_reason("torch", op_name(f), op,
+                                    attempt if isinstance(attempt, NativeAttempt) else None, native)
             remember(cache, key, op)
         return op
 
+    # f(*tensors) of floating dtypes and at least one dimension, outside torch.func: the op depends
+    # on shapes, dtypes and devices only (no values read, no 0-d promotion, nothing static)
+    plain: dict[Any, HostOp] = {}
+
+    def plain_op(xs: list[torch.Tensor]) -> HostOp:
+        given, structure = flatten(tuple(xs))
+        return op_for(given, given, structure, (True,) * len(xs), {})
+
+    _FINDERS[id(plain_op)] = plain_op  # weakly: as long as ``wrapped`` lives
+
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling() and not kwargs and all(
+                isinstance(x, torch.Tensor) and x.ndim and (x.is_floating_point() or x.is_complex())
+                for x in args):
+            compiled = _COMPILED[_compiled_op_id(id(plain_op), *args)]
+            return compiled.out_structure.rebuild(_compiled_call(id(compiled), list(args)))
+        plain_key = None
+        if not kwargs and all(type(x) is torch.Tensor for x in args) and \
+                not torch._C._are_functorch_transforms_active():
+            plain_key = tuple((x.shape, x.dtype, x.device) for x in args)
+            known = plain.get(plain_key)
+            if known is not None:
+                wrapped.tier = known.tier  # type: ignore[attr-defined]
+                return known.out_structure.rebuild(_Call.apply(known, *args))
+            if not all(x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
+                plain_key = None
+        op, dyn = resolve(args, kwargs)
+        if plain_key is not None:
+            remember(plain, plain_key, op)
+        wrapped.tier = op.tier  # type: ignore[attr-defined]
+        return op.out_structure.rebuild(_Call.apply(op, *dyn))
+
+    def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[torch.Tensor]]:
         given, structure = flatten(args)
         mask = tuple(is_dynamic(x) for x in given)
         # Python floats cross as float64 tensors, and reach a host function as Python floats
         leaves = [torch.as_tensor(np.asarray(x)) if d and not isinstance(x, torch.Tensor) else x
                   for x, d in zip(given, mask, strict=True)]
-        op = op_for(given, leaves, structure, mask, kwargs)
-        outs = _Call.apply(op, *(x for x, d in zip(leaves, mask, strict=True) if d))
-        return op.out_structure.rebuild(outs)
+        dyn = [x for x, d in zip(leaves, mask, strict=True) if d]
+        return op_for(given, leaves, structure, mask, kwargs), dyn
 
+    def explain(*args: Any, **kwargs: Any) -> str:
+        """Which tier ``wrapped(*args, **kwargs)`` runs in (``"native"`` or ``"host"``), and why."""
+        return explanation("torch", op_name(f), resolve(args, kwargs)[0])
+
+    wrapped.tier = None  # type: ignore[attr-defined]
+    wrapped.explain = explain  # type: ignore[attr-defined]
     return wrapped
