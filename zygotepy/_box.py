@@ -46,7 +46,7 @@ def _binary(op: Any) -> Any:
             y = fast(op, (self, other), top)
             if y is not NOT_FAST:
                 return y
-        return _dispatch._resolve(levels, op, (self, other), {}, True)
+        return _dispatch.resolve(levels, op, (self, other), {}, True)
 
     return method
 
@@ -62,7 +62,7 @@ def _reflected(op: Any) -> Any:
             y = fast(op, (other, self), top)
             if y is not NOT_FAST:
                 return y
-        return _dispatch._resolve(levels, op, (other, self), {}, True)
+        return _dispatch.resolve(levels, op, (other, self), {}, True)
 
     return method
 
@@ -78,7 +78,7 @@ def _unary(op: Any) -> Any:
             y = fast(op, (self,), top)
             if y is not NOT_FAST:
                 return y
-        return _dispatch._resolve(levels, op, (self,), {}, True)
+        return _dispatch.resolve(levels, op, (self,), {}, True)
 
     return method
 

@@ -153,7 +153,7 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     tf = type(fn)
     if tf is types.FunctionType:
         # a Python function without rules (a helper, a closure, a rule's body traced by an outer
-        # level) runs rewritten: _resolve's answer, without its search for a rule
+        # level) runs rewritten: resolve's answer, without its search for a rule
         top = levels[-1]
         if (not top.with_params and top.log is None and fn not in _RRULE_PRIMALS
                 and fn not in _FRULE_PRIMALS and fn not in _ADJOINT_PRIMALS):
@@ -184,7 +184,7 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             y = fast(fn, args, top)
             if y is not NOT_FAST:
                 return y
-    return _resolve(levels, fn, args, kwargs, True)
+    return resolve(levels, fn, args, kwargs, True)
 
 
 #: rulescore's helpers that pullbacks call on every cotangent (``"pass_through"`` entries), by
@@ -292,10 +292,10 @@ def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwarg
             y = fast(fn, args, top)
             if y is not NOT_FAST:
                 return y
-    return _resolve(levels, fn, args, kwargs, recurse)
+    return resolve(levels, fn, args, kwargs, recurse)
 
 
-def _resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
              recurse: bool) -> Any:
     """:func:`traced_call` past its first-order fast path: every case of the module documentation."""
     tf = type(fn)
