@@ -42,7 +42,7 @@ from zygotepy._dispatch import (
     plain_output,
     unbox,
 )
-from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
+from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
@@ -229,9 +229,11 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: Trace) -> Any:
     ty = type(out)
     if ty not in _FAST_VALUES and plain_output(out):
         return out
-    if ty is np.ndarray and out.base is not None:
-        note_view(trace, out, args)
     tape = trace.tape
+    if ty is np.ndarray:
+        trace.shapes[len(tape)] = out.shape
+        if out.base is not None:
+            note_view(trace, out, args)
     tape.append((pullback, n, *routes))  # Trace.record, inlined (see _trace.node)
     return Box(out, trace, len(tape) - 1)
 
@@ -321,9 +323,13 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
     ty = type(y)
     if ty is not Box and ty not in _FAST_VALUES and plain_output(y):
         return y
-    if ty is np.ndarray and y.base is not None:
-        note_view(best, y, args)
     tape = best.tape
+    if ty is np.ndarray:
+        best.shapes[len(tape)] = y.shape
+        if y.base is not None:
+            note_view(best, y, args)
+    elif ty is Box and type(value := unbox_all(y)) is np.ndarray:
+        best.shapes[len(tape)] = value.shape
     tape.append((pullback, len(args), *flat))
     return Box(y, best, len(tape) - 1)
 
@@ -414,8 +420,6 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
             ct = cts[boxed._zp_index] = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
-            if type(ct) is np.ndarray and ct.shape != primal.shape:
-                raise wrong_shape(ct, primal)
             if type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc":
                 return ct if owned_by_caller(ct) else ct.copy()  # (a broadcast view, a shared array)
         elif tp is float and type(ct) is float:
@@ -693,6 +697,8 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
         _check_scalar(f, loss)
         result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
         write_back(trace)
+        del out, loss
+        release_escaped(trace)
         return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
     trace, boxed, out = _run_traced(f, args, kwargs, selected, None)  # (the caller isolated it)

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+import numpy as np
+
 from rulescore._checks import callable_name, checks_enabled
 
 #: Attributes read straight off the primal: they carry no derivative and are hot.
@@ -64,7 +66,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -89,6 +91,9 @@ class Trace:
         self.shadows: dict[int, tuple[Any, Any]] = {}
         #: arrays a rule made a view of: id -> (array, the box holding it, or None if unknown)
         self.owners: dict[int, tuple[Any, Any]] = {}
+        #: tape index -> shape, for every node whose value is an array: the sweep refuses a
+        #: cotangent of another shape (a rule's mistake, which summing back would hide)
+        self.shapes: dict[int, tuple[int, ...]] = {}
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""
@@ -121,6 +126,11 @@ class Trace:
         The tape keeps tape indices, never boxes, so a finished trace is freed by reference
         counting alone (no box -> trace -> tape -> box cycle)."""
         index = len(self.tape)
+        v = value
+        while type(v) is Box:  # (nested: an outer level's box)
+            v = v._zp_value
+        if type(v) is np.ndarray:
+            self.shapes[index] = v.shape
         self.tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))
@@ -129,6 +139,11 @@ class Trace:
     def record(self, value: Any, pullback: Any, routes: tuple[Any, ...], nargs: int) -> Box:
         """:meth:`box` for routes already given by tape index (the dispatcher's hot path)."""
         index = len(self.tape)
+        v = value
+        while type(v) is Box:  # (nested: an outer level's box)
+            v = v._zp_value
+        if type(v) is np.ndarray:
+            self.shapes[index] = v.shape
         self.tape.append(node(pullback, routes, nargs))
         return Box(value, self, index)
 

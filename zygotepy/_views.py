@@ -389,32 +389,38 @@ def release_escaped(trace: Trace) -> None:
     """At the end of the outermost differentiation: a traced value the call stored where it
     outlives the call (an object's attribute, a dict, a list, a closure cell) is replaced by its
     plain value there, as the arrays written are (:func:`write_back`); one held where it cannot
-    be replaced (a tuple, say) gets a warning naming where. A box of a finished trace would only
-    raise at its next use.
+    be replaced (a tuple in a set, say) gets a warning naming where. A box of a finished trace
+    would only raise at its next use. Implicit parameters' boxes (an attribute set to a
+    parameter inside the loss) are replaced by the parameter arrays, the same way.
 
-    Finding them costs one reference count when nothing escaped (each live box refers to its
-    trace; the trace's own tables hold some, the caller one): the heap is searched only when a
-    box is alive elsewhere. Not done for a trace that substituted values (implicit parameters,
-    writes through views): the dispatcher's closures over its levels then outlive the call until
-    the collector runs, so the count cannot tell, and searching the heap at every such call
-    would cost more than the call.
+    Finding them costs a few reference counts when nothing escaped: each live box refers to its
+    trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
+    a known number of times; the heap is searched only when a box is alive elsewhere.
     """
-    if trace.outer or trace.with_params:
+    if trace.outer:
         return
-    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace
-              for entry in trace.owners.values()) if trace.owners else 0
-    if sys.getrefcount(trace) <= 3 + own:  # the caller's, this parameter, getrefcount's, its tables'
+    own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
+        if trace.owners or trace.shadows or trace.param_boxes else []
+    held: dict[int, int] = {}
+    for key in map(id, own):  # (no loop variable holding a box)
+        held[key] = held.get(key, 0) + 1
+    # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
+    # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
+    if sys.getrefcount(trace) <= 3 + len(held) and not any(
+            sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
         return
-    kept = {id(entry[1]) for entry in trace.owners.values()}
-    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box and id(b) not in kept]
+    del own
+    tables = (trace.param_boxes, trace.owners, trace.shadows)
+    internal = {id(t) for t in tables} | {id(e) for t in tables[1:] for e in t.values()}
+    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box]
 
     def finished(v: Any) -> bool:
-        return type(v) is Box and v._zp_trace is trace and id(v) not in kept
+        return type(v) is Box and v._zp_trace is trace
 
     for box in escaped:
         holders = gc.get_referrers(box)
         for holder in holders:
-            if holder is escaped:
+            if holder is escaped or id(holder) in internal:
                 continue
             if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
                 attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
@@ -429,16 +435,23 @@ def release_escaped(trace: Trace) -> None:
             elif type(holder) is tuple and _replace(holder, tuple(
                     v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
                 pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
-            elif not isinstance(holder, types.FrameType):
+            elif not isinstance(holder, (types.FrameType, Box)):  # (a box: an inner level's value)
                 warnings.warn(
                     f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                     "differentiation outlives it and cannot be replaced by its plain value there; its next "
                     "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
 
 
+def _table_boxes(trace: Trace) -> list[Any]:
+    """The boxes the trace's own tables hold (implicit parameters, views' owners, writes), once
+    per reference."""
+    return [*trace.param_boxes.values(), *(e[1] for e in trace.owners.values()),
+            *(e[1] for e in trace.shadows.values())]
+
+
 def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
-    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes or a list (not one
-    of ``skip``, the searches' own) hold it; whether any did."""
+    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes, a list or a closure
+    cell (not one of ``skip``, the searches' own) hold it; whether any did."""
     replaced = False
     found = gc.get_referrers(old)
     for holder in found:
@@ -453,4 +466,7 @@ def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
             for i in [i for i, v in enumerate(holder) if v is old]:
                 holder[i] = new
                 replaced = True
+        elif isinstance(holder, types.CellType) and holder.cell_contents is old:
+            holder.cell_contents = new
+            replaced = True
     return replaced
