@@ -187,7 +187,7 @@ def describe_pullback(pullback: Any, tables: Iterable[Any], rule: Any = None) ->
         ... def halve_rrule(x):
         ...     return halve(x), lambda ybar: (rc.NoTangent(), ybar / 2.0)
         >>> print(describe_pullback(halve_rrule(1.0)[1], [rc.rrule]))  # doctest: +ELLIPSIS
-        the pullback halve_rrule.<locals>.<lambda> (<doctest ...>:3) of the rrule for ...halve (registered ...)
+        the pullback halve_rrule.<locals>.<lambda> (<doctest ...) of the rrule for ...halve (registered ...)
     """
     code = getattr(_function_of(pullback), "__code__", None)
     where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""

@@ -941,7 +941,7 @@ def apply_rule(table: rc.RuleTable, rule: rc.Rule, fn: Any, args: tuple[Any, ...
     ty = type(y)
     if not routes or (ty is not float and ty is not np.ndarray and plain_output(y)):
         return y
-    if ty is np.ndarray and y.base is not None:
+    if (ty is np.ndarray and y.base is not None) or ty is Box:  # (a box: an outer level's, of a view?)
         note_view(trace, y, args)
     return trace.record(y, pullback, tuple(routes), len(args))
 

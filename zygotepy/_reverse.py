@@ -46,7 +46,14 @@ from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, new_trace, unbox_all
-from zygotepy._views import note_view, release_escaped, settle, write_back
+from zygotepy._views import (
+    as_before,
+    note_view,
+    release_escaped,
+    settle,
+    write_back,
+    write_back_keeping,
+)
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -328,8 +335,10 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: Trace) -> Any:
         best.shapes[len(tape)] = y.shape
         if y.base is not None:
             note_view(best, y, args)
-    elif ty is Box and type(value := unbox_all(y)) is np.ndarray:
+    elif ty is Box and type(value := unbox_all(y)) is np.ndarray:  # (an outer level's box)
         best.shapes[len(tape)] = value.shape
+        if value.base is not None:
+            note_view(best, y, args)
     tape.append((pullback, len(args), *flat))
     return Box(y, best, len(tape) - 1)
 
@@ -525,6 +534,21 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         array([ 2., 40.])
     """
     check_keywords("pullback", f, kwargs)
+    trace, result = _vjp(f, args, has_aux, kwargs)
+    written = write_back_keeping(trace)  # f's writes into arrays, as NumPy leaves them
+    if not written:
+        return result
+    sweep = result[1]
+
+    def back(ybar: Any) -> Any:
+        with as_before(written):  # the tape's rules read the arrays as f found them
+            return sweep(ybar)
+
+    return (result[0], back, *result[2:])
+
+
+def _vjp(f: Any, args: tuple[Any, ...], has_aux: bool, kwargs: dict[str, Any]) -> tuple[Trace, Any]:
+    """The trace and :func:`pullback`'s result, ``f``'s writes into arrays not written back yet."""
     implicit = len(args) == 1 and isinstance(args[0], Params)
     trace, boxed, out = (_run(f, (), kwargs, None, args[0].by_id()) if implicit
                          else _run(f, args, kwargs, None))
@@ -542,7 +566,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
     y = unbox(main, trace)[0]
-    return (y, back, unbox(out[1], trace)[0]) if has_aux else (y, back)
+    return trace, ((y, back, unbox(out[1], trace)[0]) if has_aux else (y, back))
 
 
 def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradient") -> tuple[int, ...] | None:
@@ -724,7 +748,7 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         (array([[2., 0.],
                [0., 4.]]),)
     """
-    y, back = pullback(f, *args, **kwargs)
+    trace, (y, back) = _vjp(f, args, False, kwargs)
     y_arr = np.asarray(unbox_all(y))  # only its shape and dtype: seeds are constants
     rows: list[tuple[Any, ...]] = []
     for index in np.ndindex(*y_arr.shape):
@@ -738,6 +762,7 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         block = [np.zeros(shape) if r[i] is None else r[i] for r in rows]
         stacked = call(np.stack, block) if block else np.zeros((0, *shape))
         out.append(call(np.reshape, stacked, y_arr.shape + shape))
+    write_back(trace)  # f's writes into arrays, once every row is pulled back
     return tuple(out)
 
 

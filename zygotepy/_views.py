@@ -148,13 +148,17 @@ def _where(v: np.ndarray, own: np.ndarray) -> Any:
     return where
 
 
-def note_view(trace: Trace, y: np.ndarray, args: tuple[Any, ...]) -> None:
-    """A rule gave ``y``, a view of memory a traced argument holds: remember which of ``trace``'s
-    boxes holds that memory, so a write through ``y`` reaches it (see the module)."""
-    own = y.base
+def note_view(trace: Trace, y: Any, args: tuple[Any, ...]) -> None:
+    """A rule gave ``y``, maybe a view of memory a traced argument holds (an array, or an outer
+    level's box of one: nested differentiation): remember which of ``trace``'s boxes holds that
+    memory, so a write through ``y`` reaches it (see the module)."""
+    value = unbox_all(y)
+    own = value.base if type(value) is np.ndarray else None
+    if own is None:
+        return
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
-            v = a._zp_value
+            v = unbox_all(a._zp_value)
             if v is own:
                 entry = trace.owners.get(id(own))
                 if entry is None:
@@ -166,11 +170,24 @@ def note_view(trace: Trace, y: np.ndarray, args: tuple[Any, ...]) -> None:
 
 
 def shadowed(levels: tuple[Trace, ...], v: Any) -> bool:
-    """Whether the array ``v`` (a primal) shares memory some active trace has written or noted."""
+    """Whether the array ``v`` (a primal) shares memory some active trace has written or noted, or
+    is (a view of) an implicit parameter: a write into it, even of a plain value, is then made
+    into its traced value, never into memory while the tape may still read it.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([0.5, 1.0])
+        >>> def loss():
+        ...     y = np.sum(W * W)
+        ...     W[0] = 3.0  # a plain value into a parameter the tape read
+        ...     return y
+        >>> zp.gradient(loss, zp.params(W))[W], W
+        (array([1., 2.]), array([3., 1.]))
+    """
     own = owner(v)
     for trace in levels:
-        if trace.shadows or trace.owners:
-            for table in (trace.shadows, trace.owners):
+        if trace.shadows or trace.owners or trace.params:
+            for table in (trace.shadows, trace.owners, trace.params):
                 if id(v) in table or (own is not None and id(own) in table):
                     return True
     return False
@@ -376,6 +393,53 @@ def write_back(trace: Trace) -> None:
     for home, new in trace.shadows.values():
         if home.flags.writeable:
             home[...] = unbox_all(new)
+
+
+def write_back_keeping(trace: Trace) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`write_back` for a tape that is swept later (``pullback``'s ``back``): each array
+    written, with a copy of the values it held before (see :class:`as_before`).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> x = np.array([1.0, 2.0])
+        >>> def f(v):
+        ...     y = np.sum(v * v)
+        ...     v += 1.0
+        ...     return y
+        >>> y, back = zp.pullback(f, x)
+        >>> x, back(1.0)  # written as NumPy would; the gradient at the point f was called at
+        (array([2., 3.]), (array([2., 4.]),))
+    """
+    if trace.outer:
+        hand_over(trace, trace.outer)
+        return []
+    kept = []
+    for home, new in trace.shadows.values():
+        if home.flags.writeable:
+            kept.append((home, home.copy()))
+            home[...] = unbox_all(new)
+    return kept
+
+
+class as_before:  # noqa: N801  (used as a function: ``with as_before(kept):``)
+    """For the block, each array of ``kept`` (from :func:`write_back_keeping`) holds the values it
+    held before the differentiated function wrote into it, which the tape's rules read; after
+    the block, what it held when the block began (the user may have changed it since)."""
+
+    __slots__ = ("kept", "now")
+
+    def __init__(self, kept: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.kept = kept
+        self.now: list[np.ndarray] = []
+
+    def __enter__(self) -> None:
+        self.now = [home.copy() for home, _ in self.kept]
+        for home, old in self.kept:
+            home[...] = old
+
+    def __exit__(self, *exc: object) -> None:
+        for (home, _), now in zip(self.kept, self.now, strict=True):
+            home[...] = now
 
 
 def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
