@@ -167,12 +167,12 @@ def rule_of_pullback(pullback: Any, tables: Iterable[Any]) -> Any:
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    for table in tables:
-        for f in table.callables():
-            for rule in table.rules_for(f):
-                if _made_by(rule.impl, fn, code):
-                    return rule
-    return None
+    found = [rule for table in tables for f in table.callables() for rule in table.rules_for(f)
+             if _made_by(rule.impl, fn, code)]
+    if len(found) > 1:  # one factory made several rules: the one whose variables the pullback shares
+        cells = {id(c) for c in getattr(fn, "__closure__", None) or ()}
+        found = [r for r in found if cells & {id(c) for c in r.impl.__closure__ or ()}] or found
+    return found[0] if found else None
 
 
 def describe_pullback(pullback: Any, tables: Iterable[Any], rule: Any = None) -> str:

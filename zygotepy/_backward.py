@@ -59,8 +59,7 @@ def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], positi
     differentiation: the array inside is checked) or not a number at all (refused)."""
     v = unbox_all(c)
     tv = type(v)
-    if type(target) is int and ((tv is np.ndarray and v.shape != shapes.get(target, v.shape))
-                                or tv is str or tv is bytes):
+    if (tv is np.ndarray and v.shape != shapes.get(target, v.shape)) or tv is str or tv is bytes:
         raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
 
 
@@ -112,17 +111,19 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             if c is not None and not isinstance(c, AbstractZero):
-                tc = type(c)
-                if tc is np.ndarray:
-                    if type(target) is int and (s := shapes.get(target)) is not None and s != c.shape:
-                        raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
-                elif tc is Box or tc is str or tc is bytes:
-                    _check_other(c, target, shapes, pos + 1, pullback)
                 if type(target) is int:
-                    prev = cts[target]
-                    if prev is not None:
-                        c = prev + c if type(prev) is float is type(c) else add(prev, c)
-                    cts[target] = c
+                    tc = type(c)
+                    if tc is float:  # (the commonest: no shape to check)
+                        prev = cts[target]
+                        cts[target] = c if prev is None else prev + c if type(prev) is float else add(prev, c)
+                    else:
+                        if tc is np.ndarray:
+                            if (s := shapes.get(target)) is not None and s != c.shape:
+                                raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
+                        elif tc is Box or tc is str or tc is bytes:
+                            _check_other(c, target, shapes, pos + 1, pullback)
+                        prev = cts[target]
+                        cts[target] = c if prev is None else add(prev, c)
                 else:
                     _scatter(cts, c, target, shapes, pos + 1, pullback)
             if pos2 < 0:

@@ -541,8 +541,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
     sweep = result[1]
 
     def back(ybar: Any) -> Any:
-        with as_before(written):  # the tape's rules read the arrays as f found them
-            return sweep(ybar)
+        return as_before(written, sweep, ybar)  # the tape's rules read the arrays as f found them
 
     return (result[0], back, *result[2:])
 

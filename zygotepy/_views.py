@@ -18,6 +18,7 @@ A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is note
 
 from __future__ import annotations
 
+import collections
 import gc
 import operator
 import sys
@@ -397,7 +398,7 @@ def write_back(trace: Trace) -> None:
 
 def write_back_keeping(trace: Trace) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`write_back` for a tape that is swept later (``pullback``'s ``back``): each array
-    written, with a copy of the values it held before (see :class:`as_before`).
+    written, with a copy of the values it held before (see :func:`as_before`).
 
     Example:
         >>> import numpy as np, zygotepy as zp
@@ -421,25 +422,33 @@ def write_back_keeping(trace: Trace) -> list[tuple[np.ndarray, np.ndarray]]:
     return kept
 
 
-class as_before:  # noqa: N801  (used as a function: ``with as_before(kept):``)
-    """For the block, each array of ``kept`` (from :func:`write_back_keeping`) holds the values it
-    held before the differentiated function wrote into it, which the tape's rules read; after
-    the block, what it held when the block began (the user may have changed it since)."""
+def as_before(kept: list[tuple[np.ndarray, np.ndarray]], sweep: Any, *args: Any) -> Any:
+    """``sweep(*args)`` while each array of ``kept`` (from :func:`write_back_keeping`) holds the
+    values it held before the differentiated function wrote into it, which the tape's rules read;
+    afterwards each holds what it held when this began (the user may have changed it since).
 
-    __slots__ = ("kept", "now")
+    The arrays are put back by one C call each way (``deque.extend`` over ``map(np.copyto, ...)``):
+    Python runs a signal handler only after a call or at the start of a Python function, so a
+    ``KeyboardInterrupt`` cannot leave them half restored.
 
-    def __init__(self, kept: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        self.kept = kept
-        self.now: list[np.ndarray] = []
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([2.0])
+        >>> as_before([(a, np.array([1.0]))], lambda: float(a[0])), a
+        (1.0, array([2.]))
+    """
+    homes = [home for home, _ in kept]
+    restore = map(np.copyto, homes, [home.copy() for home in homes])
+    back_to_old = map(np.copyto, homes, [old for _, old in kept])
+    try:
+        _consume(back_to_old)
+        return sweep(*args)
+    finally:
+        _consume(restore)
 
-    def __enter__(self) -> None:
-        self.now = [home.copy() for home, _ in self.kept]
-        for home, old in self.kept:
-            home[...] = old
 
-    def __exit__(self, *exc: object) -> None:
-        for (home, _), now in zip(self.kept, self.now, strict=True):
-            home[...] = now
+#: Runs an iterator to its end in one C call.
+_consume = collections.deque(maxlen=0).extend
 
 
 def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
