@@ -30,7 +30,7 @@ from zygotepy._errors import UntraceableError
 from zygotepy._reverse import _FAST_CONSTANTS, _FAST_VALUES, _is_plain_callable
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, unbox_all
-from zygotepy._views import note_view, settle, write_back
+from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
 class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
@@ -386,7 +386,10 @@ def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
     trace, out = isolated(_push_traced, f, primals, tangent_sets, kwargs)  # (see _trace.isolated)
     write_back(trace)  # f's writes into arrays, as NumPy leaves them (or handed to the traces around)
     y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
-    return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+    tangents = [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+    del out
+    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
+    return y, tangents
 
 
 def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
@@ -456,9 +459,12 @@ def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, star
     trace, out = isolated(_columns_traced, f, args, kwargs, i, start, stop)  # (see _trace.isolated)
     y = _strip(out, trace)
     if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:
-        return y, out._zp_tangents.data, trace
-    # tangents may be traced by an outer differentiation: assemble them through the dispatcher
-    return y, _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)]), trace
+        columns = out._zp_tangents.data
+    else:  # tangents may be traced by an outer differentiation: assemble them through the dispatcher
+        columns = _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
+    del out
+    release_escaped(trace)  # traced values f stored where they outlive the pass: plain there
+    return y, columns, trace
 
 
 def _columns_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, start: int, stop: int

@@ -762,6 +762,8 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         stacked = call(np.stack, block) if block else np.zeros((0, *shape))
         out.append(call(np.reshape, stacked, y_arr.shape + shape))
     write_back(trace)  # f's writes into arrays, once every row is pulled back
+    del back, y, rows
+    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
     return tuple(out)
 
 
