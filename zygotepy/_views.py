@@ -448,7 +448,7 @@ def as_before(kept: list[tuple[np.ndarray, np.ndarray]], sweep: Any, *args: Any)
 
 
 #: Runs an iterator to its end in one C call.
-_consume = collections.deque(maxlen=0).extend
+_consume = collections.deque[Any](maxlen=0).extend
 
 
 def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
@@ -459,9 +459,10 @@ def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
 
 
 def release_escaped(trace: Trace) -> None:
-    """At the end of the outermost differentiation: a traced value the call stored where it
-    outlives the call (an object's attribute, a dict, a list, a closure cell) is replaced by its
-    plain value there, as the arrays written are (:func:`write_back`); one held where it cannot
+    """At the end of a differentiation: a traced value the call stored where it outlives the call
+    (an object's attribute, a dict, a list, a closure cell) is replaced by its value there (plain
+    at the outermost level; inside another differentiation, that one's traced value, replaced in
+    turn when it ends), as the arrays written are (:func:`write_back`); one held where it cannot
     be replaced (a tuple in a set, say) gets a warning naming where. A box of a finished trace
     would only raise at its next use. Implicit parameters' boxes (an attribute set to a
     parameter inside the loss) are replaced by the parameter arrays, the same way.
@@ -470,8 +471,6 @@ def release_escaped(trace: Trace) -> None:
     trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
     a known number of times; the heap is searched only when a box is alive elsewhere.
     """
-    if trace.outer:
-        return
     own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
         if trace.owners or trace.shadows or trace.param_boxes else []
     held: dict[int, int] = {}
