@@ -11,16 +11,20 @@ agree with the registry and that the next gradient is right and writes back::
 
 1. Interrupt storm: Ctrl-C (SIGALRM raising ``KeyboardInterrupt``) at a random moment of every
    entry point (gradient, withgradient, pullback and its ``back``, jacobian in each mode, hessian,
-   hessian_reverse, jvp, checkpointed, nested gradient, params).
+   hessian_reverse, jvp, pushforward, withjacobian, checkpointed, nested gradient, params with
+   gradient, pullback and jacobian), and of the entry points whose function writes into the
+   caller's array: afterwards it holds what the caller passed or what one plain call leaves,
+   never anything in between ("torn").
 2. Threads: 4 threads differentiate while one re-registers a rule (each gradient must use a rule
    at least as new as the one registered before it began; each ``register`` must be in force
    when it returns) and one allocates cyclic garbage (which must be collected automatically: the
    collector stays on); the main thread samples whether the collector is on.
 3. Deep recursion: deeper than the recursion limit, in a child process (a ``RecursionError``,
    never a crash), and in this one (the state after the error).
-4. Bad rules of every kind: a rule that raises, whose pullback raises, returns too few
-   cotangents, a string, ``None``, a generator, a cotangent of the wrong shape, or raises
-   ``KeyboardInterrupt``: each must raise, and leave the state as it was.
+4. Bad rules of every kind: a rule that raises, whose pullback raises, returns too few or too
+   many cotangents, a string or bytes, ``None``, a generator, a cotangent of the wrong shape, or
+   raises ``KeyboardInterrupt``, on an argument or on another rule's output: each must raise
+   (a broken contract naming the rule's primal), and leave the state as it was.
 
 The summary ends with the figures issue 27 asks for: interrupts, leaked states, wrong results,
 stale rules. The exit status is 1 if any of them is not 0.
@@ -80,17 +84,50 @@ def inconsistent_caches() -> int:
 
 
 def right_after() -> bool:
-    """A clean gradient: right, its in-place write written back, its gradient the user's own."""
+    """Clean calls: right, their in-place writes written back (gradient, pullback, jacobian in
+    every mode), their gradients the user's own, a value stored on an object plain afterwards."""
     buffer = np.zeros(2)
+    holder = _Holder()
 
     def f(x):
         buffer[...] = x
+        holder.kept = x * 1.0
         return np.sum(np.sin(x) * x)
 
     x = np.array([0.3, 1.1])
     (g,) = zp.gradient(f, x)
     fresh = g.flags.writeable and g.base is None
-    return bool(np.allclose(g, np.cos(x) * x + np.sin(x)) and np.array_equal(buffer, x) and fresh)
+    ok = bool(np.allclose(g, np.cos(x) * x + np.sin(x)) and np.array_equal(buffer, x) and fresh)
+    ok = ok and type(holder.kept) is np.ndarray
+    x0 = _X0.copy()
+    for name in ("gradient_writes", "pullback_writes", "jacobian_forward_writes", "jacobian_reverse_writes"):
+        x = x0.copy()
+        got = WRITING_ENTRY_POINTS[name][0](x)
+        ok = ok and np.array_equal(x, _AFTER[name])
+        if name in ("gradient_writes", "pullback_writes"):
+            ok = ok and bool(np.allclose(got[0], _fd(_writes, x0), rtol=1e-5, atol=1e-6))
+        else:
+            ok = ok and bool(np.allclose(got[0], _fd_jacobian(_writes_vector, x0), rtol=1e-5, atol=1e-6))
+    return ok
+
+
+class _Holder:
+    kept: Any = None
+
+
+def _fd(f: Callable[[Any], Any], x0: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences of a scalar ``f`` that writes into its argument (each on a copy)."""
+    return _fd_jacobian(lambda v: np.asarray(f(v)), x0, h)
+
+
+def _fd_jacobian(f: Callable[[Any], Any], x0: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    cols = []
+    for i in range(x0.size):
+        up, down = x0.copy(), x0.copy()
+        up[i] += h
+        down[i] -= h
+        cols.append((np.asarray(f(up)) - np.asarray(f(down))) / (2 * h))
+    return np.stack(cols, axis=-1)
 
 
 # -- 1. interrupt storm ---------------------------------------------------------------------------
@@ -116,7 +153,53 @@ ENTRY_POINTS: dict[str, Callable[[], Any]] = {
                                         np.ones(2)),
     "nested": lambda: zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5),
     "params": lambda: zp.gradient(lambda: np.sum(_W * _W), zp.params(_W)),
+    "withjacobian": lambda: zp.withjacobian(np.tanh, np.ones(2)),
+    "pushforward": lambda: zp.pushforward(np.sin, np.ones(2))(np.ones(2)),
+    "params_pullback": lambda: zp.pullback(lambda: _W * _W, zp.params(_W))[1](np.ones(3)),
+    "params_jacobian": lambda: zp.jacobian(lambda: np.tanh(_W), zp.params(_W)),
 }
+
+
+# -- entry points whose function writes into the caller's array: after any interrupt, the array is
+# -- as the caller passed it or as one plain call leaves it, never anything in between
+_X0 = np.array([0.4, -0.3, 1.2])
+
+
+def _writes(x: Any) -> Any:
+    y = np.sum(np.sin(x) * x)
+    x[1:] = x[:2] * 2.0
+    x += 1.0
+    return y + np.sum(x * x)
+
+
+def _writes_vector(x: Any) -> Any:
+    _writes(x)
+    return x * 2.0
+
+
+def _pullback_then_back(x: Any) -> Any:
+    y, back = zp.pullback(_writes, x)
+    return back(1.0)
+
+
+WRITING_ENTRY_POINTS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    "gradient_writes": (lambda x: zp.gradient(_writes, x), _writes),
+    "pullback_writes": (_pullback_then_back, _writes),
+    "jvp_writes": (lambda x: zp.jvp(_writes, (x,), (np.ones(3),)), _writes),
+    "jacobian_forward_writes": (lambda x: zp.jacobian(_writes_vector, x, mode="forward", chunk=1),
+                                _writes_vector),
+    "jacobian_reverse_writes": (lambda x: zp.jacobian(_writes_vector, x, mode="reverse"), _writes_vector),
+    "hessian_writes": (lambda x: zp.hessian(_writes, x, chunk=1), _writes),
+}
+
+
+def _numpy_leaves(f: Callable[[Any], Any]) -> np.ndarray:
+    x = _X0.copy()
+    f(x)
+    return x
+
+
+_AFTER = {name: _numpy_leaves(plain) for name, (_, plain) in WRITING_ENTRY_POINTS.items()}
 
 
 def _ctrl_c(signum: int, frame: Any) -> None:
@@ -131,9 +214,14 @@ def interrupted_after(delay: float, run: Callable[[], Any]) -> bool:
             run()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            _handled_here()  # a timer that fired just before it was stopped raises here, not later
     except KeyboardInterrupt:
         return True
     return False
+
+
+def _handled_here() -> None:
+    """Nothing: Python runs a pending signal's handler at the start of a Python function."""
 
 
 def storm(interrupts: int, seed: int = 0) -> dict[str, int]:
@@ -147,15 +235,30 @@ def storm(interrupts: int, seed: int = 0) -> dict[str, int]:
             run()
             times.append(time.perf_counter() - start)
         took[name] = min(times)
-    names = sorted(ENTRY_POINTS)
+    for name, (run_on, _) in WRITING_ENTRY_POINTS.items():
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            run_on(_X0.copy())
+            times.append(time.perf_counter() - start)
+        took[name] = min(times)
+    names = sorted(took)
     previous = signal.signal(signal.SIGALRM, _ctrl_c)
     before = snapshot()
-    counts = {"interrupts": 0, "runs": 0, "leaked": 0, "wrong": 0, "stale_caches": 0}
+    counts = {"interrupts": 0, "runs": 0, "leaked": 0, "torn_arrays": 0, "wrong": 0, "stale_caches": 0}
     try:
         while counts["interrupts"] < interrupts:
             name = names[int(rng.integers(len(names)))]
             delay = float(rng.uniform(1e-6, 1.1 * took[name]))
-            counts["interrupts"] += interrupted_after(delay, ENTRY_POINTS[name])
+            if name in WRITING_ENTRY_POINTS:
+                x = _X0.copy()
+                run_on = WRITING_ENTRY_POINTS[name][0]
+                counts["interrupts"] += interrupted_after(delay, lambda: run_on(x))
+                if not (np.array_equal(x, _X0) or np.array_equal(x, _AFTER[name])):
+                    counts["torn_arrays"] += 1
+                    print(f"  {name} left the caller's array torn: {x}", file=sys.stderr)
+            else:
+                counts["interrupts"] += interrupted_after(delay, ENTRY_POINTS[name])
             counts["runs"] += 1
             if snapshot() != before:
                 counts["leaked"] += 1
@@ -336,20 +439,37 @@ BAD_RULES = {
                                  lambda x, ybar: (c for c in (rc.NoTangent(), 2.0 * ybar))),
     "wrong_shape": _bad("wrong_shape", None,
                         lambda x, ybar: (rc.NoTangent(), np.ones((3, 3)) * 2.0)),
+    "wrong_shape_1d": _bad("wrong_shape_1d", None, lambda x, ybar: (rc.NoTangent(), np.ones(6))),
+    "bytes_cotangent": _bad("bytes_cotangent", None, lambda x, ybar: (rc.NoTangent(), b"2.0")),
+    "too_many_cotangents": _bad("too_many_cotangents", None,
+                                lambda x, ybar: (rc.NoTangent(), 2.0 * ybar, 2.0 * ybar)),
+}
+
+#: where a bad rule's argument comes from: the argument itself, or other rules' outputs (a wrong
+#: shape there would otherwise be summed or broadcast by their pullbacks)
+PLACES: dict[str, Callable[[Callable[[Any], Any]], Callable[[Any], Any]]] = {
+    "argument": lambda f: lambda x: np.sum(f(x)),
+    "after_sin": lambda f: lambda x: np.sum(f(np.sin(x))),
+    "after_product": lambda f: lambda x: np.sum(f(x * 2.0)),
+    "next_to_another_use": lambda f: lambda x: np.sum(f(x)) + np.sum(x),
 }
 
 
 def bad_rules(rounds: int) -> dict[str, int]:
     """Each bad rule ``rounds`` times: it must raise, and leave the state as it was."""
-    counts = {"calls": 0, "accepted": 0, "leaked": 0, "wrong": 0}
+    counts = {"calls": 0, "accepted": 0, "unnamed": 0, "leaked": 0, "wrong": 0}
     before = snapshot()
     for _ in range(rounds):
-        for name, f in BAD_RULES.items():
+        for (name, f), (place, at) in ((r, p) for r in BAD_RULES.items() for p in PLACES.items()):
             counts["calls"] += 1
             try:
-                zp.gradient(lambda x: np.sum(f(x)), np.ones(3))
+                zp.gradient(at(f), np.ones(3))
                 counts["accepted"] += 1
-                print(f"  a bad rule was accepted: {name}", file=sys.stderr)
+                print(f"  a bad rule was accepted: {name} ({place})", file=sys.stderr)
+            except rc.RuleError as refused:  # a broken contract: named, with the rule's primal
+                if f"rrule for {f.__module__}.bad_{name}" not in str(refused):  # (checking mode's too)
+                    counts["unnamed"] += 1
+                    print(f"  a bad rule was refused without its name: {refused}", file=sys.stderr)
             except (Exception, KeyboardInterrupt):
                 pass
             counts["leaked"] += snapshot() != before
@@ -386,7 +506,8 @@ def main() -> int:
     leaked = report["storm"]["leaked"] + report["deep_recursion"]["leaked"] + report["bad_rules"]["leaked"] \
         + report["threads"]["gc_off_samples"] + final_leak
     wrong = sum(report[p]["wrong"] for p in report) + report["deep_recursion"]["crashes"] \
-        + report["bad_rules"]["accepted"] + report["storm"]["stale_caches"]
+        + report["bad_rules"]["accepted"] + report["bad_rules"]["unnamed"] + report["storm"]["stale_caches"] \
+        + report["storm"]["torn_arrays"]
     stale = report["threads"]["stale_rules"] + report["threads"]["stale_registrations"]
     print(f"issue 27: {report['storm']['interrupts']:,} interrupts, {workers} threads x {gradients:,} "
           f"gradients with {report['threads']['registrations']:,} concurrent registrations: "

@@ -9,7 +9,7 @@ see the same behaviour, and no rule in the library repeats it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -116,15 +116,134 @@ def _plain_entries(t: Tangent[Any]) -> Any:
     return type(t)._from_backing(plain)
 
 
-def check_count(cts: Any, nargs: int, pullback: Any, rule: Any = None) -> tuple[Any, ...]:
+def _function_of(pullback: Any) -> Any:
+    """The function a pullback runs: unwrapped, a ``functools.partial``'s function, a bound
+    method's function, a callable object's ``__call__``."""
+    inner = pullback
+    while hasattr(inner, "__wrapped__"):
+        inner = inner.__wrapped__
+    inner = getattr(inner, "func", inner)  # functools.partial
+    inner = getattr(inner, "__func__", inner)  # a bound method
+    if getattr(inner, "__code__", None) is None and callable(inner):
+        inner = type(inner).__call__  # a callable object
+    return inner
+
+
+def _made_by(impl: Any, fn: Any, code: Any) -> bool:
+    """Whether the rrule ``impl`` makes the pullback function ``fn`` (whose code is ``code``):
+    defines it (a closure inside it), or returns one it closes over or names as a global."""
+    impl_code = getattr(impl, "__code__", None)
+    if impl_code is None:
+        return False
+    if impl_code.co_filename == code.co_filename and (
+            impl_code is code or code.co_qualname.startswith(impl_code.co_qualname + ".<locals>.")):
+        return True
+    for cell in impl.__closure__ or ():
+        try:
+            if cell.cell_contents is fn:
+                return True
+        except ValueError:  # an empty cell
+            continue
+    names = getattr(impl, "__globals__", {})
+    return any(names.get(name) is fn for name in impl_code.co_names)
+
+
+def rule_of_pullback(pullback: Any, tables: Iterable[Any]) -> Any:
+    """The rule (of one of ``tables``, each with ``callables()`` and ``rules_for(f)``) whose rrule
+    made ``pullback`` (defines it, or returns a function it closes over or names), or ``None``.
+    Only error messages ask: this searches every registered rule.
+
+    Example:
+        >>> import rulescore as rc
+        >>> def double(x): return 2.0 * x
+        >>> @rc.rrule.register(double)
+        ... def double_rrule(x):
+        ...     return double(x), lambda ybar: (rc.NoTangent(), 2.0 * ybar)
+        >>> y, back = double_rrule(1.0)
+        >>> rule_of_pullback(back, [rc.rrule]).primal is double
+        True
+    """
+    fn = _function_of(pullback)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    found = [rule for table in tables for f in table.callables() for rule in table.rules_for(f)
+             if _made_by(rule.impl, fn, code)]
+    if len(found) > 1:  # one factory made several rules: the one whose variables the pullback shares
+        cells = {id(c) for c in getattr(fn, "__closure__", None) or ()}
+        found = [r for r in found if cells & {id(c) for c in r.impl.__closure__ or ()}] or found
+    return found[0] if found else None
+
+
+def describe_pullback(pullback: Any, tables: Iterable[Any], rule: Any = None) -> str:
+    """``the pullback name (file:line) of the rrule for primal (registered at file:line)``: where
+    a misbehaving pullback and its rule are, and the primal's public name, for an error message.
+    ``rule`` is found from ``tables`` when not given (:func:`rule_of_pullback`).
+
+    Example:
+        >>> import rulescore as rc
+        >>> def halve(x): return x / 2.0
+        >>> @rc.rrule.register(halve)
+        ... def halve_rrule(x):
+        ...     return halve(x), lambda ybar: (rc.NoTangent(), ybar / 2.0)
+        >>> print(describe_pullback(halve_rrule(1.0)[1], [rc.rrule]))  # doctest: +ELLIPSIS
+        the pullback halve_rrule.<locals>.<lambda> (<doctest ...) of the rrule for ...halve (registered ...)
+    """
+    code = getattr(_function_of(pullback), "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    text = f"the pullback {pullback_name(pullback)}{where}"
+    if rule is None:
+        rule = rule_of_pullback(pullback, tables)
+    if rule is None:
+        return text
+    kind = getattr(rule, "table", "rrule")
+    return f"{text} of the {kind} for {callable_name(rule.primal)} (registered at {rule.origin})"
+
+
+def check_count(cts: Any, nargs: int, pullback: Any, rule: Any = None,
+                tables: Iterable[Any] = ()) -> tuple[Any, ...]:
     """``cts`` if it is a tuple of ``1 + nargs`` cotangents; else a :class:`RuleError` naming
-    the pullback (and the rule)."""
+    the pullback, its rule (given, or found in ``tables``) and the rule's primal function.
+
+    Example:
+        >>> check_count((None, 1.0), 1, abs)
+        (None, 1.0)
+        >>> check_count((1.0,), 1, abs)
+        Traceback (most recent call last):
+        rulescore._checks.RuleError: the pullback abs returned 1 cotangents; expected 2 (a tuple: \
+one for the function, then one per positional argument)
+    """
     if type(cts) is tuple and len(cts) == nargs + 1:
         return cts
     got = f"{len(cts)} cotangents" if isinstance(cts, tuple) else f"a {type(cts).__name__}"
-    of_rule = f" of {rule!r}" if rule is not None else ""
-    raise RuleError(f"the pullback {pullback_name(pullback)}{of_rule} returned {got}; expected {nargs + 1} "
+    raise RuleError(f"{describe_pullback(pullback, tables, rule)} returned {got}; expected {nargs + 1} "
                     "(a tuple: one for the function, then one per positional argument)")
+
+
+def wrong_cotangent(ct: Any, primal_shape: tuple[int, ...] | None, position: int, pullback: Any,
+                    tables: Iterable[Any]) -> RuleError:
+    """The error for a pullback's cotangent that cannot be its argument's: of another shape
+    (``primal_shape``) or not a number at all. It is refused rather than summed back (which
+    would be a wrong gradient unless the rule broadcast the argument: ChainRules' ``ProjectTo``
+    refuses a size mismatch the same way; a rule that broadcasts sums its cotangent back itself,
+    with ``rulescore.unbroadcast``). The message names the pullback, its rule and the primal.
+
+    Example:
+        >>> import numpy as np
+        >>> print(wrong_cotangent(np.ones((3, 3)), (3,), 1, abs, []))  # doctest: +ELLIPSIS
+        the pullback abs returned a cotangent of shape (3, 3) for its argument 1, of shape (3,): ...
+    """
+    if isinstance(ct, (str, bytes)) or primal_shape is None:
+        what = f"of type {type(ct).__name__} ({ct!r:.40})"
+        fix = "a cotangent is a number, an array or a tangent"
+    else:
+        what = f"of shape {np.shape(ct)}"
+        fix = ("it is refused rather than summed back, which would be a wrong gradient unless the rule "
+               "broadcast the argument; a rule that broadcasts sums its cotangent back itself "
+               "(rulescore.unbroadcast)")
+    of = "" if primal_shape is None else f", of shape {primal_shape}"  # (an array's)
+    return RuleError(f"{describe_pullback(pullback, tables)} returned a cotangent {what} for its argument "
+                     f"{position}{of}: {fix}")
 
 
 def keep_rrule_contract(rule: Any, f: Any, nargs: int, result: Any) -> tuple[Any, Callable[[Any], Any]]:

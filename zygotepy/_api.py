@@ -13,6 +13,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 from zygotepy import _dispatch
+from zygotepy._edge import check_arguments
 from zygotepy._forward import basis, jacobian_forward, push
 from zygotepy._reverse import Grads, Params, check_keywords, gradient, pullback, reverse_jacobian
 from zygotepy._trace import LEVELS, unbox_all
@@ -58,7 +59,9 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
                 raise TypeError(f"jacobian with has_aux=True needs {callable_name(f)} to return a pair "
                                 f"(out, aux), but it returned {type(unbox_all(out)).__name__}")
             out, found["aux"] = out[0], unbox_all(out[1])
-        out_leaves, found["unflatten"] = rc.tree_flatten(out)
+        out_leaves = rc.tree_flatten(out)[0]
+        # the output's structure only (unflatten keeps its tree): no traced value outlives the pass
+        found["unflatten"] = rc.tree_flatten(rc.tree_map(lambda leaf: None, out))[1]
         found["shapes"] = [None if o is None else np.shape(unbox_all(o)) for o in out_leaves]
         found["complex"] = [o is not None and _is_complex(o) for o in out_leaves]
         parts = []
@@ -197,6 +200,7 @@ def jacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: int =
     if len(args) == 1 and isinstance(args[0], Params):
         y, jac, aux = _params_jacobian(f, args[0], kwargs, mode, has_aux)
         return (jac, aux) if has_aux else jac
+    check_arguments("jacobian", f, args)  # (an iterator would be used up by the first of several passes)
     return _jacobian(f, args, kwargs, mode, chunk, tuple(range(len(args))), has_aux)
 
 
@@ -255,9 +259,10 @@ def withjacobian(f: Callable[..., Any], *args: Any, mode: str = "auto", chunk: i
     if len(args) == 1 and isinstance(args[0], Params):
         y, jac, _ = _params_jacobian(f, args[0], kwargs, mode, False)
         return WithJacobian(y, jac)
+    check_arguments("withjacobian", f, args)
 
     def value_twice(*xs: Any, **kw: Any) -> Any:
-        out = f(*xs, **kw)
+        out = _dispatch.call(f, *xs, **kw)  # (through the dispatcher: this module is not rewritten)
         return out, out  # the second is jacobian's aux: the value, not differentiated
 
     value_twice.__qualname__ = callable_name(f)
@@ -292,6 +297,7 @@ def hessian(f: Callable[..., Any], *args: Any, chunk: int = 128, **kwargs: Any) 
         ((array(0.), array(1.)), (array(1.), array(0.)))
     """
     check_keywords("hessian", f, kwargs)
+    check_arguments("hessian", f, args)
     nums = 0 if len(args) == 1 else tuple(range(len(args)))
     return _jacobian(_gradient_of(f, len(args), kwargs), args, {}, "forward", chunk, nums)
 
@@ -306,6 +312,7 @@ def hessian_reverse(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
                [2., 0.]])
     """
     check_keywords("hessian", f, kwargs)
+    check_arguments("hessian_reverse", f, args)
     nums = 0 if len(args) == 1 else tuple(range(len(args)))
     return _jacobian(_gradient_of(f, len(args), kwargs), args, {}, "reverse", 64, nums)
 

@@ -16,10 +16,11 @@ import numpy as np
 
 import rulescore as rc
 from rulescore._arithmetic import add
-from rulescore._contract import check_count, plain_cotangent
+from rulescore._contract import check_count, plain_cotangent, wrong_cotangent
 from rulescore._zeros import AbstractZero
+from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
-from zygotepy._trace import LEVELS, Trace
+from zygotepy._trace import LEVELS, Box, Trace, unbox_all
 
 
 def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
@@ -37,13 +38,33 @@ def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
     return ct
 
 
-def _scatter(cts: list[Any], c: Any, target: list[tuple[Any, int]]) -> None:
-    """Accumulate the parts of a structured cotangent ``c`` into the boxes it came from."""
+def _scatter(cts: list[Any], c: Any, target: list[tuple[Any, int]], shapes: dict[int, tuple[int, ...]],
+             position: int, pullback: Any) -> None:
+    """Accumulate the parts of a structured cotangent ``c`` into the boxes it came from (each
+    checked as :func:`backward` checks a cotangent of one box)."""
     for path, j in target:
         part = extract(c, path)
         if part is None or isinstance(part, AbstractZero):
             continue
+        v = unbox_all(part)
+        tv = type(v)
+        if (tv is np.ndarray and v.shape != shapes.get(j, v.shape)) or tv is str or tv is bytes:
+            raise wrong_cotangent(v, shapes.get(j), position, pullback, TABLES)
         cts[j] = part if cts[j] is None else add(cts[j], part)
+
+
+def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], position: int,
+                 pullback: Any) -> None:
+    """:func:`backward`'s check of a cotangent that is an outer level's box (nested
+    differentiation: the array inside is checked) or not a number at all (refused)."""
+    v = unbox_all(c)
+    tv = type(v)
+    if (tv is np.ndarray and v.shape != shapes.get(target, v.shape)) or tv is str or tv is bytes:
+        raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
+
+
+#: The rule tables a pullback on a tape comes from: an error names its rule from them.
+TABLES = (rc.rrule, ADJOINTS)
 
 
 def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> list[Any]:
@@ -51,7 +72,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
 
     ``once``: the tape is not swept again (``gradient``, a checkpointed block), so each pullback
     is dropped as soon as it has run, freeing the values it kept while the sweep goes on."""
-    tape = trace.tape
+    tape, shapes = trace.tape, trace.shapes
     cts: list[Any] = [None] * len(tape)
     last = -1
     for i, ct in seeds:
@@ -85,18 +106,26 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
-            check_count(in_cts, nargs, pullback)  # raises, naming the pullback
-        del pullback, ct  # with ``once``, what the pullback kept is freed now
+            check_count(in_cts, nargs, pullback, None, TABLES)  # raises, naming the pullback and its rule
+        del ct
         while True:
             c = in_cts[pos + 1]
             if c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
-                    prev = cts[target]
-                    if prev is not None:
-                        c = prev + c if type(prev) is float is type(c) else add(prev, c)
-                    cts[target] = c
+                    tc = type(c)
+                    if tc is float:  # (the commonest: no shape to check)
+                        prev = cts[target]
+                        cts[target] = c if prev is None else prev + c if type(prev) is float else add(prev, c)
+                    else:
+                        if tc is np.ndarray:
+                            if (s := shapes.get(target)) is not None and s != c.shape:
+                                raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
+                        elif tc is Box or tc is str or tc is bytes:
+                            _check_other(c, target, shapes, pos + 1, pullback)
+                        prev = cts[target]
+                        cts[target] = c if prev is None else add(prev, c)
                 else:
-                    _scatter(cts, c, target)
+                    _scatter(cts, c, target, shapes, pos + 1, pullback)
             if pos2 < 0:
                 break
             pos, target = pos2, target2
@@ -105,4 +134,5 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 k += 2
             else:
                 pos2 = -1
+        del pullback  # with ``once``, what the pullback kept is freed now
     return cts

@@ -976,21 +976,24 @@ def unbox(x: Any, trace: Trace, seen: set[int] | None = None) -> tuple[Any, Any]
 def _substitute_params(levels: tuple[Trace, ...], args: tuple[Any, ...],
                        kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     written = any(t.shadows for t in levels)
+    return (tuple(_substitute(levels, written, a) for a in args),
+            {k: _substitute(levels, written, v) for k, v in kwargs.items()})
 
-    def sub(x: Any) -> Any:
+
+def _substitute(levels: tuple[Trace, ...], written: bool, x: Any) -> Any:
+    """``x`` with implicit parameters as their boxes (a module function, not a closure calling
+    itself: that would be a reference cycle per call, keeping the traces alive until a collection)."""
+    t = type(x)
+    if written and (t is np.ndarray or t is Box):
+        x = latest(levels, x, call)  # written through a view or an alias: its value now
         t = type(x)
-        if written and (t is np.ndarray or t is Box):
-            x = latest(levels, x, call)  # written through a view or an alias: its value now
-            t = type(x)
-        if t is np.ndarray:
-            for tr in reversed(levels):
-                if tr.params and tr.params.get(id(x)) is x:
-                    return tr.param_box(x)
-        elif t is tuple or t is list:
-            return t(sub(v) for v in x)
-        return x
-
-    return tuple(sub(a) for a in args), {k: sub(v) for k, v in kwargs.items()}
+    if t is np.ndarray:
+        for tr in reversed(levels):
+            if tr.params and tr.params.get(id(x)) is x:
+                return tr.param_box(x)
+    elif t is tuple or t is list:
+        return t(_substitute(levels, written, v) for v in x)
+    return x
 
 
 def unbox_arguments(args: tuple[Any, ...], trace: Trace) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -45,24 +45,6 @@ def owned_by_caller(a: np.ndarray) -> bool:
     return a.base is None and a.flags.writeable and sys.getrefcount(a) <= 4
 
 
-def wrong_shape(ct: np.ndarray, primal: np.ndarray) -> rc.ProjectionError:
-    """The error for a gradient of another shape than its argument's: a rule's pullback returned
-    it, and summing it back (as if the rule had broadcast the argument) would give a wrong
-    gradient silently. ChainRules' ``ProjectTo`` refuses a size mismatch the same way; a rule
-    that broadcasts sums its cotangent back itself (``rulescore.unbroadcast``).
-
-    Example:
-        >>> import numpy as np
-        >>> print(wrong_shape(np.ones((3, 3)), np.ones(3)))  # doctest: +ELLIPSIS
-        a rule's pullback gave a cotangent of shape (3, 3) for an argument of shape (3,): ...
-    """
-    return rc.ProjectionError(
-        f"a rule's pullback gave a cotangent of shape {ct.shape} for an argument of shape {primal.shape}: "
-        "it is refused rather than summed back, which would be a wrong gradient unless the rule "
-        "broadcast the argument. A rule that broadcasts must sum its cotangent back itself "
-        "(rulescore.unbroadcast); run with RULESCORE_CHECKS=1 to name the rule and the call")
-
-
 def to_user(ct: Any, primal: Any) -> Any:
     """A cotangent as users see it: ``None`` for zeros, containers mirrored, ints -> floats;
     every array in it a fresh copy (the user may write into it).

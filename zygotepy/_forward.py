@@ -50,7 +50,7 @@ from zygotepy._trace import (
     primals_of,
     unbox_all,
 )
-from zygotepy._views import note_view, settle
+from zygotepy._views import note_view, release_escaped, settle, write_back
 
 
 class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
@@ -139,7 +139,7 @@ class ForwardTrace(Trace):
         ty = type(y)
         if ty not in _RECORDED and _dispatch.plain_output(y):
             return y
-        if ty is np.ndarray and y.base is not None:
+        if (ty is np.ndarray and y.base is not None) or ty is Box:  # (a box: an outer level's, of a view?)
             note_view(self, y, args)
         box = _new_box(Box)  # Box(y, self, -1) without the Python frame of its __init__
         box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, self, -1, stack
@@ -472,8 +472,12 @@ def push(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
           kwargs: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
     """Run ``f`` once with several directions; return ``y`` and one output tangent per direction."""
     trace, out = isolated(_push_traced, f, primals, tangent_sets, kwargs)  # (see _trace.isolated)
+    write_back(trace)  # f's writes into arrays, as NumPy leaves them (or handed to the traces around)
     y = _dispatch.unbox(out, trace)[0] if type(out) is Box else _strip(out, trace)
-    return y, [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+    tangents = [_user_tangent(out, trace, k) for k in range(len(tangent_sets))]
+    del out
+    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
+    return y, tangents
 
 
 def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any, ...]],
@@ -536,15 +540,19 @@ def _seed(x: Any, start: int, stop: int) -> rc.Batched:
 
 
 def _columns(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, start: int, stop: int
-             ) -> tuple[Any, Any]:
+             ) -> tuple[Any, Any, Trace]:
     """``f``'s output and its tangents along basis directions ``start..stop-1`` of argument ``i``,
-    stacked on a leading axis."""
+    stacked on a leading axis, and the pass's trace (its writes are not written back yet: every
+    pass reads the arrays as the caller left them)."""
     trace, out = isolated(_columns_traced, f, args, kwargs, i, start, stop)  # (see _trace.isolated)
     y = _strip(out, trace)
     if type(out) is Box and out._zp_trace is trace and type(out._zp_tangents) is rc.Batched:
-        return y, out._zp_tangents.data
-    # tangents may be traced by an outer differentiation: assemble them through the dispatcher
-    return y, _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
+        columns = out._zp_tangents.data
+    else:  # tangents may be traced by an outer differentiation: assemble them through the dispatcher
+        columns = _dispatch.call(np.stack, [_user_tangent(out, trace, k) for k in range(stop - start)])
+    del out
+    release_escaped(trace)  # traced values f stored where they outlive the pass: plain there
+    return y, columns, trace
 
 
 def _columns_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int, start: int, stop: int
@@ -557,18 +565,51 @@ def _columns_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: in
 
 
 def jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:
+    """The Jacobian of ``f`` by forward passes of ``chunk`` directions (see ``zygotepy.jacobian``);
+    ``f``'s writes into arrays are written back once, after the last pass.
+
+    Example:
+        >>> import numpy as np
+        >>> jacobian_forward(lambda x: x ** 2, (np.array([1.0, 2.0]),), {}, 1)
+        (array([[2., 0.],
+               [0., 4.]]),)
+    """
     out = []
+    passes = sum(-(-int(np.size(unbox_all(a))) // chunk) for a in args)
+    last: tuple[Trace, tuple[Any, ...]] | None = None
     for i, a in enumerate(args):
         n = int(np.size(unbox_all(a)))
-        chunks = [_columns(f, args, kwargs, i, start, min(start + chunk, n)) for start in range(0, n, chunk)]
+        chunks = []
+        for start in range(0, n, chunk):
+            # several passes: each on copies of the arrays, as the caller left them (a plain write
+            # inside f goes into memory at once, and the next pass would read it)
+            given = tuple(_private(v) for v in args) if passes > 1 else args
+            chunks.append(_columns(f, given, kwargs, i, start, min(start + chunk, n)))
+            last = (chunks[-1][2], given)
         y_shape = np.shape(unbox_all(chunks[0][0] if chunks else f(*args, **kwargs)))
         if not chunks:
             stacked = np.zeros((0, *y_shape))
         else:
-            columns = [c for _, c in chunks]
+            columns = [c for _, c, _ in chunks]
             stacked = columns[0] if len(columns) == 1 else _dispatch.call(np.concatenate, columns)
         stacked = _dispatch.call(np.moveaxis, stacked, 0, -1)
         out.append(_dispatch.call(np.reshape, stacked, (*y_shape, *np.shape(unbox_all(a)))))
+    if last is not None:  # every pass wrote the same values: the last one's, once
+        trace, given = last
+        write_back(trace)
+        for mine, theirs in zip(given, args, strict=True):
+            if mine is not theirs and not np.array_equal(mine, theirs):
+                theirs[...] = mine
     return tuple(out)
+
+
+def _private(a: Any) -> Any:
+    """A copy of the array ``a`` for one pass of several (read-only if ``a`` is, so a write into
+    it is refused as NumPy would refuse it); anything else as it is."""
+    if type(a) is not np.ndarray:
+        return a
+    mine = a.copy()
+    mine.flags.writeable = a.flags.writeable
+    return mine
 
 

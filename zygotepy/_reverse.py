@@ -43,11 +43,18 @@ from zygotepy._dispatch import (
     unbox,
     unbox_arguments,
 )
-from zygotepy._edge import check_arguments, owned_by_caller, to_user, wrong_shape
+from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
 from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
-from zygotepy._views import note_view, release_escaped, settle, write_back
+from zygotepy._views import (
+    as_before,
+    note_view,
+    release_escaped,
+    settle,
+    write_back,
+    write_back_keeping,
+)
 
 
 class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
@@ -138,9 +145,15 @@ class ReverseTrace(Trace):
         ty = type(y)
         if not routes or (ty not in _RECORDED and plain_output(y)):
             return y
-        if ty is np.ndarray and y.base is not None:
-            note_view(self, y, args)
         tape = self.tape
+        if ty is np.ndarray:
+            self.shapes[len(tape)] = y.shape  # the sweep refuses a cotangent of another shape
+            if y.base is not None:
+                note_view(self, y, args)
+        elif ty is Box:  # (an outer level's box, of a view?)
+            if type(value := unbox_all(y)) is np.ndarray:
+                self.shapes[len(tape)] = value.shape
+            note_view(self, y, args)
         tape.append((pullback, len(args), *routes))  # one flat node (see zygotepy._trace.node)
         box = _new_box(Box)  # Box(y, self, index) without the Python frame of its __init__
         box._zp_value, box._zp_trace, box._zp_index = y, self, len(tape) - 1
@@ -468,8 +481,6 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
             ct = cts[boxed._zp_index] = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
-            if type(ct) is np.ndarray and ct.shape != primal.shape:
-                raise wrong_shape(ct, primal)
             if type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc":
                 return ct if owned_by_caller(ct) else ct.copy()  # (a broadcast view, a shared array)
         elif tp is float and type(ct) is float:
@@ -575,6 +586,20 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         array([ 2., 40.])
     """
     check_keywords("pullback", f, kwargs)
+    trace, result = _vjp(f, args, has_aux, kwargs)
+    written = write_back_keeping(trace)  # f's writes into arrays, as NumPy leaves them
+    if not written:
+        return result
+    sweep = result[1]
+
+    def back(ybar: Any) -> Any:
+        return as_before(written, sweep, ybar)  # the tape's rules read the arrays as f found them
+
+    return (result[0], back, *result[2:])
+
+
+def _vjp(f: Any, args: tuple[Any, ...], has_aux: bool, kwargs: dict[str, Any]) -> tuple[Trace, Any]:
+    """The trace and :func:`pullback`'s result, ``f``'s writes into arrays not written back yet."""
     implicit = len(args) == 1 and isinstance(args[0], Params)
     trace, boxed, out = (_run(f, (), kwargs, None, args[0].by_id()) if implicit
                          else _run(f, args, kwargs, None))
@@ -592,7 +617,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
         return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
 
     y = unbox(main, trace)[0]
-    return (y, back, unbox(out[1], trace)[0]) if has_aux else (y, back)
+    return trace, ((y, back, unbox(out[1], trace)[0]) if has_aux else (y, back))
 
 
 def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradient") -> tuple[int, ...] | None:
@@ -747,6 +772,8 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
         _check_scalar(f, loss)
         result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
         write_back(trace)
+        del out, loss
+        release_escaped(trace)
         return result
     selected = _selection(f, len(args), argnums, wrt, "gradient" if tuples != "withgradient" else tuples)
     trace, boxed, out = _run_traced(f, args, kwargs, selected, None)  # (the caller isolated it)
@@ -772,7 +799,7 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         (array([[2., 0.],
                [0., 4.]]),)
     """
-    y, back = pullback(f, *args, **kwargs)
+    trace, (y, back) = _vjp(f, args, False, kwargs)
     y_arr = np.asarray(unbox_all(y))  # only its shape and dtype: seeds are constants
     rows: list[tuple[Any, ...]] = []
     for index in np.ndindex(*y_arr.shape):
@@ -786,6 +813,9 @@ def reverse_jacobian(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[
         block = [np.zeros(shape) if r[i] is None else r[i] for r in rows]
         stacked = call(np.stack, block) if block else np.zeros((0, *shape))
         out.append(call(np.reshape, stacked, y_arr.shape + shape))
+    write_back(trace)  # f's writes into arrays, once every row is pulled back
+    del back, y, rows
+    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
     return tuple(out)
 
 

@@ -19,6 +19,8 @@ import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+import numpy as np
+
 from rulescore._checks import callable_name, checks_enabled
 
 #: Attributes read straight off the primal: they carry no derivative and are hot.
@@ -65,7 +67,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -91,6 +93,9 @@ class Trace:
         self.shadows: dict[int, tuple[Any, Any]] = {}
         #: arrays a rule made a view of: id -> (array, the box holding it, or None if unknown)
         self.owners: dict[int, tuple[Any, Any]] = {}
+        #: tape index -> shape, for every node whose value is an array: the sweep refuses a
+        #: cotangent of another shape (a rule's mistake, which summing back would hide)
+        self.shapes: dict[int, tuple[int, ...]] = {}
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""
@@ -127,6 +132,11 @@ class Trace:
         The tape keeps tape indices, never boxes, so a finished trace is freed by reference
         counting alone (no box -> trace -> tape -> box cycle)."""
         index = len(self.tape)
+        v = value
+        while type(v) is Box:  # (nested: an outer level's box)
+            v = v._zp_value
+        if type(v) is np.ndarray:
+            self.shapes[index] = v.shape
         self.tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))

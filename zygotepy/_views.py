@@ -18,6 +18,7 @@ A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is note
 
 from __future__ import annotations
 
+import collections
 import gc
 import operator
 import sys
@@ -148,13 +149,17 @@ def _where(v: np.ndarray, own: np.ndarray) -> Any:
     return where
 
 
-def note_view(trace: Trace, y: np.ndarray, args: tuple[Any, ...]) -> None:
-    """A rule gave ``y``, a view of memory a traced argument holds: remember which of ``trace``'s
-    boxes holds that memory, so a write through ``y`` reaches it (see the module)."""
-    own = y.base
+def note_view(trace: Trace, y: Any, args: tuple[Any, ...]) -> None:
+    """A rule gave ``y``, maybe a view of memory a traced argument holds (an array, or an outer
+    level's box of one: nested differentiation): remember which of ``trace``'s boxes holds that
+    memory, so a write through ``y`` reaches it (see the module)."""
+    value = unbox_all(y)
+    own = value.base if type(value) is np.ndarray else None
+    if own is None:
+        return
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
-            v = a._zp_value
+            v = unbox_all(a._zp_value)
             if v is own:
                 entry = trace.owners.get(id(own))
                 if entry is None:
@@ -166,11 +171,24 @@ def note_view(trace: Trace, y: np.ndarray, args: tuple[Any, ...]) -> None:
 
 
 def shadowed(levels: tuple[Trace, ...], v: Any) -> bool:
-    """Whether the array ``v`` (a primal) shares memory some active trace has written or noted."""
+    """Whether the array ``v`` (a primal) shares memory some active trace has written or noted, or
+    is (a view of) an implicit parameter: a write into it, even of a plain value, is then made
+    into its traced value, never into memory while the tape may still read it.
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> W = np.array([0.5, 1.0])
+        >>> def loss():
+        ...     y = np.sum(W * W)
+        ...     W[0] = 3.0  # a plain value into a parameter the tape read
+        ...     return y
+        >>> zp.gradient(loss, zp.params(W))[W], W
+        (array([1., 2.]), array([3., 1.]))
+    """
     own = owner(v)
     for trace in levels:
-        if trace.shadows or trace.owners:
-            for table in (trace.shadows, trace.owners):
+        if trace.shadows or trace.owners or trace.params:
+            for table in (trace.shadows, trace.owners, trace.params):
                 if id(v) in table or (own is not None and id(own) in table):
                     return True
     return False
@@ -378,6 +396,61 @@ def write_back(trace: Trace) -> None:
             home[...] = unbox_all(new)
 
 
+def write_back_keeping(trace: Trace) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`write_back` for a tape that is swept later (``pullback``'s ``back``): each array
+    written, with a copy of the values it held before (see :func:`as_before`).
+
+    Example:
+        >>> import numpy as np, zygotepy as zp
+        >>> x = np.array([1.0, 2.0])
+        >>> def f(v):
+        ...     y = np.sum(v * v)
+        ...     v += 1.0
+        ...     return y
+        >>> y, back = zp.pullback(f, x)
+        >>> x, back(1.0)  # written as NumPy would; the gradient at the point f was called at
+        (array([2., 3.]), (array([2., 4.]),))
+    """
+    if trace.outer:
+        hand_over(trace, trace.outer)
+        return []
+    kept = []
+    for home, new in trace.shadows.values():
+        if home.flags.writeable:
+            kept.append((home, home.copy()))
+            home[...] = unbox_all(new)
+    return kept
+
+
+def as_before(kept: list[tuple[np.ndarray, np.ndarray]], sweep: Any, *args: Any) -> Any:
+    """``sweep(*args)`` while each array of ``kept`` (from :func:`write_back_keeping`) holds the
+    values it held before the differentiated function wrote into it, which the tape's rules read;
+    afterwards each holds what it held when this began (the user may have changed it since).
+
+    The arrays are put back by one C call each way (``deque.extend`` over ``map(np.copyto, ...)``):
+    Python runs a signal handler only after a call or at the start of a Python function, so a
+    ``KeyboardInterrupt`` cannot leave them half restored.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([2.0])
+        >>> as_before([(a, np.array([1.0]))], lambda: float(a[0])), a
+        (1.0, array([2.]))
+    """
+    homes = [home for home, _ in kept]
+    restore = map(np.copyto, homes, [home.copy() for home in homes])
+    back_to_old = map(np.copyto, homes, [old for _, old in kept])
+    try:
+        _consume(back_to_old)
+        return sweep(*args)
+    finally:
+        _consume(restore)
+
+
+#: Runs an iterator to its end in one C call.
+_consume = collections.deque[Any](maxlen=0).extend
+
+
 def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
     """Record the writes ``trace`` made (its :attr:`Trace.shadows`) on ``levels``, the traces
     still running around it, with ``trace``'s own level unboxed (see :func:`write_back`)."""
@@ -386,35 +459,40 @@ def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
 
 
 def release_escaped(trace: Trace) -> None:
-    """At the end of the outermost differentiation: a traced value the call stored where it
-    outlives the call (an object's attribute, a dict, a list, a closure cell) is replaced by its
-    plain value there, as the arrays written are (:func:`write_back`); one held where it cannot
-    be replaced (a tuple, say) gets a warning naming where. A box of a finished trace would only
-    raise at its next use.
+    """At the end of a differentiation: a traced value the call stored where it outlives the call
+    (an object's attribute, a dict, a list, a closure cell) is replaced by its value there (plain
+    at the outermost level; inside another differentiation, that one's traced value, replaced in
+    turn when it ends), as the arrays written are (:func:`write_back`); one held where it cannot
+    be replaced (a tuple in a set, say) gets a warning naming where. A box of a finished trace
+    would only raise at its next use. Implicit parameters' boxes (an attribute set to a
+    parameter inside the loss) are replaced by the parameter arrays, the same way.
 
-    Finding them costs one reference count when nothing escaped (each live box refers to its
-    trace; the trace's own tables hold some, the caller one): the heap is searched only when a
-    box is alive elsewhere. Not done for a trace that substituted values (implicit parameters,
-    writes through views): the dispatcher's closures over its levels then outlive the call until
-    the collector runs, so the count cannot tell, and searching the heap at every such call
-    would cost more than the call.
+    Finding them costs a few reference counts when nothing escaped: each live box refers to its
+    trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
+    a known number of times; the heap is searched only when a box is alive elsewhere.
     """
-    if trace.outer or trace.with_params:
+    own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
+        if trace.owners or trace.shadows or trace.param_boxes else []
+    held: dict[int, int] = {}
+    for key in map(id, own):  # (no loop variable holding a box)
+        held[key] = held.get(key, 0) + 1
+    # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
+    # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
+    if sys.getrefcount(trace) <= 3 + len(held) and not any(
+            sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
         return
-    own = sum(type(entry[1]) is Box and entry[1]._zp_trace is trace
-              for entry in trace.owners.values()) if trace.owners else 0
-    if sys.getrefcount(trace) <= 3 + own:  # the caller's, this parameter, getrefcount's, its tables'
-        return
-    kept = {id(entry[1]) for entry in trace.owners.values()}
-    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box and id(b) not in kept]
+    del own
+    tables = (trace.param_boxes, trace.owners, trace.shadows)
+    internal = {id(t) for t in tables} | {id(e) for t in tables[1:] for e in t.values()}
+    escaped = [b for b in gc.get_referrers(trace) if type(b) is Box]
 
     def finished(v: Any) -> bool:
-        return type(v) is Box and v._zp_trace is trace and id(v) not in kept
+        return type(v) is Box and v._zp_trace is trace
 
     for box in escaped:
         holders = gc.get_referrers(box)
         for holder in holders:
-            if holder is escaped:
+            if holder is escaped or id(holder) in internal:
                 continue
             if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
                 attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
@@ -429,16 +507,23 @@ def release_escaped(trace: Trace) -> None:
             elif type(holder) is tuple and _replace(holder, tuple(
                     v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
                 pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
-            elif not isinstance(holder, types.FrameType):
+            elif not isinstance(holder, (types.FrameType, Box)):  # (a box: an inner level's value)
                 warnings.warn(
                     f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                     "differentiation outlives it and cannot be replaced by its plain value there; its next "
                     "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
 
 
+def _table_boxes(trace: Trace) -> list[Any]:
+    """The boxes the trace's own tables hold (implicit parameters, views' owners, writes), once
+    per reference."""
+    return [*trace.param_boxes.values(), *(e[1] for e in trace.owners.values()),
+            *(e[1] for e in trace.shadows.values())]
+
+
 def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
-    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes or a list (not one
-    of ``skip``, the searches' own) hold it; whether any did."""
+    """Put ``new`` in place of ``old`` wherever a dict, an object's attributes, a list or a closure
+    cell (not one of ``skip``, the searches' own) hold it; whether any did."""
     replaced = False
     found = gc.get_referrers(old)
     for holder in found:
@@ -453,6 +538,9 @@ def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
             for i in [i for i, v in enumerate(holder) if v is old]:
                 holder[i] = new
                 replaced = True
+        elif isinstance(holder, types.CellType) and holder.cell_contents is old:
+            holder.cell_contents = new
+            replaced = True
     return replaced
 
 

@@ -1,12 +1,18 @@
 """The backward sweep over a hand-built tape: accumulation, fan-out, routes into containers,
-freeing with ``once``, and the error for a pullback returning the wrong number of cotangents."""
+freeing with ``once``; and a rule's pullback returning the wrong number of cotangents, or a
+cotangent of another shape or kind, refused where the sweep meets it, naming the rule."""
 
 import gc
 import weakref
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rulescore as rc
+import zygotepy as zp
+from tests.zygotepy.finite_differences import fd as fd_gradient
 from zygotepy._backward import backward, extract
 from zygotepy._reverse import ReverseTrace
 from zygotepy._trace import new_trace
@@ -65,7 +71,8 @@ def test_a_pullback_with_the_wrong_arity_is_named():
     with new_trace(ReverseTrace) as trace:
         x = trace.box(2.0)
         y = trace.box(4.0, short_pullback, ((0, x),), 1)
-    with pytest.raises(rc.RuleError, match=r"short_pullback returned 1 cotangents; expected 2"):
+    named = r"short_pullback \(.*test_backward.py:\d+\) returned 1 cotangents; expected 2"
+    with pytest.raises(rc.RuleError, match=named):
         backward(trace, [(y._zp_index, 1.0)])
 
 
@@ -86,3 +93,107 @@ def test_nodes_with_one_to_four_routes_each_send_every_cotangent_home():
     # x_k gets (k + 1) * 10 from every node with more than k arguments that routes position k
     expected = [10.0, 3 * 20.0, 2 * 30.0, 1 * 40.0]
     assert [cts[x._zp_index] for x in xs] == expected
+
+
+# -- a rule's mistake in its pullback is refused where it happens, naming the rule and its primal ---------
+def _careless(cotangent_of):
+    """A primal ``weighed`` (4 * sum) whose rrule's pullback gives ``cotangent_of(a, ybar)`` for ``a``."""
+    def weighed(a):
+        return float(np.sum(a)) * 4.0
+
+    @rc.rrule.register(weighed)
+    def weighed_rrule(a):
+        return weighed(a), lambda ybar: (rc.NoTangent(), cotangent_of(a, ybar))
+
+    return weighed
+
+
+#: where the careless rule's argument comes from: the argument itself, or the output of another rule
+#: (whose pullback would sum or broadcast a wrong cotangent silently: [12, 12, 12] for [4, 4, 4])
+_PLACES = {
+    "argument": lambda weighed: lambda x: weighed(x),
+    "after sin": lambda weighed: lambda x: weighed(np.sin(x)),
+    "after a product": lambda weighed: lambda x: weighed(x * 2.0),
+    "after a sum": lambda weighed: lambda x: weighed(x + 1.0),
+    "next to another use": lambda weighed: lambda x: weighed(x) + np.sum(x),
+    "in a dict": lambda weighed: lambda x: weighed({"a": x}["a"]),
+    "of a stacked list": lambda weighed: lambda x: weighed(np.stack([x, x])[0]),
+}
+
+_ENTRIES = {
+    "gradient": lambda f, x: zp.gradient(f, x),
+    "pullback": lambda f, x: zp.pullback(f, x)[1](1.0),
+    "params": lambda f, x: zp.gradient(lambda: f(x), zp.params(x)),
+    "nested": lambda f, x: zp.gradient(lambda s: s * zp.gradient(lambda v: f(v * s), x)[0][0], 1.0),
+    "jacobian": lambda f, x: zp.jacobian(f, x, mode="reverse"),
+}
+
+
+@given(shape=st.sampled_from([(2, 3), (3, 3), (1, 3), (6,), (3, 1), ()]),
+       place=st.sampled_from(sorted(_PLACES)), entry=st.sampled_from(sorted(_ENTRIES)))
+@settings(max_examples=60, deadline=None)
+def test_a_cotangent_of_another_shape_is_refused_wherever_the_rule_is(shape, place, entry):
+    """ChainRules' ProjectTo refuses a size mismatch; only a rule that broadcasts sums back, itself.
+    The refusal names the pullback, its rule's origin and the primal, without checking mode."""
+    weighed = _careless(lambda a, ybar: np.full(shape, 4.0 * ybar))
+    with rc.checking(False), pytest.raises(rc.RuleError) as refused:
+        _ENTRIES[entry](_PLACES[place](weighed), np.ones(3))
+    message = str(refused.value)
+    assert "weighed_rrule.<locals>.<lambda> (" in message and "test_backward.py:" in message
+    assert f"of the rrule for {weighed.__module__}.{weighed.__qualname__} (registered at " in message
+    assert f"of shape {shape} for its argument 1, of shape (3,)" in message
+
+
+@given(place=st.sampled_from(sorted(_PLACES)), entry=st.sampled_from(["gradient", "pullback", "params"]))
+@settings(max_examples=25, deadline=None)
+def test_a_cotangent_of_the_right_shape_is_never_refused(place, entry):
+    weighed = _careless(lambda a, ybar: np.full(np.shape(a), 4.0 * ybar))
+    f, x = _PLACES[place](weighed), np.array([0.3, -0.2, 0.9])
+    got = _ENTRIES[entry](f, x)
+    g = got[x] if entry == "params" else got[0]
+    np.testing.assert_allclose(g, fd_gradient(f, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", ["text", b"bytes"])
+@pytest.mark.parametrize("place", ["argument", "after sin", "after a product", "of a stacked list"])
+def test_a_cotangent_that_is_not_a_number_is_refused_naming_the_rule(bad, place):
+    weighed = _careless(lambda a, ybar: bad)
+    with rc.checking(False), pytest.raises(rc.RuleError, match=r"weighed_rrule.*of the rrule for .*weighed "
+                                                               r"\(registered at .*of type (str|bytes)"):
+        zp.gradient(_PLACES[place](weighed), np.ones(3))
+
+
+@pytest.mark.parametrize("returned, got", [(lambda ybar: (rc.NoTangent(),), "1 cotangents"),
+                                           (lambda ybar: (rc.NoTangent(), ybar, ybar), "3 cotangents"),
+                                           (lambda ybar: ybar, "a float"),
+                                           (lambda ybar: [rc.NoTangent(), ybar], "a list")])
+@pytest.mark.parametrize("place", ["argument", "after sin", "next to another use"])
+def test_a_wrong_count_of_cotangents_names_the_rule_and_its_primal(returned, got, place):
+    def scaled(a):
+        return float(np.sum(a))
+
+    @rc.rrule.register(scaled)
+    def scaled_rrule(a):
+        return scaled(a), returned
+
+    with rc.checking(False), pytest.raises(rc.RuleError) as refused:
+        zp.gradient(_PLACES[place](scaled), np.ones(3))
+    message = str(refused.value)
+    assert f"of the rrule for {scaled.__module__}.{scaled.__qualname__} (registered at " in message
+    assert f"returned {got}; expected 2" in message
+
+
+@pytest.mark.parametrize("dtype, cotangent_dtype", [(np.float32, np.float64), (np.float32, np.complex128),
+                                                    (np.float64, np.complex128), (np.float16, np.float64)])
+@pytest.mark.parametrize("place", ["argument", "after sin", "after a product"])
+def test_a_cotangent_of_another_dtype_is_projected_as_projectto_does(dtype, cotangent_dtype, place):
+    """ChainRules' ProjectTo converts a Float64 cotangent of a Float32 primal to Float32, and keeps
+    the real part of a complex cotangent of a real primal: not a mistake worth refusing, and
+    the gradient is the primal's dtype with the right values."""
+    weighed = _careless(lambda a, ybar: np.full(np.shape(a), 4.0 * ybar, dtype=cotangent_dtype))
+    f, x = _PLACES[place](weighed), np.array([0.3, -0.2, 0.9], dtype=dtype)
+    with rc.checking(False):
+        (g,) = zp.gradient(f, x)
+    assert g.dtype == dtype and not np.iscomplexobj(g)
+    rtol = 1e-2 if dtype == np.float16 else 1e-4
+    np.testing.assert_allclose(g, fd_gradient(f, x.astype(np.float64)), rtol=rtol)

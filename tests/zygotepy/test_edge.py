@@ -162,11 +162,31 @@ def test_an_argument_differentiated_wrongly_is_refused_with_its_fix(argument, na
 
     for entry, run in [("gradient", lambda: zp.gradient(loss, argument)),
                        ("gradient", lambda: zp.pullback(loss, argument)),
-                       ("jvp", lambda: zp.jvp(loss, (argument,), (1.0,)))]:
+                       ("jvp", lambda: zp.jvp(loss, (argument,), (1.0,))),
+                       ("jacobian", lambda: zp.jacobian(loss, argument, mode="forward")),
+                       ("withjacobian", lambda: zp.withjacobian(loss, argument)),
+                       ("hessian", lambda: zp.hessian(loss, argument)),
+                       ("hessian_reverse", lambda: zp.hessian_reverse(loss, argument))]:
         with pytest.raises(TypeError) as err:
             run()
         message = str(err.value)
         assert entry in message and "loss" in message and named in message and fix in message
+
+
+@pytest.mark.parametrize("make", [lambda: (v for v in [1.0, 2.0]), lambda: map(float, [1, 2]),
+                                  lambda: iter([1.0, 2.0])])
+def test_an_iterator_next_to_differentiated_arguments_is_refused_by_multi_pass_entry_points(make):
+    """Forward passes run f once per chunk of directions: an iterator would be used up by the first
+    (the second pass would see it empty and give another Jacobian); refused with its fix."""
+    def f(v, values):
+        return v * sum(values)
+
+    for entry, run in [("jacobian", lambda it: zp.jacobian(f, np.ones(3), it, mode="forward", chunk=1)),
+                       ("withjacobian", lambda it: zp.withjacobian(f, np.ones(3), it, chunk=1)),
+                       ("hessian", lambda it: zp.hessian(lambda v, it: np.sum(f(v, it) ** 2), np.ones(2), it,
+                                                         chunk=1))]:
+        with pytest.raises(TypeError, match=rf"{entry} of .*argument 1 is a \w+.*list\(it\)"):
+            run(make())
 
 
 def test_arguments_not_differentiated_are_not_checked():

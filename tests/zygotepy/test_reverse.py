@@ -228,26 +228,6 @@ def test_unprojected_rule_cotangents_are_projected_at_the_edge():
     assert gs[0].dtype == np.float32 and gs[0].shape == (3,)
 
 
-@pytest.mark.parametrize("shape", [(2, 3), (3, 3), (1, 3), (6,), (3, 1)])
-def test_a_rule_cotangent_of_another_shape_is_refused_not_summed(shape):
-    """ChainRules' ProjectTo refuses a size mismatch: summing a (3, 3) cotangent back onto a (3,)
-    argument gave [12, 12, 12] for [4, 4, 4]. Only a rule that broadcasts sums back, itself."""
-    def weighed(a):
-        return float(np.sum(a)) * 4.0
-
-    @rc.rrule.register(weighed)
-    def _(a):
-        return weighed(a), lambda ybar: (rc.NoTangent(), np.full(shape, 4.0 * ybar))
-
-    with rc.checking(False):
-        for run in (lambda: zp.gradient(weighed, np.ones(3)),
-                    lambda: zp.gradient(lambda d: weighed(d["a"]), {"a": np.ones(3)}),
-                    lambda: zp.pullback(weighed, np.ones(3))[1](1.0)):
-            refused = rf"shape \({shape[0]}, ?.*for an argument of shape \(3,\)"
-            with pytest.raises(rc.ProjectionError, match=refused):
-                run()
-
-
 W_GLOBAL = np.array([[1.0, 2.0], [3.0, 4.0]])
 
 
@@ -493,5 +473,6 @@ def test_a_rule_cotangent_that_is_text_is_refused_by_name(bad):
 
     with rc.checking(False):
         for x in (1.0, np.ones(2)):
-            with pytest.raises(rc.ProjectionError, match=f"cotangent of type {type(bad).__name__}"):
+            named = f"of the rrule for .*doubled .*cotangent of type {type(bad).__name__}"
+            with pytest.raises(rc.RuleError, match=named):
                 zp.gradient(lambda v: np.sum(doubled(v)), x)

@@ -1,5 +1,7 @@
 """Writes through views and aliases (zygotepy._views): what NumPy refuses is refused."""
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -213,6 +215,131 @@ def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypat
     zp.gradient(lambda x: zp.checkpointed(lambda h: np.sum(np.tanh(h)), x), np.ones(2))
     zp.gradient(lambda x: zp.gradient(lambda y: y * y * x, x)[0], 1.5)
     zp.withgradient(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
+    # implicit parameters, with views of them and writes: their boxes are in the trace's own tables
+    zp.gradient(lambda: np.sum(W[1:] * W[:1]), zp.params(W))
+    zp.gradient(lambda: writes(W), zp.params(W))
+    zp.withgradient(lambda: np.sum(np.tanh(W)), zp.params(W, buffer))
+    zp.gradient(lambda x: np.sum(x[::-1] * 3.0), np.ones(3))
+
+
+# -- the same through implicit parameters (zp.params) ------------------------------------------------------
+_W = np.array([0.5, -1.0, 2.0])
+
+
+class _Model:
+    def __init__(self):
+        self.W = _W
+        self.cache = {}
+        self.history = []
+
+
+def _fd_param(f, p, h=1e-6):
+    g = np.zeros_like(p)
+    for i in range(p.size):
+        old = p[i]
+        p[i] = old + h
+        up = f()
+        p[i] = old - h
+        down = f()
+        p[i] = old
+        g[i] = (up - down) / (2 * h)
+    return g
+
+
+def _stores_in_a_dict(m):
+    m.cache["y"] = m.W * 2.0
+    return np.sum(m.cache["y"] ** 2)
+
+
+_STORES = {  # a loss over the model's parameter that stores what it computed on the model
+    "attribute": lambda m: setattr(m, "last", np.tanh(m.W)) or np.sum(m.last),
+    "dict": _stores_in_a_dict,
+    "list": lambda m: m.history.append(np.sin(m.W)) or np.sum(m.history[-1]),
+    "the parameter itself": lambda m: setattr(m, "seen", m.W) or np.sum(m.seen * m.W),
+    "a view of it": lambda m: setattr(m, "head", m.W[:2]) or np.sum(m.head ** 3),
+}
+
+
+@pytest.mark.parametrize("store", sorted(_STORES))
+@pytest.mark.parametrize("entry", ["gradient", "withgradient"])
+def test_values_stored_during_an_implicit_parameter_gradient_are_plain_afterwards(store, entry):
+    model = _Model()
+    loss = _STORES[store]
+    run = zp.gradient if entry == "gradient" else lambda f, ps: zp.withgradient(f, ps).grad
+    for _ in range(2):  # the next use works, in a gradient and outside
+        gs = run(lambda: loss(model), zp.params(model.W))
+        np.testing.assert_allclose(gs[_W], _fd_param(lambda: float(loss(_Model())), _W), rtol=1e-5, atol=1e-8)
+        stored = [*model.__dict__.values(), *model.cache.values(), *model.history]
+        leaves = [v for s in stored for v in (s if type(s) is tuple else (s,))]
+        assert not any(type(v).__name__ == "Box" for v in leaves)
+    assert getattr(model, "seen", _W) is _W  # a parameter stored is the parameter array again
+    assert float(loss(model)) == pytest.approx(float(loss(_Model())))
+
+
+def test_an_implicit_parameter_stored_where_it_cannot_be_replaced_is_named_in_a_warning():
+    kept = collections.deque()
+    with pytest.warns(UserWarning, match="traced value stored in a deque"):
+        zp.gradient(lambda: kept.append(_W * 2.0) or np.sum(_W), zp.params(_W))
+
+
+def test_implicit_parameters_with_writes_store_plain_values_and_write_back():
+    buffer, model = np.zeros(3), _Model()
+
+    def loss():
+        buffer[...] = model.W * 2.0
+        model.last = buffer * 1.0
+        return np.sum(buffer * model.W)
+
+    gs = zp.gradient(loss, zp.params(model))
+    np.testing.assert_allclose(gs[_W], 4.0 * _W)
+    np.testing.assert_allclose(buffer, 2.0 * _W)  # as NumPy leaves it
+    assert type(model.last) is np.ndarray
+    np.testing.assert_allclose(model.last, 2.0 * _W)
+
+
+# -- the same after jvp, jacobian (each mode), withjacobian and hessian ------------------------------------
+class _Recorder:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, x):
+        h = np.tanh(x * 2.0)
+        self.seen.append(h)
+        self.last = h
+        return h
+
+
+@pytest.mark.parametrize("entry", ["jvp", "jacobian forward", "jacobian forward chunked", "jacobian reverse",
+                                   "withjacobian", "hessian", "hessian_reverse"])
+def test_values_a_model_stores_during_any_entry_point_are_plain_afterwards(entry):
+    model, x = _Recorder(), np.array([0.2, -0.4])
+    run = {"jvp": lambda: zp.jvp(model, (x,), (np.ones(2),)),
+           "jacobian forward": lambda: zp.jacobian(model, x, mode="forward"),
+           "jacobian forward chunked": lambda: zp.jacobian(model, x, mode="forward", chunk=1),
+           "jacobian reverse": lambda: zp.jacobian(model, x, mode="reverse"),
+           "withjacobian": lambda: zp.withjacobian(model, x),
+           "hessian": lambda: zp.hessian(lambda v: np.sum(model(v)), x),
+           "hessian_reverse": lambda: zp.hessian_reverse(lambda v: np.sum(model(v)), x)}[entry]
+    run()
+    assert model.seen and all(type(h) is np.ndarray for h in model.seen)
+    assert type(model.last) is np.ndarray
+    np.testing.assert_allclose(model.last, np.tanh(x * 2.0))
+    np.testing.assert_allclose(model(x) + model.last, 2 * np.tanh(x * 2.0))  # the next plain use
+
+
+def test_a_jacobian_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
+    from zygotepy import _views
+
+    def searched(*objects):
+        raise AssertionError("the heap was searched for escaped traced values")
+
+    monkeypatch.setattr(_views.gc, "get_referrers", searched)
+    x = np.ones(3)
+    zp.jvp(lambda v: np.sin(v) * 2.0, (x,), (x,))
+    zp.jacobian(lambda v: {"a": np.sin(v), "b": (v[::-1], v * 2.0)}, x, mode="forward", chunk=1)
+    zp.jacobian(lambda v: {"a": np.sin(v), "b": (v[::-1], v * 2.0)}, x, mode="reverse")
+    zp.hessian(lambda v: np.sum(v ** 3), x)
+    zp.withjacobian(np.tanh, x)
 
 
 # -- a.flat: the jitter idiom K.flat[::n + 1] += s, flat writes and reads -------------------------
