@@ -20,6 +20,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exhaustive: a long check, collected only with --exhaustive")
+    config.addinivalue_line("markers", "realworld: unmodified library code (needs the realworld extra)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

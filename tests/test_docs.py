@@ -208,12 +208,16 @@ def test_the_site_loads_nothing_from_the_network() -> None:
 
 def test_ci_runs_the_exhaustive_checks_in_a_step_of_their_own() -> None:
     """The tests the default run deselects (``exhaustive``) still run in CI: .ci/run has a pytest step
-    with ``--exhaustive`` selecting exactly them, after README command 2."""
+    with ``--exhaustive`` selecting exactly them, after README command 2, and the realworld tests
+    (skipped by README command 2 without their extra) with them, after the extra's install."""
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     steps = [i for i, line in enumerate(ci) if "pytest" in line and "--exhaustive" in line]
     assert steps, ".ci/run never runs the tests marked exhaustive"
     readme_suite = next(i for i, line in enumerate(ci) if line.endswith("python -m pytest -q -n auto"))
-    assert all(i > readme_suite and "-m exhaustive" in ci[i] for i in steps)
+    realworld_install = next(i for i, line in enumerate(ci) if "pip install" in line and "realworld" in line)
+    for i in steps:
+        assert i > readme_suite and i > realworld_install
+        assert re.search(r'-m "exhaustive or realworld" .*tests/realworld', ci[i]), ci[i]
 
 
 @pytest.mark.parametrize("package", ["rulescore", "zygotepy", "rulescore.testing"])

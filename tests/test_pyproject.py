@@ -3,6 +3,7 @@ pins (ranges), while the internal ``test`` extra pins what CI runs."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def test_licence_links_and_classifiers(name: str) -> None:
     for licence in meta["license-files"]:
         assert (PROJECTS[name].parent / licence).read_text().startswith("MIT License")
     assert any(r.startswith("setuptools>=77") for r in data["build-system"]["requires"])
-    assert {"Homepage", "Source", "Issues", "Changelog"} <= set(meta["urls"])
+    assert "urls" not in meta, "no project URLs until the project has a published home (none is guessed)"
     assert meta["authors"] and any(c.startswith("Development Status") for c in meta["classifiers"])
     licence_classifiers = [c for c in meta["classifiers"] if c.startswith("License ::")]
     assert not licence_classifiers, "the SPDX expression replaces licence classifiers"
@@ -68,4 +69,36 @@ def test_zygotepy_requires_the_rulescore_of_its_release_and_links_the_readme() -
     assert f"rulescore=={rulescore['version']}" in zygotepy["dependencies"]
     assert zygotepy["version"] == rulescore["version"]
     readme = (PROJECTS["zygotepy"].parent / zygotepy["readme"]).read_text()
-    assert re.search(r"\[README\]\(https://[^)]+/README\.md\)", readme), "a link, not a path to a file"
+    links = re.findall(r"\]\((https?://[^)]+)\)", readme)
+    assert "https://pypi.org/project/rulescore/" in links, "the project's README: rulescore's description"
+    assert all(link.startswith("https://pypi.org/project/rulescore/") for link in links), \
+        f"{links}: only addresses the project owns (its distributions' pages), no guessed repository"
+
+
+def test_ci_installs_the_lower_bound_of_every_users_extra(tmp_path: Path) -> None:
+    """``.ci/run`` tests the users' extras at both ends: the suite at the ``test`` extra's pins, and a
+    virtual environment with the lower bound of each range (``packaging/lowest_versions.py``)."""
+    script = ROOT / "packaging" / "lowest_versions.py"
+    spec = importlib.util.spec_from_file_location("lowest_versions", script)
+    assert spec is not None and spec.loader is not None
+    lowest_versions = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lowest_versions)
+    lowest_pins = lowest_versions.lowest_pins
+    extras = project("rulescore")["project"]["optional-dependencies"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    tested = re.search(r"lowest_versions\.py ([a-z -]+)>", ci)
+    assert tested, ".ci/run does not install the lower bounds"
+    # torch: the one release whose CPU build CI can install, which the suite runs: its range starts there
+    assert set(tested.group(1).split()) == USER_EXTRAS - {"torch"}
+    torch_pin = next(r for r in extras["test"] if r.startswith("torch=="))
+    assert extras["torch"][0].startswith("torch>=" + ".".join(torch_pin.split("==")[1].split(".")[:2]) + ",")
+    pins = lowest_pins(sorted(USER_EXTRAS))
+    assert "numpy==" + re.split(">=", project("rulescore")["project"]["dependencies"][0])[1] in pins
+    for extra in USER_EXTRAS:
+        for requirement in extras[extra]:
+            name, lower = re.match(r"([a-z-]+)>=([\d.]+)", requirement).groups()
+            assert f"{name}=={lower}" in pins
+    with pytest.raises(SystemExit, match="no lower bound"):
+        broken = tmp_path / "pyproject.toml"
+        broken.write_text('[project]\ndependencies = ["numpy<3"]\n[project.optional-dependencies]\n')
+        lowest_pins([], broken)

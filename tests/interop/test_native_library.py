@@ -184,14 +184,15 @@ def test_native_under_jax(case: Case) -> None:
 
     hess = jax.jit(jax.hessian(loss, argnums=argnums))
     assert "callback" not in hess.lower(*case.arrays).as_text()  # JAX operations only
-    want = jax.hessian(ref, argnums=argnums)(*case.arrays)
+    # the references compiled whole: JAX's eager op-by-op dispatch made them most of the file's time
+    want = jax.jit(jax.hessian(ref, argnums=argnums))(*case.arrays)
     _assert_tree_close(hess(*case.arrays), want)
     if case.name not in JAX_ALL_TRANSFORMS:
         return
     _assert_tree_close(jax.jacfwd(jax.jacfwd(loss, argnums=argnums), argnums=argnums)(*case.arrays), want)
     batch = tuple(jnp.stack([a, 2 * a]) for a in case.arrays)  # vmap: one vectorized call
     _assert_tree_close(jax.vmap(jax.grad(loss, argnums=argnums))(*batch),
-                       jax.vmap(jax.grad(ref, argnums=argnums))(*batch))
+                       jax.jit(jax.vmap(jax.grad(ref, argnums=argnums)))(*batch))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

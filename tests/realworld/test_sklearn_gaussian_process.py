@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sklearn")
+pytestmark = pytest.mark.realworld  # .ci/run runs these in one step with the exhaustive checks
 
 import zygotepy as zp  # noqa: E402
 from tests.realworld.models import Case, gp_cases  # noqa: E402

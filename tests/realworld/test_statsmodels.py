@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("statsmodels")
+pytestmark = pytest.mark.realworld  # .ci/run runs these in one step with the exhaustive checks
 
 import zygotepy as zp  # noqa: E402
 from tests.realworld.models import Case, statsmodels_cases  # noqa: E402
