@@ -9,6 +9,7 @@ at once, and the cost of a lookup does not grow with the number of rules registe
 
 from __future__ import annotations
 
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -110,6 +111,11 @@ class Rule:
 HANDLING_KINDS = frozenset({"structural", "pass_through", "special_form", "reference"})
 
 
+#: Held while a callable's pending entries become rules (and while entries are declared): see
+#: :meth:`_CallableRules.materialize`. Reentrant: loading a family declares its entries.
+_BUILDING = threading.RLock()
+
+
 def _mro_distance(mro: tuple[type, ...], t: type) -> float:
     if t in mro:
         return mro.index(t)
@@ -171,24 +177,35 @@ class _CallableRules:
     def declare(self, pair: RulePair, types: tuple[TypeSpec, ...], family: str | None = None) -> None:
         """Keep ``pair`` (for the signature ``types``) until a lookup needs its rule; an entry of
         a family with a placeholder here takes the placeholder's place in the order."""
-        at = len(self.pending)
-        if family is not None:
-            at = next((i for i, item in enumerate(self.pending)
-                       if isinstance(item, _Placeholder) and item.family == family), at)
-        self.pending.insert(at, (pair, types))
-        self.cache = {}
-        self.only = None
+        with _BUILDING:
+            at = len(self.pending)
+            if family is not None:
+                at = next((i for i, item in enumerate(self.pending)
+                           if isinstance(item, _Placeholder) and item.family == family), at)
+            self.pending.insert(at, (pair, types))
+            self.cache = {}
+            self.only = None
 
     def materialize(self) -> None:
         """Load the families still to load, then build the rules of the pending entries, in the
-        order they were declared (a family that cannot load yet, being imported, stays pending)."""
-        for item in [i for i in self.pending if isinstance(i, _Placeholder)]:
-            if item.load():
-                self.pending.remove(item)
-        pending = [item for item in self.pending if not isinstance(item, _Placeholder)]
-        self.pending = [item for item in self.pending if isinstance(item, _Placeholder)]
-        for pair, signature in pending:
-            self.add(self.table.rule_of(pair, signature))
+        order they were declared (a family that cannot load yet, being imported, stays pending).
+        One thread at a time, and an entry leaves ``pending`` only once its rule is indexed: a
+        lookup in another thread meanwhile waits here rather than pick among the older rules."""
+        with _BUILDING:
+            for item in [i for i in self.pending if isinstance(i, _Placeholder)]:
+                if item.load():
+                    self.pending.remove(item)
+            while True:
+                at = next((i for i, item in enumerate(self.pending)
+                           if not isinstance(item, _Placeholder)), None)
+                if at is None:
+                    break
+                pair, signature = self.pending[at]  # type: ignore[misc]
+                self.add(self.table.rule_of(pair, signature))
+                del self.pending[at]
+            rules = list(self.by_signature.values())
+            if len(rules) == 1 and not self.pending and not rules[0].types and rules[0].config is None:
+                self.only = rules[0]
 
     def add(self, rule: Rule) -> None:
         key = (rule.types, rule.config)

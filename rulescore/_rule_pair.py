@@ -96,6 +96,10 @@ class RulePair:
                                       or not self.native_complex or self.outputs != 1):
             raise TypeError(f"RulePair({_name(self.primal)}, ...): needs_inputs, check_kwargs, errstate, "
                             "native_complex and outputs are options of partials=; give the partials")
+        if self.outputs != 1 and (self.native is not None or self.check_kwargs is not None or self.errstate
+                                  or not self.needs_inputs):
+            raise TypeError(f"RulePair({_name(self.primal)}, ..., outputs={self.outputs}): the options "
+                            "native, check_kwargs, errstate and needs_inputs are for functions of one output")
         if self.native is not None and self.partials is None and self.transpose is None:
             raise TypeError(f"RulePair({_name(self.primal)}, ...): native= is an option of partials= or "
                             "transpose=")

@@ -846,7 +846,9 @@ def compiled_origin(fn: Any, args: tuple[Any, ...] = ()) -> tuple[str, str] | No
     if isinstance(target, np.ufunc) and "." not in callable_name(target):
         name = target.__name__
         for module in list(sys.modules.values()):
-            held = getattr(module, name, None) if module is not None else None
+            if type(module) is not types.ModuleType:
+                continue  # a stand-in object (torch.classes) whose attributes may raise
+            held = module.__dict__.get(name)
             if held is not None and (held is target or getattr(held, "ufunc", None) is target):
                 return f"{module.__name__}.{name}", "a compiled ufunc"
     return None

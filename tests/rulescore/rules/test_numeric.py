@@ -277,7 +277,7 @@ def test_vectorize_through_zygotepy_in_both_modes() -> None:
     _, slope = zp.jvp(f, (x,), (np.array([1.0, -2.0, 0.5]),))
     np.testing.assert_allclose(slope, want @ np.array([1.0, -2.0, 0.5]), rtol=1e-6)
     # a function closing over a traced value is refused (its pyfunc is run by NumPy), not lost
-    with pytest.raises(zp.UntraceableError, match="traced value was converted"):
+    with pytest.raises(zp.UntraceableError, match="traced value was (converted|used)"):
         zp.gradient(lambda x, c: np.sum(np.vectorize(lambda a: c * a)(x)), x, 2.0)
 
 
