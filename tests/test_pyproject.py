@@ -75,9 +75,10 @@ def test_zygotepy_requires_the_rulescore_of_its_release_and_links_the_readme() -
         f"{links}: only addresses the project owns (its distributions' pages), no guessed repository"
 
 
-def test_ci_installs_the_lower_bound_of_every_users_extra(tmp_path: Path) -> None:
-    """``.ci/run`` tests the users' extras at both ends: the suite at the ``test`` extra's pins, and a
-    virtual environment with the lower bound of each range (``packaging/lowest_versions.py``)."""
+def test_the_lower_bound_of_every_users_extra_is_installed_and_tested(tmp_path: Path) -> None:
+    """The users' extras are tested at both ends: ``.ci/run``'s suite at the ``test`` extra's pins,
+    and ``.ci/lowest`` in a virtual environment with the lower bound of each range
+    (``packaging/lowest_versions.py``)."""
     script = ROOT / "packaging" / "lowest_versions.py"
     spec = importlib.util.spec_from_file_location("lowest_versions", script)
     assert spec is not None and spec.loader is not None
@@ -85,9 +86,9 @@ def test_ci_installs_the_lower_bound_of_every_users_extra(tmp_path: Path) -> Non
     spec.loader.exec_module(lowest_versions)
     lowest_pins = lowest_versions.lowest_pins
     extras = project("rulescore")["project"]["optional-dependencies"]
-    ci = (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "lowest").read_text()
     tested = re.search(r"lowest_versions\.py ([a-z -]+)>", ci)
-    assert tested, ".ci/run does not install the lower bounds"
+    assert tested, ".ci/lowest does not install the lower bounds"
     # torch: the one release whose CPU build CI can install, which the suite runs: its range starts there
     assert set(tested.group(1).split()) == USER_EXTRAS - {"torch"}
     torch_pin = next(r for r in extras["test"] if r.startswith("torch=="))

@@ -109,7 +109,7 @@ POINTS = st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3).map(np.array)
 
 
 @given(x0=POINTS, loss=st.sampled_from(sorted(SCALAR_LOSSES)), entry=st.sampled_from(sorted(ENTRIES)))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=20, deadline=None)
 def test_scalar_entry_points_leave_the_arguments_as_numpy_does(x0, loss, entry):
     f = SCALAR_LOSSES[loss]
     run, expected = ENTRIES[entry]
@@ -124,7 +124,7 @@ def test_scalar_entry_points_leave_the_arguments_as_numpy_does(x0, loss, entry):
 
 
 @given(x0=POINTS, loss=st.sampled_from(sorted(SCALAR_LOSSES)), entry=st.sampled_from(sorted(JACOBIANS)))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)
 def test_jacobians_in_every_mode_leave_the_arguments_as_numpy_does(x0, loss, entry):
     f = _vector(SCALAR_LOSSES[loss])
     want_x, want_buffer = _plain_after(f, x0)
