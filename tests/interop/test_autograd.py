@@ -17,6 +17,7 @@ from tests.interop import _functions as F  # noqa: E402
 X = np.array([0.3, -0.5, 1.2])
 
 
+@pytest.mark.exhaustive  # (27 s: CI runs it with --exhaustive locally only, for its time budget)
 def test_grad_to_third_order() -> None:
     g = rag.wrap(np.sin)
     np.testing.assert_allclose(autograd.grad(lambda x: anp.sum(g(x)))(X), np.cos(X))

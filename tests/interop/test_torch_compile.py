@@ -94,6 +94,7 @@ def test_a_compiled_function_follows_new_shapes_and_dtypes(f) -> None:
         torch.testing.assert_close(grad, eager_x.grad)
 
 
+@pytest.mark.exhaustive  # (15 s of compiling: with --exhaustive)
 def test_a_call_with_containers_breaks_the_graph_and_stays_right() -> None:
     def weighted(params, x):
         xp = rc.array_namespace(x)

@@ -56,7 +56,8 @@ def nested_derivatives(f: Any, p: Any) -> dict[str, Any]:
             "gradients of jvps": np.stack([zp.gradient(slope(e), p)[0] for e in np.eye(p.size)])}
 
 
-@pytest.mark.parametrize("f", [odeint_end, solve_ivp_end], ids=["odeint", "solve_ivp"])
+@pytest.mark.parametrize("f", [odeint_end, pytest.param(solve_ivp_end, marks=pytest.mark.exhaustive)],
+                         ids=["odeint", "solve_ivp"])  # (solve_ivp: 24 s, with --exhaustive)
 def test_ode_hessian_in_rate_and_initial_state(f: Any) -> None:
     p = np.array([0.7, 1.3])
     for how, h in nested_derivatives(f, p).items():
