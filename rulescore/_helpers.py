@@ -17,8 +17,8 @@ from rulescore._arithmetic import conj
 from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
-from rulescore._registry import TypeSpec, register_rules
-from rulescore._rule_pair import DERIVERS, RulePair
+from rulescore._registry import register_rules
+from rulescore._rule_pair import DERIVERS, RulePair, TypeSpec
 from rulescore._structural import structural
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk

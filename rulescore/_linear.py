@@ -16,8 +16,8 @@ from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, fit
 from rulescore._namespace import foreign_namespace, unbroadcast_to
 from rulescore._projection import project
-from rulescore._registry import TypeSpec, register_rules
-from rulescore._rule_pair import DERIVERS, RulePair
+from rulescore._registry import register_rules
+from rulescore._rule_pair import DERIVERS, RulePair, TypeSpec
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent

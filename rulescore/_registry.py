@@ -26,10 +26,7 @@ from rulescore._checks import (
 )
 from rulescore._config import RuleConfig
 from rulescore._contract import keep_rrule_contract, plain_tangents, zero_of
-from rulescore._rule_pair import RulePair
-
-TypeSpec = type | tuple[type, ...]
-
+from rulescore._rule_pair import RulePair, TypeSpec
 
 _MISSING: Any = object()
 

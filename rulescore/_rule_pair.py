@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rulescore._checks import callable_name
 
-if TYPE_CHECKING:
-    from rulescore._registry import TypeSpec
+#: What a rule's argument types may be: a class, or a tuple of classes (any of them).
+TypeSpec = type | tuple[type, ...]
 
 #: The kinds whose rules an entry derives itself when it names no rrule or frule.
 _DERIVED_KINDS = frozenset({"non_differentiable", "opt_out"})

@@ -32,10 +32,10 @@ from zygotepy._reverse import (
     _FAST_VALUES,
     _RECORDED,
     _is_plain_callable,
-    _is_shape,
     _logging,
     _new_box,
     _traced_impl,
+    owning_level,
 )
 from zygotepy._runtime import python_target
 from zygotepy._trace import (
@@ -247,21 +247,13 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     arguments that are boxes of floats or arrays (at any level) or constants. The level owning
     the innermost argument decides, as in the general path: when it is an outer one, its own
     fast path; when it is this one, the frule pushes this level's tangents, its body running
-    rewritten at the levels outside (what :func:`apply_frule` does through the dispatcher,
+    rewritten at the levels outside (what :meth:`ForwardTrace.process_rule` does for the dispatcher,
     without the general path's search). Anything else is left to the full path (``NOT_FAST``)."""
     if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
         return NOT_FAST
-    best: Any = None
-    for a in args:
-        ta = type(a)
-        if ta is Box:
-            tr = a._zp_trace
-            if best is None or tr.level > best.level:
-                best = tr
-            if type(unbox_all(a)) not in _FAST_VALUES:
-                return NOT_FAST
-        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
-            return NOT_FAST
+    best = owning_level(args)
+    if best is NOT_FAST:
+        return NOT_FAST
     if best is None:
         return fn(*args)  # nothing traced at any level
     if best is not top:

@@ -342,6 +342,24 @@ def _traced_impl(rule: Any) -> Any:
     return target
 
 
+def owning_level(args: tuple[Any, ...]) -> Any:
+    """For a nested fast path: the innermost level owning one of ``args`` (boxes of floats or
+    arrays at any level, or numeric constants), ``None`` when none is traced, ``NOT_FAST`` when an
+    argument is of another kind."""
+    best: Any = None
+    for a in args:
+        ta = type(a)
+        if ta is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            if type(unbox_all(a)) not in _FAST_VALUES:
+                return NOT_FAST
+        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
+            return NOT_FAST
+    return best
+
+
 def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
     """:func:`_apply_first_order` under nested levels (a reverse trace innermost, none logging or
     holding implicit parameters; the outer ones reverse or forward): a plain callable with an
@@ -360,17 +378,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
-    best: Any = None
-    for a in args:
-        ta = type(a)
-        if ta is Box:
-            tr = a._zp_trace
-            if best is None or tr.level > best.level:
-                best = tr
-            if type(unbox_all(a)) not in _FAST_VALUES:
-                return NOT_FAST
-        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
-            return NOT_FAST
+    best = owning_level(args)
+    if best is NOT_FAST:
+        return NOT_FAST
     if best is None:
         return fn(*args)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
