@@ -110,20 +110,19 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         del ct
         while True:
             c = in_cts[pos + 1]
-            if c is not None and not isinstance(c, AbstractZero):
+            tc = type(c)
+            if tc is float and type(target) is int:  # the commonest: no shape to check
+                prev = cts[target]
+                cts[target] = c if prev is None else prev + c if type(prev) is float else add(prev, c)
+            elif c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
-                    tc = type(c)
-                    if tc is float:  # (the commonest: no shape to check)
-                        prev = cts[target]
-                        cts[target] = c if prev is None else prev + c if type(prev) is float else add(prev, c)
-                    else:
-                        if tc is np.ndarray:
-                            if (s := shapes.get(target)) is not None and s != c.shape:
-                                raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
-                        elif tc is Box or tc is str or tc is bytes:
-                            _check_other(c, target, shapes, pos + 1, pullback)
-                        prev = cts[target]
-                        cts[target] = c if prev is None else add(prev, c)
+                    if tc is np.ndarray:
+                        if (s := shapes.get(target)) is not None and s != c.shape:
+                            raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
+                    elif tc is Box or tc is str or tc is bytes:
+                        _check_other(c, target, shapes, pos + 1, pullback)
+                    prev = cts[target]
+                    cts[target] = c if prev is None else add(prev, c)
                 else:
                     _scatter(cts, c, target, shapes, pos + 1, pullback)
             if pos2 < 0:

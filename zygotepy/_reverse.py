@@ -70,13 +70,16 @@ CONFIG = Config()
 class ReverseTrace(Trace):
     """A trace that records: a call with an rrule becomes a tape node holding its pullback."""
 
-    __slots__ = ()
+    __slots__ = ("direct",)
     records = True
     rules = RRULES
     config = CONFIG
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
+        #: whether a plain rrule (see :func:`_note_plain_rrule`) runs as it is, on this level's
+        #: primals: first order, no log, no checking mode
+        self.direct = not outer and self.log is None and not self.checks
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
@@ -113,55 +116,82 @@ class ReverseTrace(Trace):
         target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
         paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
         here."""
-        if self.log is not None:
-            how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
-            log_call(self, fn, args, how, rule)
-        outer = self.outer
-        plain = rule.kind == "rule" and not rule.config and not self.checks and rule.table == "rrule"
-        if plain and not outer:  # the first-order hot path: plain values, no level switch
+        if rule in _PLAIN_RRULES and self.direct:  # the first-order hot path: no level switch
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         else:
-            table = RRULES if rule.table == "rrule" else ADJOINTS
-            # the rule's rewritten body, called directly (what ``call(rule.impl, ...)`` resolves to
-            # when no level logs or holds implicit parameters)
-            target = _traced_impl(rule) if plain and not self.with_params and self.log is None else None
-            token = LEVELS.set(outer)
-            try:
-                if target is not None:
-                    y, pullback = target(*primals, **kwargs)
-                elif rule.kind == "non_differentiable":
-                    y = call(fn, *primals, **kwargs)
-                    return constant_of_params(y, self) if self.with_params else y
-                elif not outer:  # first order, with a config or in checking mode
-                    y, pullback = table.run(rule, CONFIG, fn, primals, kwargs)
-                elif self.checks or not rule.impl:
-                    y, pullback = call(table.run, rule, CONFIG, fn, primals, kwargs)
-                elif rule.config:
-                    y, pullback = call(rule.impl, CONFIG, *primals, **kwargs)
-                else:
-                    y, pullback = call(rule.impl, *primals, **kwargs)
-            finally:
-                LEVELS.reset(token)
+            if self.log is not None:
+                how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
+                log_call(self, fn, args, how, rule)
+            plain = (rule in _PLAIN_RRULES or _plain_rrule(rule)) and not self.checks
+            outer = self.outer
+            if plain and not outer:  # first order, logging
+                y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
+            else:
+                table = RRULES if rule.table == "rrule" else ADJOINTS
+                # the rule's rewritten body, called directly (what ``call(rule.impl, ...)``
+                # resolves to when no level logs or holds implicit parameters)
+                target = _traced_impl(rule) if plain and not self.with_params and self.log is None else None
+                token = LEVELS.set(outer)
+                try:
+                    if target is not None:
+                        y, pullback = target(*primals, **kwargs)
+                    elif rule.kind == "non_differentiable":
+                        y = call(fn, *primals, **kwargs)
+                        return constant_of_params(y, self) if self.with_params else y
+                    elif not outer:  # first order, with a config or in checking mode
+                        y, pullback = table.run(rule, CONFIG, fn, primals, kwargs)
+                    elif self.checks or not rule.impl:
+                        y, pullback = call(table.run, rule, CONFIG, fn, primals, kwargs)
+                    elif rule.config:
+                        y, pullback = call(rule.impl, CONFIG, *primals, **kwargs)
+                    else:
+                        y, pullback = call(rule.impl, *primals, **kwargs)
+                finally:
+                    LEVELS.reset(token)
         ty = type(y)
         if not routes or (ty not in _RECORDED and plain_output(y)):
             return y
         tape = self.tape
+        index = len(tape)
         if ty is np.ndarray:
-            self.shapes[len(tape)] = y.shape  # the sweep refuses a cotangent of another shape
+            self.shapes[index] = y.shape  # the sweep refuses a cotangent of another shape
             if y.base is not None:
                 note_view(self, y, args)
-        elif ty is Box:  # (an outer level's box, of a view?)
-            if type(value := unbox_all(y)) is np.ndarray:
-                self.shapes[len(tape)] = value.shape
-            note_view(self, y, args)
-        tape.append((pullback, len(args), *routes))  # one flat node (see zygotepy._trace.node)
+        elif ty is Box:  # an outer level's box (of a view?)
+            value = y._zp_value
+            while type(value) is Box:
+                value = value._zp_value
+            if type(value) is np.ndarray:
+                self.shapes[index] = value.shape
+                if value.base is not None:
+                    note_view(self, y, args)
+        tape.append((pullback, len(args)) + routes)  # one flat node (see zygotepy._trace.node)
         box = _new_box(Box)  # Box(y, self, index) without the Python frame of its __init__
-        box._zp_value, box._zp_trace, box._zp_index = y, self, len(tape) - 1
+        box._zp_value = y
+        box._zp_trace = self
+        box._zp_index = index
         return box
 
     #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
     #: dispatcher asks it of every Python function a nested level traces.
     python_target = staticmethod(python_target)
+
+
+#: Rules seen to be plain rrules (see :func:`_plain_rrule`): :meth:`ReverseTrace.process_rule` runs
+#: them as they are at first order after one set test. A rule object never changes; the set is
+#: emptied when it grows past its bound (registrations replace rule objects).
+_PLAIN_RRULES: set[rc.Rule] = set()
+
+
+def _plain_rrule(rule: rc.Rule) -> bool:
+    """Whether ``rule`` is an rrule called with the primals alone (no ``RuleConfig``), noted in
+    ``_PLAIN_RRULES`` if so."""
+    if rule.kind != "rule" or rule.table != "rrule" or rule.config:
+        return False
+    if len(_PLAIN_RRULES) >= 4096:
+        _PLAIN_RRULES.clear()
+    _PLAIN_RRULES.add(rule)
+    return True
 
 
 def _logging(traces: tuple[Trace, ...]) -> bool:
