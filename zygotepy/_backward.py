@@ -90,7 +90,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if once:
             tape[i] = None
         tc = type(ct)
-        if tc is not float and tc is not np.ndarray and tc is not np.float64:
+        if tc is not float and tc is not np.float64 and tc is not np.ndarray:
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
@@ -111,9 +111,9 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
-            if tc is float and type(target) is int:  # the commonest: no shape to check
+            if (tc is float or tc is np.float64) and type(target) is int:  # the commonest: no shape
                 prev = cts[target]
-                cts[target] = c if prev is None else prev + c if type(prev) is float else add(prev, c)
+                cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
             elif c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
                     if tc is np.ndarray:

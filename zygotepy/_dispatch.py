@@ -321,6 +321,9 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
     elif tf is types.BuiltinFunctionType:  # also the type of builtin methods
         owner = fn.__self__
         towner = type(owner)
+        if towner in _ATOMS and _atoms_only(args, kwargs) and levels[-1].log is None and not (
+                _ATOM_ADJOINTS[1] if _ATOM_ADJOINTS[0] == ADJOINTS.version else _adjoints_on_atoms()):
+            return fn(*args, **kwargs)  # "x_".startswith("x"): C code on strings and numbers alone
         if towner in _METHOD_OWNERS or isinstance(owner, np.generic):
             # x.clip(lo, traced_hi), W.sum() for a parameter W, xs.append(box), "{:.3f}".format(loss):
             # the class's method, with its rule or its handling entry
@@ -398,6 +401,42 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
             log_call(top, fn, args, "constant (no traced argument)" if trace is None else how, entry)
         return fn(*args, **kwargs)
     return _untraceable(fn, args, kwargs, trace)
+
+
+#: Values no traced value can hide in (exact types: a subclass may run Python code).
+_ATOMS = frozenset({str, bytes, int, bool, float, type(None)})
+
+
+def _atoms_only(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether every argument is a string, a number or ``None`` (see :data:`_ATOMS`): a C method of
+    such a value called on such values (sklearn's ``name.startswith("hyperparameter_")``) reaches
+    no traced value, and no rule of it can see one: it runs as it is.
+
+    Example:
+        >>> _atoms_only(("a", 1, None), {"sep": ","}), _atoms_only(([1.0],), {})
+        (True, False)
+    """
+    for a in args:
+        if type(a) not in _ATOMS:
+            return False
+    for a in kwargs.values():
+        if type(a) not in _ATOMS:
+            return False
+    return True
+
+
+#: ``(ADJOINTS.version, whether a legacy adjoint is defined for a method of an atom's class)``
+_ATOM_ADJOINTS = [-1, True]
+
+
+def _adjoints_on_atoms() -> bool:
+    """Whether a legacy adjoint (which applies even without traced arguments) is defined for a
+    method of ``str``, ``bytes`` or a number's class (see :data:`_ATOMS`), cached per definition."""
+    version = ADJOINTS.version
+    found = any(getattr(f, "__objclass__", None) in _ATOMS or type(getattr(f, "__self__", ...)) in _ATOMS
+                for f in ADJOINTS.primals)
+    _ATOM_ADJOINTS[:] = [version, found]
+    return found
 
 
 #: Per NumPy function, the position of its ``out`` parameter, or -1.

@@ -219,3 +219,71 @@ def test_higher_order_builtins_call_back_into_the_engine():
     assert zp.gradient(lambda xs: functools.reduce(lambda a, b: a * b, xs), [2.0, 3.0, 4.0]) == (
         [12.0, 8.0, 6.0],)
     assert zp.gradient(lambda xs: max(xs, key=abs), [1.0, -3.0]) == ([None, 1.0],)
+
+
+class _Hyperparameters:
+    """sklearn's kernels in small: names found with ``str`` methods, numbers read by name."""
+
+    def __init__(self, scale, shift):
+        self.hyperparameter_scale, self.hyperparameter_shift = "scale", "shift"
+        self.scale, self.shift = scale, shift
+
+    @property
+    def names(self):
+        return [getattr(self, a) for a in dir(self) if a.startswith("hyperparameter_")]
+
+    def value(self, x):
+        total = 0.0
+        for name in self.names:
+            label = "{}={}".format(name.upper(), 1).split("=")[0].lower()  # noqa: UP032  (str.format is the point)
+            power = (3).bit_length() - int((2.5).is_integer())  # 2
+            total = total + getattr(self, label) * x ** power
+        return total
+
+
+@pytest.mark.parametrize("x", [0.5, -1.25])
+def test_c_methods_of_strings_and_numbers_on_plain_values_inside_a_gradient(x):
+    """Methods of strings and numbers called on strings and numbers (they run as they are) next
+    to traced attributes: the derivative is the closed form's."""
+
+    def f(scale, shift, x):
+        return _Hyperparameters(scale, shift).value(x) * scale
+
+    g = zp.gradient(f, 1.5, 0.25, x)
+    assert g[0] == pytest.approx(2 * 1.5 * x**2 + 0.25 * x**2, rel=1e-12)
+    assert g[1] == pytest.approx(1.5 * x**2, rel=1e-12)
+    assert g[2] == pytest.approx(1.5 * 2 * (1.5 + 0.25) * x, rel=1e-12)
+
+
+def test_string_formatting_of_a_traced_value_still_takes_the_general_path():
+    def f(x):
+        text = "{:.3f}".format(x)  # noqa: UP032  (a traced argument: not strings and numbers alone)
+        return x * len(text) + float(text.startswith("0.5"))
+
+    assert zp.gradient(f, 0.5) == (5.0,)
+
+
+def test_string_methods_are_logged_when_the_engine_logs(caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="zygotepy"):
+        zp.gradient(lambda x: x * float("ab".startswith("a")), 2.0)
+    assert any("startswith" in r.zygotepy_call for r in caplog.records if r.name == "zygotepy")
+
+
+def test_a_legacy_adjoint_on_a_string_method_applies_without_traced_arguments():
+    """Zygote calls an ``@adjoint`` even when no argument is traced: a method of ``str`` with one
+    is not run as it is (in a child process: the adjoint stays defined)."""
+    program = textwrap.dedent("""
+        import zygotepy as zp
+        calls = []
+        @zp.adjoint(str.upper)
+        def _(s):
+            calls.append(s)
+            return s.upper() + "!", lambda g: (None,)
+        def f(x):
+            return x * len("ab".upper())
+        print(zp.gradient(f, 2.0)[0], calls)
+    """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3.0", "['ab']"]
