@@ -73,6 +73,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
     ``once``: the tape is not swept again (``gradient``, a checkpointed block), so each pullback
     is dropped as soon as it has run, freeing the values it kept while the sweep goes on."""
     tape, shapes = trace.tape, trace.shapes
+    ndarray, float64 = np.ndarray, np.float64  # (local names: read on every node)
     cts: list[Any] = [None] * len(tape)
     last = -1
     for i, ct in seeds:
@@ -90,7 +91,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if once:
             tape[i] = None
         tc = type(ct)
-        if tc is not float and tc is not np.float64 and tc is not np.ndarray:
+        if tc is not float and tc is not float64 and tc is not ndarray:
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
@@ -111,15 +112,29 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
-            if (tc is float or tc is np.float64) and type(target) is int:  # the commonest: no shape
+            if (tc is float or tc is float64) and type(target) is int:  # the commonest: no shape
                 prev = cts[target]
                 cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
+            elif tc is ndarray and type(target) is int:
+                if (s := shapes.get(target)) is not None and s != c.shape:
+                    raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
+                prev = cts[target]  # (an array of the shape checked when it was accumulated)
+                cts[target] = c if prev is None else prev + c if type(prev) is ndarray else add(prev, c)
+            elif tc is Box and type(target) is int:  # an outer level's box (nested differentiation)
+                v = c._zp_value
+                while type(v) is Box:
+                    v = v._zp_value
+                tv = type(v)
+                if tv is ndarray:
+                    if (s := shapes.get(target)) is not None and s != v.shape:
+                        raise wrong_cotangent(v, s, pos + 1, pullback, TABLES)
+                elif tv is not float and tv is not float64:
+                    _check_other(c, target, shapes, pos + 1, pullback)
+                prev = cts[target]
+                cts[target] = c if prev is None else add(prev, c)
             elif c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
-                    if tc is np.ndarray:
-                        if (s := shapes.get(target)) is not None and s != c.shape:
-                            raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
-                    elif tc is Box or tc is str or tc is bytes:
+                    if tc is str or tc is bytes:
                         _check_other(c, target, shapes, pos + 1, pullback)
                     prev = cts[target]
                     cts[target] = c if prev is None else add(prev, c)

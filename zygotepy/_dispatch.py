@@ -345,7 +345,7 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
             return entry.impl(*args, **kwargs)  # type: ignore[misc]
         if kind == "structural":
             return _structural(fn, args, kwargs)
-        if kind == "reference" and not RRULES.has_rules(fn) and not FRULES.has_rules(fn):
+        if kind == "reference" and fn not in _RRULE_PRIMALS and fn not in _FRULE_PRIMALS:
             return fn(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)

@@ -139,6 +139,9 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
             return None
         seen.add(id(a))
         for k, v in (a.items() if t is dict else enumerate(a)):
+            tv = type(v)
+            if tv is float or (tv is np.ndarray and v.dtype.kind in "fcbiu"):
+                continue  # (a common leaf without a call)
             problem = _unsupported(v, seen)
             if problem is not None:
                 return f"(its entry {k!r}) {problem}" if t is dict else problem

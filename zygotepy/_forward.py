@@ -24,16 +24,18 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._dispatch import NOT_FAST
+from zygotepy._adjoint_table import ADJOINTS
+from zygotepy._dispatch import NOT_FAST, RRULES
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
+    _PLAIN_CALLABLES,
     _RECORDED,
-    _is_plain_callable,
     _logging,
     _new_box,
+    _plain_entry,
     _traced_impl,
     owning_level,
 )
@@ -101,10 +103,14 @@ class ForwardTrace(Trace):
         the fast path (:func:`_apply_forward_first_order`) found them so; otherwise all
         directions go through one call with :class:`rulescore.Batched` tangents when the frule
         can take them, or the frule runs once per direction, with the outer levels active."""
-        if self.log is not None:
-            log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
-        if dots is not None:  # one direction, its tangents found by a fast path
-            if not self.outer:  # first order: the frule on plain values
+        if dots is not None and self.log is None and not self.outer:
+            # one direction, its tangents found by the first-order fast path: the frule on plain values
+            y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+            stack: Any = (ydot,)
+        elif dots is not None:  # one direction, its tangents found by a fast path
+            if self.log is not None:
+                log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
+            if not self.outer:  # first order, logging
                 y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
             else:  # nested (_apply_forward_nested): its rewritten body, at the outer levels
                 token = LEVELS.set(self.outer)
@@ -116,8 +122,10 @@ class ForwardTrace(Trace):
                         y, ydot = _traced_impl(rule)(plain, *primals)
                 finally:
                     LEVELS.reset(token)
-            stack: Any = (ydot,)
+            stack = (ydot,)
         else:
+            if self.log is not None:
+                log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
             directions = self.directions
             token = LEVELS.set(self.outer)
             try:
@@ -139,10 +147,20 @@ class ForwardTrace(Trace):
         ty = type(y)
         if ty not in _RECORDED and _dispatch.plain_output(y):
             return y
-        if (ty is np.ndarray and y.base is not None) or ty is Box:  # (a box: an outer level's, of a view?)
-            note_view(self, y, args)
+        if ty is np.ndarray:
+            if y.base is not None:
+                note_view(self, y, args)
+        elif ty is Box:  # an outer level's box (of a view?)
+            value = y._zp_value
+            while type(value) is Box:
+                value = value._zp_value
+            if type(value) is np.ndarray and value.base is not None:
+                note_view(self, y, args)
         box = _new_box(Box)  # Box(y, self, -1) without the Python frame of its __init__
-        box._zp_value, box._zp_trace, box._zp_index, box._zp_tangents = y, self, -1, stack
+        box._zp_value = y
+        box._zp_trace = self
+        box._zp_index = -1
+        box._zp_tangents = stack
         return box
 
     def missing_rule(self, fn: Any) -> str | None:
@@ -200,7 +218,16 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     frule; arguments that are this trace's boxes of floats and arrays, or constants holding no
     box: numbers, arrays, shapes, names, dtypes) and hand it to
     :meth:`ForwardTrace.process_rule`. Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
+    if type(fn) is Box:
+        return NOT_FAST  # a traced callable object: never hashed here
+    try:
+        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+    except TypeError:
+        return NOT_FAST
+    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
+            and _plain_entry(fn) is None:
+        return NOT_FAST
+    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
         return NOT_FAST
     primals: Any = args
     dots: list[Any] = [_NO_TANGENT]
@@ -249,7 +276,16 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     fast path; when it is this one, the frule pushes this level's tangents, its body running
     rewritten at the levels outside (what :meth:`ForwardTrace.process_rule` does for the dispatcher,
     without the general path's search). Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box or not _is_plain_callable(fn) or (len(args) > 2 and _dispatch.out_position(fn) >= 0):
+    if type(fn) is Box:
+        return NOT_FAST  # a traced callable object: never hashed here
+    try:
+        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+    except TypeError:
+        return NOT_FAST
+    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
+            and _plain_entry(fn) is None:
+        return NOT_FAST
+    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
         return NOT_FAST
     best = owning_level(args)
     if best is NOT_FAST:

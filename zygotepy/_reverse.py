@@ -242,11 +242,6 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     return entry
 
 
-def _is_plain_callable(fn: Any) -> bool:
-    """Whether ``fn`` takes the fast paths (see :func:`_plain_entry`)."""
-    return _plain_entry(fn) is not None
-
-
 #: ``object.__new__``: the fast paths make a box and set its three slots themselves.
 _new_box = object.__new__
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of
@@ -383,7 +378,10 @@ def owning_level(args: tuple[Any, ...]) -> Any:
             tr = a._zp_trace
             if best is None or tr.level > best.level:
                 best = tr
-            if type(unbox_all(a)) not in _FAST_VALUES:
+            value = a._zp_value
+            while type(value) is Box:
+                value = value._zp_value
+            if type(value) not in _FAST_VALUES:
                 return NOT_FAST
         elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
             return NOT_FAST

@@ -264,7 +264,7 @@ def mod_frule(tangents: Any, x: Any, y: Any) -> Any:
 def pow_rrule(x: Any, p: Any) -> Any:
     z = x ** p
     int_p = is_int_like(p)
-    bool_p = int_p and is_bool_like(p)
+    bool_p = int_p and type(p) is not int and is_bool_like(p)  # (a Python int exponent: no call)
     square = type(p) is int and p == 2 and type(x) is np.ndarray and x.dtype.kind == "f"
 
     def pow_pullback(zbar: Any) -> Any:
