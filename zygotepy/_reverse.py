@@ -406,9 +406,20 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
-    best = owning_level(args)
-    if best is NOT_FAST:
-        return NOT_FAST
+    best: Any = None  # owning_level(args), inlined: a call less per operation at nested levels
+    for a in args:
+        ta = type(a)
+        if ta is Box:
+            tr = a._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            value = a._zp_value
+            while type(value) is Box:
+                value = value._zp_value
+            if type(value) not in _FAST_VALUES:
+                return NOT_FAST
+        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
+            return NOT_FAST
     if best is None:
         return fn(*args)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
