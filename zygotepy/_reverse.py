@@ -33,8 +33,8 @@ from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import (
     HANDLED,
-    NOT_FAST,
     RRULES,
+    DispatchedTrace,
     call,
     constant_of_params,
     out_position,
@@ -46,7 +46,18 @@ from zygotepy._dispatch import (
 from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    NOT_FAST,
+    Box,
+    Trace,
+    isolated,
+    log_call,
+    new_trace,
+    primals_of,
+    unbox_all,
+)
 from zygotepy._views import (
     as_before,
     note_view,
@@ -67,7 +78,7 @@ class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
 CONFIG = Config()
 
 
-class ReverseTrace(Trace):
+class ReverseTrace(DispatchedTrace):
     """A trace that records: a call with an rrule becomes a tape node holding its pullback."""
 
     __slots__ = ()
@@ -557,7 +568,7 @@ def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected:
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
-        out = settle(LEVELS.get(), call(f, *boxed, **kwargs), call)
+        out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 
 
