@@ -95,7 +95,7 @@ def _shared(levels: tuple[Any, ...], x: Any, refs: int) -> bool:
     """Whether another reference may see the array ``x`` (``refs`` references, counted in a
     runtime helper): an alias, a container, the array it is a view of, or a view of it."""
     v = unbox_all(x)
-    return type(v) is np.ndarray and (
+    return isinstance(v, np.ndarray) and (  # (a subclass's write is then refused: _views.write)
         refs > _LOCAL_ONLY_REFCOUNT or v.base is not None or _views.shadowed(levels, v))
 
 

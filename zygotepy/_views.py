@@ -141,6 +141,14 @@ def _refuse_view(v: np.ndarray, why: str) -> UntraceableError:
         "functionally (np.where, np.concatenate)")
 
 
+def _refuse_subclass(v: np.ndarray) -> UntraceableError:
+    return UntraceableError(
+        f"inside {user_code()}, a traced value is written in place into a {type(v).__name__} (a subclass "
+        "of np.ndarray, such as np.memmap): the engine follows in-place writes only in plain arrays, so "
+        "the other references to it would not see the write. Pass a plain array over the same data "
+        "(np.asarray(x)), or build the new value functionally (x = x * 3.0, np.where)")
+
+
 def _where(v: np.ndarray, own: np.ndarray) -> Any:
     where = positions(v, own)
     if where is None:
@@ -244,6 +252,8 @@ def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any) -> Non
         Traceback (most recent call last):
         ValueError: assignment destination is read-only
     """
+    if type(unbox_all(target)) is not np.ndarray:
+        raise _refuse_subclass(unbox_all(target))
     home, current, where = locate(levels, target)  # (a view the engine cannot follow is refused first)
     if not unbox_all(target).flags.writeable:
         raise ValueError("assignment destination is read-only")
