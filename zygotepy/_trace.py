@@ -69,7 +69,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "shapes", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "spent", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -98,6 +98,9 @@ class Trace:
         #: tape index -> shape, for every node whose value is an array: the sweep refuses a
         #: cotangent of another shape (a rule's mistake, which summing back would hide)
         self.shapes: dict[int, tuple[int, ...]] = {}
+        #: traces that ran and ended inside this one, whose values the function may have stored where
+        #: they outlive it (a checkpointed forward pass): released with this trace's own
+        self.spent: list[Trace] = []
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""

@@ -474,12 +474,17 @@ def release_escaped(trace: Trace) -> None:
     turn when it ends), as the arrays written are (:func:`write_back`); one held where it cannot
     be replaced (a tuple in a set, say) gets a warning naming where. A box of a finished trace
     would only raise at its next use. Implicit parameters' boxes (an attribute set to a
-    parameter inside the loss) are replaced by the parameter arrays, the same way.
+    parameter inside the loss) are replaced by the parameter arrays, the same way, and so are
+    the values of the traces that ended inside this one (:attr:`Trace.spent`).
 
     Finding them costs a few reference counts when nothing escaped: each live box refers to its
     trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
     a known number of times; the heap is searched only when a box is alive elsewhere.
     """
+    while trace.spent:
+        inner = trace.spent.pop()  # (a local: the reference count below expects the caller to hold one)
+        release_escaped(inner)
+        del inner
     own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
         if trace.owners or trace.shadows or trace.param_boxes else []
     held: dict[int, int] = {}

@@ -248,6 +248,39 @@ def test_a_pullback_of_implicit_parameters_leaves_plain_values_behind():
     np.testing.assert_allclose(back(1.0)[W], 2.0 * W)
 
 
+def test_values_a_checkpointed_function_stores_are_plain_after_the_differentiation():
+    """The forward pass and the backward pass's recomputation both store traced values (a
+    checkpoint runs ``f`` twice, as PyTorch's does); after the outermost call every one is plain."""
+    store = types.SimpleNamespace(history=[])
+
+    def f(x):
+        store.state = x * 2.0
+        store.history.append(np.sin(x))
+        return np.sum(store.state * x)
+
+    x = np.array([0.5, 1.5])
+    for run in (lambda: zp.gradient(lambda v: zp.checkpointed(f, v), x),
+                lambda: zp.pullback(lambda v: zp.checkpointed(f, v), x)[1](1.0),
+                lambda: zp.gradient(lambda v: zp.gradient(lambda u: zp.checkpointed(f, u), v)[0].sum(), x)):
+        store.history.clear()
+        run()
+        assert [type(v) for v in (store.state, *store.history)] == [np.ndarray] * (1 + len(store.history))
+    np.testing.assert_allclose(zp.gradient(lambda v: zp.checkpointed(f, v), x)[0], 4.0 * x)
+
+
+def test_a_value_a_checkpointed_function_stored_raises_if_the_loss_reads_it():
+    """Its derivative was not kept (the checkpoint keeps only the returned value's): a read inside
+    the differentiation refuses rather than treating it as a constant."""
+    store = types.SimpleNamespace()
+
+    def f(x):
+        store.state = x * 2.0
+        return np.sum(x * x)
+
+    with pytest.raises(TypeError, match="differentiation is not active"):
+        zp.gradient(lambda v: zp.checkpointed(f, v) + np.sum(store.state), np.array([0.5, 1.5]))
+
+
 def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
     from zygotepy import _views
 
