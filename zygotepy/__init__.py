@@ -9,7 +9,6 @@ Example:
     True
 """
 
-from zygotepy import _box as _box  # installs the traced value's behaviour
 from zygotepy._adjoint import adjoint
 from zygotepy._api import (
     WithJacobian,

@@ -16,7 +16,7 @@ from zygotepy import _dispatch
 from zygotepy._edge import check_arguments
 from zygotepy._forward import basis, jacobian_forward, push
 from zygotepy._reverse import Grads, Params, check_keywords, gradient, pullback, reverse_jacobian
-from zygotepy._trace import LEVELS, unbox_all
+from zygotepy._trace import LEVELS, Box, unbox_all
 
 
 def _differentiable(leaf: Any) -> bool:
@@ -82,8 +82,8 @@ def _jacobian(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, 
         leaf = flat[i][0][j]
         x0 += [_dispatch.call(np.real, leaf), _dispatch.call(np.imag, leaf)] if is_complex else [leaf]
     if mode == "auto":  # f runs once to count outputs: on copies, so a write inside f moves nothing
-        n_out = int(np.size(unbox_all(flat_f(*(x.copy() if type(x) is np.ndarray else x for x in x0))))) \
-            if x0 else 0
+        copies = (x.copy() if type(x) is not Box and isinstance(x, np.ndarray) else x for x in x0)
+        n_out = int(np.size(unbox_all(flat_f(*copies)))) if x0 else 0
         mode = "forward" if sum(int(np.size(unbox_all(x))) for x in x0) < n_out else "reverse"
     if mode == "forward":
         columns = jacobian_forward(flat_f, tuple(x0), {}, chunk)

@@ -51,15 +51,18 @@ from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import (
     LEVELS,
     NO_RULE,
+    NOT_FAST,
     PLAIN_ATTRIBUTES,
     BoundBoxMethod,
     Box,
     Trace,
+    dispatch_from_box,
+    escaped,
     log_call,
     opaque_callable,
     unbox_all,
 )
-from zygotepy._views import latest, ufunc_into
+from zygotepy._views import FlatIndexer, latest, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule (those with
 #: rules for some argument types, ``sum`` of floats, run as they are when none applies).
@@ -187,6 +190,51 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return resolve(levels, fn, args, kwargs, True)
 
 
+class DispatchedTrace(Trace):
+    """The base of every trace kind: what a box's operations ask of the innermost trace
+    (:class:`~zygotepy._trace.Box` defines them and delegates here), answered by this module."""
+
+    __slots__ = ()
+
+    def call(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return call(fn, *args, **kwargs)
+
+    def traced(self, levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               recurse: bool) -> Any:
+        return traced_call(levels, fn, args, kwargs, recurse)
+
+    def resolve(self, levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                recurse: bool) -> Any:
+        return resolve(levels, fn, args, kwargs, recurse)
+
+    def attribute(self, box: Box, name: str) -> Any:
+        """``box.name``: a method of the primal's class bound to the box, a property or cached
+        property run (rewritten) on the box, a Python ``__getattr__`` differentiated through, or
+        the ``getattr`` rule; ``.flat`` of an array is an index map into its traced value."""
+        primal = unbox_all(box)
+        if name == "flat" and type(primal) is np.ndarray:  # reads and writes through it are traced
+            return FlatIndexer(box)
+        if name in getattr(primal, "__dict__", ()):
+            if opaque_callable(primal.__dict__[name]):  # a function kept in a field (SciPy's _asarray)
+                return primal.__dict__[name]
+            kind, attr = attribute_kind(type(primal), name)
+            if kind == "cached":  # a cache is a function of the fields: recompute it from them
+                return dispatch_from_box(attr, box)
+            return dispatch_from_box(getattr, box, name)  # an instance attribute shadows the class's
+        kind, attr = attribute_kind(type(primal), name)
+        if kind == "method":
+            return types.MethodType(attr, box)
+        if kind == "cmethod":
+            return BoundBoxMethod(attr, box)
+        if kind == "property" or kind == "cached":  # run (rewritten) on the box; a cache is not filled
+            return dispatch_from_box(attr, box)
+        if kind == "hook" and not getattr_has_own_rule(primal, name):
+            return dispatch_from_box(attr, box, name)
+        if kind == "class":
+            return getattr(box._zp_value, name)
+        return dispatch_from_box(getattr, box, name)
+
+
 #: rulescore's helpers that pullbacks call on every cotangent (``"pass_through"`` entries), by
 #: the position of the argument each may hand back unchanged: ``project``/``proj`` (a cotangent already of its
 #: primal's type, shape and dtype), ``fit`` (the same for an frule's output tangent), ``conj``
@@ -247,38 +295,6 @@ def _plain(x: Any) -> Any:
     if t is dict:
         return {k: _plain(v) for k, v in x.items()}
     return x
-
-
-def call_primitive(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """Like :func:`call`, for NumPy's protocols: never recurse into ``fn``'s Python body."""
-    levels = LEVELS.get()
-    if not levels:
-        _refuse_escaped(args, kwargs)
-        return fn(*args, **kwargs)
-    return traced_call(levels, fn, args, kwargs, False)
-
-
-def call_from_box(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """:func:`call` for operations a box received itself (operators, attributes, calls)."""
-    levels = LEVELS.get()
-    if not levels:
-        _refuse_escaped(args, kwargs)
-    return traced_call(levels, fn, args, kwargs, True)
-
-
-def escaped() -> str:
-    """The error for a traced value used outside its differentiation, naming the user's code."""
-    return (f"a traced value was used in {user_code()} where its differentiation is not active (it "
-            "finished, it runs in another thread, or this is the body of a rule or checkpoint it "
-            "belongs to). Pass the value as an argument instead of capturing it; to keep a value "
-            "for after the differentiation (a log, a history), store zygotepy.dropgrad(value), "
-            "its plain value")
-
-
-def _refuse_escaped(args: Any, kwargs: Any) -> None:
-    for a in (*args, *kwargs.values()):
-        if type(a) is Box:
-            raise UntraceableError(escaped())
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -357,7 +373,7 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
     if tf is not np.ufunc and len(args) > 2 and "out" not in kwargs:
         args, kwargs = _out_by_keyword(fn, args, kwargs)
     if (tf is np.ufunc and len(args) > fn.nin) or (kwargs and _names_an_array(kwargs.get("out"))):
-        return ufunc_into(levels, fn, args, kwargs, call)  # a write into out=: functional
+        return ufunc_into(levels, fn, args, kwargs)  # a write into out=: functional
     given = args, kwargs  # f's own call: a declared positional form is its rules' only
     if kwargs and (RRULES.has_rules(fn) or FRULES.has_rules(fn)):
         args, kwargs = bind_traced_keywords(fn, args, kwargs)
@@ -1026,7 +1042,7 @@ def _substitute(levels: tuple[Trace, ...], written: bool, x: Any) -> Any:
     itself: that would be a reference cycle per call, keeping the traces alive until a collection)."""
     t = type(x)
     if written and (t is np.ndarray or t is Box):
-        x = latest(levels, x, call)  # written through a view or an alias: its value now
+        x = latest(levels, x)  # written through a view or an alias: its value now
         t = type(x)
     if t is np.ndarray:
         for tr in reversed(levels):
@@ -1135,10 +1151,6 @@ def _taking_captured(callback: types.FunctionType, positions: list[int]) -> Any:
 
     closure_converted.__qualname__ = closure_converted.__name__ = callback.__qualname__
     return closure_converted
-
-
-#: What a trace's ``fast_path`` returns for a call it leaves to the full path.
-NOT_FAST: Any = object()
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

@@ -25,7 +25,7 @@ from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
 from zygotepy._adjoint_table import ADJOINTS
-from zygotepy._dispatch import NOT_FAST, RRULES
+from zygotepy._dispatch import RRULES, DispatchedTrace
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
@@ -43,6 +43,7 @@ from zygotepy._runtime import python_target
 from zygotepy._trace import (
     LEVELS,
     NO_RULE,
+    NOT_FAST,
     Box,
     Trace,
     isolated,
@@ -65,7 +66,7 @@ class ForwardConfig(rc.RuleConfig, rc.HasForwardsMode, rc.NoReverseMode):
 FORWARD_CONFIG = ForwardConfig()
 
 
-class ForwardTrace(Trace):
+class ForwardTrace(DispatchedTrace):
     """A trace that pushes tangents: each box carries one tangent per direction (``directions``
     of them), and a call with an frule gives its output's tangents at once. Nothing is recorded."""
 
@@ -514,7 +515,7 @@ def _push_traced(f: Any, primals: tuple[Any, ...], tangent_sets: list[tuple[Any,
     per_arg = list(zip(*tangent_sets, strict=True)) if tangent_sets else [() for _ in primals]
     with new_trace(ForwardTrace, len(tangent_sets)) as trace:
         boxed = tuple(_box_forward(trace, p, tuple(ds)) for p, ds in zip(primals, per_arg, strict=True))
-        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **(kwargs or {})), _dispatch.call)
+        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **(kwargs or {})))
 
 
 def _strip(out: Any, trace: Trace) -> Any:
@@ -589,7 +590,7 @@ def _columns_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: in
         boxed = tuple(a if m != i else trace.tangent_box(a, _seed(a, start, stop)) if _plain(unbox_all(a))
                       else _box_forward(trace, a, tuple(basis(a, j) for j in range(start, stop)))
                       for m, a in enumerate(args))  # a container: one box per entry, as jvp does
-        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **kwargs), _dispatch.call)
+        return trace, settle(LEVELS.get(), _dispatch.call(f, *boxed, **kwargs))
 
 
 def jacobian_forward(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], chunk: int) -> tuple[Any, ...]:

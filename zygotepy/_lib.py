@@ -23,7 +23,7 @@ from zygotepy._dispatch import RANDOM_DRAWS, call, innermost, random_state, set_
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import ReverseTrace, _assemble, _box_args, _seeds, pullback
 from zygotepy._trace import LEVELS, Box, Trace, isolated, new_trace, unbox_all
-from zygotepy._views import hand_over
+from zygotepy._views import hand_over, release_escaped
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -251,7 +251,10 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
                 f"of shape {home.shape} it did not create, whose derivative the checkpoint cannot carry "
                 "(only the returned value's). Return the value and write it outside the checkpointed call.")
     hand_over(sub, levels)
-    del sub, out  # the forward tape is dropped here: only the inputs are kept
+    sub.tape.clear()  # the forward tape is dropped here: only the inputs are kept
+    sub.shapes.clear()
+    trace.spent.append(sub)  # what f stored where it outlives the call raises until trace ends, then is plain
+    del sub, out
     forward_print = _fingerprint(y)
     params = list(trace.params.values())
     routes += [(len(args) + k, trace.param_box(p)) for k, p in enumerate(params)]
@@ -277,13 +280,15 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
             seeds = _seeds(out, sub, ybar)
             del out  # the recomputed output is not kept
             cts = backward(sub, seeds, once=True)
+            arg_cts = [_assemble(b, cts) if t else ZeroTangent() for b, t in zip(boxed, traced, strict=True)]
+            del boxed
+            release_escaped(sub)  # what the recomputation stored where it outlives it: plain values
         finally:
             for source, state in now:
                 set_random_state(source, state)
             np.random.set_state(global_now)
         param_cts = [cts[sub.param_boxes[id(p)]._zp_index] if id(p) in sub.param_boxes else ZeroTangent()
                      for p in params]
-        arg_cts = (_assemble(b, cts) if t else ZeroTangent() for b, t in zip(boxed, traced, strict=True))
         return (NoTangent(), *arg_cts, *param_cts)
 
     return trace.box(y, checkpointed_pullback, tuple(routes), len(args) + len(params))

@@ -33,8 +33,8 @@ from zygotepy._backward import backward, extract
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import (
     HANDLED,
-    NOT_FAST,
     RRULES,
+    DispatchedTrace,
     call,
     constant_of_params,
     out_position,
@@ -46,7 +46,18 @@ from zygotepy._dispatch import (
 from zygotepy._edge import check_arguments, owned_by_caller, to_user
 from zygotepy._errors import NotScalarError
 from zygotepy._runtime import python_target
-from zygotepy._trace import LEVELS, NO_RULE, Box, Trace, isolated, log_call, new_trace, primals_of, unbox_all
+from zygotepy._trace import (
+    LEVELS,
+    NO_RULE,
+    NOT_FAST,
+    Box,
+    Trace,
+    isolated,
+    log_call,
+    new_trace,
+    primals_of,
+    unbox_all,
+)
 from zygotepy._views import (
     as_before,
     note_view,
@@ -67,7 +78,7 @@ class Config(rc.RuleConfig, rc.HasReverseMode, rc.NoForwardsMode):
 CONFIG = Config()
 
 
-class ReverseTrace(Trace):
+class ReverseTrace(DispatchedTrace):
     """A trace that records: a call with an rrule becomes a tape node holding its pullback."""
 
     __slots__ = ("direct",)
@@ -524,10 +535,11 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
     any other leaf goes through :func:`to_user`. An array is handed out only if nothing else holds
     it (:func:`~zygotepy._edge.owned_by_caller`): the user may write into it."""
     t = type(boxed)
-    if t is Box:
-        ct = cts[boxed._zp_index]
+    if t is Box or t is _Slot:
+        index = boxed._zp_index if t is Box else boxed.position
+        ct = cts[index]
         if type(ct) is Thunk:  # (kept in the list too: owned_by_caller counts that reference)
-            ct = cts[boxed._zp_index] = ct.unthunk()
+            ct = cts[index] = ct.unthunk()
         tp = type(primal)
         if tp is np.ndarray:
             if type(ct) is np.ndarray and ct.dtype == primal.dtype and primal.dtype.kind in "fc":
@@ -568,21 +580,52 @@ def _check_scalar(f: Any, y: Any) -> None:
 
 
 def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
+    return _seeds_at(_seed_slots(out, trace), ybar)
+
+
+def _seed_slots(out: Any, trace: Trace) -> list[tuple[Any, int, Any]]:
+    """Where each traced leaf of ``out`` sits: its path in ``out`` (``None``: ``out`` itself), its
+    tape index and its plain value; what seeds a sweep, without holding ``out``'s boxes."""
     _, route = unbox(out, trace)
     if route is None:
         return []
     if type(route) is Box:
-        return [(route._zp_index, _seed_for(route, ybar))]
-    return [(box._zp_index, _seed_for(box, extract(ybar, path))) for path, box in route]
+        return [(None, route._zp_index, unbox_all(route._zp_value))]
+    return [(path, box._zp_index, unbox_all(box._zp_value)) for path, box in route]
 
 
-def _seed_for(box: Box, ybar: Any) -> Any:
+def _seeds_at(slots: list[tuple[Any, int, Any]], ybar: Any) -> list[tuple[int, Any]]:
+    return [(index, _seed_value(value, ybar if path is None else extract(ybar, path)))
+            for path, index, value in slots]
+
+
+def _seed_value(value: Any, ybar: Any) -> Any:
+    """The seed ``ybar`` of an output whose plain value is ``value``, projected onto it."""
     if ybar is None or isinstance(ybar, AbstractZero):
         return ZeroTangent()
-    value = unbox_all(box._zp_value)  # a constant seed's projection depends on the type alone
     if type(ybar) is float and (type(value) is float or type(value) is np.float64):
         return type(value)(ybar)  # gradient's seed for a real scalar output: already projected
     return call(rc.ProjectTo(value), ybar)  # (a list's projector from the list, not an outer box of it)
+
+
+class _Slot(NamedTuple):
+    """A traced argument's place on the tape: what ``pullback``'s ``back`` keeps instead of the
+    argument's box, which the end of the forward pass replaces by its value wherever ``f``
+    stored it (:func:`~zygotepy._views.release_escaped`)."""
+
+    position: int  # on the tape
+
+
+def _slots(boxed: Any) -> Any:
+    """``boxed`` (the traced arguments) with each box as its :class:`_Slot`, in new containers."""
+    t = type(boxed)
+    if t is Box:
+        return _Slot(boxed._zp_index)
+    if t is tuple or t is list:
+        return t(_slots(v) for v in boxed)
+    if t is dict:
+        return {k: _slots(v) for k, v in boxed.items()}
+    return None
 
 
 def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
@@ -596,7 +639,7 @@ def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected:
     with new_trace(ReverseTrace, params) as trace:
         boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
                       for i, a in enumerate(args))
-        out = settle(LEVELS.get(), call(f, *boxed, **kwargs), call)
+        out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 
 
@@ -637,6 +680,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
     check_keywords("pullback", f, kwargs)
     trace, result = _vjp(f, args, has_aux, kwargs)
     written = write_back_keeping(trace)  # f's writes into arrays, as NumPy leaves them
+    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
     if not written:
         return result
     sweep = result[1]
@@ -659,14 +703,18 @@ def _vjp(f: Any, args: tuple[Any, ...], has_aux: bool, kwargs: dict[str, Any]) -
                             f"(y, aux), but it returned {type(unbox_all(out)).__name__}")
         main = out[0]
 
+    y = unbox(main, trace)[0]
+    result = (y, unbox(out[1], trace)[0]) if has_aux else (y,)
+    seeds, slots = _seed_slots(main, trace), _slots(boxed)  # (back holds no box: see _Slot)
+    del out, main, boxed
+
     def back(ybar: Any) -> Any:
         if implicit:
-            return _grads_from(trace, main, args[0], ybar=ybar)
-        cts = isolated(backward, trace, _seeds(main, trace, ybar))
-        return tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
+            return _grads_from(trace, _seeds_at(seeds, ybar), args[0])
+        cts = isolated(backward, trace, _seeds_at(seeds, ybar))
+        return tuple(user_gradient(b, a, cts) for b, a in zip(slots, args, strict=True))
 
-    y = unbox(main, trace)[0]
-    return trace, ((y, back, unbox(out[1], trace)[0]) if has_aux else (y, back))
+    return trace, (result[0], back, *result[1:])
 
 
 def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradient") -> tuple[int, ...] | None:
@@ -819,7 +867,8 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
         trace, _, out = _run_traced(f, (), {}, None, args[0].by_id())  # (the caller isolated it)
         loss = _loss(f, out, tuples)
         _check_scalar(f, loss)
-        result = WithGradient(unbox(out, trace)[0], _grads_from(trace, loss, args[0], once=True))
+        result = WithGradient(unbox(out, trace)[0], _grads_from(
+            trace, _seeds(loss, trace, 1.0), args[0], once=True))
         write_back(trace)
         del out, loss
         release_escaped(trace)
@@ -1128,8 +1177,8 @@ class Grads(Mapping[Any, Any]):
         return f"Grads({len(self)} parameters)"
 
 
-def _grads_from(trace: Trace, out: Any, ps: Params, once: bool = False, ybar: Any = 1.0) -> Grads:
-    cts = backward(trace, _seeds(out, trace, ybar), once)
+def _grads_from(trace: Trace, seeds: list[tuple[int, Any]], ps: Params, once: bool = False) -> Grads:
+    cts = backward(trace, seeds, once)
     grads = {}
     for p in ps:
         box = trace.param_boxes.get(id(p))

@@ -62,7 +62,7 @@ _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: modules: ``os.path``, ``codecs``).
 _AS_IS = (*_package_dirs(("logging",)), os.path.abspath(inspect.__file__), "<frozen ")
 #: Standard-library functions run as they are: copying reaches a traced value's own
-#: ``__copy__``/``__deepcopy__`` (:mod:`zygotepy._box`), which copies it differentiably.
+#: ``Box.__copy__``/``Box.__deepcopy__``, which copies it differentiably.
 _AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
 
 
@@ -95,7 +95,7 @@ def _shared(levels: tuple[Any, ...], x: Any, refs: int) -> bool:
     """Whether another reference may see the array ``x`` (``refs`` references, counted in a
     runtime helper): an alias, a container, the array it is a view of, or a view of it."""
     v = unbox_all(x)
-    return type(v) is np.ndarray and (
+    return isinstance(v, np.ndarray) and (  # (a subclass's write is then refused: _views.write)
         refs > _LOCAL_ONLY_REFCOUNT or v.base is not None or _views.shadowed(levels, v))
 
 
@@ -107,7 +107,7 @@ _INPLACE_DUNDERS = {operator.add: "__iadd__", operator.sub: "__isub__", operator
 def _write(levels: tuple[Any, ...], target: Any, index: Any, value: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
     owning ``target``'s memory, never in place (:mod:`zygotepy._views`)."""
-    _views.write(levels, target, index, value, _dispatch.call)
+    _views.write(levels, target, index, value)
 
 
 def store(container: Any, index: Any, value: Any) -> None:
@@ -116,7 +116,7 @@ def store(container: Any, index: Any, value: Any) -> None:
     refused if they would hide a gradient otherwise."""
     levels = LEVELS.get()
     if levels and type(container) is np.flatiter:  # a.flat[i] = v: a write into a
-        _views.FlatIndexer(container.base, _dispatch.call)[index] = value
+        _views.FlatIndexer(container.base)[index] = value
         return
     method = _python_setitem(container) if levels else None
     if method is not None:
@@ -181,7 +181,7 @@ def param(x: Any) -> Any:
     if type(x) is np.ndarray:
         levels = LEVELS.get()
         if levels and levels[-1].with_params:
-            x = _views.latest(levels, x, _dispatch.call)  # written through a view or an alias
+            x = _views.latest(levels, x)  # written through a view or an alias
             if type(x) is np.ndarray:
                 for trace in reversed(levels):
                     if trace.params.get(id(x)) is x:
@@ -195,9 +195,9 @@ def compare(op: Any, a: Any, b: Any) -> Any:
     levels = LEVELS.get()
     if levels and levels[-1].with_params:
         if type(a) is np.ndarray:
-            a = _views.latest(levels, a, _dispatch.call)
+            a = _views.latest(levels, a)
         if type(b) is np.ndarray:
-            b = _views.latest(levels, b, _dispatch.call)
+            b = _views.latest(levels, b)
     return op(a, b)
 
 
@@ -209,7 +209,7 @@ def attribute(x: Any, name: str) -> Any:
     if tx is np.ndarray:
         levels = LEVELS.get()
         if levels and name == "flat":
-            return _views.flat_of(levels, x, _dispatch.call)
+            return _views.flat_of(levels, x)
         if levels and levels[-1].with_params:
             x = param(x)
         return getattr(x, name)
@@ -328,7 +328,7 @@ def getitem(x: Any, index: Any) -> Any:
     elif tx is np.flatiter:  # a.flat[i] of an array written through a view: its current value
         levels = LEVELS.get()
         if levels and _views.shadowed(levels, x.base):
-            return _views.FlatIndexer(x.base, _dispatch.call)[index]
+            return _views.FlatIndexer(x.base)[index]
     return _dispatch.call(operator.getitem, x, index)
 
 
@@ -617,7 +617,7 @@ def _in_place(fn: Any, functional: Any) -> Any:
                 type(target) is np.ndarray and _views.shadowed(levels, target)):
             fn(target, *args, **kwargs)
             return
-        current = param(_views.latest(levels, target, _dispatch.call))
+        current = param(_views.latest(levels, target))
         _write(levels, target, None, _dispatch.call(functional, current, *args, **kwargs))
 
     return write

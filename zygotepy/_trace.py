@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import gc
+import operator
 import sys
 import threading
 import types
@@ -22,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from rulescore._checks import callable_name, checks_enabled
+from zygotepy._errors import UntraceableError, unseen_code, user_code
 
 #: Attributes read straight off the primal: they carry no derivative and are hot.
 PLAIN_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides",
@@ -67,7 +69,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "shapes", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "spent", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -96,6 +98,9 @@ class Trace:
         #: tape index -> shape, for every node whose value is an array: the sweep refuses a
         #: cotangent of another shape (a rule's mistake, which summing back would hide)
         self.shapes: dict[int, tuple[int, ...]] = {}
+        #: traces that ran and ended inside this one, whose values the function may have stored where
+        #: they outlive it (a checkpointed forward pass): released with this trace's own
+        self.spent: list[Trace] = []
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""
@@ -123,6 +128,27 @@ class Trace:
     def python_target(self, fn: Any, params: bool) -> Any:
         """What runs a Python function without a rule so that its calls come back to the
         dispatcher, or ``None`` (defined by each kind)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
+
+    # What a box's operations ask of the innermost trace: the dispatcher, which sits above this
+    # module, answers them (``zygotepy._dispatch.DispatchedTrace``, the base of every kind).
+    def call(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``fn(*args, **kwargs)`` the way the engine differentiates it (rewritten code's call)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
+
+    def traced(self, levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               recurse: bool) -> Any:
+        """``fn(*args, **kwargs)`` with a traced value involved (``recurse``: a Python function
+        without a rule may be differentiated through; False for NumPy's protocols)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
+
+    def resolve(self, levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                recurse: bool) -> Any:
+        """:meth:`traced` past this trace's ``fast_path`` (which a box's operator tried itself)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
+
+    def attribute(self, box: Box, name: str) -> Any:
+        """``box.name`` for an attribute that may carry a derivative or run Python code."""
         raise NotImplementedError(f"{type(self).__name__} is not a trace kind")
 
     def box(self, value: Any, pullback: Any = None, routes: tuple[Any, ...] = (), nargs: int = 0) -> Box:
@@ -268,16 +294,127 @@ class new_trace:  # noqa: N801  (used as a function: ``with new_trace(kind) as t
         LEVELS.reset(self.token)
 
 
+#: What a trace's ``fast_path`` returns for a call it leaves to the full path.
+NOT_FAST: Any = object()
+
+
+def escaped() -> str:
+    """The error for a traced value used outside its differentiation, naming the user's code."""
+    return (f"a traced value was used in {user_code()} where its differentiation is not active (it "
+            "finished, it runs in another thread, or this is the body of a rule or checkpoint it "
+            "belongs to). Pass the value as an argument instead of capturing it; to keep a value "
+            "for after the differentiation (a log, a history), store zygotepy.dropgrad(value), "
+            "its plain value")
+
+
+def dispatch(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` through the innermost active trace's dispatcher (a plain call when
+    none is active): how the modules below the dispatcher call it.
+
+    Example:
+        >>> dispatch(max, 1.0, 2.0)  # no differentiation active: a plain call
+        2.0
+    """
+    levels = LEVELS.get()
+    if not levels:
+        return fn(*args, **kwargs)
+    return levels[-1].call(fn, args, kwargs)
+
+
+def dispatch_from_box(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` for an operation a box received itself (an attribute, an index, a
+    call): refused when the box's differentiation is no longer active."""
+    levels = LEVELS.get()
+    if not levels:
+        raise UntraceableError(escaped())
+    return levels[-1].traced(levels, fn, args, kwargs, True)
+
+
+def _binary(op: Any, name: str, reflected: bool = False) -> Any:
+    """A box's operator method: the innermost trace's fast path (most of the calls a program
+    makes are operators: one Python frame less per operation), else the dispatcher's full path."""
+    def method(self: Box, other: Any) -> Any:
+        levels = LEVELS.get()
+        if not levels:
+            raise UntraceableError(escaped())
+        args = (other, self) if reflected else (self, other)
+        top = levels[-1]
+        fast = top.fast_path
+        if fast is not None:
+            y = fast(op, args, top)
+            if y is not NOT_FAST:
+                return y
+        return top.resolve(levels, op, args, {}, True)
+
+    method.__name__, method.__qualname__ = name, f"Box.{name}"
+    return method
+
+
+def _unary(op: Any, name: str) -> Any:
+    def method(self: Box) -> Any:
+        levels = LEVELS.get()
+        if not levels:
+            raise UntraceableError(escaped())
+        top = levels[-1]
+        fast = top.fast_path
+        if fast is not None:
+            y = fast(op, (self,), top)
+            if y is not NOT_FAST:
+                return y
+        return top.resolve(levels, op, (self,), {}, True)
+
+    method.__name__, method.__qualname__ = name, f"Box.{name}"
+    return method
+
+
+def _refuse(kind: str, name: str) -> Any:
+    """A conversion that would drop the gradient where the engine does not see it: it raises."""
+    def method(self: Box, *args: Any, **kwargs: Any) -> Any:
+        where, why = unseen_code()
+        raise UntraceableError(
+            f"a traced value was converted to a plain {kind} inside {where}, so its gradient would be "
+            f"lost. That code runs as it is: {why}. Register an rrule for the function that does the "
+            f"conversion (@rulescore.rrule.register(fn)), or call it on values that are not "
+            f"differentiated (zygotepy.dropgrad(x)).")
+
+    method.__name__, method.__qualname__ = name, f"Box.{name}"
+    return method
+
+
+def _refuse_plain_out(fn: Any, kwargs: dict[str, Any]) -> None:
+    """NumPy hands a box its protocols only from code the engine did not rewrite (rewritten code
+    calls through the dispatcher). A write of a traced value into a plain array's memory there
+    (``acc += x``, ``out=acc``) cannot be followed: that code reads ``acc`` afterwards as it is."""
+    out = kwargs.get("out")
+    targets = out if type(out) is tuple else (out,)
+    if any(type(t) is np.ndarray for t in targets):
+        where, why = unseen_code()
+        raise UntraceableError(
+            f"{callable_name(fn)} writes a traced value into a plain array (out=, or an in-place "
+            f"operator such as +=) inside {where}, which runs as it is: {why}. The array's later reads "
+            "there would not see the traced value, so the result and its gradient would be wrong. Build "
+            "a new array instead (acc = acc + x), or call that code explicitly from the differentiated "
+            "function.")
+
+
+#: Attributes NumPy reads to take a box's memory: refused, so it reaches ``__array__``, which raises.
+_NUMPY_EXPORTS = frozenset({"__array_interface__", "__array_struct__"})
+
+
 class Box:
     """A traced value: the primal ``value`` plus its node on a trace's tape.
 
     ``isinstance`` sees the primal's class (``box.__class__`` is forwarded), so user code and
-    rules that check types keep working; ``type(box)`` is still ``Box``. Operators, NumPy
-    functions, attribute access and indexing all route through the dispatcher.
+    rules that check types keep working; ``type(box)`` is still ``Box``. Every operation routes
+    to the innermost trace's dispatcher: binary operators (and their reflections), unary
+    operators, NumPy's ``__array_ufunc__`` and ``__array_function__`` protocols, indexing,
+    iteration, calls and attribute access. Conversions that would silently drop the gradient
+    outside rewritten code (``__float__``, ``__complex__``, ``__array__``) raise instead.
     """
 
     __slots__ = ("_zp_value", "_zp_trace", "_zp_index", "_zp_tangents")
     _zp_tangents: Any  # forward mode's tangents, set only on forward traces' boxes
+    __array_priority__ = 1000  # NumPy defers to the box's reflected operators
 
     def __init__(self, value: Any, trace: Trace, index: int) -> None:
         self._zp_value = value
@@ -288,17 +425,144 @@ class Box:
     def __class__(self) -> Any:  # noqa: F811
         return self._zp_value.__class__
 
+    __add__, __radd__ = _binary(operator.add, "__add__"), _binary(operator.add, "__radd__", True)
+    __sub__, __rsub__ = _binary(operator.sub, "__sub__"), _binary(operator.sub, "__rsub__", True)
+    __mul__, __rmul__ = _binary(operator.mul, "__mul__"), _binary(operator.mul, "__rmul__", True)
+    __truediv__ = _binary(operator.truediv, "__truediv__")
+    __rtruediv__ = _binary(operator.truediv, "__rtruediv__", True)
+    __floordiv__ = _binary(operator.floordiv, "__floordiv__")
+    __rfloordiv__ = _binary(operator.floordiv, "__rfloordiv__", True)
+    __mod__, __rmod__ = _binary(operator.mod, "__mod__"), _binary(operator.mod, "__rmod__", True)
+    __pow__, __rpow__ = _binary(operator.pow, "__pow__"), _binary(operator.pow, "__rpow__", True)
+    __matmul__ = _binary(operator.matmul, "__matmul__")
+    __rmatmul__ = _binary(operator.matmul, "__rmatmul__", True)
+    __and__, __rand__ = _binary(operator.and_, "__and__"), _binary(operator.and_, "__rand__", True)
+    __or__, __ror__ = _binary(operator.or_, "__or__"), _binary(operator.or_, "__ror__", True)
+    __xor__, __rxor__ = _binary(operator.xor, "__xor__"), _binary(operator.xor, "__rxor__", True)
+    __lshift__ = _binary(operator.lshift, "__lshift__")
+    __rlshift__ = _binary(operator.lshift, "__rlshift__", True)
+    __rshift__ = _binary(operator.rshift, "__rshift__")
+    __rrshift__ = _binary(operator.rshift, "__rrshift__", True)
+    __divmod__, __rdivmod__ = _binary(divmod, "__divmod__"), _binary(divmod, "__rdivmod__", True)
+    __lt__, __le__ = _binary(operator.lt, "__lt__"), _binary(operator.le, "__le__")
+    __gt__, __ge__ = _binary(operator.gt, "__gt__"), _binary(operator.ge, "__ge__")
+    __eq__, __ne__ = _binary(operator.eq, "__eq__"), _binary(operator.ne, "__ne__")
+    __neg__, __pos__ = _unary(operator.neg, "__neg__"), _unary(operator.pos, "__pos__")
+    __abs__, __invert__ = _unary(operator.abs, "__abs__"), _unary(operator.invert, "__invert__")
+
+    __float__ = _refuse("float", "__float__")
+    __complex__ = _refuse("complex", "__complex__")
+    __array__ = _refuse("NumPy array", "__array__")
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        return self._protocol(fn, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
+        return self._protocol(func, args, kwargs)
+
+    @staticmethod
+    def _protocol(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A NumPy function NumPy handed to the box: differentiated, never run as Python."""
+        _refuse_plain_out(fn, kwargs)
+        levels = LEVELS.get()
+        if not levels:
+            raise UntraceableError(escaped())
+        return levels[-1].traced(levels, fn, args, kwargs, False)
+
+    def __getitem__(self, index: Any) -> Any:
+        return dispatch_from_box(operator.getitem, self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise UntraceableError(
+            f"in-place assignment into a traced value inside {user_code()} is not differentiable "
+            "here (the target is not a local name, so it cannot be rebound to the updated array); "
+            "assign to a local name first (`y = obj.buf; y[i] = v`) or build a new array, e.g. with "
+            "np.where or np.concatenate"
+        )
+
+    def __iter__(self) -> Any:
+        value = self._zp_value
+        if isinstance(value, dict):
+            return iter(value)
+        return (self[i] for i in range(len(value)))
+
+    def __len__(self) -> int:
+        return len(self._zp_value)
+
+    def __bool__(self) -> bool:
+        return bool(unbox_all(self))
+
+    def __index__(self) -> int:
+        return operator.index(unbox_all(self))
+
+    def __int__(self) -> int:
+        return int(unbox_all(self))
+
+    def __str__(self) -> str:
+        return str(unbox_all(self))
+
+    def __repr__(self) -> str:
+        return f"Traced({unbox_all(self)!r}, level={self._zp_trace.level})"
+
+    def __format__(self, spec: str) -> str:
+        return format(unbox_all(self), spec)
+
+    def __hash__(self) -> int:
+        """Integers, strings and bytes keep their value's hash, so traced ones still index tables.
+        Any other traced value refuses, as JAX's tracers do: a lookup keyed on it would be decided
+        by its value (a hash by identity misses equal keys; a hash by value answers with a
+        constant), and the gradient through that choice would be lost."""
+        value = unbox_all(self)
+        if isinstance(value, (int, np.integer, str, bytes)):
+            return hash(value)
+        raise TypeError(
+            f"a traced {type(value).__name__} is used as a dictionary key or set member inside "
+            f"{user_code()}; which entry is found would depend on its value, which differentiation "
+            "cannot follow. Look it up by its plain value, zygotepy.dropgrad(x) (no gradient flows "
+            "through the lookup), or compare values explicitly (x == key)")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _NUMPY_EXPORTS:
+            raise AttributeError(name)  # NumPy must reach __array__, which refuses, not read the buffer
+        if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
+            return getattr(unbox_all(self), name)
+        levels = LEVELS.get()
+        if not levels:
+            raise UntraceableError(escaped())
+        return levels[-1].attribute(self, name)
+
+    def __copy__(self) -> Any:
+        """``copy.copy``/``copy.deepcopy`` of a traced value: an array is copied by ``np.copy``
+        (its gradient flows to the original); a number is immutable and is its own copy."""
+        value = unbox_all(self)
+        if isinstance(value, np.ndarray):
+            return dispatch_from_box(np.copy, self)
+        if isinstance(value, (int, float, complex, np.generic)):
+            return self
+        raise UntraceableError(
+            f"copying a traced {type(value).__name__} inside {user_code()} is not differentiable here; "
+            "copy its fields one by one, or build a new object from them")
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return self.__copy__()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return dispatch_from_box(self, *args, **kwargs)
+
 
 class BoundBoxMethod:
     """A C-level method of the primal's class bound to a box (``box.sum``): calling it dispatches
-    ``type(primal).sum(box, ...)`` so the method's rule applies (``__call__`` is installed by
-    :mod:`zygotepy._box`, with the rest of the box's behaviour)."""
+    ``type(primal).sum(box, ...)`` so the method's rule applies."""
 
     __slots__ = ("__func__", "__self__")
 
     def __init__(self, func: Any, box: Box) -> None:
         self.__func__ = func
         self.__self__ = box
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return dispatch_from_box(self.__func__, self.__self__, *args, **kwargs)
 
 
 def primals_of(args: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -32,7 +32,7 @@ import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules.indexing import setindex
 from zygotepy._errors import UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, Trace, opaque_callable, unbox_all
+from zygotepy._trace import LEVELS, Box, Trace, dispatch, opaque_callable, unbox_all
 
 #: Marks an owner whose traced value is unknown (two different boxes hold it).
 _UNKNOWN: Any = None
@@ -141,6 +141,14 @@ def _refuse_view(v: np.ndarray, why: str) -> UntraceableError:
         "functionally (np.where, np.concatenate)")
 
 
+def _refuse_subclass(v: np.ndarray) -> UntraceableError:
+    return UntraceableError(
+        f"inside {user_code()}, a traced value is written in place into a {type(v).__name__} (a subclass "
+        "of np.ndarray, such as np.memmap): the engine follows in-place writes only in plain arrays, so "
+        "the other references to it would not see the write. Pass a plain array over the same data "
+        "(np.asarray(x)), or build the new value functionally (x = x * 3.0, np.where)")
+
+
 def _where(v: np.ndarray, own: np.ndarray) -> Any:
     where = positions(v, own)
     if where is None:
@@ -228,10 +236,10 @@ def locate(levels: tuple[Trace, ...], target: Any) -> tuple[np.ndarray, Any, Any
     return own, own, _where(v, own)
 
 
-def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: Any) -> None:
+def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any) -> None:
     """``target[index] = value`` (``index`` ``None``: all of it) into the traced value of the array
-    owning ``target``'s memory, never in place; ``call`` is the dispatcher's (an implicit
-    parameter's array becomes its box there). A read-only array refuses the write, as NumPy does.
+    owning ``target``'s memory, never in place (through the dispatcher: an implicit parameter's
+    array becomes its box there). A read-only array refuses the write, as NumPy does.
 
     Example:
         >>> import numpy as np, zygotepy as zp
@@ -244,6 +252,8 @@ def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: 
         Traceback (most recent call last):
         ValueError: assignment destination is read-only
     """
+    if type(unbox_all(target)) is not np.ndarray:
+        raise _refuse_subclass(unbox_all(target))
     home, current, where = locate(levels, target)  # (a view the engine cannot follow is refused first)
     if not unbox_all(target).flags.writeable:
         raise ValueError("assignment destination is read-only")
@@ -253,16 +263,15 @@ def write(levels: tuple[Trace, ...], target: Any, index: Any, value: Any, call: 
         index = ... if index is None else index
     else:
         index = where if index is None else tuple(p[index] for p in where)
-    record_write(levels, home, call(setindex, current, index, value))
+    record_write(levels, home, dispatch(setindex, current, index, value))
 
 
-def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               call: Any) -> Any:
+def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, out=o, where=w)`` (``fn`` a ufunc, a ufunc's ``reduce``, ``accumulate`` ..., or
     any other function writing into ``out=``: ``np.dot``, ``np.clip``, ``np.sum``) with a traced
     value involved: the result (kept from ``o`` where a ufunc's ``w`` is
     False) written into the traced value of ``o`` (:func:`write`), and ``o`` returned, as NumPy
-    returns it. ``call`` is the dispatcher's."""
+    returns it."""
     method = type(fn) is not np.ufunc
     if not method and len(args) > fn.nin:  # out given positionally
         args, kwargs = args[:fn.nin], {**kwargs, "out": args[fn.nin]}
@@ -279,10 +288,10 @@ def ufunc_into(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs
             f"inside {user_code()}, {callable_name(fn)} writes a traced value into out= "
             f"{'arrays' if len(targets) != 1 else 'an array of ' + str(unbox_all(target).dtype)}, "
             "where its derivative would be lost: use the returned value (drop out=) instead")
-    value = call(fn, *args, **kwargs)
+    value = dispatch(fn, *args, **kwargs)
     if where is not True:
-        value = call(np.where, where, value, latest(levels, target, call))
-    write(levels, target, None, value, call)
+        value = dispatch(np.where, where, value, latest(levels, target))
+    write(levels, target, None, value)
     return out
 
 
@@ -308,9 +317,9 @@ def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:
         t.fast_path = None
 
 
-def latest(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
+def latest(levels: tuple[Trace, ...], a: Any) -> Any:
     """The current traced value of the array ``a`` (or a box of one) after writes through views
-    and aliases, or ``a`` itself when none reached it; ``call`` is the dispatcher's."""
+    and aliases, or ``a`` itself when none reached it."""
     while True:
         v = unbox_all(a)
         if type(v) is not np.ndarray:
@@ -328,50 +337,50 @@ def latest(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
             if own is not None and own is not v:
                 entry = shadows.get(id(own))
                 if entry is not None and entry[0] is own:
-                    new = _view_of(trace, v, own, entry[1], call)
+                    new = _view_of(trace, v, own, entry[1])
                     break
         if new is None or new is a:
             return a
         a = new
 
 
-def _view_of(trace: Trace, v: np.ndarray, own: np.ndarray, current: Any, call: Any) -> Any:
+def _view_of(trace: Trace, v: np.ndarray, own: np.ndarray, current: Any) -> Any:
     """The part of ``own``'s traced value ``current`` that its view ``v`` shows: a view of it
     when slices give ``v``, so a write through it reaches ``own``; else a copy, marked held by
     no known value, so a write through it is refused rather than lost."""
     index = basic_index(v, own)
     if index is not None:
-        return call(operator.getitem, current, index)
-    part = call(operator.getitem, current, _where(v, own))
+        return dispatch(operator.getitem, current, index)
+    part = dispatch(operator.getitem, current, _where(v, own))
     value = unbox_all(part)
     if type(value) is np.ndarray:
         trace.owners[id(value)] = (value, _UNKNOWN)
     return part
 
 
-def settle(levels: tuple[Trace, ...], out: Any, call: Any) -> Any:
+def settle(levels: tuple[Trace, ...], out: Any) -> Any:
     """A differentiated function's output with every array in it (through tuples, lists, dicts
     and objects' fields) replaced by its current traced value (see :func:`latest`)."""
     if not any(t.shadows for t in levels):
         return out
-    return _settle(levels, out, call, set())
+    return _settle(levels, out, set())
 
 
-def _settle(levels: tuple[Trace, ...], out: Any, call: Any, seen: set[int]) -> Any:
+def _settle(levels: tuple[Trace, ...], out: Any, seen: set[int]) -> Any:
     t = type(out)
     if t is np.ndarray or t is Box:
-        return latest(levels, out, call)
+        return latest(levels, out)
     if isinstance(out, _LEAVES) or opaque_callable(out) or id(out) in seen:
         return out
     seen.add(id(out))
     if t is tuple or t is list:
-        return t(_settle(levels, v, call, seen) for v in out)
+        return t(_settle(levels, v, seen) for v in out)
     if t is dict:
-        return {k: _settle(levels, v, call, seen) for k, v in out.items()}
+        return {k: _settle(levels, v, seen) for k, v in out.items()}
     if not (hasattr(out, "__dict__") or hasattr(out, "__slots__")):
         return out
     fields = rc.fields_of(out)
-    updates = {k: new for k, v in fields.items() if (new := _settle(levels, v, call, seen)) is not v}
+    updates = {k: new for k, v in fields.items() if (new := _settle(levels, v, seen)) is not v}
     return rc.rebuild(out, updates) if updates else out
 
 
@@ -465,12 +474,17 @@ def release_escaped(trace: Trace) -> None:
     turn when it ends), as the arrays written are (:func:`write_back`); one held where it cannot
     be replaced (a tuple in a set, say) gets a warning naming where. A box of a finished trace
     would only raise at its next use. Implicit parameters' boxes (an attribute set to a
-    parameter inside the loss) are replaced by the parameter arrays, the same way.
+    parameter inside the loss) are replaced by the parameter arrays, the same way, and so are
+    the values of the traces that ended inside this one (:attr:`Trace.spent`).
 
     Finding them costs a few reference counts when nothing escaped: each live box refers to its
     trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
     a known number of times; the heap is searched only when a box is alive elsewhere.
     """
+    while trace.spent:
+        inner = trace.spent.pop()  # (a local: the reference count below expects the caller to hold one)
+        release_escaped(inner)
+        del inner
     own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
         if trace.owners or trace.shadows or trace.param_boxes else []
     held: dict[int, int] = {}
@@ -549,7 +563,7 @@ class FlatIndexer:
     an alias): the index map from ``a``'s positions in C order to its elements. Reading
     ``a.flat[i]`` indexes ``a``'s current traced value raveled; writing ``a.flat[i] = v`` (and the
     jitter idiom ``K.flat[::n + 1] += s``) is a functional write of those elements
-    (:func:`write_flat`), so every reference to ``a`` reads it. ``call`` is the dispatcher's.
+    (:func:`write_flat`), so every reference to ``a`` reads it.
 
     Example:
         >>> import numpy as np, zygotepy as zp
@@ -561,19 +575,18 @@ class FlatIndexer:
         (6.0,)
     """
 
-    __slots__ = ("array", "call")
+    __slots__ = ("array",)
 
-    def __init__(self, array: Any, call: Any) -> None:
+    def __init__(self, array: Any) -> None:
         self.array = array
-        self.call = call
 
     def _raveled(self) -> Any:
         levels = LEVELS.get()
-        current = latest(levels, self.array, self.call) if levels else self.array
-        return self.call(np.ravel, current)
+        current = latest(levels, self.array) if levels else self.array
+        return dispatch(np.ravel, current)
 
     def __getitem__(self, index: Any) -> Any:
-        return self.call(operator.getitem, self._raveled(), unbox_all(index))
+        return dispatch(operator.getitem, self._raveled(), unbox_all(index))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         levels = LEVELS.get()
@@ -581,11 +594,11 @@ class FlatIndexer:
                           and not shadowed(levels, self.array)):
             unbox_all(self.array).flat[index] = value  # nothing traced: in place, as NumPy does
             return
-        write_flat(levels, self.array, index, value, self.call)
+        write_flat(levels, self.array, index, value)
 
     def __iter__(self) -> Any:
         raveled = self._raveled()
-        return (self.call(operator.getitem, raveled, i) for i in range(len(self)))
+        return (dispatch(operator.getitem, raveled, i) for i in range(len(self)))
 
     def __len__(self) -> int:
         return int(np.size(unbox_all(self.array)))
@@ -597,7 +610,7 @@ class FlatIndexer:
 
     def copy(self) -> Any:
         """``a.flat.copy()``: a copy of ``a`` raveled."""
-        return self.call(np.copy, self._raveled())
+        return dispatch(np.copy, self._raveled())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         raise UntraceableError(
@@ -605,15 +618,15 @@ class FlatIndexer:
             "which would drop its derivative: use a.ravel() (or a.flat[...] to index it) instead")
 
 
-def flat_of(levels: tuple[Trace, ...], a: Any, call: Any) -> Any:
+def flat_of(levels: tuple[Trace, ...], a: Any) -> Any:
     """``a.flat`` in rewritten code: a :class:`FlatIndexer` when ``a`` is traced or has a traced
     value (written through a view or an alias), else NumPy's own ``np.flatiter``."""
     if type(a) is Box or (type(a) is np.ndarray and shadowed(levels, a)):
-        return FlatIndexer(a, call)
+        return FlatIndexer(a)
     return a.flat
 
 
-def write_flat(levels: tuple[Trace, ...], array: Any, index: Any, value: Any, call: Any) -> None:
+def write_flat(levels: tuple[Trace, ...], array: Any, index: Any, value: Any) -> None:
     """``array.flat[index] = value`` into ``array``'s traced value (:func:`write`): the flat index
     becomes the positions it selects, and ``value`` is repeated to fill them when it has fewer
     elements, as NumPy's flat assignment does."""
@@ -623,7 +636,7 @@ def write_flat(levels: tuple[Trace, ...], array: Any, index: Any, value: Any, ca
     given = np.shape(unbox_all(value))
     if given and given != np.shape(selected) and int(np.prod(given)) != np.size(selected):
         repeats = np.arange(np.size(selected)) % max(int(np.prod(given)), 1)
-        value = call(operator.getitem, call(np.ravel, value), repeats.reshape(np.shape(selected)))
+        value = dispatch(operator.getitem, dispatch(np.ravel, value), repeats.reshape(np.shape(selected)))
     elif given and given != np.shape(selected):
-        value = call(np.reshape, value, np.shape(selected))
-    write(levels, array, where, value, call)
+        value = dispatch(np.reshape, value, np.shape(selected))
+    write(levels, array, where, value)

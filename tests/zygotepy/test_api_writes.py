@@ -251,3 +251,85 @@ def test_a_plain_write_into_an_implicit_parameter_is_made_after_the_tape_is_read
     np.testing.assert_allclose(gs[W], fd(at, p0), rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(W, plain.p)
     assert held.p is W
+
+
+class Tagged(np.ndarray):
+    """A user's ndarray subclass (as np.memmap, astropy's Quantity and others are)."""
+
+
+def _tagged(values):
+    return np.array(values, dtype=float).view(Tagged)
+
+
+def _memmap(tmp_path, values):
+    m = np.memmap(tmp_path / "m.dat", dtype=float, mode="w+", shape=(len(values),))
+    m[:] = values
+    return m
+
+
+def _item_write(a):
+    a[0] = a[0] * 3.0
+    return np.sum(a * a)
+
+
+def _augmented(a):
+    a += 1.0
+    return np.sum(a * a)
+
+
+def _out_ufunc(a):
+    np.multiply(a, 3.0, out=a)
+    return np.sum(a * a)
+
+
+def _through_a_view(a):
+    head = a[:1]
+    head *= 2.0
+    return np.sum(a * a)
+
+
+def _plain_value(a):
+    y = np.sum(a * a)
+    a[1] = 5.0
+    return y + np.sum(a)
+
+
+def _copyto(a):
+    np.copyto(a, a * 2.0)
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("loss", [_item_write, _augmented, _out_ufunc, _through_a_view, _plain_value,
+                                  _copyto])
+@pytest.mark.parametrize("make", ["subclass", "memmap"])
+@pytest.mark.parametrize("entry", ["gradient", "jvp", "jacobian"])
+def test_a_write_into_an_ndarray_subclass_argument_is_refused_never_lost(tmp_path, loss, make, entry):
+    """The engine follows in-place writes in plain arrays only; into a subclass (np.memmap, a
+    user's) a write would be lost for the other references (the caller's array unchanged, or a
+    later read of the old value: a wrong gradient), so it refuses, naming the type and the fix."""
+    x = _tagged([1.0, 2.0]) if make == "subclass" else _memmap(tmp_path, [1.0, 2.0])
+    before = np.array(x)
+    run = {"gradient": lambda: zp.gradient(loss, x),
+           "jvp": lambda: zp.jvp(loss, (x,), (np.ones(2),)),
+           "jacobian": lambda: zp.jacobian(loss, x)}[entry]
+    with pytest.raises(TypeError, match=rf"{type(x).__name__} \(a subclass of np.ndarray.*np.asarray\(x\)"):
+        run()
+    assert np.array_equal(np.asarray(x), before)  # refused before anything was written
+
+
+@pytest.mark.parametrize("loss", [_item_write, _augmented, _out_ufunc, _copyto])
+def test_the_fix_the_refusal_names_gives_numpys_values_and_exact_gradients(loss):
+    """``np.asarray(x)``: a plain array over the subclass's memory, written back as NumPy writes."""
+    x = _tagged([1.0, 2.0])
+    expected = np.array(x, copy=True).view(np.ndarray)
+    g_fd = fd(lambda v: loss(v.copy()), expected.copy())
+    (g,) = zp.gradient(loss, np.asarray(x))
+    loss(expected)
+    assert np.allclose(g, g_fd, rtol=1e-6, atol=1e-6)
+    assert np.array_equal(np.asarray(x), expected)
+
+
+def test_a_subclass_argument_only_read_is_differentiated():
+    x = _tagged([0.5, -1.5])
+    (g,) = zp.gradient(lambda a: np.sum(np.sin(a) * a), x)
+    assert np.allclose(g, np.cos(x.view(np.ndarray)) * x.view(np.ndarray) + np.sin(x.view(np.ndarray)))

@@ -1,6 +1,7 @@
 """Writes through views and aliases (zygotepy._views): what NumPy refuses is refused."""
 
 import collections
+import types
 
 import numpy as np
 import pytest
@@ -194,6 +195,90 @@ def test_a_traced_value_in_a_tuple_is_replaced_where_the_tuple_is_held_or_named_
     with pytest.warns(UserWarning, match="traced value stored in a Immutable"):
         zp.gradient(f, 1.0)
     assert listed == [(3.0, "a")] and type(listed[0][0]) is float and logged["args"] == (1.0,)
+
+
+def _stores_everywhere(store):
+    """A loss that stores traced values where they outlive it: an attribute, a dict, a list, a
+    closure cell, its own argument list and its output list."""
+    last = None
+
+    def f(xs):
+        nonlocal last
+        store.state = xs[0] * 2.0
+        store.log["y"] = np.sin(xs[1])
+        store.history.append(xs[0] * xs[1])
+        store.args = xs
+        last = xs[1] + 1.0
+        out = [xs[0] * xs[1], np.cos(xs[1])]
+        store.out = out
+        return out
+
+    return f, lambda: last
+
+
+@pytest.mark.parametrize("has_aux", [False, True])
+def test_a_pullback_leaves_plain_values_where_f_stored_traced_ones_and_back_still_works(has_aux):
+    store = types.SimpleNamespace(log={}, history=[])
+    f, last = _stores_everywhere(store)
+    xs = [np.array([0.5, 1.5]), 2.0]
+    g = (lambda a: (f(a), "note")) if has_aux else f
+    y, back, *aux = zp.pullback(g, xs, has_aux=has_aux)
+    assert aux == (["note"] if has_aux else [])
+    plain = [store.state, store.log["y"], store.history[0], *store.args, last(), *store.out]
+    assert not any(type(v).__name__ == "Box" for v in plain)
+    np.testing.assert_allclose(store.history[0], xs[0] * 2.0)
+    assert store.state.sum() + 1.0 == pytest.approx(5.0)  # usable at once, not an escaped box
+    ybar = [np.array([1.0, -1.0]), 2.0]
+    for _ in range(2):  # back, called again, gives the same
+        ((ga, gb),) = back(ybar)
+        np.testing.assert_allclose(ga, xs[1] * ybar[0])
+        assert gb == pytest.approx(np.sum(xs[0] * ybar[0]) - 2.0 * np.sin(xs[1]))
+
+
+def test_a_pullback_of_implicit_parameters_leaves_plain_values_behind():
+    W = np.array([1.0, -2.0])
+    seen = {}
+
+    def loss():
+        seen["w2"] = W * W
+        return np.sum(W * W)
+
+    y, back = zp.pullback(loss, zp.params(W))
+    assert type(seen["w2"]) is np.ndarray
+    np.testing.assert_allclose(back(1.0)[W], 2.0 * W)
+
+
+def test_values_a_checkpointed_function_stores_are_plain_after_the_differentiation():
+    """The forward pass and the backward pass's recomputation both store traced values (a
+    checkpoint runs ``f`` twice, as PyTorch's does); after the outermost call every one is plain."""
+    store = types.SimpleNamespace(history=[])
+
+    def f(x):
+        store.state = x * 2.0
+        store.history.append(np.sin(x))
+        return np.sum(store.state * x)
+
+    x = np.array([0.5, 1.5])
+    for run in (lambda: zp.gradient(lambda v: zp.checkpointed(f, v), x),
+                lambda: zp.pullback(lambda v: zp.checkpointed(f, v), x)[1](1.0),
+                lambda: zp.gradient(lambda v: zp.gradient(lambda u: zp.checkpointed(f, u), v)[0].sum(), x)):
+        store.history.clear()
+        run()
+        assert [type(v) for v in (store.state, *store.history)] == [np.ndarray] * (1 + len(store.history))
+    np.testing.assert_allclose(zp.gradient(lambda v: zp.checkpointed(f, v), x)[0], 4.0 * x)
+
+
+def test_a_value_a_checkpointed_function_stored_raises_if_the_loss_reads_it():
+    """Its derivative was not kept (the checkpoint keeps only the returned value's): a read inside
+    the differentiation refuses rather than treating it as a constant."""
+    store = types.SimpleNamespace()
+
+    def f(x):
+        store.state = x * 2.0
+        return np.sum(x * x)
+
+    with pytest.raises(TypeError, match="differentiation is not active"):
+        zp.gradient(lambda v: zp.checkpointed(f, v) + np.sum(store.state), np.array([0.5, 1.5]))
 
 
 def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
