@@ -25,7 +25,8 @@ from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
 from zygotepy._adjoint_table import ADJOINTS
-from zygotepy._dispatch import RRULES, DispatchedTrace
+from zygotepy._caches import BoundedCache
+from zygotepy._dispatch import FRULES, RRULES, DispatchedTrace
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
@@ -254,7 +255,11 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     if not traced:
         return fn(*args)  # nothing traced: the rule would compute just this
     plain = tuple(primals)
-    rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
+    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
+    if sole is None or sole[0] != FRULES.version:
+        sole = (FRULES.version, FRULES.sole_rule(fn))
+        _SOLE_FRULES.put(fn, sole)
+    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     wrt = rule.wrt
@@ -267,6 +272,9 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
 
 
 _NO_KEYWORDS: dict[str, Any] = {}
+#: callable -> ``(FRULES.version, its sole frule or None)`` (see ``RuleTable.sole_rule``): the fast
+#: paths' frule without a registry lookup per call; bounded (callables may come and go).
+_SOLE_FRULES = BoundedCache(1024)
 
 
 def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
@@ -309,7 +317,11 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             primals.append(a)
             dots.append(_ZERO)
     plain = tuple(primals)
-    rule = rc.frule.lookup(fn, plain, FORWARD_CONFIG)
+    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
+    if sole is None or sole[0] != FRULES.version:
+        sole = (FRULES.version, FRULES.sole_rule(fn))
+        _SOLE_FRULES.put(fn, sole)
+    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body

@@ -407,3 +407,19 @@ def test_higher_derivatives_of_a_power_at_zero(power, mode):
         expected = math.factorial(n) / math.factorial(n - order) * 0.0 ** (n - order) if order <= n else 0.0
         assert (f(0.0) or 0.0) == pytest.approx(expected, abs=1e-12), order
         assert (f(np.float64(0.0)) or 0.0) == pytest.approx(expected, abs=1e-12), order
+
+
+def test_frules_registered_after_the_fast_path_cached_one_take_effect():
+    """jvp's fast path keeps a callable's sole frule until the frule table changes: a second frule
+    (for floats only, next to the first) is used at the next call, the first still on arrays."""
+
+    def cube(x):
+        return x * x * x
+
+    rc.rrule.register(cube)(lambda x: (cube(x), lambda g: (rc.NoTangent(), 3 * x * x * g)))
+    rc.frule.register(cube)(lambda dots, x: (cube(x), 30.0 * dots[1]))
+    assert zp.jvp(cube, (2.0,), (1.0,))[1] == 30.0  # the sole frule, now cached by the fast path
+    assert zp.jvp(cube, (2.0,), (1.0,))[1] == 30.0
+    rc.frule.register(cube, float)(lambda dots, x: (cube(x), 40.0 * dots[1]))
+    assert zp.jvp(cube, (2.0,), (1.0,))[1] == 40.0  # two frules: looked up by type
+    np.testing.assert_array_equal(zp.jvp(cube, (np.ones(2),), (np.ones(2),))[1], [30.0, 30.0])
