@@ -36,7 +36,6 @@ if workload.startswith("gp:"):
     run = lambda: zp.gradient(case.f, case.theta)
 else:
     import instructions
-    os.makedirs({tmp!r}, exist_ok=True)
     with open(os.path.join({tmp!r}, "bytecodes_workload.py"), "w") as fh:
         fh.write("import sys\\n" + instructions.WORKLOADS[workload])
     sys.path.insert(0, {tmp!r})
@@ -68,10 +67,12 @@ for key, n in ops.items():
 def counts(source: str, workload: str) -> dict[str, tuple[int, int]]:
     """Per function (``file:name``), ``(bytecodes, calls)`` of one call of ``workload``."""
     bench = os.path.dirname(os.path.abspath(__file__))
-    program = CHILD.format(source=source, bench=bench, root=os.path.dirname(bench), workload=workload,
-                           tmp=os.path.join(tempfile.gettempdir(), f"zygotepy_bytecodes_{os.getpid()}"))
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "RULESCORE_CHECKS": "0"}
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True)
+    with tempfile.TemporaryDirectory() as tmp:  # the workload's module (the rewriter reads its source)
+        program = CHILD.format(source=source, bench=bench, root=os.path.dirname(bench), workload=workload,
+                               tmp=tmp)
+        out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env,
+                             check=True)
     found: dict[str, tuple[int, int]] = collections.defaultdict(lambda: (0, 0))
     for line in out.stdout.splitlines():
         ops, calls, key = line.split(" ", 2)
