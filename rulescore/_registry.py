@@ -58,6 +58,12 @@ class Rule:
     #: (the rule contract, see ``plain_tangents``); ``True``: as ``ZeroTangent()``, which the
     #: frule handles itself (faster: it can skip the work).
     zero_tangents: bool = True
+    #: An rrule called with the primals alone (no ``RuleConfig``): an engine may run it as it is.
+    plain_rrule: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        plain = self.kind == "rule" and self.table == "rrule" and not self.config
+        object.__setattr__(self, "plain_rrule", plain)
 
     @property
     def non_differentiable(self) -> bool:

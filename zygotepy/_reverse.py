@@ -88,7 +88,7 @@ class ReverseTrace(DispatchedTrace):
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
-        #: whether a plain rrule (see :func:`_note_plain_rrule`) runs as it is, on this level's
+        #: whether a plain rrule (``Rule.plain_rrule``) runs as it is, on this level's
         #: primals: first order, no log, no checking mode
         self.direct = not outer and self.log is None and not self.checks
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
@@ -127,13 +127,13 @@ class ReverseTrace(DispatchedTrace):
         target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
         paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
         here."""
-        if rule in _PLAIN_RRULES and self.direct:  # the first-order hot path: no level switch
+        if rule.plain_rrule and self.direct:  # the first-order hot path: no level switch
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         else:
             if self.log is not None:
                 how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
                 log_call(self, fn, args, how, rule)
-            plain = (rule in _PLAIN_RRULES or _plain_rrule(rule)) and not self.checks
+            plain = rule.plain_rrule and not self.checks
             outer = self.outer
             if plain and not outer:  # first order, logging
                 y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
@@ -186,23 +186,6 @@ class ReverseTrace(DispatchedTrace):
     #: The rewritten ``fn`` (see :func:`zygotepy._runtime.python_target`), called directly: the
     #: dispatcher asks it of every Python function a nested level traces.
     python_target = staticmethod(python_target)
-
-
-#: Rules seen to be plain rrules (see :func:`_plain_rrule`): :meth:`ReverseTrace.process_rule` runs
-#: them as they are at first order after one set test. A rule object never changes; the set is
-#: emptied when it grows past its bound (registrations replace rule objects).
-_PLAIN_RRULES: set[rc.Rule] = set()
-
-
-def _plain_rrule(rule: rc.Rule) -> bool:
-    """Whether ``rule`` is an rrule called with the primals alone (no ``RuleConfig``), noted in
-    ``_PLAIN_RRULES`` if so."""
-    if rule.kind != "rule" or rule.table != "rrule" or rule.config:
-        return False
-    if len(_PLAIN_RRULES) >= 4096:
-        _PLAIN_RRULES.clear()
-    _PLAIN_RRULES.add(rule)
-    return True
 
 
 def _logging(traces: tuple[Trace, ...]) -> bool:
