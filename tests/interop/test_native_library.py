@@ -189,7 +189,15 @@ def test_native_under_jax(case: Case) -> None:
     _assert_tree_close(hess(*case.arrays), want)
     if case.name not in JAX_ALL_TRANSFORMS:
         return
-    _assert_tree_close(jax.jacfwd(jax.jacfwd(loss, argnums=argnums), argnums=argnums)(*case.arrays), want)
+    # forward over forward compiled whole; eagerly (each operation computed by NumPy, the rules' eager
+    # path) in one pair of directions: the full eager jacfwd(jacfwd) cost a JAX dispatch per operation
+    forward2 = jax.jit(jax.jacfwd(jax.jacfwd(loss, argnums=argnums), argnums=argnums))
+    _assert_tree_close(forward2(*case.arrays), want)
+    u, v = (tuple(np.cos(np.arange(a.size) + k).reshape(a.shape) for a in case.arrays) for k in (0, 1))
+    eager = jax.jvp(lambda *a: jax.jvp(loss, a, u)[1], case.arrays, v)[1]
+    second = sum(np.tensordot(v[i], np.tensordot(want[i][j], u[j], u[j].ndim), v[i].ndim)
+                 for i in argnums for j in argnums)  # v' H u from the compiled reference Hessian
+    np.testing.assert_allclose(eager, second, **CLOSE)
     batch = tuple(jnp.stack([a, 2 * a]) for a in case.arrays)  # vmap: one vectorized call
     _assert_tree_close(jax.vmap(jax.grad(loss, argnums=argnums))(*batch),
                        jax.jit(jax.vmap(jax.grad(ref, argnums=argnums)))(*batch))
