@@ -503,29 +503,28 @@ def release_escaped(trace: Trace) -> None:
     def finished(v: Any) -> bool:
         return type(v) is Box and v._zp_trace is trace
 
-    for box in escaped:
-        holders = gc.get_referrers(box)
-        for holder in holders:
-            if holder is escaped or id(holder) in internal:
-                continue
-            if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
-                attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
-                for key in [k for k, v in attributes.items() if finished(v)]:
-                    attributes[key] = attributes[key]._zp_value
-            elif isinstance(holder, list):
-                for i in [i for i, v in enumerate(holder) if finished(v)]:
-                    holder[i] = holder[i]._zp_value
-            elif isinstance(holder, types.CellType):
-                if finished(holder.cell_contents):
-                    holder.cell_contents = holder.cell_contents._zp_value
-            elif type(holder) is tuple and _replace(holder, tuple(
-                    v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
-                pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
-            elif not isinstance(holder, (types.FrameType, Box)):  # (a box: an inner level's value)
-                warnings.warn(
-                    f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
-                    "differentiation outlives it and cannot be replaced by its plain value there; its next "
-                    "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
+    holders = gc.get_referrers(*escaped)  # one search of the heap for all of them (each holder once)
+    for holder in holders:
+        if holder is escaped or id(holder) in internal:
+            continue
+        if isinstance(holder, dict) or isinstance(getattr(holder, "__dict__", None), dict):
+            attributes = holder if isinstance(holder, dict) else holder.__dict__  # (inline in 3.11+)
+            for key in [k for k, v in attributes.items() if finished(v)]:
+                attributes[key] = attributes[key]._zp_value
+        elif isinstance(holder, list):
+            for i in [i for i, v in enumerate(holder) if finished(v)]:
+                holder[i] = holder[i]._zp_value
+        elif isinstance(holder, types.CellType):
+            if finished(holder.cell_contents):
+                holder.cell_contents = holder.cell_contents._zp_value
+        elif type(holder) is tuple and _replace(holder, tuple(
+                v._zp_value if finished(v) else v for v in holder), (escaped, holders)):
+            pass  # a tuple (a log record's arguments, say): its holders hold a plain copy now
+        elif not isinstance(holder, (types.FrameType, Box)):  # (a box: an inner level's value)
+            warnings.warn(
+                f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
+                "differentiation outlives it and cannot be replaced by its plain value there; its next "
+                "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
 
 
 def _table_boxes(trace: Trace) -> list[Any]:
