@@ -62,7 +62,7 @@ from zygotepy._trace import (
     opaque_callable,
     unbox_all,
 )
-from zygotepy._views import FlatIndexer, latest, ufunc_into
+from zygotepy._views import FlatIndexer, latest, note_stored, ufunc_into
 
 #: Builtins that only move references around: they may see boxes and need no rule (those with
 #: rules for some argument types, ``sum`` of floats, run as they are when none applies).
@@ -362,6 +362,9 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
         if kind == "structural":
             return _structural(fn, args, kwargs)
         if kind == "reference" and fn not in _RRULE_PRIMALS and fn not in _FRULE_PRIMALS:
+            if args and type(args[0]) in MUTABLE_CONTAINERS:  # xs.append(box), d.update(k=box)
+                for v in (*args[1:], *kwargs.values()):
+                    note_stored(args[0], v)
             return fn(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)
@@ -632,6 +635,7 @@ def python_setattr(obj: Any, name: str, value: Any) -> None:
             call(setter, obj, value)
             return
     setattr(obj, name, value)
+    note_stored(obj, value)
 
 
 def python_delattr(obj: Any, name: str) -> None:

@@ -663,7 +663,7 @@ def pullback(f: Callable[..., Any], *args: Any, has_aux: bool = False, **kwargs:
     check_keywords("pullback", f, kwargs)
     trace, result = _vjp(f, args, has_aux, kwargs)
     written = write_back_keeping(trace)  # f's writes into arrays, as NumPy leaves them
-    release_escaped(trace)  # traced values f stored where they outlive the call: plain there
+    release_escaped(trace, kept=1)  # what f stored where it outlives the call: plain there (back keeps trace)
     if not written:
         return result
     sweep = result[1]

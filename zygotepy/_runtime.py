@@ -136,6 +136,7 @@ def store(container: Any, index: Any, value: Any) -> None:
             "or build a new array with np.where/np.concatenate"
         )
     container[index] = value
+    _views.note_stored(container, value)
 
 
 def setitem(x: Any, index: Any, value: Any) -> Any:
@@ -158,6 +159,7 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 
         return _dispatch.call(setindex, x, index, value)
     x[index] = value
+    _views.note_stored(x, value)
     return x
 
 

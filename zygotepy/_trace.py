@@ -69,7 +69,7 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "shapes", "spent", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -101,6 +101,9 @@ class Trace:
         #: traces that ran and ended inside this one, whose values the function may have stored where
         #: they outlive it (a checkpointed forward pass): released with this trace's own
         self.spent: list[Trace] = []
+        #: objects and containers rewritten code stored this trace's values into (id -> holder):
+        #: its end replaces them there without searching the heap
+        self.stored: dict[int, Any] = {}
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""

@@ -467,7 +467,7 @@ def hand_over(trace: Trace, levels: tuple[Trace, ...]) -> None:
         record_write(levels, home, new._zp_value if type(new) is Box and new._zp_trace is trace else new)
 
 
-def release_escaped(trace: Trace) -> None:
+def release_escaped(trace: Trace, kept: int = 0) -> None:
     """At the end of a differentiation: a traced value the call stored where it outlives the call
     (an object's attribute, a dict, a list, a closure cell) is replaced by its value there (plain
     at the outermost level; inside another differentiation, that one's traced value, replaced in
@@ -479,23 +479,28 @@ def release_escaped(trace: Trace) -> None:
 
     Finding them costs a few reference counts when nothing escaped: each live box refers to its
     trace, and the trace's own tables (implicit parameters, views, writes) hold some boxes, each
-    a known number of times; the heap is searched only when a box is alive elsewhere.
+    a known number of times; the heap is searched only when a box is alive elsewhere. ``kept``:
+    references to the trace the caller keeps on purpose (``pullback``'s ``back``).
     """
     while trace.spent:
         inner = trace.spent.pop()  # (a local: the reference count below expects the caller to hold one)
         release_escaped(inner)
         del inner
-    own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
-        if trace.owners or trace.shadows or trace.param_boxes else []
-    held: dict[int, int] = {}
-    for key in map(id, own):  # (no loop variable holding a box)
-        held[key] = held.get(key, 0) + 1
-    # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
-    # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
-    if sys.getrefcount(trace) <= 3 + len(held) and not any(
-            sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
-        return
-    del own
+    for searched_stores in (False, True):
+        own = [b for b in _table_boxes(trace) if type(b) is Box and b._zp_trace is trace] \
+            if trace.owners or trace.shadows or trace.param_boxes else []
+        held: dict[int, int] = {}
+        for key in map(id, own):  # (no loop variable holding a box)
+            held[key] = held.get(key, 0) + 1
+        # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
+        # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
+        if sys.getrefcount(trace) <= 3 + kept + len(held) and not any(
+                sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
+            return
+        del own
+        if searched_stores or not trace.stored:
+            break
+        _release_stored(trace)  # where rewritten code stored them: no search of the heap
     tables = (trace.param_boxes, trace.owners, trace.shadows)
     internal = {id(t) for t in tables} | {id(e) for t in tables[1:] for e in t.values()}
     escaped = [b for b in gc.get_referrers(trace) if type(b) is Box]
@@ -525,6 +530,61 @@ def release_escaped(trace: Trace) -> None:
                 f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                 "differentiation outlives it and cannot be replaced by its plain value there; its next "
                 "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
+
+
+def note_stored(holder: Any, value: Any) -> None:
+    """Rewritten code stored ``value`` into ``holder`` (an object's attribute, a container's
+    entry): if it is a traced value, or a tuple, list or dict holding one, its trace remembers
+    ``holder``, whose entries its end replaces without searching the heap (:func:`release_escaped`)."""
+    t = type(value)
+    if t is Box:
+        value._zp_trace.stored[id(holder)] = holder
+    elif t is tuple or t is list or t is dict:
+        for v in value.values() if t is dict else value:
+            if type(v) is Box:
+                v._zp_trace.stored[id(holder)] = holder
+                return
+
+
+def _release_stored(trace: Trace) -> None:
+    """Replace ``trace``'s values in the attributes and entries of the holders it noted (and one
+    level down, in tuples, lists and dicts there) by their values (see :func:`release_escaped`)."""
+    stored = list(trace.stored.values())
+    trace.stored.clear()
+    for holder in stored:
+        table = holder if type(holder) is dict else getattr(holder, "__dict__", None)
+        if type(table) is dict:
+            for key in list(table):
+                new = _released(table[key], trace)
+                if new is not table[key]:
+                    table[key] = new
+                    note_stored(holder, new)  # an outer level's value: released when that one ends
+        elif isinstance(holder, (list, collections.deque)):
+            for i, v in enumerate(holder):
+                new = _released(v, trace)
+                if new is not v:
+                    holder[i] = new
+                    note_stored(holder, new)
+
+
+def _released(v: Any, trace: Trace) -> Any:
+    """``v`` with ``trace``'s boxes in it (itself, or one level down in a tuple, list or dict)
+    replaced by their values: a new tuple, the list or dict changed in place."""
+    t = type(v)
+    if t is Box:
+        return v._zp_value if v._zp_trace is trace else v
+    if t is tuple:
+        if any(type(e) is Box and e._zp_trace is trace for e in v):
+            return tuple(e._zp_value if type(e) is Box and e._zp_trace is trace else e for e in v)
+    elif t is list:
+        for i, e in enumerate(v):
+            if type(e) is Box and e._zp_trace is trace:
+                v[i] = e._zp_value
+    elif t is dict:
+        for k, e in v.items():
+            if type(e) is Box and e._zp_trace is trace:
+                v[k] = e._zp_value
+    return v
 
 
 def _table_boxes(trace: Trace) -> list[Any]:

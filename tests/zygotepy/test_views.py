@@ -281,6 +281,42 @@ def test_a_value_a_checkpointed_function_stored_raises_if_the_loss_reads_it():
         zp.gradient(lambda v: zp.checkpointed(f, v) + np.sum(store.state), np.array([0.5, 1.5]))
 
 
+class _CachingLayer:
+    """A hand-written layer that keeps what its backward pass would need, as NumPy code does."""
+
+    def __init__(self):
+        self.log, self.seen = {}, []
+
+    def __call__(self, x, w):
+        self.inputs = x
+        self.pre = (x * w, w)
+        self.log["act"] = np.tanh(x * w)
+        self.seen.append(self.log["act"])
+        self.seen[0] = self.seen[-1] * 1.0
+        return np.sum(self.log["act"])
+
+
+@pytest.mark.parametrize("entry", ["gradient", "pullback", "jvp", "nested"])
+def test_values_rewritten_code_stores_are_released_without_searching_the_heap(monkeypatch, entry):
+    """Attributes, dict and list entries, tuples there: where rewritten code stores traced values its
+    trace knows, so a program that caches intermediates does not pay a search of the whole heap."""
+    from zygotepy import _views
+
+    def searched(*objects):
+        raise AssertionError("the heap was searched for escaped traced values")
+
+    monkeypatch.setattr(_views.gc, "get_referrers", searched)
+    layer, x, w = _CachingLayer(), np.array([0.5, -1.0]), 1.5
+    run = {"gradient": lambda: zp.gradient(layer, x, w),
+           "pullback": lambda: zp.pullback(layer, x, w)[1](1.0),
+           "jvp": lambda: zp.jvp(layer, (x, w), (np.ones(2), 1.0)),
+           "nested": lambda: zp.gradient(lambda v: zp.gradient(layer, v, w)[0].sum(), x)}[entry]
+    run()
+    values = (layer.inputs, *layer.pre, layer.log["act"], *layer.seen)
+    assert all(type(v) in (np.ndarray, float) for v in values), [type(v).__name__ for v in values]
+    np.testing.assert_allclose(layer.log["act"], np.tanh(x * w))
+
+
 def test_a_gradient_whose_values_do_not_escape_never_searches_the_heap(monkeypatch):
     from zygotepy import _views
 
@@ -361,10 +397,26 @@ def test_values_stored_during_an_implicit_parameter_gradient_are_plain_afterward
     assert float(loss(model)) == pytest.approx(float(loss(_Model())))
 
 
+class _Slotted:
+    __slots__ = ("value",)
+
+
 def test_an_implicit_parameter_stored_where_it_cannot_be_replaced_is_named_in_a_warning():
+    slotted = _Slotted()
+
+    def loss():
+        slotted.value = _W * 2.0  # no __dict__ to replace it in
+        return np.sum(_W)
+
+    with pytest.warns(UserWarning, match="traced value stored in a _Slotted"):
+        zp.gradient(loss, zp.params(_W))
+
+
+def test_values_appended_to_a_deque_are_plain_afterwards():
     kept = collections.deque()
-    with pytest.warns(UserWarning, match="traced value stored in a deque"):
-        zp.gradient(lambda: kept.append(_W * 2.0) or np.sum(_W), zp.params(_W))
+    zp.gradient(lambda: kept.append(_W * 2.0) or np.sum(_W), zp.params(_W))
+    assert type(kept[0]) is np.ndarray
+    np.testing.assert_allclose(kept[0], 2.0 * _W)
 
 
 def test_implicit_parameters_with_writes_store_plain_values_and_write_back():
