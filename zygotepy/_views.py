@@ -482,6 +482,9 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
     a known number of times; the heap is searched only when a box is alive elsewhere. ``kept``:
     references to the trace the caller keeps on purpose (``pullback``'s ``back``).
     """
+    if not (trace.spent or trace.owners or trace.shadows or trace.param_boxes) and (
+            sys.getrefcount(trace) <= 3 + kept):  # the common case: no box alive but the caller's trace
+        return
     while trace.spent:
         inner = trace.spent.pop()  # (a local: the reference count below expects the caller to hold one)
         release_escaped(inner)
