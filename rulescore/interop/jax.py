@@ -35,6 +35,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from rulescore.interop._host import (
+    LEAF,
     WEAK,
     HostOp,
     NativeAttempt,
@@ -127,7 +128,13 @@ def _on_cpu(args: Any) -> bool:
     """Concrete (eager) arrays, all on the CPU: a native op computes them with NumPy, which needs
     no XLA compilation per shape (under ``jit``, or on an accelerator, it runs as JAX operations)."""
     return all(isinstance(a, np.ndarray) or (not isinstance(a, jax.core.Tracer) and isinstance(a, jax.Array)
-                                             and all(d.platform == "cpu" for d in a.devices())) for a in args)
+                                             and _cpu_only(a.sharding)) for a in args)
+
+
+@functools.lru_cache(maxsize=64)
+def _cpu_only(sharding: Any) -> bool:
+    """Whether every device of ``sharding`` is a CPU (asked per eager call: found once per sharding)."""
+    return all(d.platform == "cpu" for d in sharding.device_set)
 
 
 def _native(fn: Callable[..., Any], args: Any) -> list[Any]:
@@ -150,8 +157,24 @@ def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
 
 call_p.def_impl(_call_impl)
 jvp_p.def_impl(_jvp_impl)
-call_p.def_abstract_eval(lambda *args, op: _avals(op.out_specs))
-jvp_p.def_abstract_eval(lambda *args, op: _avals(_diff_specs(op, op.out_specs, op.diff_out)))
+def _out_avals(op: HostOp) -> list[Any]:
+    """The avals of ``op``'s outputs (found once per op: JAX asks at every bind)."""
+    found = op.cache.get("jax out avals")
+    if found is None:
+        found = op.cache["jax out avals"] = _avals(op.out_specs)
+    return found
+
+
+def _tangent_specs(op: HostOp) -> tuple[Spec, ...]:
+    """The canonical specs of ``op``'s differentiable outputs: its tangents' and cotangents'."""
+    found = op.cache.get("jax tangent specs")
+    if found is None:
+        found = op.cache["jax tangent specs"] = _canonical(_diff_specs(op, op.out_specs, op.diff_out))
+    return found
+
+
+call_p.def_abstract_eval(lambda *args, op: _out_avals(op))
+jvp_p.def_abstract_eval(lambda *args, op: _avals(_tangent_specs(op)))
 mlir.register_lowering(call_p, mlir.lower_fun(_call_impl, multiple_results=True))
 mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
 
@@ -198,7 +221,7 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     if any(ad.is_undefined_primal(x) for x in primals):
         raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
     cts = [_conj_if_complex(jnp.zeros(sh, dt) if type(c) is ad.Zero else c)
-           for c, (sh, dt) in zip(cts, _canonical(_diff_specs(op, op.out_specs, op.diff_out)), strict=True)]
+           for c, (sh, dt) in zip(cts, _tangent_specs(op), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
     needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
@@ -287,6 +310,17 @@ def _kind(x: Any) -> str | None:
         return WEAK
     aval = jax.typeof(x) if isinstance(x, jax.core.Tracer) else x
     return WEAK if getattr(aval, "weak_type", False) and not np.shape(x) else None
+
+
+def _plain_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The shapes and dtypes of ``args`` when every one is a strongly typed JAX array (or tracer):
+    a native op found for them serves every such call (it reads no values); else ``None``."""
+    key = []
+    for x in args:
+        if not isinstance(x, jax.Array) or getattr(jax.typeof(x), "weak_type", True):
+            return None
+        key.append((x.shape, x.dtype))
+    return tuple(key)
 
 
 def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Spec, ...]] | None:
@@ -426,9 +460,21 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         dyn = [_jax_array(x) for x, d in zip(leaves, mask, strict=True) if d]
         return op_for(leaves, structure, mask, kwargs), dyn
 
+    # f(*arrays) of strong types, in the native tier: the op depends on the shapes and dtypes only
+    plain: dict[Any, HostOp] = {}
+
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        plain_key = None if kwargs else _plain_key(args)
+        if plain_key is not None:
+            known = plain.get(plain_key)
+            if known is not None:
+                wrapped.tier = "native"  # type: ignore[attr-defined]
+                outs = call_p.bind(*args, op=known)
+                return outs[0] if known.out_structure is LEAF else known.out_structure.rebuild(outs)
         op, dyn = resolve(args, kwargs)
+        if plain_key is not None and op.native:
+            remember(plain, plain_key, op)
         wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 
