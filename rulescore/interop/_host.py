@@ -34,9 +34,9 @@ from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["LEAF", "WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
-           "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents",
-           "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
+__all__ = ["LEAF", "WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "OpCache",
+           "Structure", "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic",
+           "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
            "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
 
 
@@ -395,6 +395,40 @@ def remember(cache: dict[Any, HostOp], key: Any, op: HostOp, limit: int = 64) ->
     if len(cache) >= limit:
         cache.pop(next(iter(cache)))
     cache[key] = op
+
+
+class OpCache:
+    """An exporter's ops of one wrapped function, by key, forgotten when a rule is registered
+    (the registry's version counters move): a rule registered or replaced after ``wrap`` takes
+    effect at the next call, its tier found again.
+
+    Example:
+        >>> import rulescore as rc
+        >>> cache = OpCache()
+        >>> op = HostOp("f", abs, None, None, None, (), ())
+        >>> cache.put("key", op)
+        >>> cache.get("key") is op
+        True
+        >>> rc.non_differentiable(lambda x: x)  # any registration
+        >>> cache.get("key") is None
+        True
+    """
+
+    def __init__(self, limit: int = 64) -> None:
+        self.ops: dict[Any, HostOp] = {}
+        self.limit = limit
+        self.versions = (rrule.version, frule.version)
+
+    def get(self, key: Any) -> HostOp | None:
+        """The op kept for ``key`` under the rules in force now, or ``None``."""
+        if self.versions != (rrule.version, frule.version):
+            self.ops.clear()
+            self.versions = (rrule.version, frule.version)
+        return self.ops.get(key)
+
+    def put(self, key: Any, op: HostOp) -> None:
+        """Keep ``op`` for ``key``, dropping the oldest beyond the limit."""
+        remember(self.ops, key, op, self.limit)
 
 
 def op_name(f: Any) -> str:

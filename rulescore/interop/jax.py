@@ -39,6 +39,7 @@ from rulescore.interop._host import (
     WEAK,
     HostOp,
     NativeAttempt,
+    OpCache,
     Spec,
     Structure,
     check_outputs,
@@ -418,7 +419,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         >>> g.tier, rjax.wrap(np.sin).explain(jnp.ones(3)).split(": ")[1]
         ('host', 'the native tier')
     """
-    cache: dict[Any, HostOp] = {}
+    cache = OpCache()
     seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
 
     def op_for(leaves: list[Any], structure: Any, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
@@ -449,7 +450,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
                                   concrete=concrete, kinds=kinds, remembered=remembered)
             op.reason = tier_reason("jax", op_name(f), op,
                                     attempt if isinstance(attempt, NativeAttempt) else None, native)
-            remember(cache, key, op)
+            cache.put(key, op)
             if concrete is not None:
                 remember(seen, shapes_key, op)
         return op
@@ -461,7 +462,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         return op_for(leaves, structure, mask, kwargs), dyn
 
     # f(*arrays) of strong types, in the native tier: the op depends on the shapes and dtypes only
-    plain: dict[Any, HostOp] = {}
+    plain = OpCache()
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -474,7 +475,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
                 return outs[0] if known.out_structure is LEAF else known.out_structure.rebuild(outs)
         op, dyn = resolve(args, kwargs)
         if plain_key is not None and op.native:
-            remember(plain, plain_key, op)
+            plain.put(plain_key, op)
         wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 

@@ -38,6 +38,7 @@ from rulescore.interop._host import (
     WEAK,
     HostOp,
     NativeAttempt,
+    OpCache,
     Spec,
     Structure,
     check_outputs,
@@ -48,7 +49,6 @@ from rulescore.interop._host import (
     needed_cotangents,
     op_name,
     reject_hidden_arrays,
-    remember,
     rule_op,
     rule_primal,
     tier_reason,
@@ -381,7 +381,7 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
         >>> print(g.explain(x))  # doctest: +ELLIPSIS
         rulescore.interop.torch.wrap(sin) at float32[2]: the native tier: sin and its rrule run on torch...
     """
-    cache: dict[Any, HostOp] = {}
+    cache = OpCache()
 
     def op_for(given: list[Any], leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
                kwargs: dict[str, Any]) -> HostOp:
@@ -411,12 +411,12 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
                                   kinds=kinds)
             op.reason = tier_reason("torch", op_name(f), op,
                                     attempt if isinstance(attempt, NativeAttempt) else None, native)
-            remember(cache, key, op)
+            cache.put(key, op)
         return op
 
     # f(*tensors) of floating dtypes and at least one dimension, outside torch.func: the op depends
     # on shapes, dtypes and devices only (no values read, no 0-d promotion, nothing static)
-    plain: dict[Any, HostOp] = {}
+    plain = OpCache()
 
     def plain_op(xs: list[torch.Tensor]) -> HostOp:
         given, structure = flatten(tuple(xs))
@@ -446,7 +446,7 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
                 plain_key = None
         op, dyn = resolve(args, kwargs)
         if plain_key is not None:
-            remember(plain, plain_key, op)
+            plain.put(plain_key, op)
         wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(_Call.apply(op, *dyn))
 
