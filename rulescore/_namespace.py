@@ -79,8 +79,8 @@ def is_complex_array(xp: Any, x: Any) -> bool:
 
     Example:
         >>> import numpy as np
-        >>> is_complex_array(np, np.ones(2, complex)), is_complex_array(np, np.ones(2)), is_complex_array(np, 1j)
-        (True, False, False)
+        >>> [is_complex_array(np, x) for x in (np.ones(2, complex), np.ones(2), 1j)]
+        [True, False, False]
     """
     dtype = getattr(x, "dtype", None)
     if dtype is None:
