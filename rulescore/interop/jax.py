@@ -206,11 +206,44 @@ def _zero(x: Any) -> Any:
     return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
 
 
+def _forward_keeping_pullback(op: HostOp, primals: Any) -> list[Any]:
+    """``op``'s outputs at concrete CPU ``primals`` from one call of its rrule (in NumPy, as
+    :func:`_native` computes eagerly), whose pullback is kept for the transpose that follows
+    (:func:`_kept_pullback`): a gradient then runs the rrule once, not once more to transpose."""
+    assert op.primal_and_pullback is not None
+    leaves, pullback = op.primal_and_pullback([np.asarray(a) for a in primals])
+    outs = [jnp.asarray(np.asarray(v)) for v in leaves]
+    want = _out_avals(op)
+    if len(outs) != len(want) or any(o.shape != a.shape or o.dtype != a.dtype
+                                     for o, a in zip(outs, want, strict=True)):
+        got = [f"{o.dtype}{list(o.shape)}" for o in outs]
+        raise ValueError(f"rulescore.interop.jax: the rrule of {op.name} returns outputs {got} where "
+                         f"{op.name} itself returns {[a.str_short() for a in want]}: the rrule's primal must "
+                         f"be {op.name}'s (rulescore.testing.test_rrule checks it)")
+    op.cache["kept pullback"] = (tuple(primals), pullback)  # the latest only: its residuals are held
+    return outs
+
+
+def _kept_pullback(op: HostOp, primals: Any, cts: Any) -> Callable[..., Any] | None:
+    """The pullback :func:`_forward_keeping_pullback` kept for exactly these ``primals`` (the same
+    arrays, which JAX hands the transpose as the linearization's residuals), when the cotangents
+    are concrete CPU arrays too (not under ``vmap``, as ``jacrev`` gives them); else ``None``."""
+    kept = op.cache.get("kept pullback")
+    if kept is None or len(kept[0]) != len(primals) or not _on_cpu(cts) or \
+            any(a is not b for a, b in zip(kept[0], primals, strict=True)):
+        return None
+    return kept[1]  # type: ignore[no-any-return]
+
+
 def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
-    outs = call_p.bind(*primals, op=op)
-    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
     if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
+        outs = call_p.bind(*primals, op=op)
         return outs, [_zero(o) for o in outs]
+    if op.native and op.primal_and_pullback is not None and _on_cpu(primals):
+        outs = _forward_keeping_pullback(op, primals)
+    else:
+        outs = call_p.bind(*primals, op=op)
+    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
     ydots = iter(jvp_p.bind(*primals, *diff, op=op))
     return outs, [next(ydots) if d else _zero(o)
                   for o, d in zip(outs, op.diff_out, strict=True)]
@@ -227,8 +260,15 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     n_in = len(primals)
     needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
     diff_xs = [k for k, d in enumerate(op.diff_in) if d]
-    xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
-                    (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
+    kept = _kept_pullback(op, primals, cts) if op.native else None
+    if kept is not None:  # eager, first order: the forward pass's pullback, in NumPy
+        xbars = [jnp.asarray(v) for v in needed_cotangents(
+            kept([np.asarray(c) for c in cts]), [np.asarray(primals[k]) for k in diff_xs], needed)]
+    elif op.native:
+        xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs],
+                                                     needed), (*primals, *cts))
+    else:
+        xbars = call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
     return [None] * n + [_conj_if_complex(v) for v in xbars]
 
 
