@@ -439,9 +439,13 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
     raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
     not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
     uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
-    ``jacfwd``, ``hessian``) from the transpose of its pullback. ``wrapped.tier`` is the tier of
-    the latest call (``"native"`` or ``"host"``; ``None`` before the first), and
-    ``wrapped.explain(*args)`` says which tier a call on ``args`` runs in and why.
+    ``jacfwd``, ``hessian``) from the transpose of its pullback. Eagerly on CPU arrays a native
+    first-order gradient runs the rrule once (the forward pass keeps its pullback, and the residuals
+    it holds, until the next call); under ``jit``, ``vmap`` and higher orders the transpose runs
+    the rrule again, as JAX operations. A rule registered or replaced after ``wrap`` takes effect
+    at the next call. ``wrapped.tier`` is the tier of the latest call (``"native"`` or
+    ``"host"``; ``None`` before the first), and ``wrapped.explain(*args)`` says which tier a
+    call on ``args`` runs in and why.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax

@@ -364,7 +364,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
 
     In the native tier the rrule runs once, in the forward pass, and ``backward`` calls the
     pullback it returned (a backward pass that builds a graph, ``create_graph=True`` or
-    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it).
+    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it). A
+    rule registered or replaced after ``wrap`` takes effect at the next call.
     ``wrapped.tier`` is the tier of the latest call (``"native"`` or ``"host"``; ``None``
     before the first), and ``wrapped.explain(*args)`` says which tier a call on ``args`` runs
     in and why. Under ``torch.compile``, a call on tensors of a floating dtype (positional, at
