@@ -19,7 +19,8 @@ Times the gradient of ``sum(f(x))``, side by side in one run:
   no C compiler needed).
 
 Process CPU time per call; ``--rounds`` rounds, each timing every row in turn (the pairs are
-interleaved, so a change in the machine's load reaches both sides of a ratio), median of the rounds.
+interleaved, so a change in the machine's load reaches both sides of a ratio), median of the rounds,
+and the ratio of the two sides' fastest rounds.
 
     python bench/interop_overhead.py [--n 200] [--rounds 7] [--sizes 10,100,1000] [--backend aot_eager]
                                      [--threads 1]
@@ -77,8 +78,9 @@ def cpu_seconds(fn: Callable[[], Any], n: int) -> float:
     return (time.process_time() - t0) / n
 
 
-def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, float]]:
-    """Median per-call time of each side of each row, the rows' timings interleaved per round."""
+def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, float, float]]:
+    """Median per-call time of each side of each row, the rows' timings interleaved per round, and
+    the ratio of the two sides' fastest rounds (the machine's load only ever adds time)."""
     for _, a, b in rows:
         a(), b()  # warm-up: caches, compilation
     times: dict[int, tuple[list[float], list[float]]] = {i: ([], []) for i in range(len(rows))}
@@ -86,8 +88,8 @@ def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, floa
         for i, (_, a, b) in enumerate(rows):
             times[i][0].append(cpu_seconds(a, n))
             times[i][1].append(cpu_seconds(b, n))
-    return [(label, statistics.median(times[i][0]), statistics.median(times[i][1]))
-            for i, (label, _, _) in enumerate(rows)]
+    return [(label, statistics.median(times[i][0]), statistics.median(times[i][1]),
+             min(times[i][0]) / min(times[i][1])) for i, (label, _, _) in enumerate(rows)]
 
 
 def jax_rows(x: np.ndarray) -> list[Row]:
@@ -265,10 +267,11 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     results = measure(rows, args.n, args.rounds)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    print("| gradient of sum(f(x)), x float64 | wrapped | own | ratio |")
-    print("|---|---|---|---|")
-    for label, wrapped, own in results:
-        print(f"| {label} | {wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {wrapped / own:.2f} |")
+    print("| gradient of sum(f(x)), x float64 | wrapped | own | ratio | ratio of minima |")
+    print("|---|---|---|---|---|")
+    for label, wrapped, own, of_minima in results:
+        print(f"| {label} | {wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {wrapped / own:.2f} "
+              f"| {of_minima:.2f} |")
 
 
 if __name__ == "__main__":
