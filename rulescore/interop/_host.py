@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import is_zero
-from rulescore._contract import check_count, pull_back, rrule_pair
+from rulescore._contract import pull_back, rrule_pair
 from rulescore._namespace import array_namespace
 from rulescore._not_implemented import NotImplementedTangent
 from rulescore._registry import frule, rrule
@@ -575,12 +575,8 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         single = s.kind is None and op.diff_out == (True,)
 
         def leaf_pullback(cts: Sequence[Any]) -> list[Any]:
-            if rule is None:
-                grads = back(cts[0] if single else s.rebuild(_spread(cts, op.diff_out)))
-            elif single:  # one array from the system: a plain, non-zero cotangent, as the contract gives
-                grads = check_count(back(cts[0]), n_args, back, rule)
-            else:
-                grads = pull_back(rule, back, n_args, s.rebuild(_spread(cts, op.diff_out)))
+            ybar = cts[0] if single else s.rebuild(_spread(cts, op.diff_out))
+            grads = back(ybar) if rule is None else pull_back(rule, back, n_args, ybar)
             if len(grads) != n_args + 1:
                 raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
                                  f"{n_args} arguments (the first entry is for {name} itself)")
