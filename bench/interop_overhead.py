@@ -11,14 +11,23 @@ Times the gradient of ``sum(f(x))``, side by side in one run:
   ``user_sin``) against a hand-written ``torch.autograd.Function`` in the ``setup_context``
   style (the one ``torch.func`` needs; the older ``forward(ctx, ...)`` style is shown too), and
   the host tier against ``torch.sigmoid``.
+- The floor of the PyTorch native tier: the same hand-written Function calling ``np.sin``'s
+  registered rrule and the pullback it returned, with no rulescore machinery (what no exporter
+  can go below while it runs the library's rule).
 - ``torch.compile(fullgraph=True)`` of the native tier (one ``rulescore::call`` operator)
   against the same compiled hand-written Function (``--backend``, ``aot_eager`` by default:
   no C compiler needed).
 
 Process CPU time per call; ``--rounds`` rounds, each timing every row in turn (the pairs are
-interleaved, so a change in the machine's load reaches both sides of a ratio), median of the rounds.
+interleaved, so a change in the machine's load reaches both sides of a ratio), median of the rounds,
+and the ratio of the two sides' fastest rounds.
 
     python bench/interop_overhead.py [--n 200] [--rounds 7] [--sizes 10,100,1000] [--backend aot_eager]
+                                     [--threads 1]
+
+On a loaded machine PyTorch's intra-op threads wait for each other (a ``sin`` of 1,000 elements
+then costs tens of times its single-thread time, on both sides of a ratio): ``--threads 1``
+measures the exporter's own cost.
 """
 
 from __future__ import annotations
@@ -69,8 +78,9 @@ def cpu_seconds(fn: Callable[[], Any], n: int) -> float:
     return (time.process_time() - t0) / n
 
 
-def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, float]]:
-    """Median per-call time of each side of each row, the rows' timings interleaved per round."""
+def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, float, float]]:
+    """Median per-call time of each side of each row, the rows' timings interleaved per round, and
+    the ratio of the two sides' fastest rounds (the machine's load only ever adds time)."""
     for _, a, b in rows:
         a(), b()  # warm-up: caches, compilation
     times: dict[int, tuple[list[float], list[float]]] = {i: ([], []) for i in range(len(rows))}
@@ -78,8 +88,8 @@ def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, floa
         for i, (_, a, b) in enumerate(rows):
             times[i][0].append(cpu_seconds(a, n))
             times[i][1].append(cpu_seconds(b, n))
-    return [(label, statistics.median(times[i][0]), statistics.median(times[i][1]))
-            for i, (label, _, _) in enumerate(rows)]
+    return [(label, statistics.median(times[i][0]), statistics.median(times[i][1]),
+             min(times[i][0]) / min(times[i][1])) for i, (label, _, _) in enumerate(rows)]
 
 
 def jax_rows(x: np.ndarray) -> list[Row]:
@@ -147,6 +157,36 @@ def torch_functions() -> tuple[Any, Any]:
     return SetupContextSin.apply, CtxSin.apply
 
 
+def torch_floor(x: Any) -> Any:
+    """The floor of the native tier for ``np.sin``: the same ``setup_context`` Function as the
+    hand-written one, its forward calling ``np.sin``'s registered rrule (looked up once, here) and
+    its backward the pullback that rrule returned, with no rulescore machinery around them."""
+    import torch
+
+    rule = rc.rrule.lookup(np.sin, (x,))
+    assert rule is not None and rule.impl is not None
+    kept: list[Any] = []
+
+    class RuleSin(torch.autograd.Function):
+        @staticmethod
+        def forward(v: Any) -> Any:
+            y, pullback = rule.impl(v)
+            kept.append(pullback)
+            return y
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            ctx.pullback = kept.pop()
+            ctx.save_for_backward(inputs[0], output)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            ctx.saved_tensors  # noqa: B018 (PyTorch's check of in-place changes, as the exporter's)
+            return ctx.pullback(g)[1]
+
+    return RuleSin.apply
+
+
 def torch_rows(sizes: list[int]) -> list[Row]:
     import torch
 
@@ -164,6 +204,8 @@ def torch_rows(sizes: list[int]) -> list[Row]:
 
         pairs = [
             ("np.sin (native) vs autograd.Function", rtorch.wrap(np.sin), setup_context_sin),
+            ("np.sin floor (its rule in an autograd.Function) vs autograd.Function", torch_floor(xt),
+             setup_context_sin),
             ("user_sin (native) vs autograd.Function", rtorch.wrap(user_sin), setup_context_sin),
             ("user_sin (native) vs autograd.Function, ctx style", rtorch.wrap(user_sin), ctx_sin),
         ]
@@ -209,17 +251,27 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000", help="lengths of x for PyTorch")
     parser.add_argument("--size", type=int, default=1000, help="length of x for JAX and torch.compile")
     parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="PyTorch's intra-op threads (default: PyTorch's own choice)")
     args = parser.parse_args()
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     x = np.random.default_rng(0).uniform(-2.0, 2.0, args.size)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = jax_rows(x) + torch_rows(sizes) + compile_rows(args.size, args.backend)
+    import torch
+
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, PyTorch threads: {torch.get_num_threads()}")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     results = measure(rows, args.n, args.rounds)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    print("| gradient of sum(f(x)), x float64 | wrapped | own | ratio |")
-    print("|---|---|---|---|")
-    for label, wrapped, own in results:
-        print(f"| {label} | {wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {wrapped / own:.2f} |")
+    print("| gradient of sum(f(x)), x float64 | wrapped | own | ratio | ratio of minima |")
+    print("|---|---|---|---|---|")
+    for label, wrapped, own, of_minima in results:
+        print(f"| {label} | {wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {wrapped / own:.2f} "
+              f"| {of_minima:.2f} |")
 
 
 if __name__ == "__main__":

@@ -246,14 +246,53 @@ def wrong_cotangent(ct: Any, primal_shape: tuple[int, ...] | None, position: int
                      f"{position}{of}: {fix}")
 
 
+def rrule_pair(rule: Any, f: Any, result: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The rrule's ``result`` as the author's ``(y, pullback)``, or a :class:`RuleError` naming the
+    rule and the primal function when it is not such a pair.
+
+    Example:
+        >>> rrule_pair("<rule>", abs, (1.0, abs))[0]
+        1.0
+        >>> rrule_pair("<rule>", abs, 1.0)
+        Traceback (most recent call last):
+        rulescore._checks.RuleError: the rrule for abs (<rule>) returned float; expected a (y, pullback) pair
+    """
+    if type(result) is not tuple or len(result) != 2 or not callable(result[1]):
+        raise RuleError(f"the rrule for {callable_name(f)} ({rule}) returned {type(result).__name__}; "
+                        "expected a (y, pullback) pair")
+    return result
+
+
+def pull_back(rule: Any, back: Callable[[Any], Any], nargs: int, ybar: Any) -> tuple[Any, ...]:
+    """The author's pullback ``back`` (of ``rule``, for ``nargs`` arguments) applied to ``ybar`` as
+    the contract applies it: zeros for every argument on a zero (or ``None``) cotangent without
+    calling ``back``, a thunk unthunked once, and a :class:`RuleError` naming the rule and the
+    primal when ``back`` returns anything but a tuple of ``1 + nargs`` cotangents. The wrapper of
+    :func:`keep_rrule_contract` calls it; a caller that keeps the pullback of many calls (an
+    exporter) calls it directly.
+
+    Example:
+        >>> import rulescore as rc
+        >>> pull_back("<rule>", lambda ybar: (rc.NoTangent(), 2 * ybar), 1, rc.Thunk(lambda: 3.0))
+        (NoTangent(), 6.0)
+        >>> pull_back("<rule>", lambda ybar: (rc.NoTangent(), 2 * ybar), 1, None)
+        (NoTangent(), ZeroTangent())
+    """
+    ybar = plain_cotangent(ybar)
+    if ybar is None:
+        return (_NT, *((zero_of(rule),) * nargs))
+    return check_count(back(ybar), nargs, back, rule)
+
+
 def keep_rrule_contract(rule: Any, f: Any, nargs: int, result: Any) -> tuple[Any, Callable[[Any], Any]]:
     """``(y, pullback)`` of an rrule, its pullback wrapped to keep the contract.
 
     The wrapper returns zeros for every argument on a zero (or ``None``) cotangent without
     calling the author's pullback, unthunks a thunk once, and raises :class:`RuleError` naming
     the rule and the primal function when the author's pullback returns anything but a tuple of
-    ``1 + nargs`` cotangents. (Engines that sweep a tape call :func:`plain_cotangent` and
-    :func:`check_count` themselves around the author's pullback, and skip the wrapper.)
+    ``1 + nargs`` cotangents (:func:`pull_back`). (Engines that sweep a tape call
+    :func:`plain_cotangent` and :func:`check_count` themselves around the author's pullback, and
+    skip the wrapper.)
 
     Example:
         >>> import rulescore as rc
@@ -265,10 +304,7 @@ def keep_rrule_contract(rule: Any, f: Any, nargs: int, result: Any) -> tuple[Any
         >>> back(1.0), back(None), back(rc.Thunk(lambda: 3.0))
         ((NoTangent(), 2.0), (NoTangent(), ZeroTangent()), (NoTangent(), 6.0))
     """
-    if type(result) is not tuple or len(result) != 2 or not callable(result[1]):
-        raise RuleError(f"the rrule for {callable_name(f)} ({rule}) returned {type(result).__name__}; "
-                        "expected a (y, pullback) pair")
-    y, back = result
+    y, back = rrule_pair(rule, f, result)
     zero = zero_of(rule)
     zeros = (_NT, *((zero,) * nargs))
 

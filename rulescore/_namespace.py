@@ -32,12 +32,29 @@ def array_namespace(*arrays: Any) -> Any:
     """
     if all(is_numpy_input(a) for a in arrays):
         return np
+    return _namespace_of([a for a in arrays if not is_numpy_input(a)])
+
+
+#: array-api-compat's namespace by the types of the non-NumPy arrays it was found for: it depends
+#: on their types only, and finding it costs more than many a rule's arithmetic on small arrays
+_NAMESPACES: dict[tuple[type, ...], Any] = {}
+
+
+def _namespace_of(foreign: list[Any]) -> Any:
+    """array-api-compat's namespace of the non-NumPy arrays ``foreign`` (cached by their types)."""
+    key = tuple(type(a) for a in foreign)
+    found = _NAMESPACES.get(key)
+    if found is not None:
+        return found
     try:
         import array_api_compat
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError("rc.array_namespace needs array-api-compat for non-NumPy arrays "
                           "(pip install 'rulescore[array-api]')") from err
-    return array_api_compat.array_namespace(*(a for a in arrays if not is_numpy_input(a)))
+    found = array_api_compat.array_namespace(*foreign)
+    if len(_NAMESPACES) < 256:  # a bound: types made at run time (tracer classes) stay few
+        _NAMESPACES[key] = found
+    return found
 
 
 def foreign_namespace(args: Any) -> Any:
@@ -50,12 +67,33 @@ def foreign_namespace(args: Any) -> Any:
         True
     """
     foreign = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype") and not is_numpy_input(a)]
-    return array_namespace(*foreign) if foreign else None
+    return _namespace_of(foreign) if foreign else None
+
+
+#: whether a dtype (NumPy's, PyTorch's, ...) is complex, by the dtype: asked per rule application
+_COMPLEX: dict[Any, bool] = {}
 
 
 def is_complex_array(xp: Any, x: Any) -> bool:
-    """Whether the array ``x`` of namespace ``xp`` has a complex dtype (``False`` for non-arrays)."""
-    return hasattr(x, "dtype") and bool(xp.isdtype(x.dtype, "complex floating"))
+    """Whether the array ``x`` of namespace ``xp`` has a complex dtype (``False`` for non-arrays).
+
+    Example:
+        >>> import numpy as np
+        >>> [is_complex_array(np, x) for x in (np.ones(2, complex), np.ones(2), 1j)]
+        [True, False, False]
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return False
+    try:
+        found = _COMPLEX.get(dtype)
+    except TypeError:  # an unhashable dtype object: asked each time
+        return bool(xp.isdtype(dtype, "complex floating"))
+    if found is None:
+        found = bool(xp.isdtype(dtype, "complex floating"))
+        if len(_COMPLEX) < 256:
+            _COMPLEX[dtype] = found
+    return found
 
 
 def constant_like(xp: Any, value: Any, like: Any) -> Any:

@@ -27,15 +27,16 @@ from typing import Any
 import numpy as np
 
 from rulescore._arithmetic import is_zero
+from rulescore._contract import pull_back, rrule_pair
 from rulescore._namespace import array_namespace
 from rulescore._not_implemented import NotImplementedTangent
 from rulescore._registry import frule, rrule
 from rulescore._thunks import unthunk
 from rulescore._zeros import NoTangent
 
-__all__ = ["WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "Structure",
-           "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic", "leaf_tangents",
-           "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
+__all__ = ["LEAF", "WEAK", "EngineMissingError", "HostOp", "NativeAttempt", "NativeTierWarning", "OpCache",
+           "Structure", "as_host_leaf", "check_outputs", "engine", "explanation", "flatten", "is_dynamic",
+           "leaf_tangents", "merge_leaves", "needed_cotangents", "op_name", "reject_hidden_arrays",
            "remember", "rule_op", "rule_primal", "tier_reason", "value_key"]
 
 
@@ -168,7 +169,8 @@ def flatten(x: Any) -> tuple[list[Any], Structure]:
     return leaves, _flatten_into(x, leaves)
 
 
-_LEAF = Structure(None)
+#: the structure of a single leaf (``flatten`` of anything but a container gives this one object)
+LEAF = Structure(None)
 
 
 def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
@@ -186,7 +188,7 @@ def _flatten_into(x: Any, leaves: list[Any]) -> Structure:
         keys = tuple(f.name for f in fields)
         return Structure(type(x), keys, tuple(_flatten_into(getattr(x, k), leaves) for k in keys))
     leaves.append(x)
-    return _LEAF
+    return LEAF
 
 
 def is_dynamic(x: Any) -> bool:
@@ -276,6 +278,8 @@ class HostOp:
         self.out_specs = out_specs  # (shape, dtype) per output
         self.diff_in = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in in_specs)
         self.diff_out = tuple(np.issubdtype(np.dtype(d), np.inexact) for _, d in out_specs)
+        #: every input and output has a tangent: an exporter's first-order fast path applies
+        self.every_leaf_differentiable = all(self.diff_in) and all(self.diff_out)
         self.order = order
         self.native = native  # fun/jvp/vjp run on the exporting system's arrays (no host callback)
         self.reason = ""  # why the exporter chose this tier (see tier_reason)
@@ -391,6 +395,40 @@ def remember(cache: dict[Any, HostOp], key: Any, op: HostOp, limit: int = 64) ->
     if len(cache) >= limit:
         cache.pop(next(iter(cache)))
     cache[key] = op
+
+
+class OpCache:
+    """An exporter's ops of one wrapped function, by key, forgotten when a rule is registered
+    (the registry's version counters move): a rule registered or replaced after ``wrap`` takes
+    effect at the next call, its tier found again.
+
+    Example:
+        >>> import rulescore as rc
+        >>> cache = OpCache()
+        >>> op = HostOp("f", abs, None, None, None, (), ())
+        >>> cache.put("key", op)
+        >>> cache.get("key") is op
+        True
+        >>> rc.non_differentiable(lambda x: x)  # any registration
+        >>> cache.get("key") is None
+        True
+    """
+
+    def __init__(self, limit: int = 64) -> None:
+        self.ops: dict[Any, HostOp] = {}
+        self.limit = limit
+        self.versions = (rrule.version, frule.version)
+
+    def get(self, key: Any) -> HostOp | None:
+        """The op kept for ``key`` under the rules in force now, or ``None``."""
+        if self.versions != (rrule.version, frule.version):
+            self.ops.clear()
+            self.versions = (rrule.version, frule.version)
+        return self.ops.get(key)
+
+    def put(self, key: Any, op: HostOp) -> None:
+        """Keep ``op`` for ``key``, dropping the oldest beyond the limit."""
+        remember(self.ops, key, op, self.limit)
 
 
 def op_name(f: Any) -> str:
@@ -516,21 +554,35 @@ def rule_op(f: Any, args_structure: Structure, static: tuple[Any, ...], dynamic_
         xp = array_namespace(*xs)
         return tuple(_as_array(v, xp) for v in flatten(primal(xs))[0])
 
+    every_leaf_differentiable = leaves_are_args and all(diff_in)
+
     def primal_and_pullback(xs: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]:
         args = host_merge(xs)
-        found = rrule(f, *args, **kwargs)
-        if found is None:
-            raise TypeError(f"no rrule for {name} at these arguments: register one with "
-                            f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
-        y, pullback = found
+        # the registry's lookup (cached per argument classes, cleared by a registration) and the
+        # author's rrule, its pullback called below as the contract calls it (pull_back) but with
+        # no wrapper per call; only a call the lookup does not cover (a bound method) goes through
+        # rrule(...)
+        rule = rrule.lookup(f, args)
+        if rule is not None:
+            y, back = rrule_pair(rule, f, rrule.run(rule, None, f, args, kwargs))
+        else:
+            found = rrule(f, *args, **kwargs)
+            if found is None:
+                raise TypeError(f"no rrule for {name} at these arguments: register one with "
+                                f"@rc.rrule.register({name}) (rc.scalar_rule gives both rules)")
+            y, back = found
         ys, s = flatten(y)
+        single = s.kind is None and op.diff_out == (True,)
 
         def leaf_pullback(cts: Sequence[Any]) -> list[Any]:
-            grads = pullback(cts[0] if s.kind is None and op.diff_out == (True,) else
-                             s.rebuild(_spread(cts, op.diff_out)))
+            ybar = cts[0] if single else s.rebuild(_spread(cts, op.diff_out))
+            grads = back(ybar) if rule is None else pull_back(rule, back, n_args, ybar)
             if len(grads) != n_args + 1:
                 raise ValueError(f"the rrule pullback of {name} returned {len(grads)} cotangents for "
                                  f"{n_args} arguments (the first entry is for {name} itself)")
+            if every_leaf_differentiable and all(getattr(g, "dtype", None) == x.dtype and hasattr(g, "shape")
+                                                 for g, x in zip(grads[1:], xs, strict=True)):
+                return list(grads[1:])  # arrays of the arguments' dtypes already (the common case)
             leaves = [leaf for g, s_i in zip(grads[1:], arg_structures, strict=True)
                       for leaf in leaf_tangents(g, s_i)]
             return _zeros_for([v for v, d in zip(leaves, dynamic_mask, strict=True) if d], xs, diff_in)

@@ -28,12 +28,12 @@ from autograd.extend import Box, defjvp_argnums, defvjp_argnums, primitive
 from rulescore.interop._host import (
     WEAK,
     HostOp,
+    OpCache,
     explanation,
     flatten,
     is_dynamic,
     op_name,
     reject_hidden_arrays,
-    remember,
     rule_op,
     value_key,
 )
@@ -97,7 +97,7 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         >>> g.tier, g.explain(0.5).split(": ")[:2]
         ('host', ['rulescore.interop.autograd.wrap(tanh) at float64[]', 'the host tier'])
     """
-    cache: dict[Any, HostOp] = {}
+    cache = OpCache()
 
     def resolve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[HostOp, list[Any]]:
         leaves, structure = flatten(_open_boxes(args))
@@ -114,7 +114,7 @@ def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
             op = rule_op(f, structure, static, mask, kwargs, [np.ones(sh, dt) for sh, dt in specs],
                          concrete=concrete, kinds=kinds)
             op.reason = _HOST_REASON.format(name=op_name(f))
-            remember(cache, key, op)
+            cache.put(key, op)
         return op, dyn
 
     @functools.wraps(f)

@@ -35,9 +35,11 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from rulescore.interop._host import (
+    LEAF,
     WEAK,
     HostOp,
     NativeAttempt,
+    OpCache,
     Spec,
     Structure,
     check_outputs,
@@ -127,7 +129,13 @@ def _on_cpu(args: Any) -> bool:
     """Concrete (eager) arrays, all on the CPU: a native op computes them with NumPy, which needs
     no XLA compilation per shape (under ``jit``, or on an accelerator, it runs as JAX operations)."""
     return all(isinstance(a, np.ndarray) or (not isinstance(a, jax.core.Tracer) and isinstance(a, jax.Array)
-                                             and all(d.platform == "cpu" for d in a.devices())) for a in args)
+                                             and _cpu_only(a.sharding)) for a in args)
+
+
+@functools.lru_cache(maxsize=64)
+def _cpu_only(sharding: Any) -> bool:
+    """Whether every device of ``sharding`` is a CPU (asked per eager call: found once per sharding)."""
+    return all(d.platform == "cpu" for d in sharding.device_set)
 
 
 def _native(fn: Callable[..., Any], args: Any) -> list[Any]:
@@ -150,8 +158,24 @@ def _jvp_impl(*args: Any, op: HostOp) -> list[Any]:
 
 call_p.def_impl(_call_impl)
 jvp_p.def_impl(_jvp_impl)
-call_p.def_abstract_eval(lambda *args, op: _avals(op.out_specs))
-jvp_p.def_abstract_eval(lambda *args, op: _avals(_diff_specs(op, op.out_specs, op.diff_out)))
+def _out_avals(op: HostOp) -> list[Any]:
+    """The avals of ``op``'s outputs (found once per op: JAX asks at every bind)."""
+    found = op.cache.get("jax out avals")
+    if found is None:
+        found = op.cache["jax out avals"] = _avals(op.out_specs)
+    return found
+
+
+def _tangent_specs(op: HostOp) -> tuple[Spec, ...]:
+    """The canonical specs of ``op``'s differentiable outputs: its tangents' and cotangents'."""
+    found = op.cache.get("jax tangent specs")
+    if found is None:
+        found = op.cache["jax tangent specs"] = _canonical(_diff_specs(op, op.out_specs, op.diff_out))
+    return found
+
+
+call_p.def_abstract_eval(lambda *args, op: _out_avals(op))
+jvp_p.def_abstract_eval(lambda *args, op: _avals(_tangent_specs(op)))
 mlir.register_lowering(call_p, mlir.lower_fun(_call_impl, multiple_results=True))
 mlir.register_lowering(jvp_p, mlir.lower_fun(_jvp_impl, multiple_results=True))
 
@@ -182,11 +206,44 @@ def _zero(x: Any) -> Any:
     return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
 
 
+def _forward_keeping_pullback(op: HostOp, primals: Any) -> list[Any]:
+    """``op``'s outputs at concrete CPU ``primals`` from one call of its rrule (in NumPy, as
+    :func:`_native` computes eagerly), whose pullback is kept for the transpose that follows
+    (:func:`_kept_pullback`): a gradient then runs the rrule once, not once more to transpose."""
+    assert op.primal_and_pullback is not None
+    leaves, pullback = op.primal_and_pullback([np.asarray(a) for a in primals])
+    outs = [jnp.asarray(np.asarray(v)) for v in leaves]
+    want = _out_avals(op)
+    if len(outs) != len(want) or any(o.shape != a.shape or o.dtype != a.dtype
+                                     for o, a in zip(outs, want, strict=True)):
+        got = [f"{o.dtype}{list(o.shape)}" for o in outs]
+        raise ValueError(f"rulescore.interop.jax: the rrule of {op.name} returns outputs {got} where "
+                         f"{op.name} itself returns {[a.str_short() for a in want]}: the rrule's primal must "
+                         f"be {op.name}'s (rulescore.testing.test_rrule checks it)")
+    op.cache["kept pullback"] = (tuple(primals), pullback)  # the latest only: its residuals are held
+    return outs
+
+
+def _kept_pullback(op: HostOp, primals: Any, cts: Any) -> Callable[..., Any] | None:
+    """The pullback :func:`_forward_keeping_pullback` kept for exactly these ``primals`` (the same
+    arrays, which JAX hands the transpose as the linearization's residuals), when the cotangents
+    are concrete CPU arrays too (not under ``vmap``, as ``jacrev`` gives them); else ``None``."""
+    kept = op.cache.get("kept pullback")
+    if kept is None or len(kept[0]) != len(primals) or not _on_cpu(cts) or \
+            any(a is not b for a, b in zip(kept[0], primals, strict=True)):
+        return None
+    return kept[1]  # type: ignore[no-any-return]
+
+
 def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
-    outs = call_p.bind(*primals, op=op)
-    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
     if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
+        outs = call_p.bind(*primals, op=op)
         return outs, [_zero(o) for o in outs]
+    if op.native and op.primal_and_pullback is not None and _on_cpu(primals):
+        outs = _forward_keeping_pullback(op, primals)
+    else:
+        outs = call_p.bind(*primals, op=op)
+    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
     ydots = iter(jvp_p.bind(*primals, *diff, op=op))
     return outs, [next(ydots) if d else _zero(o)
                   for o, d in zip(outs, op.diff_out, strict=True)]
@@ -198,13 +255,20 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     if any(ad.is_undefined_primal(x) for x in primals):
         raise NotImplementedError(f"rulescore: {op.name}: the tangent map is linear in tangents only")
     cts = [_conj_if_complex(jnp.zeros(sh, dt) if type(c) is ad.Zero else c)
-           for c, (sh, dt) in zip(cts, _canonical(_diff_specs(op, op.out_specs, op.diff_out)), strict=True)]
+           for c, (sh, dt) in zip(cts, _tangent_specs(op), strict=True)]
     # native: the pullback's JAX operations, which JAX differentiates further on its own
     n_in = len(primals)
     needed = tuple(ad.is_undefined_primal(t) for t in args[n:])  # the tangents JAX transposes to
     diff_xs = [k for k, d in enumerate(op.diff_in) if d]
-    xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs], needed),
-                    (*primals, *cts)) if op.native else call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
+    kept = _kept_pullback(op, primals, cts) if op.native else None
+    if kept is not None:  # eager, first order: the forward pass's pullback, in NumPy
+        xbars = [jnp.asarray(v) for v in needed_cotangents(
+            kept([np.asarray(c) for c in cts]), [np.asarray(primals[k]) for k in diff_xs], needed)]
+    elif op.native:
+        xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs],
+                                                     needed), (*primals, *cts))
+    else:
+        xbars = call_p.bind(*primals, *cts, op=op.vjp_op_for(needed))
     return [None] * n + [_conj_if_complex(v) for v in xbars]
 
 
@@ -289,6 +353,17 @@ def _kind(x: Any) -> str | None:
     return WEAK if getattr(aval, "weak_type", False) and not np.shape(x) else None
 
 
+def _plain_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The shapes and dtypes of ``args`` when every one is a strongly typed JAX array (or tracer):
+    a native op found for them serves every such call (it reads no values); else ``None``."""
+    key = []
+    for x in args:
+        if not isinstance(x, jax.Array) or getattr(jax.typeof(x), "weak_type", True):
+            return None
+        key.append((x.shape, x.dtype))
+    return tuple(key)
+
+
 def _out_specs(out_shape: Any, in_specs: list[Any]) -> tuple[Structure, tuple[Spec, ...]] | None:
     if out_shape is None:
         return None
@@ -364,9 +439,13 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
     raises with the reason, ``False`` never). When ``f`` runs on JAX arrays but its rule does
     not, ``wrap`` warns (:class:`~rulescore.interop._host.NativeTierWarning`) with the reason and
     uses the host tier. A native rule with an rrule and no frule gets forward mode (``jvp``,
-    ``jacfwd``, ``hessian``) from the transpose of its pullback. ``wrapped.tier`` is the tier of
-    the latest call (``"native"`` or ``"host"``; ``None`` before the first), and
-    ``wrapped.explain(*args)`` says which tier a call on ``args`` runs in and why.
+    ``jacfwd``, ``hessian``) from the transpose of its pullback. Eagerly on CPU arrays a native
+    first-order gradient runs the rrule once (the forward pass keeps its pullback, and the residuals
+    it holds, until the next call); under ``jit``, ``vmap`` and higher orders the transpose runs
+    the rrule again, as JAX operations. A rule registered or replaced after ``wrap`` takes effect
+    at the next call. ``wrapped.tier`` is the tier of the latest call (``"native"`` or
+    ``"host"``; ``None`` before the first), and ``wrapped.explain(*args)`` says which tier a
+    call on ``args`` runs in and why.
 
     Example:
         >>> import numpy as np, jax, jax.numpy as jnp, rulescore as rc, rulescore.interop.jax as rjax
@@ -384,7 +463,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         >>> g.tier, rjax.wrap(np.sin).explain(jnp.ones(3)).split(": ")[1]
         ('host', 'the native tier')
     """
-    cache: dict[Any, HostOp] = {}
+    cache = OpCache()
     seen: dict[Any, HostOp] = {}  # per input shapes: the op of the latest call on values (specs for jit)
 
     def op_for(leaves: list[Any], structure: Any, mask: tuple[bool, ...], kwargs: dict[str, Any]) -> HostOp:
@@ -415,7 +494,7 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
                                   concrete=concrete, kinds=kinds, remembered=remembered)
             op.reason = tier_reason("jax", op_name(f), op,
                                     attempt if isinstance(attempt, NativeAttempt) else None, native)
-            remember(cache, key, op)
+            cache.put(key, op)
             if concrete is not None:
                 remember(seen, shapes_key, op)
         return op
@@ -426,9 +505,21 @@ def wrap(f: Callable[..., Any], out_shape: Any = None, native: bool | None = Non
         dyn = [_jax_array(x) for x, d in zip(leaves, mask, strict=True) if d]
         return op_for(leaves, structure, mask, kwargs), dyn
 
+    # f(*arrays) of strong types, in the native tier: the op depends on the shapes and dtypes only
+    plain = OpCache()
+
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        plain_key = None if kwargs else _plain_key(args)
+        if plain_key is not None:
+            known = plain.get(plain_key)
+            if known is not None:
+                wrapped.tier = "native"  # type: ignore[attr-defined]
+                outs = call_p.bind(*args, op=known)
+                return outs[0] if known.out_structure is LEAF else known.out_structure.rebuild(outs)
         op, dyn = resolve(args, kwargs)
+        if plain_key is not None and op.native:
+            plain.put(plain_key, op)
         wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(call_p.bind(*dyn, op=op))
 

@@ -34,9 +34,11 @@ import numpy as np
 import torch
 
 from rulescore.interop._host import (
+    LEAF,
     WEAK,
     HostOp,
     NativeAttempt,
+    OpCache,
     Spec,
     Structure,
     check_outputs,
@@ -47,7 +49,6 @@ from rulescore.interop._host import (
     needed_cotangents,
     op_name,
     reject_hidden_arrays,
-    remember,
     rule_op,
     rule_primal,
     tier_reason,
@@ -83,10 +84,12 @@ def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
     (:func:`_kept_pullback`): no second rrule call there."""
     assert op.primal_and_pullback is not None
     leaves, pullback = op.primal_and_pullback(xs)
-    outs = tuple(_as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
     want = _torch_specs(op)
-    got = tuple((tuple(o.shape), o.dtype) for o in outs)
-    if got != want:
+    outs = tuple(o if type(o) is torch.Tensor and not any(o is x for x in xs) else
+                 _as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
+    if len(outs) != len(want) or any(o.shape != sh or o.dtype != dt
+                                     for o, (sh, dt) in zip(outs, want, strict=True)):
+        got = tuple((tuple(o.shape), o.dtype) for o in outs)
         raise ValueError(f"rulescore.interop.torch: the rrule of {op.name} returns outputs of (shape, dtype) "
                          f"{got} where {op.name} itself returns {want}: the rrule's primal must be "
                          f"{op.name}'s (rulescore.testing.test_rrule checks it)")
@@ -198,17 +201,15 @@ class _Call(torch.autograd.Function):
     def backward(ctx: Any, *grads: torch.Tensor) -> Any:
         op: HostOp = ctx.op
         xs = ctx.saved_tensors[: len(op.in_specs)]  # read (PyTorch's check of in-place changes) first
-        if ctx.pullback is not None and not torch.is_grad_enabled() and all(op.diff_in) and all(op.diff_out) \
-                and all(ctx.needs_input_grad[1:]):
-            # first order: the forward pass's pullback (its residuals were computed without a graph,
-            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+        # first order: the forward pass's pullback (its residuals were computed without a graph, so
+        # a backward pass that builds one, double backward or torch.func, runs the rrule again)
+        kept = ctx.pullback is not None and not torch.is_grad_enabled()
+        if kept and op.every_leaf_differentiable and all(ctx.needs_input_grad[1:]):
             return (None, *needed_cotangents(ctx.pullback(grads), xs))
         cts = [g for g, d in zip(grads, op.diff_out, strict=True) if d]  # materialized: never None
         diff_xs = [x for x, d in zip(xs, op.diff_in, strict=True) if d]
         needed = tuple(bool(n) for n, d in zip(ctx.needs_input_grad[1:], op.diff_in, strict=True) if d)
-        if op.native and ctx.pullback is not None and not torch.is_grad_enabled():
-            # first order: the forward pass's pullback (its residuals were computed without a graph,
-            # so a backward pass that builds one, double backward or torch.func, runs the rrule again)
+        if kept:
             xbars = needed_cotangents(ctx.pullback(cts), diff_xs, needed)
         elif op.native:  # torch operations: PyTorch differentiates the pullback itself
             xbars = needed_cotangents(op.vjp(xs, cts), diff_xs, needed)
@@ -238,6 +239,11 @@ class _Call(torch.autograd.Function):
 
 # Function.apply binds the arguments to forward's signature at every call: found once here
 _Call.forward.__signature__ = inspect.signature(_Call.forward)  # type: ignore[attr-defined]
+
+#: ``_Call.apply`` without the binding to forward's signature (forward takes ``op, *xs``: nothing to
+#: bind) nor the check for torch.func's transforms, for callers outside them: PyTorch's C ``apply``
+_apply_outside_transforms = super(torch.autograd.Function, _Call).apply
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
 # -- torch.compile: any op as one custom operator, opaque to Dynamo -----------------------------------
@@ -358,7 +364,8 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
 
     In the native tier the rrule runs once, in the forward pass, and ``backward`` calls the
     pullback it returned (a backward pass that builds a graph, ``create_graph=True`` or
-    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it).
+    ``torch.func``, runs the rrule again on the saved inputs, so PyTorch differentiates it). A
+    rule registered or replaced after ``wrap`` takes effect at the next call.
     ``wrapped.tier`` is the tier of the latest call (``"native"`` or ``"host"``; ``None``
     before the first), and ``wrapped.explain(*args)`` says which tier a call on ``args`` runs
     in and why. Under ``torch.compile``, a call on tensors of a floating dtype (positional, at
@@ -375,7 +382,7 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
         >>> print(g.explain(x))  # doctest: +ELLIPSIS
         rulescore.interop.torch.wrap(sin) at float32[2]: the native tier: sin and its rrule run on torch...
     """
-    cache: dict[Any, HostOp] = {}
+    cache = OpCache()
 
     def op_for(given: list[Any], leaves: list[Any], structure: Structure, mask: tuple[bool, ...],
                kwargs: dict[str, Any]) -> HostOp:
@@ -405,12 +412,12 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
                                   kinds=kinds)
             op.reason = tier_reason("torch", op_name(f), op,
                                     attempt if isinstance(attempt, NativeAttempt) else None, native)
-            remember(cache, key, op)
+            cache.put(key, op)
         return op
 
     # f(*tensors) of floating dtypes and at least one dimension, outside torch.func: the op depends
     # on shapes, dtypes and devices only (no values read, no 0-d promotion, nothing static)
-    plain: dict[Any, HostOp] = {}
+    plain = OpCache()
 
     def plain_op(xs: list[torch.Tensor]) -> HostOp:
         given, structure = flatten(tuple(xs))
@@ -432,12 +439,15 @@ def wrap(f: Callable[..., Any], native: bool | None = None, out_shape: Any = Non
             known = plain.get(plain_key)
             if known is not None:
                 wrapped.tier = known.tier  # type: ignore[attr-defined]
-                return known.out_structure.rebuild(_Call.apply(known, *args))
+                # what Function.apply does outside torch.func's transforms, tensors of transforms that
+                # ended unwrapped as it unwraps them, minus the binding of the arguments (see above)
+                outs = _apply_outside_transforms(known, *map(_unwrap_if_dead, args))
+                return outs[0] if known.out_structure is LEAF else known.out_structure.rebuild(outs)
             if not all(x.ndim and (x.is_floating_point() or x.is_complex()) for x in args):
                 plain_key = None
         op, dyn = resolve(args, kwargs)
         if plain_key is not None:
-            remember(plain, plain_key, op)
+            plain.put(plain_key, op)
         wrapped.tier = op.tier  # type: ignore[attr-defined]
         return op.out_structure.rebuild(_Call.apply(op, *dyn))
 
