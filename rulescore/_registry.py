@@ -59,11 +59,11 @@ class Rule:
     #: frule handles itself (faster: it can skip the work).
     zero_tangents: bool = True
     #: An rrule called with the primals alone (no ``RuleConfig``): an engine may run it as it is.
-    plain_rrule: bool = field(init=False, repr=False)
+    plain: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         plain = self.kind == "rule" and self.table == "rrule" and not self.config
-        object.__setattr__(self, "plain_rrule", plain)
+        object.__setattr__(self, "plain", plain)
 
     @property
     def non_differentiable(self) -> bool:

@@ -88,7 +88,7 @@ class ReverseTrace(DispatchedTrace):
 
     def __init__(self, outer: tuple[Trace, ...], params: dict[int, Any] | None = None) -> None:
         super().__init__(outer, params)
-        #: whether a plain rrule (``Rule.plain_rrule``) runs as it is, on this level's
+        #: whether a plain rrule (``Rule.plain``) runs as it is, on this level's
         #: primals: first order, no log, no checking mode
         self.direct = not outer and self.log is None and not self.checks
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
@@ -127,13 +127,13 @@ class ReverseTrace(DispatchedTrace):
         target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
         paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
         here."""
-        if rule.plain_rrule and self.direct:  # the first-order hot path: no level switch
+        if rule.plain and self.direct:  # the first-order hot path: no level switch
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         else:
             if self.log is not None:
                 how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
                 log_call(self, fn, args, how, rule)
-            plain = rule.plain_rrule and not self.checks
+            plain = rule.plain and not self.checks
             outer = self.outer
             if plain and not outer:  # first order, logging
                 y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
