@@ -499,6 +499,8 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
         # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
         if sys.getrefcount(trace) <= 3 + kept + len(held) and not any(
                 sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
+            del own
+            _forget_views(trace)
             return
         del own
         if searched_stores or not trace.stored:
@@ -533,6 +535,15 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
                 f"zygotepy: a traced value stored in a {type(holder).__name__} during the "
                 "differentiation outlives it and cannot be replaced by its plain value there; its next "
                 "use will raise. Store zygotepy.dropgrad(value) instead", UserWarning, stacklevel=4)
+    _forget_views(trace)
+
+
+def _forget_views(trace: Trace) -> None:
+    """Empty the tables of views and writes of a trace that has ended (its arrays written back or
+    handed over): their entries hold the trace's own boxes, a reference cycle that would keep the
+    trace, and the values of the traces around it its boxes wrap, alive until a collection."""
+    trace.owners.clear()
+    trace.shadows.clear()
 
 
 def note_stored(holder: Any, value: Any) -> None:
