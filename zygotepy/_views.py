@@ -539,11 +539,10 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
 
 
 def _forget_views(trace: Trace) -> None:
-    """Empty the tables of views and writes of a trace that has ended (its arrays written back or
-    handed over): their entries hold the trace's own boxes, a reference cycle that would keep the
-    trace, and the values of the traces around it its boxes wrap, alive until a collection."""
+    """Empty the table of views of a trace that has ended: its entries hold the trace's own boxes, a
+    reference cycle that would keep the trace, and the values of the traces around it its boxes
+    wrap, alive until a collection. (Its writes stay: some entry points write back after this.)"""
     trace.owners.clear()
-    trace.shadows.clear()
 
 
 def note_stored(holder: Any, value: Any) -> None:
