@@ -209,7 +209,8 @@ def test_structures_match_jax():
     def g(x, y, m=np):
         return m.sum(m.sin(x) * y[0]) + y[1] ** 2 * m.sum(x)
 
-    _same_structure(zp.hessian(g, x, y), jax.jit(jax.hessian(lambda a, b: g(a, b, jnp), argnums=(0, 1)))(x, y))
+    _same_structure(zp.hessian(g, x, y),
+                    jax.jit(jax.hessian(lambda a, b: g(a, b, jnp), argnums=(0, 1)))(x, y))
     _same_structure(zp.hessian(g, x, y=y), jax.jit(jax.hessian(lambda a: g(a, y, jnp)))(x))
     p = {"w": np.array([1.0, 2.0]), "b": np.array(0.5)}
     _same_structure(zp.hessian(loss_of_dict, p),
