@@ -91,7 +91,7 @@ def test_gradient_matches_jax() -> None:
     x = np.array([0.0, 0.4, 0.5, 1.2, 2.0])
     _, back = rc.rrule(si.trapezoid, y, x)
     w = np.array([1.0, -2.0])
-    theirs = jax.grad(lambda y, x: (jsi.trapezoid(y, x) * w).sum(), argnums=(0, 1))(y, x)
+    theirs = jax.jit(jax.grad(lambda y, x: (jsi.trapezoid(y, x) * w).sum(), argnums=(0, 1)))(y, x)
     for ours, t in zip(back(w)[1:], theirs, strict=True):
         np.testing.assert_allclose(ours, np.asarray(t), rtol=1e-10)
 
@@ -206,7 +206,7 @@ def test_odeint_gradient_matches_jax() -> None:
     def total(y0: Any, t: Any, th: Any) -> Any:
         return (jode.odeint(lotka_volterra_jax, y0, t, th, rtol=1e-10, atol=1e-10) * w).sum()
 
-    theirs = jax.grad(total, argnums=(0, 1, 2))(y0, T_DATA, theta)
+    theirs = jax.jit(jax.grad(total, argnums=(0, 1, 2)))(y0, T_DATA, theta)
     for o, t in zip((ours[2], ours[3], ours[4][0]), theirs, strict=True):
         np.testing.assert_allclose(o, np.asarray(t), rtol=1e-6, atol=1e-8)
 

@@ -230,7 +230,7 @@ def test_gradient_matches_jax(name: str, method: str, params: tuple[float, ...])
     x = 0.35 if method == "ppf" else 1.1
     _, back = rc.rrule(getattr(getattr(st, name), method), x, *params)
     ours = back(1.0)[1:]
-    theirs = jax.grad(getattr(jdist, method), argnums=tuple(range(1 + len(params))))(x, *params)
+    theirs = jax.jit(jax.grad(getattr(jdist, method), argnums=tuple(range(1 + len(params)))))(x, *params)
     np.testing.assert_allclose(np.array(ours, dtype=float), np.array(theirs, dtype=float), rtol=1e-6)
 
 
@@ -247,7 +247,7 @@ def test_multivariate_normal_matches_jax() -> None:
     def total(x: Any, mean: Any, cov: Any) -> Any:
         return jst.multivariate_normal.logpdf(x, mean, cov).sum()
 
-    ex, em, ec = jax.grad(total, argnums=(0, 1, 2))(x, mean, cov)
+    ex, em, ec = jax.jit(jax.grad(total, argnums=(0, 1, 2)))(x, mean, cov)
     np.testing.assert_allclose(xbar, ex, rtol=1e-8)
     np.testing.assert_allclose(mbar, em, rtol=1e-8)
     # SciPy reads cov's lower triangle, JAX need not: they agree on symmetric perturbations
