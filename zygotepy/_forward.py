@@ -12,7 +12,7 @@ every nesting order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
-    _PLAIN_CALLABLES,
     _RECORDED,
     _logging,
     _new_box,
@@ -71,7 +70,7 @@ class ForwardTrace(DispatchedTrace):
     """A trace that pushes tangents: each box carries one tangent per direction (``directions``
     of them), and a call with an frule gives its output's tangents at once. Nothing is recorded."""
 
-    __slots__ = ("directions",)
+    __slots__ = ("directions", "direct")
     records = False
     rules = rc.frule
     config = FORWARD_CONFIG
@@ -79,6 +78,8 @@ class ForwardTrace(DispatchedTrace):
     def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
         super().__init__(outer)
         self.directions = directions
+        #: whether the tangents a fast path found go to the frule as they are: first order, no log
+        self.direct = not outer and self.log is None
         if directions == 1 and self.log is None and not self.with_params:  # the dispatcher's hot paths
             if not outer:
                 self.fast_path = _apply_forward_first_order
@@ -105,7 +106,7 @@ class ForwardTrace(DispatchedTrace):
         the fast path (:func:`_apply_forward_first_order`) found them so; otherwise all
         directions go through one call with :class:`rulescore.Batched` tangents when the frule
         can take them, or the frule runs once per direction, with the outer levels active."""
-        if dots is not None and self.log is None and not self.outer:
+        if dots is not None and self.direct:
             # one direction, its tangents found by the first-order fast path: the frule on plain values
             y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
             stack: Any = (ydot,)
@@ -223,58 +224,144 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+        entry = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return NOT_FAST
-    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
-            and _plain_entry(fn) is None:
-        return NOT_FAST
-    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
-        return NOT_FAST
-    primals: Any = args
-    dots: list[Any] = [_NO_TANGENT]
-    traced: list[int] = []  # the positions of arguments with a tangent (a float or an array)
-    for i, a in enumerate(args):
-        ta = type(a)
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        entry = _forward_entry(fn)
+        if entry is None:
+            return NOT_FAST
+    # the primals, the one direction's tangents (NoTangent for fn, zeros for constants) and the
+    # positions of the traced arguments: one and two arguments unrolled, any other count in a loop
+    n = len(args)
+    if n == 2:
+        a, b = args
+        ta, tb = type(a), type(b)
         if ta is Box:
-            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+            x = a._zp_value
+            if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
                 return NOT_FAST
-            if not traced:
-                primals = list(args)
-            primals[i] = a._zp_value
             tangents = a._zp_tangents
-            dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
-            if type(dot) not in _FAST_VALUES:
+            dx = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+            if type(dx) not in _FAST_VALUES:
                 return NOT_FAST  # a zero, a thunk: plain_tangents' business
-            dots.append(dot)
-            traced.append(i)
-        elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
-            dots.append(_ZERO)
+            if tb is Box:
+                y = b._zp_value
+                if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                    return NOT_FAST
+                tangents = b._zp_tangents
+                dy = tangents[0] if type(tangents) is tuple else _tangents(b)[0]
+                if type(dy) not in _FAST_VALUES:
+                    return NOT_FAST
+                dots: tuple[Any, ...] = (_NO_TANGENT, dx, dy)
+                traced: tuple[int, ...] = _BOTH
+            elif tb in _FAST_CONSTANTS or _constant(b):
+                y, dots, traced = b, (_NO_TANGENT, dx, _ZERO), _FIRST
+            else:
+                return NOT_FAST
+        elif tb is Box:
+            if ta not in _FAST_CONSTANTS and not _constant(a):
+                return NOT_FAST
+            y = b._zp_value
+            if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                return NOT_FAST
+            tangents = b._zp_tangents
+            dy = tangents[0] if type(tangents) is tuple else _tangents(b)[0]
+            if type(dy) not in _FAST_VALUES:
+                return NOT_FAST
+            x, dots, traced = a, (_NO_TANGENT, _ZERO, dy), _SECOND
+        elif (ta in _FAST_CONSTANTS or _constant(a)) and (tb in _FAST_CONSTANTS or _constant(b)):
+            return fn(a, b)  # nothing traced: the rule would compute just this
         else:
             return NOT_FAST
-    if not traced:
-        return fn(*args)  # nothing traced: the rule would compute just this
-    plain = tuple(primals)
-    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
-    if sole is None or sole[0] != FRULES.version:
-        sole = (FRULES.version, FRULES.sole_rule(fn))
-        _SOLE_FRULES.put(fn, sole)
-    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+        plain: tuple[Any, ...] = (x, y)
+    elif n == 1:
+        (a,) = args
+        if type(a) is not Box:
+            return fn(a) if type(a) in _FAST_CONSTANTS or _constant(a) else NOT_FAST
+        x = a._zp_value
+        if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
+            return NOT_FAST
+        tangents = a._zp_tangents
+        dx = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+        if type(dx) not in _FAST_VALUES:
+            return NOT_FAST
+        plain, dots, traced = (x,), (_NO_TANGENT, dx), _FIRST
+    else:
+        if n > 2 and _dispatch.out_position(fn) >= 0:
+            return NOT_FAST  # np.dot(a, b, out): the full path writes into out
+        primals: Any = args
+        all_dots: list[Any] = [_NO_TANGENT]
+        positions: list[int] = []
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Box:
+                if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+                    return NOT_FAST
+                if not positions:
+                    primals = list(args)
+                primals[i] = a._zp_value
+                tangents = a._zp_tangents
+                dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+                if type(dot) not in _FAST_VALUES:
+                    return NOT_FAST
+                all_dots.append(dot)
+                positions.append(i)
+            elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
+                all_dots.append(_ZERO)
+            else:
+                return NOT_FAST
+        if not positions:
+            return fn(*args)
+        plain, dots, traced = tuple(primals), tuple(all_dots), tuple(positions)
+    rule = entry[3]
     if rule is None:
-        return NOT_FAST
+        rule = FRULES.lookup(fn, plain, FORWARD_CONFIG)
+        if rule is None:
+            return NOT_FAST
+    elif entry[4] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
+        return trace.process_rule(rule, fn, args, plain, dots, _NO_KEYWORDS)
     wrt = rule.wrt
     plain_dots = rule.kind == "rule" and not rule.config and not trace.checks and (
         wrt is None or any(i in wrt for i in traced)) and (
         rule.zero_tangents or not _float_constant(args, traced))
     # otherwise (a non-differentiable rule, a config, checks, no tangent where the rule
     # differentiates, or constants to give as zeros) process_rule's full path keeps the contract
-    return trace.process_rule(rule, fn, args, plain, tuple(dots) if plain_dots else None, _NO_KEYWORDS)
+    return trace.process_rule(rule, fn, args, plain, dots if plain_dots else None, _NO_KEYWORDS)
 
 
 _NO_KEYWORDS: dict[str, Any] = {}
-#: callable -> ``(FRULES.version, its sole frule or None)`` (see ``RuleTable.sole_rule``): the fast
-#: paths' frule without a registry lookup per call; bounded (callables may come and go).
-_SOLE_FRULES = BoundedCache(1024)
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+#: callable -> ``(FRULES.version, RRULES.version, ADJOINTS.version, its sole frule or None,
+#: whether that frule takes the fast paths' tangents as they are)`` for a plain callable (see
+#: ``_plain_entry``); bounded (callables may come and go).
+_FORWARD_ENTRIES = BoundedCache(1024)
+
+
+def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+    """For the forward fast paths, a plain callable's entry of :data:`_FORWARD_ENTRIES` (made and
+    kept), or ``None`` for any other callable. Its frule (``RuleTable.sole_rule``) takes the fast
+    paths' tangents as they are when it is a rule without a config, differentiating every
+    argument (``wrt``) and taking ``ZeroTangent`` for constants (``zero_tangents``).
+
+    Example:
+        >>> import numpy as np
+        >>> entry = _forward_entry(np.sin)
+        >>> entry[3] is rc.frule.lookup(np.sin, (0.5,)), entry[4]
+        (True, True)
+        >>> _forward_entry(lambda v: v) is None  # no rule: the general path
+        True
+    """
+    versions = (FRULES.version, RRULES.version, ADJOINTS.version)  # read first: a registration meanwhile
+    if _plain_entry(fn) is None:  # leaves the entry stale, not wrong
+        return None
+    rule = FRULES.sole_rule(fn)
+    as_they_are = rule is not None and rule.kind == "rule" and not rule.config and rule.wrt is None \
+        and rule.zero_tangents
+    entry = (*versions, rule, as_they_are)
+    _FORWARD_ENTRIES.put(fn, entry)
+    return entry
 
 
 def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
@@ -288,12 +375,14 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+        entry = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return NOT_FAST
-    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
-            and _plain_entry(fn) is None:
-        return NOT_FAST
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        entry = _forward_entry(fn)
+        if entry is None:
+            return NOT_FAST
     if len(args) > 2 and _dispatch.out_position(fn) >= 0:
         return NOT_FAST
     best = owning_level(args)
@@ -317,11 +406,7 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             primals.append(a)
             dots.append(_ZERO)
     plain = tuple(primals)
-    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
-    if sole is None or sole[0] != FRULES.version:
-        sole = (FRULES.version, FRULES.sole_rule(fn))
-        _SOLE_FRULES.put(fn, sole)
-    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body
@@ -368,7 +453,7 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
     return y, stack
 
 
-def _float_constant(args: tuple[Any, ...], traced: list[int]) -> bool:
+def _float_constant(args: tuple[Any, ...], traced: Sequence[int]) -> bool:
     """Whether an argument outside ``traced`` is a float number or array: an frule registered
     without ``zero_tangents=True`` gets zeros of its shape there (``plain_tangents``)."""
     return any(zeros_like_primal(a, None) is not None for i, a in enumerate(args) if i not in traced)
