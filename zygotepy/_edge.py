@@ -72,6 +72,8 @@ def _user_form(ct: Any, primal: Any) -> Any:
     ct = rc.unthunk(ct)
     if ct is None or isinstance(ct, AbstractZero):
         return None
+    if type(ct) is Box:  # traced by an outer level: a value no code writes into (the writes of
+        return ct        # rewritten code rebind, a box refuses the others); that level's end copies it
     if not isinstance(ct, rc.Tangent):
         return ct.copy() if isinstance(ct, np.ndarray) else ct  # the user's own: never shared
     if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):

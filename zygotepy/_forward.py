@@ -437,11 +437,12 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             dots.append(_ZERO)
         else:
             return None  # containers and objects that may hold boxes: one direction at a time
-    boxed = [i for i, a in enumerate(args) if type(a) is Box]
-    if rule.wrt is not None and not any(i in boxed for i in rule.wrt) or (
-            not rule.zero_tangents and _float_constant(args, boxed)):
-        return None  # no tangent where the rule differentiates, or constants to give as zeros: the
-        # per-direction run keeps the contract
+    if rule.wrt is not None or not rule.zero_tangents:
+        boxed = [i for i, a in enumerate(args) if type(a) is Box]
+        if rule.wrt is not None and not any(i in boxed for i in rule.wrt) or (
+                not rule.zero_tangents and _float_constant(args, boxed)):
+            return None  # no tangent where the rule differentiates, or constants to give as zeros:
+            # the per-direction run keeps the contract
     assert rule.impl is not None
     try:
         y, ydot = rule.impl(tuple(dots), *primals, **kwargs)

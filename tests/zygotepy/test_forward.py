@@ -478,3 +478,30 @@ def test_a_rule_changed_after_the_fast_path_kept_it_is_the_one_applied():
     rc.frule.register_kind(shifted, (), lambda dots, x, y: (shifted(x, y), dots[1]), wrt=(0,))
     assert zp.jvp(lambda t: shifted(t, t), (1.0,), (1.0,))[1] == 1.0
     assert zp.jvp(lambda t: shifted(1.0, t), (1.0,), (1.0,))[1] == 0.0  # y only: no tangent by the rule
+
+
+@pytest.mark.parametrize("outer", ["gradient", "jvp"])
+def test_a_nested_tangent_written_in_place_by_the_caller_changes_nothing_else(outer):
+    """An inner jvp hands its tangent to code an outer level traces as that level's value, not a
+    copy: writes into it there (in place, by index, by out=) are traced as new values, so the
+    inner result, the outer derivative and the outermost gradient (the user's own array) are right."""
+    w = np.array([0.4, -1.3, 2.2])
+
+    def f(x):
+        t = zp.jvp(lambda u: np.sin(u) * u, (x,), (w,))[1]
+        kept = t * 1.0
+        t += 1.0
+        t[0] = 3.0 * t[0]
+        np.multiply(t, x, out=t)
+        return np.sum(t * t) + np.sum(kept)
+
+    x = np.array([0.9, -0.2, 1.4])
+    if outer == "gradient":
+        (g,) = zp.gradient(f, x)
+        fd = np.array([central_difference(f, x, e) for e in np.eye(3)])
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+        assert g.flags.writeable and g.base is None
+    else:
+        v = np.array([1.0, 0.5, -2.0])
+        _, tangent = zp.jvp(f, (x,), (v,))
+        np.testing.assert_allclose(tangent, central_difference(f, x, v), rtol=1e-6, atol=1e-8)
