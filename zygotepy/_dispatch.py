@@ -1188,6 +1188,8 @@ def bind_traced_keywords(fn: Any, args: tuple[Any, ...],
     traced = [k for k, v in kwargs.items() if _scan(v, True) is not None]
     if not traced:
         return args, kwargs
+    RRULES.rules_for(fn)  # a family registered on first use declares its parameters as it loads
+    FRULES.rules_for(fn)
     signature = rc.parameters_of(fn, args)
     if signature is None:
         return args, kwargs
