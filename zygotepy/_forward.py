@@ -33,6 +33,7 @@ from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
     _RECORDED,
+    UFUNC,
     _logging,
     _new_box,
     _plain_entry,
@@ -238,6 +239,8 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     # positions of the traced arguments: one and two arguments unrolled, any other count in a loop
     n = len(args)
     if n == 2:
+        if type(fn) is UFUNC and fn.nin == 1:
+            return NOT_FAST  # np.sin(x, out): the full path writes into out
         a, b = args
         ta, tb = type(a), type(b)
         if ta is Box:
@@ -291,8 +294,8 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
             return NOT_FAST
         plain, dots, traced = (x,), (_NO_TANGENT, dx), _FIRST
     else:
-        if n > 2 and _dispatch.out_position(fn) >= 0:
-            return NOT_FAST  # np.dot(a, b, out): the full path writes into out
+        if _gives_out(fn, args):
+            return NOT_FAST  # np.dot(a, b, out), np.add(a, b, out): the full path writes into out
         primals: Any = args
         all_dots: list[Any] = [_NO_TANGENT]
         positions: list[int] = []
@@ -383,8 +386,8 @@ def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) 
         entry = _forward_entry(fn)
         if entry is None:
             return NOT_FAST
-    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
-        return NOT_FAST  # np.dot(a, b, out): the full path writes into out
+    if _gives_out(fn, args):
+        return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
     primals: list[Any] | None = None
     for i, a in enumerate(args):
         ta = type(a)
@@ -424,8 +427,8 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
         entry = _forward_entry(fn)
         if entry is None:
             return NOT_FAST
-    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
-        return NOT_FAST
+    if _gives_out(fn, args):
+        return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
     best = owning_level(args)
     if best is NOT_FAST:
         return NOT_FAST
@@ -493,6 +496,20 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
     if checks_enabled():
         check_frule_result(rule, fn, primals, (y, _tangents_of_stack(stack, y)[0]))
     return y, stack
+
+
+def _gives_out(fn: Any, args: tuple[Any, ...]) -> bool:
+    """Whether the call gives a NumPy function's ``out`` by position (``np.dot(a, b, out)``, a
+    ufunc's arguments beyond its inputs: ``np.sin(x, out)``), which the full path writes into.
+
+    Example:
+        >>> import numpy as np
+        >>> _gives_out(np.sin, (1.0, np.zeros(()))), _gives_out(np.add, (1.0, 2.0)), _gives_out(np.sin, (1,))
+        (True, False, False)
+    """
+    if type(fn) is np.ufunc:
+        return len(args) > fn.nin
+    return len(args) > 2 and _dispatch.out_position(fn) >= 0
 
 
 def _plain_dots(dots: tuple[Any, ...], rule: rc.Rule, primals: tuple[Any, ...]) -> tuple[Any, ...] | None:

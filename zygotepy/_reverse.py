@@ -257,6 +257,8 @@ _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 _RECORDED = frozenset({*_FAST_VALUES, Box})
 #: Untraced arguments the fast path takes as they are.
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+#: (a module name: the fast paths test it on every call of two arguments)
+UFUNC = np.ufunc
 
 
 def _is_shape(t: tuple[Any, ...]) -> bool:
@@ -288,6 +290,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     # unrolled (nearly every call), any other count in a loop
     n = len(args)
     if n == 2:
+        if type(fn) is UFUNC and fn.nin == 1:
+            return NOT_FAST  # np.sin(x, out): the full path writes into out
         a, b = args
         ta, tb = type(a), type(b)
         if ta is Box:
@@ -323,8 +327,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             return NOT_FAST
         plain, routes = (x,), (0, a._zp_index)
     else:
-        if out_position(fn) >= 0:
-            return NOT_FAST  # np.dot(a, b, out): the full path writes into out
+        if out_position(fn) >= 0 or (type(fn) is np.ufunc and n > fn.nin):
+            return NOT_FAST  # np.dot(a, b, out), np.add(a, b, out): the full path writes into out
         primals: Any = args
         flat: list[Any] = []
         for i, a in enumerate(args):
