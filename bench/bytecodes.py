@@ -34,6 +34,13 @@ if workload.startswith("gp:"):
     from tests.realworld.models import gp_cases
     case = [c for c in gp_cases(200) if c.name == workload[3:] + " log_marginal_likelihood"][0]
     run = lambda: zp.gradient(case.f, case.theta)
+elif workload.startswith("wide:"):  # wide:<problem>:<i> (zygotepy's i-th variant) or wide:<problem>:autograd
+    import wl_nested_wide
+    _, problem, variant = workload.split(":")
+    if variant == "autograd":
+        run = wl_nested_wide.autograd_cases()[problem]
+    else:
+        run = list(wl_nested_wide.zygote_cases()[problem].values())[int(variant)]
 else:
     import instructions
     with open(os.path.join({tmp!r}, "bytecodes_workload.py"), "w") as fh:

@@ -63,6 +63,23 @@ def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], positi
         raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
 
 
+def _numeric_box(b: Box) -> bool:
+    """Whether an outer level's box holds a number or an array (under any further boxes): a
+    cotangent as plain as it gets, which ``plain_cotangent`` would hand back after three
+    ``isinstance`` tests, each a Python property call on a box.
+
+    Example:
+        >>> from zygotepy._trace import Trace
+        >>> _numeric_box(Box(2.0, Trace(()), 0)), _numeric_box(Box((1.0, 2.0), Trace(()), 0))
+        (True, False)
+    """
+    v = b._zp_value
+    while type(v) is Box:
+        v = v._zp_value
+    tv = type(v)
+    return tv is float or tv is np.float64 or tv is np.ndarray
+
+
 #: The rule tables a pullback on a tape comes from: an error names its rule from them.
 TABLES = (rc.rrule, ADJOINTS)
 
@@ -91,7 +108,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if once:
             tape[i] = None
         tc = type(ct)
-        if tc is not float and tc is not float64 and tc is not ndarray:
+        if tc is not float and tc is not float64 and tc is not ndarray and (
+                tc is not Box or not _numeric_box(ct)):  # (an outer level's box of one is plain too)
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
@@ -131,7 +149,16 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 elif tv is not float and tv is not float64:
                     _check_other(c, target, shapes, pos + 1, pullback)
                 prev = cts[target]
-                cts[target] = c if prev is None else add(prev, c)
+                if prev is None:
+                    cts[target] = c
+                else:  # two numbers or arrays: add's own last step, without its isinstance tests (each
+                    p = prev  # a Python property call on a box)
+                    while type(p) is Box:
+                        p = p._zp_value
+                    tp = type(p)
+                    numbers = (tp is float or tp is float64 or tp is ndarray) and (
+                        tv is float or tv is float64 or tv is ndarray)
+                    cts[target] = prev + c if numbers else add(prev, c)
             elif c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
                     if tc is str or tc is bytes:

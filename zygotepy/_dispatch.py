@@ -390,7 +390,7 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
         args = tuple(list(a) if type(a) is types.GeneratorType else a for a in args)  # math.fsum(genexpr)
         given = args, kwargs
     deep = top.may_have_rule(fn, args)
-    if deep and any(type(a) is types.FunctionType and a.__closure__ for a in (*args, *kwargs.values())):
+    if deep and _closure_argument(args, kwargs):
         rule = top.lookup(fn, args)
         if rule is not None and rule.config:  # a rule calling back into the engine (a solver's)
             args, kwargs = _closure_converted(fn, args, kwargs, levels)
@@ -1090,6 +1090,26 @@ def constant_of_params(y: Any, trace: Trace) -> Any:
     return y
 
 
+def _closure_argument(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an argument is a Python function with a closure (a solver's right-hand side that may
+    capture traced values: see :func:`_closure_converted`).
+
+    Example:
+        >>> def scaled(k):
+        ...     return lambda y: k * y
+        >>> _closure_argument((1.0, scaled(2.0)), {}), _closure_argument((1.0,), {"f": abs})
+        (True, False)
+    """
+    for a in args:
+        if type(a) is types.FunctionType and a.__closure__:
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is types.FunctionType and a.__closure__:
+                return True
+    return False
+
+
 def _captured(callback: types.FunctionType, levels: tuple[Trace, ...]) -> list[tuple[int, str]]:
     """The closure cells of ``callback`` holding a value traced at an active level, as
     ``(position, variable name)``."""
@@ -1168,6 +1188,8 @@ def bind_traced_keywords(fn: Any, args: tuple[Any, ...],
     traced = [k for k, v in kwargs.items() if _scan(v, True) is not None]
     if not traced:
         return args, kwargs
+    RRULES.rules_for(fn)  # a family registered on first use declares its parameters as it loads
+    FRULES.rules_for(fn)
     signature = rc.parameters_of(fn, args)
     if signature is None:
         return args, kwargs

@@ -72,6 +72,8 @@ def _user_form(ct: Any, primal: Any) -> Any:
     ct = rc.unthunk(ct)
     if ct is None or isinstance(ct, AbstractZero):
         return None
+    if type(ct) is Box:  # traced by an outer level: a value no code writes into (the writes of
+        return ct        # rewritten code rebind, a box refuses the others); that level's end copies it
     if not isinstance(ct, rc.Tangent):
         return ct.copy() if isinstance(ct, np.ndarray) else ct  # the user's own: never shared
     if isinstance(primal, (tuple, list)) and not is_namedtuple_type(type(primal)):
@@ -134,17 +136,33 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
     t = type(a)
     if t is float or t is int or (t is np.ndarray and a.dtype.kind in "fcbiu"):
         return None  # the common leaves, at no cost
-    if t is tuple or t is list or t is dict:
+    if t is tuple or t is list:  # nested tuples and lists walked here, without a call each
+        pending = [a]
+        while pending:
+            container = pending.pop()
+            if type(container) is list:  # (a tuple reaches itself only through a list or a dict)
+                if id(container) in seen:
+                    continue
+                seen.add(id(container))
+            for v in container:
+                tv = type(v)
+                if tv is float or (tv is np.ndarray and v.dtype.kind in "fcbiu"):
+                    continue  # (a common leaf without a call)
+                if tv is tuple or tv is list:
+                    pending.append(v)
+                    continue
+                problem = _unsupported(v, seen)
+                if problem is not None:
+                    return problem
+        return None
+    if t is dict:
         if id(a) in seen:
             return None
         seen.add(id(a))
-        for k, v in (a.items() if t is dict else enumerate(a)):
-            tv = type(v)
-            if tv is float or (tv is np.ndarray and v.dtype.kind in "fcbiu"):
-                continue  # (a common leaf without a call)
+        for k, v in a.items():
             problem = _unsupported(v, seen)
             if problem is not None:
-                return f"(its entry {k!r}) {problem}" if t is dict else problem
+                return f"(its entry {k!r}) {problem}"
         return None
     if isinstance(a, np.matrix):
         return "is an np.matrix, whose * and ** are matrix products; pass np.asarray(m) and use @"

@@ -12,7 +12,7 @@ every nesting order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,8 @@ from zygotepy._errors import UntraceableError
 from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
-    _PLAIN_CALLABLES,
     _RECORDED,
+    UFUNC,
     _logging,
     _new_box,
     _plain_entry,
@@ -71,7 +71,7 @@ class ForwardTrace(DispatchedTrace):
     """A trace that pushes tangents: each box carries one tangent per direction (``directions``
     of them), and a call with an frule gives its output's tangents at once. Nothing is recorded."""
 
-    __slots__ = ("directions",)
+    __slots__ = ("directions", "direct")
     records = False
     rules = rc.frule
     config = FORWARD_CONFIG
@@ -79,11 +79,15 @@ class ForwardTrace(DispatchedTrace):
     def __init__(self, outer: tuple[Trace, ...], directions: int) -> None:
         super().__init__(outer)
         self.directions = directions
+        #: whether the tangents a fast path found go to the frule as they are: first order, no log
+        self.direct = not outer and self.log is None
         if directions == 1 and self.log is None and not self.with_params:  # the dispatcher's hot paths
             if not outer:
                 self.fast_path = _apply_forward_first_order
             elif not _logging(outer):
                 self.fast_path = _apply_forward_nested
+        elif directions > 1 and not outer and self.log is None and not self.with_params:
+            self.fast_path = _apply_forward_batched
 
     def differentiate(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Push this trace's tangents through ``fn``'s frule, or ``NO_RULE``; a compiled callable
@@ -105,7 +109,7 @@ class ForwardTrace(DispatchedTrace):
         the fast path (:func:`_apply_forward_first_order`) found them so; otherwise all
         directions go through one call with :class:`rulescore.Batched` tangents when the frule
         can take them, or the frule runs once per direction, with the outer levels active."""
-        if dots is not None and self.log is None and not self.outer:
+        if dots is not None and self.direct:
             # one direction, its tangents found by the first-order fast path: the frule on plain values
             y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
             stack: Any = (ydot,)
@@ -117,7 +121,7 @@ class ForwardTrace(DispatchedTrace):
             else:  # nested (_apply_forward_nested): its rewritten body, at the outer levels
                 token = LEVELS.set(self.outer)
                 try:
-                    plain = plain_tangents(dots, rule.wrt, None if rule.zero_tangents else primals)
+                    plain = _plain_dots(dots, rule, primals)
                     if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
                         y, ydot = _dispatch.call(fn, *primals), zero_of(rule)
                     else:
@@ -223,58 +227,185 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+        entry = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return NOT_FAST
-    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
-            and _plain_entry(fn) is None:
-        return NOT_FAST
-    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
-        return NOT_FAST
-    primals: Any = args
-    dots: list[Any] = [_NO_TANGENT]
-    traced: list[int] = []  # the positions of arguments with a tangent (a float or an array)
-    for i, a in enumerate(args):
-        ta = type(a)
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        entry = _forward_entry(fn)
+        if entry is None:
+            return NOT_FAST
+    # the primals, the one direction's tangents (NoTangent for fn, zeros for constants) and the
+    # positions of the traced arguments: one and two arguments unrolled, any other count in a loop
+    n = len(args)
+    if n == 2:
+        if type(fn) is UFUNC and fn.nin == 1:
+            return NOT_FAST  # np.sin(x, out): the full path writes into out
+        a, b = args
+        ta, tb = type(a), type(b)
         if ta is Box:
-            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+            x = a._zp_value
+            if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
                 return NOT_FAST
-            if not traced:
-                primals = list(args)
-            primals[i] = a._zp_value
             tangents = a._zp_tangents
-            dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
-            if type(dot) not in _FAST_VALUES:
+            dx = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+            if type(dx) not in _FAST_VALUES:
                 return NOT_FAST  # a zero, a thunk: plain_tangents' business
-            dots.append(dot)
-            traced.append(i)
-        elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
-            dots.append(_ZERO)
+            if tb is Box:
+                y = b._zp_value
+                if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                    return NOT_FAST
+                tangents = b._zp_tangents
+                dy = tangents[0] if type(tangents) is tuple else _tangents(b)[0]
+                if type(dy) not in _FAST_VALUES:
+                    return NOT_FAST
+                dots: tuple[Any, ...] = (_NO_TANGENT, dx, dy)
+                traced: tuple[int, ...] = _BOTH
+            elif tb in _FAST_CONSTANTS or _constant(b):
+                y, dots, traced = b, (_NO_TANGENT, dx, _ZERO), _FIRST
+            else:
+                return NOT_FAST
+        elif tb is Box:
+            if ta not in _FAST_CONSTANTS and not _constant(a):
+                return NOT_FAST
+            y = b._zp_value
+            if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
+                return NOT_FAST
+            tangents = b._zp_tangents
+            dy = tangents[0] if type(tangents) is tuple else _tangents(b)[0]
+            if type(dy) not in _FAST_VALUES:
+                return NOT_FAST
+            x, dots, traced = a, (_NO_TANGENT, _ZERO, dy), _SECOND
+        elif (ta in _FAST_CONSTANTS or _constant(a)) and (tb in _FAST_CONSTANTS or _constant(b)):
+            return fn(a, b)  # nothing traced: the rule would compute just this
         else:
             return NOT_FAST
-    if not traced:
-        return fn(*args)  # nothing traced: the rule would compute just this
-    plain = tuple(primals)
-    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
-    if sole is None or sole[0] != FRULES.version:
-        sole = (FRULES.version, FRULES.sole_rule(fn))
-        _SOLE_FRULES.put(fn, sole)
-    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+        plain: tuple[Any, ...] = (x, y)
+    elif n == 1:
+        (a,) = args
+        if type(a) is not Box:
+            return fn(a) if type(a) in _FAST_CONSTANTS or _constant(a) else NOT_FAST
+        x = a._zp_value
+        if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
+            return NOT_FAST
+        tangents = a._zp_tangents
+        dx = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+        if type(dx) not in _FAST_VALUES:
+            return NOT_FAST
+        plain, dots, traced = (x,), (_NO_TANGENT, dx), _FIRST
+    else:
+        if _gives_out(fn, args):
+            return NOT_FAST  # np.dot(a, b, out), np.add(a, b, out): the full path writes into out
+        primals: Any = args
+        all_dots: list[Any] = [_NO_TANGENT]
+        positions: list[int] = []
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Box:
+                if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+                    return NOT_FAST
+                if not positions:
+                    primals = list(args)
+                primals[i] = a._zp_value
+                tangents = a._zp_tangents
+                dot = tangents[0] if type(tangents) is tuple else _tangents(a)[0]
+                if type(dot) not in _FAST_VALUES:
+                    return NOT_FAST
+                all_dots.append(dot)
+                positions.append(i)
+            elif ta in _FAST_CONSTANTS or _constant(a):  # a shape, an axis, a name, a dtype
+                all_dots.append(_ZERO)
+            else:
+                return NOT_FAST
+        if not positions:
+            return fn(*args)
+        plain, dots, traced = tuple(primals), tuple(all_dots), tuple(positions)
+    rule = entry[3]
     if rule is None:
-        return NOT_FAST
+        rule = FRULES.lookup(fn, plain, FORWARD_CONFIG)
+        if rule is None:
+            return NOT_FAST
+    elif entry[4] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
+        return trace.process_rule(rule, fn, args, plain, dots, _NO_KEYWORDS)
     wrt = rule.wrt
     plain_dots = rule.kind == "rule" and not rule.config and not trace.checks and (
         wrt is None or any(i in wrt for i in traced)) and (
         rule.zero_tangents or not _float_constant(args, traced))
     # otherwise (a non-differentiable rule, a config, checks, no tangent where the rule
     # differentiates, or constants to give as zeros) process_rule's full path keeps the contract
-    return trace.process_rule(rule, fn, args, plain, tuple(dots) if plain_dots else None, _NO_KEYWORDS)
+    return trace.process_rule(rule, fn, args, plain, dots if plain_dots else None, _NO_KEYWORDS)
 
 
 _NO_KEYWORDS: dict[str, Any] = {}
-#: callable -> ``(FRULES.version, its sole frule or None)`` (see ``RuleTable.sole_rule``): the fast
-#: paths' frule without a registry lookup per call; bounded (callables may come and go).
-_SOLE_FRULES = BoundedCache(1024)
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+#: callable -> ``(FRULES.version, RRULES.version, ADJOINTS.version, its sole frule or None,
+#: whether that frule takes the fast paths' tangents as they are)`` for a plain callable (see
+#: ``_plain_entry``); bounded (callables may come and go).
+_FORWARD_ENTRIES = BoundedCache(1024)
+
+
+def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+    """For the forward fast paths, a plain callable's entry of :data:`_FORWARD_ENTRIES` (made and
+    kept), or ``None`` for any other callable. Its frule (``RuleTable.sole_rule``) takes the fast
+    paths' tangents as they are when it is a rule without a config, differentiating every
+    argument (``wrt``) and taking ``ZeroTangent`` for constants (``zero_tangents``).
+
+    Example:
+        >>> import numpy as np
+        >>> entry = _forward_entry(np.sin)
+        >>> entry[3] is rc.frule.lookup(np.sin, (0.5,)), entry[4]
+        (True, True)
+        >>> _forward_entry(lambda v: v) is None  # no rule: the general path
+        True
+    """
+    versions = (FRULES.version, RRULES.version, ADJOINTS.version)  # read first: a registration meanwhile
+    if _plain_entry(fn) is None:  # leaves the entry stale, not wrong
+        return None
+    rule = FRULES.sole_rule(fn)
+    as_they_are = rule is not None and rule.kind == "rule" and not rule.config and rule.wrt is None \
+        and rule.zero_tangents
+    entry = (*versions, rule, as_they_are)
+    _FORWARD_ENTRIES.put(fn, entry)
+    return entry
+
+
+def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
+    """The fast path of the only active trace when it is a forward one with several directions (a
+    Jacobian's or a Hessian's forward passes): classify the call as the one-direction path does (a
+    plain callable with an frule; this trace's boxes of floats and arrays, or constants) and hand
+    it to :meth:`ForwardTrace.process_rule`, which pushes every direction through the frule at once
+    where it can. Anything else is left to the full path (``NOT_FAST``)."""
+    if type(fn) is Box:
+        return NOT_FAST  # a traced callable object: never hashed here
+    try:
+        entry = _FORWARD_ENTRIES.get(fn)
+    except TypeError:
+        return NOT_FAST
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        entry = _forward_entry(fn)
+        if entry is None:
+            return NOT_FAST
+    if _gives_out(fn, args):
+        return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
+    primals: list[Any] | None = None
+    for i, a in enumerate(args):
+        ta = type(a)
+        if ta is Box:
+            if a._zp_trace is not trace or type(a._zp_value) not in _FAST_VALUES:
+                return NOT_FAST
+            if primals is None:
+                primals = list(args)
+            primals[i] = a._zp_value
+        elif ta not in _FAST_CONSTANTS and not _constant(a):  # a shape, an axis, a name, a dtype
+            return NOT_FAST
+    if primals is None:
+        return fn(*args)  # nothing traced: the rule would compute just this
+    plain = tuple(primals)
+    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    if rule is None:
+        return NOT_FAST
+    return trace.process_rule(rule, fn, args, plain, None, _NO_KEYWORDS)
 
 
 def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
@@ -288,14 +419,16 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
-        entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
+        entry = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return NOT_FAST
-    if (type(entry) is not tuple or entry[0] != ADJOINTS.version or entry[1] != RRULES.version) \
-            and _plain_entry(fn) is None:
-        return NOT_FAST
-    if len(args) > 2 and _dispatch.out_position(fn) >= 0:
-        return NOT_FAST
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        entry = _forward_entry(fn)
+        if entry is None:
+            return NOT_FAST
+    if _gives_out(fn, args):
+        return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
     best = owning_level(args)
     if best is NOT_FAST:
         return NOT_FAST
@@ -317,11 +450,7 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             primals.append(a)
             dots.append(_ZERO)
     plain = tuple(primals)
-    sole = _SOLE_FRULES.get(fn)  # (cached by the plain-callable test above: fn is hashable)
-    if sole is None or sole[0] != FRULES.version:
-        sole = (FRULES.version, FRULES.sole_rule(fn))
-        _SOLE_FRULES.put(fn, sole)
-    rule = sole[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body
@@ -352,11 +481,12 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
             dots.append(_ZERO)
         else:
             return None  # containers and objects that may hold boxes: one direction at a time
-    boxed = [i for i, a in enumerate(args) if type(a) is Box]
-    if rule.wrt is not None and not any(i in boxed for i in rule.wrt) or (
-            not rule.zero_tangents and _float_constant(args, boxed)):
-        return None  # no tangent where the rule differentiates, or constants to give as zeros: the
-        # per-direction run keeps the contract
+    if rule.wrt is not None or not rule.zero_tangents:
+        boxed = [i for i, a in enumerate(args) if type(a) is Box]
+        if rule.wrt is not None and not any(i in boxed for i in rule.wrt) or (
+                not rule.zero_tangents and _float_constant(args, boxed)):
+            return None  # no tangent where the rule differentiates, or constants to give as zeros:
+            # the per-direction run keeps the contract
     assert rule.impl is not None
     try:
         y, ydot = rule.impl(tuple(dots), *primals, **kwargs)
@@ -368,7 +498,52 @@ def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[
     return y, stack
 
 
-def _float_constant(args: tuple[Any, ...], traced: list[int]) -> bool:
+def _gives_out(fn: Any, args: tuple[Any, ...]) -> bool:
+    """Whether the call gives a NumPy function's ``out`` by position (``np.dot(a, b, out)``, a
+    ufunc's arguments beyond its inputs: ``np.sin(x, out)``), which the full path writes into.
+
+    Example:
+        >>> import numpy as np
+        >>> _gives_out(np.sin, (1.0, np.zeros(()))), _gives_out(np.add, (1.0, 2.0)), _gives_out(np.sin, (1,))
+        (True, False, False)
+    """
+    if type(fn) is np.ufunc:
+        return len(args) > fn.nin
+    return len(args) > 2 and _dispatch.out_position(fn) >= 0
+
+
+def _plain_dots(dots: tuple[Any, ...], rule: rc.Rule, primals: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``plain_tangents(dots, rule.wrt, primals if the rule wants zeros of their shape)``, the
+    tangents an frule receives, without its ``isinstance`` tests when they are already plain: every
+    tangent a float or an array, or an outer level's box of one (which answers ``isinstance``
+    through a Python property), or ``ZeroTangent`` for a rule taking it (``zero_tangents``).
+
+    Example:
+        >>> import numpy as np
+        >>> rule = rc.frule.lookup(np.multiply, (1.0, 2.0))
+        >>> _plain_dots((_NO_TANGENT, 1.0, _ZERO), rule, (1.0, 2.0)) == (_NO_TANGENT, 1.0, _ZERO)
+        True
+        >>> _plain_dots((_NO_TANGENT, _ZERO, _ZERO), rule, (1.0, 2.0)) is None  # all zero: no call
+        True
+    """
+    if rule.wrt is None and rule.zero_tangents:
+        nonzero = False
+        for d in dots[1:]:
+            td = type(d)
+            if td is ZeroTangent:
+                continue
+            while td is Box:
+                d = d._zp_value
+                td = type(d)
+            if td not in _FAST_VALUES:
+                break
+            nonzero = True
+        else:
+            return dots if nonzero else None
+    return plain_tangents(dots, rule.wrt, None if rule.zero_tangents else primals)
+
+
+def _float_constant(args: tuple[Any, ...], traced: Sequence[int]) -> bool:
     """Whether an argument outside ``traced`` is a float number or array: an frule registered
     without ``zero_tangents=True`` gets zeros of its shape there (``plain_tangents``)."""
     return any(zeros_like_primal(a, None) is not None for i, a in enumerate(args) if i not in traced)

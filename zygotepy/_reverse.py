@@ -81,7 +81,7 @@ CONFIG = Config()
 class ReverseTrace(DispatchedTrace):
     """A trace that records: a call with an rrule becomes a tape node holding its pullback."""
 
-    __slots__ = ("direct",)
+    __slots__ = ("direct", "direct_nested")
     records = True
     rules = RRULES
     config = CONFIG
@@ -91,6 +91,9 @@ class ReverseTrace(DispatchedTrace):
         #: whether a plain rrule (``Rule.plain``) runs as it is, on this level's
         #: primals: first order, no log, no checking mode
         self.direct = not outer and self.log is None and not self.checks
+        #: whether a plain rrule's rewritten body runs at the outer levels directly: nested, no
+        #: log, no checking mode, no implicit parameters
+        self.direct_nested = bool(outer) and self.log is None and not self.checks and not self.with_params
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
@@ -129,6 +132,14 @@ class ReverseTrace(DispatchedTrace):
         here."""
         if rule.plain and self.direct:  # the first-order hot path: no level switch
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
+        elif rule.plain and self.direct_nested and (body := _traced_impl(rule)) is not None:
+            # the nested hot path: the rule's rewritten body, called directly at the outer levels
+            # (what ``call(rule.impl, ...)`` resolves to when no level logs or holds implicit parameters)
+            token = LEVELS.set(self.outer)
+            try:
+                y, pullback = body(*primals, **kwargs) if kwargs else body(*primals)
+            finally:
+                LEVELS.reset(token)
         else:
             if self.log is not None:
                 how = "adjoint" if rule.table == "adjoint" else rule.kind.replace("_", "-")
@@ -246,6 +257,8 @@ _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 _RECORDED = frozenset({*_FAST_VALUES, Box})
 #: Untraced arguments the fast path takes as they are.
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+#: (a module name: the fast paths test it on every call of two arguments)
+UFUNC = np.ufunc
 
 
 def _is_shape(t: tuple[Any, ...]) -> bool:
@@ -277,6 +290,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     # unrolled (nearly every call), any other count in a loop
     n = len(args)
     if n == 2:
+        if type(fn) is UFUNC and fn.nin == 1:
+            return NOT_FAST  # np.sin(x, out): the full path writes into out
         a, b = args
         ta, tb = type(a), type(b)
         if ta is Box:
@@ -312,8 +327,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             return NOT_FAST
         plain, routes = (x,), (0, a._zp_index)
     else:
-        if out_position(fn) >= 0:
-            return NOT_FAST  # np.dot(a, b, out): the full path writes into out
+        if out_position(fn) >= 0 or (type(fn) is np.ufunc and n > fn.nin):
+            return NOT_FAST  # np.dot(a, b, out), np.add(a, b, out): the full path writes into out
         primals: Any = args
         flat: list[Any] = []
         for i, a in enumerate(args):
@@ -563,6 +578,11 @@ def _check_scalar(f: Any, y: Any) -> None:
 
 
 def _seeds(out: Any, trace: Trace, ybar: Any) -> list[tuple[int, Any]]:
+    if type(out) is Box and out._zp_trace is trace:  # the commonest: one traced output
+        value = out._zp_value
+        while type(value) is Box:
+            value = value._zp_value
+        return [(out._zp_index, _seed_value(value, ybar))]
     return _seeds_at(_seed_slots(out, trace), ybar)
 
 

@@ -367,10 +367,12 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     if result is not None:
         return result
     code = fn.__code__
-    recipe = _RECIPES.get((code, params))
-    if recipe is None:
+    known = _RECIPES.get((id(code), params))
+    if known is not None and known[0] is code:
+        recipe = known[1]
+    else:
         recipe = _AS_IT_IS if is_generated(code) else _recipe(fn, params)
-        _RECIPES.put((code, params), recipe)
+        _RECIPES.put((id(code), params), (code, recipe))
     if recipe is _AS_IT_IS:
         result = fn
     else:
@@ -390,11 +392,12 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     return result
 
 
-#: Per ``(code, params)``: the rewritten code and, per free variable of it, the position of the
-#: original closure's cell to share or the engine helper's cell (one per helper: rewritten code
-#: only reads it); or that the code runs as it is (made by the rewriter, or not rewritable). A
-#: function made afresh per call (a lambda in a loop) is then rebuilt from this without reading
-#: its free variables' names again. Bounded; holds code objects only.
+#: Per ``(id(code), params)``, ``(code, recipe)``: the rewritten code and, per free variable of
+#: it, the position of the original closure's cell to share or the engine helper's cell (one per
+#: helper: rewritten code only reads it); or that the code runs as it is (made by the rewriter, or
+#: not rewritable). A function made afresh per call (a lambda in a loop) is then rebuilt from this
+#: without reading its free variables' names again. Bounded; holds code objects only (keyed by
+#: id, as :data:`_CODE_KINDS`: the entry keeps its code alive, so the id stays its own).
 _RECIPES = BoundedCache(4096)
 _NOT_REWRITTEN: Any = object()
 _AS_IT_IS: Any = object()  # code the rewriter made (a closure of rewritten code): already traced
@@ -512,7 +515,9 @@ def _skipped(fn: Any) -> bool:
 #: through when it receives a traced value),
 #: code made by the rewriter (a closure of rewritten code, made afresh per call: already
 #: traced) or code to rewrite. Decided from the code alone, once: nested differentiation calls
-#: ``python_target`` for every helper and pullback a rule body calls. Bounded; holds code objects.
+#: ``python_target`` for every helper and pullback a rule body calls. Keyed by ``id(code)``, each
+#: entry ``(code, kind)``: hashing a code object hashes its constants, nested code included, at
+#: every call; the entry keeps its code alive, so the id stays its own. Bounded.
 _ENGINE_OWN, _AS_IS_CODE, _LIBRARY = "engine", "as-is", "library"
 _GENERATED_CODE, _REWRITE, _LIBRARY_SOURCE = "generated", "rewrite", "library source"
 _CODE_KINDS = BoundedCache(4096)
@@ -543,10 +548,12 @@ def python_target(fn: Any, params: bool = False) -> Any:
         return python_target(fn.__wrapped__, params)
     if tf is types.FunctionType:
         code = fn.__code__
-        kind = _CODE_KINDS.get(code)
-        if kind is None:
+        known = _CODE_KINDS.get(id(code))
+        if known is not None and known[0] is code:
+            kind = known[1]
+        else:
             kind = _code_kind(fn)
-            _CODE_KINDS.put(code, kind)
+            _CODE_KINDS.put(id(code), (code, kind))
         if kind is _REWRITE:
             return transformed(fn, params)
         if kind is _LIBRARY_SOURCE:

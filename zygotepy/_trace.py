@@ -160,13 +160,14 @@ class Trace:
 
         The tape keeps tape indices, never boxes, so a finished trace is freed by reference
         counting alone (no box -> trace -> tape -> box cycle)."""
-        index = len(self.tape)
+        tape = self.tape
+        index = len(tape)
         v = value
         while type(v) is Box:  # (nested: an outer level's box)
             v = v._zp_value
         if type(v) is np.ndarray:
             self.shapes[index] = v.shape
-        self.tape.append(None if pullback is None else node(pullback, tuple(
+        tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))
         return Box(value, self, index)

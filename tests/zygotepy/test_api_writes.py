@@ -333,3 +333,48 @@ def test_a_subclass_argument_only_read_is_differentiated():
     x = _tagged([0.5, -1.5])
     (g,) = zp.gradient(lambda a: np.sum(np.sin(a) * a), x)
     assert np.allclose(g, np.cos(x.view(np.ndarray)) * x.view(np.ndarray) + np.sin(x.view(np.ndarray)))
+
+
+A_OUT = np.array([[1.0, -0.5, 0.2], [0.3, 0.8, -1.1], [0.0, 0.4, 0.9]])
+#: NumPy functions given ``out`` by position: a ufunc's arguments after its inputs, np.dot's third.
+OUT_BY_POSITION = {
+    "sin(x, out)": lambda x, out: np.sin(x, out),
+    "exp(x, out)": lambda x, out: np.exp(x, out),
+    "negative(x, out)": lambda x, out: np.negative(x, out),
+    "add(x, c, out)": lambda x, out: np.add(x, 0.5, out),
+    "multiply(x, x, out)": lambda x, out: np.multiply(x, x, out),
+    "dot(A, x, out)": lambda x, out: np.dot(A_OUT, x, out),
+}
+
+
+def _through_out(write):
+    def loss(x):
+        buf = np.zeros(3)
+        write(x, buf)
+        return np.sum(buf * x) + np.sum(buf ** 2)
+    return loss
+
+
+@pytest.mark.parametrize("entry", ["gradient", "jvp", "jacobian forward", "hessian", "nested"])
+@pytest.mark.parametrize("name", list(OUT_BY_POSITION))
+def test_out_given_by_position_is_written_functionally_in_every_mode(name, entry):
+    """``np.sin(x, out)`` (a unary ufunc with two arguments) took the fast paths as a call with a
+    constant second argument: the gradient silently lost the write into ``out`` and jvp raised. A
+    ufunc's arguments beyond its inputs, and ``np.dot``'s third, are ``out`` in every mode."""
+    loss = _through_out(OUT_BY_POSITION[name])
+    x = np.array([0.3, -0.7, 1.1])
+    g = fd(loss, x)
+    if entry == "gradient":
+        np.testing.assert_allclose(zp.gradient(loss, x)[0], g, rtol=1e-6, atol=1e-8)
+    elif entry == "jvp":
+        v = np.array([1.0, 0.5, -2.0])
+        np.testing.assert_allclose(zp.jvp(loss, (x,), (v,))[1], g @ v, rtol=1e-6, atol=1e-8)
+    elif entry == "jacobian forward":
+        np.testing.assert_allclose(zp.jacobian(loss, x, mode="forward")[0], g, rtol=1e-6, atol=1e-8)
+    elif entry == "hessian":
+        want = np.array([fd(lambda u, i=i: fd(loss, u, h=1e-5)[i], x, h=1e-4) for i in range(3)])
+        np.testing.assert_allclose(zp.hessian(loss, x), want, rtol=1e-4, atol=1e-4)
+    else:  # the derivative of the gradient's sum, reverse over reverse
+        want = fd(lambda u: np.sum(fd(loss, u, h=1e-5)), x, h=1e-4)
+        got = zp.gradient(lambda u: np.sum(zp.gradient(loss, u)[0]), x)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

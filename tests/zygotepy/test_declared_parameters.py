@@ -6,9 +6,15 @@ source)."""
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +23,7 @@ import zygotepy as zp
 from tests.zygotepy.finite_differences import fd
 
 P = inspect.Parameter
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def spread(x: Any, *, width: Any = 1.0) -> Any:
@@ -80,3 +87,31 @@ def test_np_clip_min_and_max_aliases_get_their_cotangents(lo: float, hi: float, 
             assert g is None
     _, tangent = zp.jvp(f, (lo, hi), (1.0, 1.0))
     np.testing.assert_allclose(tangent, sum(g for g in grads if g is not None), atol=1e-7)
+
+
+FIRST_CALLS = {
+    "clip_min": "lambda c: np.sum(np.clip(x, min=c) * x)",
+    "clip_max": "lambda c: np.sum(np.clip(x, max=c) * x)",
+    "pad_constant_values": "lambda c: np.sum(np.pad(x, 2, constant_values=c) ** 2)",
+    "simpson_x": "lambda c: si.simpson(x ** 2, x=np.linspace(0.0, c, 4))",
+}
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp"])
+@pytest.mark.parametrize("case", list(FIRST_CALLS))
+def test_a_declared_form_applies_at_the_first_call_of_a_fresh_process(case, mode):
+    """Rule families register on the first call that needs them, and a family declares its
+    callables' positional forms as it loads: a traced keyword is bound into its slot at that very
+    first call (in a fresh process), not only once some earlier call loaded the family."""
+    program = textwrap.dedent(f"""
+        import numpy as np, scipy.integrate as si, zygotepy as zp
+        x = np.array([-1.0, -0.05, 0.05, 1.0])
+        f = {FIRST_CALLS[case]}
+        c, h = 0.4, 1e-6
+        got = zp.gradient(f, c)[0] if {mode!r} == "gradient" else zp.jvp(f, (c,), (1.0,))[1]
+        want = (f(c + h) - f(c - h)) / (2 * h)
+        assert abs(got - want) <= 1e-6 * max(1.0, abs(want)), (got, want)
+    """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -423,3 +423,85 @@ def test_frules_registered_after_the_fast_path_cached_one_take_effect():
     rc.frule.register(cube, float)(lambda dots, x: (cube(x), 40.0 * dots[1]))
     assert zp.jvp(cube, (2.0,), (1.0,))[1] == 40.0  # two frules: looked up by type
     np.testing.assert_array_equal(zp.jvp(cube, (np.ones(2),), (np.ones(2),))[1], [30.0, 30.0])
+
+
+def blend(x, y, z=1.0):
+    return x * np.cos(y) + z * y
+
+
+BLEND_TANGENTS: list[tuple] = []
+
+
+def blend_frule(dots, x, y, z=1.0):
+    """Without ``zero_tangents``: a float argument with no tangent arrives as zeros of its shape."""
+    BLEND_TANGENTS.append(tuple(type(d).__name__ for d in dots[1:]))
+    _, dx, dy, *dz = dots
+    dz = dz[0] if dz else 0.0
+    return blend(x, y, z), dx * np.cos(y) - x * np.sin(y) * dy + dz * y + z * dy
+
+
+rc.frule.register_kind(blend, (), blend_frule, zero_tangents=False)
+rc.rrule.register(blend)(  # an rrule too: jvp's fast path takes callables with both
+    lambda x, y, z=1.0: (blend(x, y, z), lambda g: (rc.NoTangent(), g * np.cos(y),
+                                                     g * (z - x * np.sin(y)), g * y)))
+
+
+@pytest.mark.parametrize("checks", [False, True], ids=["fast path", "checked"])
+@pytest.mark.parametrize("where", ["first", "second", "both", "three", "nested"])
+def test_the_fast_paths_argument_forms_keep_the_frule_contract(where, checks):
+    """jvp's fast path reads one, two and more arguments each its own way: whichever way, an frule
+    registered without ``zero_tangents`` gets zeros of the shape for a float constant, never a
+    ``ZeroTangent``, and the tangent matches finite differences."""
+    c = np.array([0.3, -1.2])
+    f = {"first": lambda t: blend(t, c), "second": lambda t: blend(c, t), "both": lambda t: blend(t, t * t),
+         "three": lambda t: blend(t, c, 2.5),
+         "nested": lambda t: zp.jvp(lambda s: blend(s, c * t), (t,), (np.ones(2),))[1]}[where]
+    x, v = np.array([0.7, 1.9]), np.array([1.0, -0.5])
+    BLEND_TANGENTS.clear()
+    with rc.checking(checks):
+        _, tangent = zp.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(tangent, central_difference(f, x, v), rtol=1e-6, atol=1e-8)
+    assert BLEND_TANGENTS and all("ZeroTangent" not in seen for seen in BLEND_TANGENTS)
+
+
+def test_a_rule_changed_after_the_fast_path_kept_it_is_the_one_applied():
+    """The fast path keeps, per callable, its frule and whether it takes the found tangents as they
+    are, until a table changes: a rule re-registered with another contract (``wrt``) applies next."""
+
+    def shifted(x, y):
+        return x + 2.0 * y
+
+    rc.rrule.register(shifted)(lambda x, y: (shifted(x, y), lambda g: (rc.NoTangent(), g, 2.0 * g)))
+    rc.frule.register(shifted)(lambda dots, x, y: (shifted(x, y), dots[1] + 2.0 * dots[2]))
+    assert zp.jvp(lambda t: shifted(t, t), (1.0,), (1.0,))[1] == 3.0
+    assert zp.jvp(lambda t: shifted(t, t), (1.0,), (1.0,))[1] == 3.0  # (from the kept entry)
+    rc.frule.register_kind(shifted, (), lambda dots, x, y: (shifted(x, y), dots[1]), wrt=(0,))
+    assert zp.jvp(lambda t: shifted(t, t), (1.0,), (1.0,))[1] == 1.0
+    assert zp.jvp(lambda t: shifted(1.0, t), (1.0,), (1.0,))[1] == 0.0  # y only: no tangent by the rule
+
+
+@pytest.mark.parametrize("outer", ["gradient", "jvp"])
+def test_a_nested_tangent_written_in_place_by_the_caller_changes_nothing_else(outer):
+    """An inner jvp hands its tangent to code an outer level traces as that level's value, not a
+    copy: writes into it there (in place, by index, by out=) are traced as new values, so the
+    inner result, the outer derivative and the outermost gradient (the user's own array) are right."""
+    w = np.array([0.4, -1.3, 2.2])
+
+    def f(x):
+        t = zp.jvp(lambda u: np.sin(u) * u, (x,), (w,))[1]
+        kept = t * 1.0
+        t += 1.0
+        t[0] = 3.0 * t[0]
+        np.multiply(t, x, out=t)
+        return np.sum(t * t) + np.sum(kept)
+
+    x = np.array([0.9, -0.2, 1.4])
+    if outer == "gradient":
+        (g,) = zp.gradient(f, x)
+        fd = np.array([central_difference(f, x, e) for e in np.eye(3)])
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+        assert g.flags.writeable and g.base is None
+    else:
+        v = np.array([1.0, 0.5, -2.0])
+        _, tangent = zp.jvp(f, (x,), (v,))
+        np.testing.assert_allclose(tangent, central_difference(f, x, v), rtol=1e-6, atol=1e-8)
