@@ -140,12 +140,12 @@ def test_first_call_is_fast(tmp_path):
         def g(x):
             a = np.sin(x); b = np.cos(a); c = a * b
             return (c + a).sum()
-        t = time.perf_counter(); zp.gradient(g, np.ones(3)); first = time.perf_counter() - t
+        t = time.process_time(); zp.gradient(g, np.ones(3)); first = time.process_time() - t  # CPU: not the load
         print(first)
     """))
     first = float(subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                                  check=True).stdout.split()[-1])
-    assert first < 0.5, f"first call on a new function took {first:.3f} s"
+    assert first < 0.5, f"first call on a new function took {first:.3f} s of CPU"
 
 
 def test_rules_and_adjoints_defined_after_first_use_take_effect():
