@@ -388,7 +388,8 @@ def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, p
         return d if type(d) is tuple else (d,)
 
     def refuse_kwargs(xp: Any, kwargs: dict[str, Any]) -> None:
-        if any(v is not None for k, v in kwargs.items() if k != "where") or kwargs.get("where", True) is not True:
+        if any(v is not None for k, v in kwargs.items() if k != "where") or \
+                kwargs.get("where", True) is not True:
             raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays) of the arrays' own "
                             f"namespace ({getattr(xp, '__name__', xp)}) with no keyword arguments; "
                             f"got {sorted(kwargs)}: call it on NumPy arrays for those")
@@ -398,8 +399,9 @@ def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, p
             return f(*args, **kwargs)
         primal = getattr(xp, native, None)
         if primal is None:
-            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays), which the arrays' own "
-                            f"namespace ({getattr(xp, '__name__', xp)}) does not have: call it on NumPy arrays")
+            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays), which the arrays' "
+                            f"own namespace ({getattr(xp, '__name__', xp)}) does not have: call it on NumPy "
+                            "arrays")
         if kwargs:
             refuse_kwargs(xp, kwargs)
         if not native_complex and any(is_complex_array(xp, a) for a in args):
