@@ -77,15 +77,6 @@ CASES = [
     case(sl.cholesky, (SPD,), "lower", kwargs={"lower": True}),
     case(sl.cholesky, (SPD, True), "positional-lower", nondiff=(1,)),
     case(sl.cholesky, (SPD,), "lower-unchecked", kwargs={"lower": True, "check_finite": False}),
-    # the cholesky and cho_solve pullbacks' fast helpers (LAPACK's sygst, BLAS's trmm): rules of their own,
-    # the derivatives of the formulas they stand for, through the engine (config rules: the frule is
-    # tested through zygotepy, test_cholesky_helpers_second_order_through_zygotepy)
-    case(scipy_linalg._cholesky_cotangent, (SPD.map(np.linalg.cholesky), S.arrays(shape=(3, 3))), "fast",
-         frule=False),
-    case(scipy_linalg._factor_cotangent, (SPD.map(np.linalg.cholesky), st.just(True), B32, B32), "lower",
-         nondiff=(1,), frule=False),
-    case(scipy_linalg._factor_cotangent, (SPD.map(lambda a: np.linalg.cholesky(a).T), st.just(False), B32,
-                                          B32), "upper", nondiff=(1,), frule=False),
     case(sl.cholesky, (st.tuples(SPD, SPD).map(np.stack),), "batched"),
     case(sl.cho_factor, (SPD,)),
     case(sl.cho_factor, (SPD,), "lower", kwargs={"lower": True}),
@@ -100,13 +91,32 @@ CASES = [
 ]
 
 
+#: The cholesky and cho_solve pullbacks' fast helpers (LAPACK's sygst, BLAS's trmm): their rules are
+#: the derivatives of the formulas they stand for, through the engine (config rules; not exported:
+#: only pullbacks call them). The frules are tested through zygotepy
+#: (test_cholesky_helpers_second_order_through_zygotepy).
+HELPER_CASES = [
+    case(scipy_linalg._cholesky_cotangent, (SPD.map(np.linalg.cholesky), S.arrays(shape=(3, 3))), "fast",
+         frule=False),
+    case(scipy_linalg._factor_cotangent, (SPD.map(np.linalg.cholesky), st.just(True), B32, B32), "lower",
+         nondiff=(1,), frule=False),
+    case(scipy_linalg._factor_cotangent, (SPD.map(lambda a: np.linalg.cholesky(a).T), st.just(False), B32,
+                                          B32), "upper", nondiff=(1,), frule=False),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_rule(case: RuleCase) -> None:
     check_case(case)
 
 
+@pytest.mark.parametrize("case", HELPER_CASES, ids=case_id)
+def test_fast_helper_rule(case: RuleCase) -> None:
+    check_case(case)
+
+
 def test_every_rule_of_the_family_has_a_case() -> None:
-    assert {id(p.primal) for p in scipy_linalg.RULES} <= {id(c.f) for c in CASES}
+    assert {id(p.primal) for p in scipy_linalg.RULES} <= {id(c.f) for c in CASES + HELPER_CASES}
 
 
 def test_complex_matrices_are_refused_not_differentiated_wrongly() -> None:
