@@ -1,6 +1,6 @@
-"""Shared test setup: rule checking mode is on for the whole suite, and the heap built by collection
-(every test module, JAX, PyTorch, SciPy: some 800,000 objects per worker) is frozen out of the
-garbage collector's generations once collection ends."""
+"""Shared test setup: rule checking mode is on for the whole suite, XLA compiles without its LLVM
+backend optimizations, and the heap built by collection (every test module, JAX, PyTorch, SciPy: some
+800,000 objects per worker) is frozen out of the garbage collector's generations once collection ends."""
 
 import gc
 import os
@@ -8,6 +8,11 @@ import os
 import pytest
 
 os.environ.setdefault("RULESCORE_CHECKS", "1")
+# The suite compiles some thousand small JAX programs once each (Hessians of every native rule, say) and
+# runs each once: LLVM's optimization passes were about half of each compilation and speed up nothing
+# here. XLA's own graph passes still run; only the machine code is less optimized. Read when JAX starts
+# its CPU backend (first computation), so setting it here, before any test runs, is early enough.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 
 @pytest.hookimpl(trylast=True)
