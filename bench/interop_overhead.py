@@ -160,7 +160,11 @@ def torch_functions() -> tuple[Any, Any]:
 def torch_floor(x: Any) -> Any:
     """The floor of the native tier for ``np.sin``: the same ``setup_context`` Function as the
     hand-written one, its forward calling ``np.sin``'s registered rrule (looked up once, here) and
-    its backward the pullback that rrule returned, with no rulescore machinery around them."""
+    its backward the pullback that rrule returned, with no rulescore machinery around them.
+    Like the exporter, it hands PyTorch a detached alias of the rrule's output: a pullback that
+    holds its output would otherwise form a reference cycle through the output's ``grad_fn``
+    (the hand-written Function saves its input with ``save_for_backward``, which PyTorch keeps
+    without a cycle, and computes ``cos`` in ``backward``, as the rule's pullback does)."""
     import torch
 
     rule = rc.rrule.lookup(np.sin, (x,))
@@ -172,7 +176,7 @@ def torch_floor(x: Any) -> Any:
         def forward(v: Any) -> Any:
             y, pullback = rule.impl(v)
             kept.append(pullback)
-            return y
+            return y.detach()
 
         @staticmethod
         def setup_context(ctx: Any, inputs: Any, output: Any) -> None:

@@ -373,23 +373,37 @@ _NUMPY_TYPES = frozenset({float, complex, bool, int, list, tuple, np.ndarray, np
 
 def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, partials: Callable[..., Any],
                   with_result: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The rrule and frule of :func:`partials_rules` on arrays of another array namespace ``xp``."""
+    """The rrule and frule of :func:`partials_rules` on arrays of another array namespace ``xp``.
+
+    What depends on the rule alone is decided here, once: how the partials are called (with
+    ``result=``, ``xp=``), whether the primal is ``xp.<native>``. The pullback keeps the inputs,
+    and the output only when the partials read it, as a hand-written backward would."""
     with_xp = _wants(partials, "xp")
 
     def native_partials(xp: Any, args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
-        options = {"xp": xp} if with_xp else {}
-        d = partials(*args, result=y, **options) if with_result else partials(*args, **options)
+        if with_result:
+            d = partials(*args, result=y, xp=xp) if with_xp else partials(*args, result=y)
+        else:
+            d = partials(*args, xp=xp) if with_xp else partials(*args)
         return d if type(d) is tuple else (d,)
+
+    def refuse_kwargs(xp: Any, kwargs: dict[str, Any]) -> None:
+        if any(v is not None for k, v in kwargs.items() if k != "where") or \
+                kwargs.get("where", True) is not True:
+            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays) of the arrays' own "
+                            f"namespace ({getattr(xp, '__name__', xp)}) with no keyword arguments; "
+                            f"got {sorted(kwargs)}: call it on NumPy arrays for those")
 
     def native_primal(xp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if native is None:  # f itself runs on the arrays (written with rc.array_namespace)
             return f(*args, **kwargs)
         primal = getattr(xp, native, None)
-        if primal is None or any(v is not None for k, v in kwargs.items() if k != "where") or \
-                kwargs.get("where", True) is not True:
-            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays) of the arrays' own "
-                            f"namespace ({getattr(xp, '__name__', xp)}) with no keyword arguments; "
-                            f"got {sorted(kwargs)}: call it on NumPy arrays for those")
+        if primal is None:
+            raise TypeError(f"numpy.{name}: its native rule runs {native}(*arrays), which the arrays' "
+                            f"own namespace ({getattr(xp, '__name__', xp)}) does not have: call it on NumPy "
+                            "arrays")
+        if kwargs:
+            refuse_kwargs(xp, kwargs)
         if not native_complex and any(is_complex_array(xp, a) for a in args):
             raise TypeError(f"numpy.{name}: its native rule takes real arrays only (NumPy orders complex "
                             "numbers lexicographically; array libraries do not): call it on NumPy arrays")
@@ -397,10 +411,18 @@ def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, p
 
     def native_rrule(xp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         y = native_primal(xp, args, kwargs)
+        result = y if with_result else None  # the pullback holds the output only if the partials read it
 
-        def partials_pullback(ybar: Any) -> Any:
-            ds = native_partials(xp, args, y)
-            return (_NT, *[_native_cotangent(xp, a, ybar, d) for a, d in zip(args, ds, strict=True)])
+        if len(args) == 1:
+            (x,) = args
+
+            def partials_pullback(ybar: Any) -> Any:
+                d = native_partials(xp, args, result)
+                return _NT, _native_cotangent(xp, x, ybar, d[0])
+        else:
+            def partials_pullback(ybar: Any) -> Any:
+                ds = native_partials(xp, args, result)
+                return (_NT, *[_native_cotangent(xp, a, ybar, d) for a, d in zip(args, ds, strict=True)])
 
         partials_pullback.__qualname__ = partials_pullback.__name__ = f"{name}_pullback"
         return y, partials_pullback
@@ -423,14 +445,20 @@ def _native_rules(f: Any, name: str, native: str | None, native_complex: bool, p
 
 
 def _native_cotangent(xp: Any, x: Any, ybar: Any, d: Any) -> Any:
-    """``ybar * conj(d)`` summed back onto the argument ``x`` (an array of namespace ``xp``)."""
+    """``ybar * conj(d)`` summed back onto the argument ``x`` (an array of namespace ``xp``); a
+    product already of ``x``'s shape and dtype (an element-wise function of one array, or of
+    arrays of one shape) is returned as it is."""
     if isinstance(d, AbstractZero) or not hasattr(x, "shape"):
         return d if isinstance(d, AbstractZero) else _NT  # a Python number: a constant here
     if type(d) is int and d in (1, -1):
         g = ybar if d == 1 else -ybar
     else:
         g = ybar * (xp.conj(d) if is_complex_array(xp, d) else d)
-    return unbroadcast_to(xp, x, g if hasattr(g, "shape") else xp.asarray(g))
+    if not hasattr(g, "shape"):
+        return unbroadcast_to(xp, x, xp.asarray(g))
+    if g.shape == x.shape and g.dtype == x.dtype:
+        return g
+    return unbroadcast_to(xp, x, g)
 
 
 def scalar_rule(f: Any, partials: Callable[..., Any], *types: TypeSpec, **options: Any) -> None:

@@ -66,8 +66,27 @@ def foreign_namespace(args: Any) -> Any:
         >>> foreign_namespace((np.ones(2), 1.0)) is None
         True
     """
+    if len(args) == 1:  # the element-wise rules' common case: the answer of the argument's class
+        found = _FOREIGN_BY_CLASS.get(type(args[0]), _UNKNOWN)
+        if found is not _UNKNOWN:
+            return found
     foreign = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype") and not is_numpy_input(a)]
-    return _namespace_of(foreign) if foreign else None
+    found = _namespace_of(foreign) if foreign else None
+    if len(args) == 1 and len(_FOREIGN_BY_CLASS) < 256:
+        cls = type(args[0])
+        if found is not None and hasattr(cls, "shape") and hasattr(cls, "dtype"):
+            _FOREIGN_BY_CLASS[cls] = found  # an array class (its attributes are the class's own)
+        elif found is None and cls in _NUMPY_CLASSES:
+            _FOREIGN_BY_CLASS[cls] = None
+    return found
+
+
+_UNKNOWN = object()
+#: :func:`foreign_namespace` of one argument, by its class, for the classes whose answer the class
+#: decides: array classes with ``shape`` and ``dtype`` of their own, and NumPy's and Python's numbers
+_FOREIGN_BY_CLASS: dict[type, Any] = {}
+_NUMPY_CLASSES = frozenset({float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128,
+                            np.complex64, np.int64, np.int32, np.bool_})
 
 
 #: whether a dtype (NumPy's, PyTorch's, ...) is complex, by the dtype: asked per rule application

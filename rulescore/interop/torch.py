@@ -81,11 +81,17 @@ def _as_output(o: torch.Tensor, xs: Any) -> torch.Tensor:
 
 def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
     """``op``'s outputs from one call of its rrule, whose pullback is kept for ``backward``
-    (:func:`_kept_pullback`): no second rrule call there."""
+    (:func:`_kept_pullback`): no second rrule call there.
+
+    PyTorch receives a detached alias of each output (same storage and version counter, no
+    copy), not the tensor the rrule returned: a pullback that reads its output (``exp``,
+    ``tanh``, any rule closing over ``y``) would otherwise hold the very tensor PyTorch gives
+    the ``grad_fn`` whose context holds that pullback, a reference cycle that keeps every
+    gradient's tensors and graph alive until the garbage collector runs."""
     assert op.primal_and_pullback is not None
     leaves, pullback = op.primal_and_pullback(xs)
     want = _torch_specs(op)
-    outs = tuple(o if type(o) is torch.Tensor and not any(o is x for x in xs) else
+    outs = tuple(o.detach() if type(o) is torch.Tensor and not any(o is x for x in xs) else
                  _as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
     if len(outs) != len(want) or any(o.shape != sh or o.dtype != dt
                                      for o, (sh, dt) in zip(outs, want, strict=True)):

@@ -19,6 +19,7 @@ product) and, for real 2-D operands, multiplies by the transpose with no conjuga
 
 from __future__ import annotations
 
+import functools
 import operator
 import string
 from collections.abc import Callable
@@ -515,23 +516,32 @@ def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
     explicit labels and the implicit output made explicit."""
     positions = einsum_operands(args)
     if isinstance(args[0], str):
-        subscripts = args[0].replace(" ", "")
+        subscripts = args[0]
     else:
         subscripts = ",".join(_sublist_to_str(args[p + 1]) for p in positions)
         if len(args) % 2:
             subscripts += "->" + _sublist_to_str(args[-1])
+    inputs, out = _explicit_spec(subscripts, tuple(np.ndim(args[p]) for p in positions))
+    return list(inputs), out, positions
+
+
+@functools.lru_cache(maxsize=256)
+def _explicit_spec(subscripts: str, ndims: tuple[int, ...]) -> tuple[tuple[str, ...], str]:
+    """The operands' and the output's labels of ``subscripts`` for operands of ``ndims``
+    dimensions, '...' spelled out, the output explicit (kept per subscripts and dimensions: a
+    loop calls einsum with the same ones)."""
+    subscripts = subscripts.replace(" ", "")
     ins, arrow, out = subscripts.partition("->")
     inputs = ins.split(",")
-    if len(inputs) != len(positions):
+    if len(inputs) != len(ndims):
         raise ValueError(f"einsum subscripts {subscripts!r} name {len(inputs)} operands, "
-                         f"got {len(positions)}")
+                         f"got {len(ndims)}")
     if not arrow:
         letters = [c for s in inputs for c in s.replace("...", "")]
         out = ("..." if any("..." in s for s in inputs) else "") + "".join(
             sorted(c for c in set(letters) if letters.count(c) == 1))
     used = set(subscripts)
     free = [c for c in _LABELS if c not in used]
-    ndims = [np.ndim(args[p]) for p in positions]
     ell = [nd - (len(s) - 3) for s, nd in zip(inputs, ndims, strict=True) if "..." in s]
     n_ell = max(ell, default=0)
     ell_labels = "".join(free[:n_ell])
@@ -539,7 +549,7 @@ def _einsum_spec(args: tuple[Any, ...]) -> tuple[list[str], str, list[int]]:
         s.replace("...", ell_labels[n_ell - (nd - (len(s) - 3)):]) if "..." in s else s
         for s, nd in zip(inputs, ndims, strict=True)
     ]
-    return inputs, out.replace("...", ell_labels), positions
+    return tuple(inputs), out.replace("...", ell_labels)
 
 
 def _einsum_operand_cotangent(ybar: Any, i: int, inputs: list[str], out: str, ops: list[Any],

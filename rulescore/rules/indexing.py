@@ -150,6 +150,9 @@ def _repeats(index: Any) -> bool:
     arrays = [p for p in parts if isinstance(p, np.ndarray) and p.dtype.kind in "iu"]
     if not arrays:
         return False
+    if len(arrays) == len(parts) and all(a.ndim == 1 and a.shape == arrays[0].shape for a in arrays) \
+            and arrays[0].size > 1 and bool(np.all(arrays[0][1:] > arrays[0][:-1])):
+        return False  # one position per entry of a strictly increasing index (np.diag_indices, ranges)
     broadcast = [a.ravel() for a in np.broadcast_arrays(*arrays)]
     if broadcast[0].size < 2:
         return False

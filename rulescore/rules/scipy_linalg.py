@@ -35,6 +35,7 @@ import scipy.linalg as sl
 
 from rulescore import RulePair
 from rulescore._checks import callable_name
+from rulescore._config import HasForwardsMode, HasReverseMode, RuleConfig, frule_via_ad, rrule_via_ad
 from rulescore._linear import dense_tangent
 from rulescore._projection import project
 from rulescore._tangent import tangent_type
@@ -412,17 +413,64 @@ def _inverse_sandwich(low: Any, m: Any) -> Any:
     return _t(sl.solve_triangular(low, _t(left), lower=True))
 
 
+@functools.lru_cache(maxsize=8)
+def _lower_weights(n: int, dtype: Any) -> Any:
+    """``(n, n)``: 1 below the diagonal, 1/2 on it, 0 above (read-only; a few kept)."""
+    weights = (np.tri(n) - 0.5 * np.eye(n)).astype(dtype)
+    weights.flags.writeable = False
+    return weights
+
+
+@functools.lru_cache(maxsize=8)
+def _lower_ones(n: int, dtype: Any) -> Any:
+    """``(n, n)``: 1 on and below the diagonal, 0 above (read-only; a few kept)."""
+    ones = np.tri(n, dtype=dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+def _plain_matrices(*arrays: Any) -> bool:
+    """NumPy matrices (2-D) of one real floating dtype LAPACK computes in: the fast paths' case
+    (anything else, traced values of an outer derivative included, takes the general path)."""
+    dtype = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
+    return (dtype == np.float64 or dtype == np.float32) and all(
+        type(a) is np.ndarray and a.ndim == 2 and a.dtype == dtype for a in arrays)
+
+
+def _cholesky_cotangent_formula(low: Any, lbar: Any) -> Any:
+    """The cotangent of the triangle ``cholesky`` reads, as the lower triangle, from the factor
+    ``L`` and its cotangent ``Lbar``: ``numpy.linalg.cholesky``'s ``L^-T Phi(L^T Lbar) L^-1``
+    (``Phi``: the lower triangle, diagonal halved) folded, by triangular solves."""
+    return _fold(_triangular_sandwich(low, linalg._phi(_t(low) @ lbar)), lower=True)
+
+
+def _cholesky_cotangent(low: Any, lbar: Any) -> Any:
+    """:func:`_cholesky_cotangent_formula`, computed for plain matrices as ``W``'s lower triangle
+    with the diagonal halved, ``W = L^-T (Phi + Phi^T) L^-1`` the symmetric matrix whose lower
+    triangle is ``L^T Lbar``'s: one product and LAPACK's ``sygst`` (about the cost of one
+    triangular solve of a matrix, where the formula takes two), on the matrices flipped in both
+    axes, since ``sygst`` forms ``U^-T M U^-1`` for an upper-triangular ``U`` (``U = J L J``,
+    ``J`` the flip: ``J W J = U^-T (J M J) U^-1``). Its rules are the formula's (an outer
+    derivative differentiates the formula, through the engine running it)."""
+    if _plain_matrices(low, lbar):
+        sygst = sl.get_lapack_funcs("sygst", (low,))
+        p = low.T @ lbar
+        w, info = sygst(p[::-1, ::-1], low[::-1, ::-1], itype=1, lower=0, overwrite_a=1)
+        if info == 0:
+            return w[::-1, ::-1] * _lower_weights(low.shape[0], low.dtype)  # the upper part of w is not set
+    return _cholesky_cotangent_formula(low, lbar)
+
+
 def cholesky_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     """The factor is SciPy's; the pullback is ``numpy.linalg.cholesky``'s (``L^-T Phi(L^T Lbar)
-    L^-1`` folded onto the triangle LAPACK read) with triangular solves."""
+    L^-1`` folded onto the triangle LAPACK read), see :func:`_cholesky_cotangent`."""
     upper = _cholesky_upper(a, args, kwargs)
     c = sl.cholesky(a, *args, **kwargs)
     low = _t(c) if upper else c
 
     def cholesky_pullback(cbar: Any) -> Any:
-        lbar = _t(cbar) if upper else cbar
-        g = _triangular_sandwich(low, linalg._phi(_t(low) @ lbar))
-        return NoTangent(), project(a, _fold(g, lower=not upper)), *(NoTangent() for _ in args)
+        g = _cholesky_cotangent(low, _t(cbar) if upper else cbar)
+        return NoTangent(), project(a, _t(g) if upper else g), *(NoTangent() for _ in args)
 
     return c, cholesky_pullback
 
@@ -481,17 +529,54 @@ def cho_factor_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
     return out, tangent_type(tuple)(cdot, NoTangent())
 
 
+def _factor_cotangent_formula(c: Any, lower: bool, mm: Any, xm: Any) -> Any:
+    """The cotangent of ``cho_solve``'s factor in its packed layout, for ``A = L L^T`` (``L`` in
+    the triangle of ``c`` that ``lower`` names) and ``Abar = -m x^T``: ``(Abar + Abar^T) L``,
+    which has rank ``2k`` (``b``'s ``k`` columns), as ``-(m (x^T L) + x (m^T L))``, without an
+    ``n x n`` product."""
+    factor = _lower_factor(c, lower)
+    return _packed(-(mm @ (_t(xm) @ factor) + xm @ (_t(mm) @ factor)), lower)
+
+
+def _factor_cotangent(c: Any, lower: bool, mm: Any, xm: Any) -> Any:
+    """:func:`_factor_cotangent_formula`, computed for plain matrices with BLAS's ``trmm`` for
+    ``L^T x`` (it reads the triangle of ``c`` in place: no copy of the factor), the outer
+    products in place, the triangle by a kept mask. Its rules are the formula's."""
+    if _plain_matrices(c, mm, xm):
+        trmm = sl.get_blas_funcs("trmm", (c,))
+        # c^T in Fortran order is c's transpose without a copy: L^T = c^T (lower) or c (upper)
+        lt_x = trmm(1.0, c.T, xm, lower=not lower, trans_a=not lower)
+        lt_m = trmm(1.0, c.T, mm, lower=not lower, trans_a=not lower)
+        g = np.dot(mm, lt_x.T)  # np.dot: matmul of a column by a row (k = 1) skips BLAS
+        g += np.dot(xm, lt_m.T)
+        g *= _lower_ones(c.shape[0], g.dtype)
+        np.negative(g, out=g)
+        return g if lower else g.T
+    return _factor_cotangent_formula(c, lower, mm, xm)
+
+
+def _through_formula(formula: Any) -> tuple[Any, Any]:
+    """The rrule and frule of a fast helper whose value is ``formula``'s: the engine that runs
+    the rule differentiates ``formula`` (``rc.rrule_via_ad`` / ``rc.frule_via_ad``), so a
+    derivative of a pullback using the helper (second order) is the formula's."""
+
+    def through_formula_rrule(config: RuleConfig, *args: Any) -> Any:
+        return rrule_via_ad(config, formula, *args)
+
+    def through_formula_frule(config: RuleConfig, tangents: Any, *args: Any) -> Any:
+        return frule_via_ad(config, tangents, formula, *args)
+
+    return through_formula_rrule, through_formula_frule
+
+
 def cho_solve_rrule(c_and_lower: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
     c, lower = c_and_lower
     _real(sl.cho_solve, c, b)
     x = sl.cho_solve(c_and_lower, b, *args, **kwargs)
-    factor = _lower_factor(c, lower)
 
     def cho_solve_pullback(ybar: Any) -> Any:
-        m = sl.cho_solve(c_and_lower, ybar)
-        mm, xm = _as_matrix(m), _as_matrix(x)
-        # Abar = -m x^T has rank k (b's columns): (Abar + Abar^T) L without forming an n x n product
-        cbar = _packed(-(mm @ (_t(xm) @ factor) + xm @ (_t(mm) @ factor)), lower)
+        m = sl.cho_solve(c_and_lower, ybar, check_finite=False)
+        cbar = _factor_cotangent(c, lower, _as_matrix(m), _as_matrix(x))
         return (NoTangent(), tangent_type(tuple)(project(c, cbar), NoTangent()), project(b, m),
                 *(NoTangent() for _ in args))
 
@@ -742,6 +827,9 @@ def _keeping_inputs(primal: Any, rrule: Any, frule: Any) -> tuple[Any, Any]:
     return keeping(rrule, 0), keeping(frule, 1)
 
 
+_FAST_HELPERS = ((_cholesky_cotangent, _through_formula(_cholesky_cotangent_formula)),
+                 (_factor_cotangent, _through_formula(_factor_cotangent_formula)))
+
 RULES: tuple[RulePair, ...] = (
     RulePair(sl.expm, expm_rrule, expm_frule),
     RulePair(sl.expm_frechet, expm_frechet_rrule, expm_frechet_frule),
@@ -754,6 +842,9 @@ RULES: tuple[RulePair, ...] = (
     RulePair(sl.solve_triangular,
              *_keeping_inputs(sl.solve_triangular, solve_triangular_rrule, solve_triangular_frule)),
     RulePair(sl.cholesky, *_keeping_inputs(sl.cholesky, cholesky_rrule, cholesky_frule)),
+    # the pullbacks' fast helpers: their derivatives (second order) are their formulas'
+    *(RulePair(helper, reverse, config=HasReverseMode) for helper, (reverse, _) in _FAST_HELPERS),
+    *(RulePair(helper, frule=forward, config=HasForwardsMode) for helper, (_, forward) in _FAST_HELPERS),
     RulePair(sl.cho_factor, *_keeping_inputs(sl.cho_factor, cho_factor_rrule, cho_factor_frule)),
     RulePair(sl.cho_solve, *_keeping_inputs(sl.cho_solve, cho_solve_rrule, cho_solve_frule)),
     RulePair(sl.lu_factor, *_keeping_inputs(sl.lu_factor, lu_factor_rrule, lu_factor_frule)),

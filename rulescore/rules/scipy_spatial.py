@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,13 @@ def _metric(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], arrays: tuple
     return str(name)
 
 
+@functools.lru_cache(maxsize=8)
 def _pair_index(n: int) -> tuple[Any, Any]:
-    """The rows of the pairs ``i < j`` in ``pdist``'s (condensed) order."""
-    return np.triu_indices(n, 1)
+    """The rows and columns of the pairs ``i < j`` in ``pdist``'s (condensed) order (read-only
+    arrays, kept for a few sizes: a GP's gradient asks for the same ``n`` every time)."""
+    rows, cols = np.triu_indices(n, 1)
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
 
 
 def _scale(metric: str, distances: Any, dbar: Any) -> Any:
@@ -161,6 +166,10 @@ def _pair_matrix(values: Any, n: int) -> Any:
     return np.concatenate([np.zeros(1, dtype=np.result_type(values, float)), values])[slot]
 
 
+def _t(m: Any) -> Any:
+    return np.swapaxes(m, -1, -2)
+
+
 # -- squareform ---------------------------------------------------------------------------------
 
 def _side(x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, int]:
@@ -176,11 +185,11 @@ def _side(x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, 
 def squareform_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     y = ssd.squareform(x, *args, **kwargs)
     to_matrix, n = _side(x, args, kwargs)
-    rows, cols = _pair_index(n)
 
     def squareform_pullback(ybar: Any) -> Any:
-        # to a matrix: each entry of v appears twice; to a vector: SciPy reads the upper triangle
-        xbar = ybar[rows, cols] + ybar[cols, rows] if to_matrix else _pair_matrix(ybar, n)
+        # to a matrix: each entry of v appears twice, at [i, j] and [j, i] (the upper triangle of
+        # ybar + ybar^T, which squareform reads in v's order); to a vector: SciPy reads the upper triangle
+        xbar = ssd.squareform(ybar + _t(ybar), checks=False) if to_matrix else _pair_matrix(ybar, n)
         return NoTangent(), project(x, xbar), *(NoTangent() for _ in args)
 
     return y, squareform_pullback

@@ -149,9 +149,14 @@ def _fill_slots(a: Any, value: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fill_diagonal_slots(a: Any, val: Any, wrap: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    diagonal = np.zeros(np.shape(a), dtype=bool)
-    np.fill_diagonal(diagonal, True, wrap)
-    pos = np.flatnonzero(diagonal)
+    shape = np.shape(a)
+    if len(shape) == 2:  # NumPy's own stride: a.flat[:end:cols + 1], end = cols * cols unless wrap
+        size, cols = shape[0] * shape[1], shape[1]
+        pos = np.arange(0, size if wrap else min(size, cols * cols), cols + 1)
+    else:
+        diagonal = np.zeros(shape, dtype=bool)
+        np.fill_diagonal(diagonal, True, wrap)
+        pos = np.flatnonzero(diagonal)
     return pos, np.arange(pos.size) % max(np.size(val), 1)
 
 

@@ -6,6 +6,8 @@ output modified in place before ``backward`` is refused as PyTorch refuses it fo
 from __future__ import annotations
 
 import collections
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -176,6 +178,41 @@ def test_modifying_a_saved_tensor_in_place_is_refused(name, modify) -> None:
         (xs[0] if modify == "input" else y).mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss(y).backward()
+
+
+# library rules (generic partials rules that read the input, the output, or both arguments) next to
+# the authors' rules above (a residual, the output, several outputs)
+LIBRARY = {"np.sin": (np.sin, 1), "np.exp": (np.exp, 1), "np.tanh": (np.tanh, 1),
+           "np.multiply": (np.multiply, 2), "np.divide": (np.divide, 2)}
+NO_CYCLE_CASES = {**{k: (f, n) for k, (f, n, _) in CASES.items()}, **LIBRARY}
+
+
+@pytest.mark.parametrize("backward", [True, False], ids=["forward and backward", "forward only"])
+@pytest.mark.parametrize("name", sorted(NO_CYCLE_CASES))
+def test_a_native_gradient_leaves_no_reference_cycle(name, backward) -> None:
+    """The kept pullback may hold the rrule's output; the output PyTorch hands out (whose grad_fn's
+    context holds that pullback) must not be that tensor, or every call leaves a cycle of tensors
+    and graph for the garbage collector: freed here by reference counts alone, gc off."""
+    f, n_args = NO_CYCLE_CASES[name]
+    g = rtorch.wrap(f)
+    xs = [torch.tensor(np.random.default_rng(k).uniform(0.5, 1.5, 5), requires_grad=True)
+          for k in range(n_args)]
+    g(*xs)  # finds the op
+    assert g.tier == "native"
+    gc.collect()
+    gc.disable()
+    try:
+        y = g(*xs)
+        leaves = list(y) if isinstance(y, tuple) else [y]
+        refs = [weakref.ref(v) for v in leaves]
+        if backward:
+            sum(v.sum() for v in leaves).backward()
+        del y, leaves
+        alive = [r() is not None for r in refs]
+        assert not any(alive), f"{name}: outputs kept alive after the last reference went: {alive}"
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_an_rrule_whose_primal_is_not_the_functions_says_so() -> None:

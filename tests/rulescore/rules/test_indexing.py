@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rulescore as rc
@@ -250,3 +251,23 @@ def test_registration_tables() -> None:
     assert set(indexing.ARRAY_ATTRIBUTES) == {"T", "mT", "real", "imag"}
     assert {"shape", "ndim", "dtype", "size"} <= indexing.NONDIFF_ATTRIBUTES
     assert rc.rrule.rules_for(getattr) and rc.frule.rules_for(unindex)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_repeated_positions_are_found_exactly(data: Any) -> None:
+    """setindex's check of repeated positions (a fast answer for strictly increasing index arrays,
+    np.diag_indices' kind) against the set of positions the index names."""
+    ndim = data.draw(st.integers(1, 3))
+    length = data.draw(st.integers(0, 8))
+    increasing = data.draw(st.booleans())
+    parts = []
+    for _ in range(ndim):
+        if increasing:
+            values = sorted(data.draw(st.sets(st.integers(0, 9), min_size=length, max_size=length)))
+        else:
+            values = data.draw(st.lists(st.integers(0, 3), min_size=length, max_size=length))
+        parts.append(np.array(values, dtype=np.intp))
+    index = tuple(parts)
+    positions = list(zip(*(p.tolist() for p in parts), strict=True))
+    assert indexing._repeats(index) == (len(set(positions)) < len(positions))

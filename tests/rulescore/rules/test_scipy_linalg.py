@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sl = pytest.importorskip("scipy.linalg")
@@ -90,13 +91,32 @@ CASES = [
 ]
 
 
+#: The cholesky and cho_solve pullbacks' fast helpers (LAPACK's sygst, BLAS's trmm): their rules are
+#: the derivatives of the formulas they stand for, through the engine (config rules; not exported:
+#: only pullbacks call them). The frules are tested through zygotepy
+#: (test_cholesky_helpers_second_order_through_zygotepy).
+HELPER_CASES = [
+    case(scipy_linalg._cholesky_cotangent, (SPD.map(np.linalg.cholesky), S.arrays(shape=(3, 3))), "fast",
+         frule=False),
+    case(scipy_linalg._factor_cotangent, (SPD.map(np.linalg.cholesky), st.just(True), B32, B32), "lower",
+         nondiff=(1,), frule=False),
+    case(scipy_linalg._factor_cotangent, (SPD.map(lambda a: np.linalg.cholesky(a).T), st.just(False), B32,
+                                          B32), "upper", nondiff=(1,), frule=False),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_rule(case: RuleCase) -> None:
     check_case(case)
 
 
+@pytest.mark.parametrize("case", HELPER_CASES, ids=case_id)
+def test_fast_helper_rule(case: RuleCase) -> None:
+    check_case(case)
+
+
 def test_every_rule_of_the_family_has_a_case() -> None:
-    assert {id(p.primal) for p in scipy_linalg.RULES} <= {id(c.f) for c in CASES}
+    assert {id(p.primal) for p in scipy_linalg.RULES} <= {id(c.f) for c in CASES + HELPER_CASES}
 
 
 def test_complex_matrices_are_refused_not_differentiated_wrongly() -> None:
@@ -170,6 +190,59 @@ def test_scipy_cholesky_forward_mode_and_second_order() -> None:
         return zp.gradient(gaussian_process_scipy_cholesky, x)[0]
     by_differences = np.stack([(first(theta + h) - first(theta - h)) / 2e-5 for h in 1e-5 * np.eye(2)])
     np.testing.assert_allclose(hessian, by_differences, rtol=1e-5, atol=1e-7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 12), k=st.integers(1, 3), lower=st.booleans(), single=st.booleans(),
+       seed=st.integers(0, 2 ** 16))
+def test_fast_cholesky_helpers_equal_their_formulas(n: int, k: int, lower: bool, single: bool,
+                                                    seed: int) -> None:
+    """The pullbacks' LAPACK/BLAS helpers against the formulas they stand for, with garbage in the
+    triangle cho_solve does not read, float64 and float32 (the dtype kept)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.float32 if single else np.float64
+    a = rng.standard_normal((n, n))
+    low = np.linalg.cholesky(a @ a.T + n * np.eye(n)).astype(dtype)
+    lbar = rng.standard_normal((n, n)).astype(dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if single else {"rtol": 1e-10, "atol": 1e-12}
+    got = scipy_linalg._cholesky_cotangent(low, lbar)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, scipy_linalg._cholesky_cotangent_formula(low, lbar), **tol)
+    garbage = rng.standard_normal((n, n))
+    garbage = (np.triu(garbage, 1) if lower else np.tril(garbage, -1)).astype(dtype)
+    packed = (low if lower else low.T) + garbage
+    mm, xm = (rng.standard_normal((n, k)).astype(dtype) for _ in range(2))
+    got = scipy_linalg._factor_cotangent(packed, lower, mm, xm)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, scipy_linalg._factor_cotangent_formula(packed, lower, mm, xm), **tol)
+
+
+def sklearn_style_likelihood(theta: np.ndarray) -> Any:
+    """scikit-learn's log marginal likelihood: cholesky(lower=True), cho_solve, log of the diagonal."""
+    t = np.array([0.0, 0.4, 1.1, 1.7, 2.0, 2.6])
+    y = np.array([[0.3, 1.0], [-0.1, 0.2], [0.8, -0.4], [0.5, 0.1], [0.2, 0.9], [-0.6, 0.3]])
+    k = np.exp(theta[0]) * np.exp(-np.subtract.outer(t, t) ** 2 / np.exp(theta[1])) + 0.1 * np.eye(6)
+    low = sl.cholesky(k, lower=True, check_finite=False)
+    alpha = sl.cho_solve((low, True), y, check_finite=False)
+    upper = sl.cholesky(k)
+    return (-0.5 * np.sum(y * alpha) - np.sum(np.log(np.diag(low)))
+            + 0.1 * np.sum(sl.cho_solve((upper, False), y[:, 0])))
+
+
+@pytest.mark.parametrize("theta", [np.array([0.2, -0.3]), np.array([-0.4, 0.5])])
+def test_cholesky_helpers_second_order_through_zygotepy(theta: np.ndarray) -> None:
+    """The pullbacks of cholesky and cho_solve (lower and upper) at second order: the Hessian by
+    forward over reverse (the helpers' frules) and by reverse over reverse (their rrules) against
+    differences of the gradient."""
+    def first(x: np.ndarray) -> Any:
+        return zp.gradient(sklearn_style_likelihood, x)[0]
+
+    np.testing.assert_allclose(first(theta), fd(sklearn_style_likelihood, theta), rtol=1e-6, atol=1e-8)
+    by_differences = np.stack([(first(theta + h) - first(theta - h)) / 2e-5 for h in 1e-5 * np.eye(2)])
+    hessian = zp.hessian(sklearn_style_likelihood, theta)
+    np.testing.assert_allclose(hessian, by_differences, rtol=1e-5, atol=1e-7)
+    reverse_over_reverse = np.stack([zp.gradient(lambda x, e=e: first(x) @ e, theta)[0] for e in np.eye(2)])
+    np.testing.assert_allclose(reverse_over_reverse, by_differences, rtol=1e-5, atol=1e-7)
 
 
 def test_scipy_cholesky_checks_finite_entries_unless_told_not_to() -> None:

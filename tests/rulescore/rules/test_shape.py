@@ -201,6 +201,10 @@ CASES: list[RuleCase] = [
     RuleCase(np.diag, (A((3,), C128), 1), nondiff=(1,), name="offset"),
     RuleCase(np.diag, (A((3, 4)),), name="matrix"),
     RuleCase(np.diag, (A((4, 3), F32), -1), nondiff=(1,), name="matrix-offset"),
+    # a square matrix's diagonal: the pullback builds the embedding with np.diag
+    RuleCase(np.diag, (A((3, 3)),), name="square"),
+    RuleCase(np.diag, (A((4, 4), F32), 2), nondiff=(1,), name="square-offset"),
+    RuleCase(np.diag, (A((3, 3)), -1), nondiff=(1,), name="square-negative-offset"),
     RuleCase(np.diagflat, (A((2, 2)),)),
     RuleCase(np.diagflat, (A((3,)), -1), nondiff=(1,), name="offset"),
     RuleCase(np.diagonal, (A((3, 4)),)),

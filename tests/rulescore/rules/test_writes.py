@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rulescore.testing.strategies as S
+from rulescore.rules import writes
 from rulescore.rules.writes import copyto, fill, fill_diagonal, place, put, putmask
 from tests.zygotepy.finite_differences import fd
 
@@ -221,3 +223,17 @@ def test_a_write_the_engine_could_not_place_is_refused_not_lost(target: str) -> 
 
     with pytest.raises(zp.UntraceableError, match="shares memory with another in a way the engine"):
         zp.gradient(f, np.array([0.5, 1.5, 2.5]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.one_of(st.tuples(st.integers(0, 7), st.integers(0, 7)),
+                       st.integers(1, 4).flatmap(lambda n: st.sampled_from([(n, n, n), (n, n, n, n)]))),
+       wrap=st.booleans())
+def test_fill_diagonal_writes_the_positions_numpy_writes(shape: tuple[int, ...], wrap: bool) -> None:
+    """The flat positions fill_diagonal's rules credit (a stride for matrices, wrap or not) are
+    those NumPy writes."""
+    written = np.zeros(shape, dtype=bool)
+    np.fill_diagonal(written, True, wrap)
+    positions, sources = writes._fill_diagonal_slots(np.zeros(shape), 2.0, wrap)
+    np.testing.assert_array_equal(positions, np.flatnonzero(written))
+    np.testing.assert_array_equal(sources, np.zeros(len(positions), dtype=np.intp))
