@@ -103,6 +103,8 @@ HELPER_CASES = [
     case(scipy_linalg._factor_cotangent, (SPD.map(lambda a: np.linalg.cholesky(a).T), st.just(False), B32,
                                           B32), "upper", nondiff=(1,), frule=False),
 ]
+#: (tests/rulescore/rules/test_coverage.py: the helpers' rules are covered by the cases above)
+COVERED = [c.f for c in HELPER_CASES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
