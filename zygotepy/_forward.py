@@ -224,17 +224,9 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
     frule; arguments that are this trace's boxes of floats and arrays, or constants holding no
     box: numbers, arrays, shapes, names, dtypes) and hand it to
     :meth:`ForwardTrace.process_rule`. Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box:
-        return NOT_FAST  # a traced callable object: never hashed here
-    try:
-        entry = _FORWARD_ENTRIES.get(fn)
-    except TypeError:
+    entry = _current_forward_entry(fn)
+    if entry is None:
         return NOT_FAST
-    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
-            or entry[2] != ADJOINTS.version:
-        entry = _forward_entry(fn)
-        if entry is None:
-            return NOT_FAST
     # the primals, the one direction's tangents (NoTangent for fn, zeros for constants) and the
     # positions of the traced arguments: one and two arguments unrolled, any other count in a loop
     n = len(args)
@@ -344,6 +336,28 @@ _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
 _FORWARD_ENTRIES = BoundedCache(1024)
 
 
+def _current_forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+    """``fn``'s entry of :data:`_FORWARD_ENTRIES` for the forward fast paths, made again when a
+    registration has moved the registry's versions since; ``None`` for a traced callable object
+    (never hashed here), an unhashable one, or one that is not plain (see :func:`_forward_entry`).
+
+    Example:
+        >>> import numpy as np
+        >>> _current_forward_entry(np.sin) == _forward_entry(np.sin), _current_forward_entry([]) is None
+        (True, True)
+    """
+    if type(fn) is Box:
+        return None
+    try:
+        entry: tuple[int, int, int, Any, bool] | None = _FORWARD_ENTRIES.get(fn)
+    except TypeError:
+        return None
+    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
+            or entry[2] != ADJOINTS.version:
+        return _forward_entry(fn)
+    return entry
+
+
 def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
     """For the forward fast paths, a plain callable's entry of :data:`_FORWARD_ENTRIES` (made and
     kept), or ``None`` for any other callable. Its frule (``RuleTable.sole_rule``) takes the fast
@@ -375,17 +389,9 @@ def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) 
     plain callable with an frule; this trace's boxes of floats and arrays, or constants) and hand
     it to :meth:`ForwardTrace.process_rule`, which pushes every direction through the frule at once
     where it can. Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box:
-        return NOT_FAST  # a traced callable object: never hashed here
-    try:
-        entry = _FORWARD_ENTRIES.get(fn)
-    except TypeError:
+    entry = _current_forward_entry(fn)
+    if entry is None:
         return NOT_FAST
-    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
-            or entry[2] != ADJOINTS.version:
-        entry = _forward_entry(fn)
-        if entry is None:
-            return NOT_FAST
     if _gives_out(fn, args):
         return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
     primals: list[Any] | None = None
@@ -416,17 +422,9 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     fast path; when it is this one, the frule pushes this level's tangents, its body running
     rewritten at the levels outside (what :meth:`ForwardTrace.process_rule` does for the dispatcher,
     without the general path's search). Anything else is left to the full path (``NOT_FAST``)."""
-    if type(fn) is Box:
-        return NOT_FAST  # a traced callable object: never hashed here
-    try:
-        entry = _FORWARD_ENTRIES.get(fn)
-    except TypeError:
+    entry = _current_forward_entry(fn)
+    if entry is None:
         return NOT_FAST
-    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
-            or entry[2] != ADJOINTS.version:
-        entry = _forward_entry(fn)
-        if entry is None:
-            return NOT_FAST
     if _gives_out(fn, args):
         return NOT_FAST  # np.dot(a, b, out), np.sin(x, out): the full path writes into out
     best = owning_level(args)
