@@ -119,7 +119,7 @@ COVERED = [ufunc_at]
 def test_rule(case: RuleCase) -> None:
     if broken_reduce(case):  # refused, naming the method: no derivative matches NumPy's answer
         x = np.linspace(0.5, 2.0, 6).reshape(2, 3)
-        indices = ([0, 2],) if case.f.__name__ == "reduceat" else ()
+        indices = ([0, 1],) if case.f.__name__ == "reduceat" else ()
         with pytest.raises(ArithmeticError, match=rf"numpy\.{case.f.__self__.__name__}\.reduce: NumPy"):
             rc.rrule(case.f, x, *indices)
         with pytest.raises(ArithmeticError, match="no derivative matches"):
