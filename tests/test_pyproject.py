@@ -77,7 +77,7 @@ def test_zygotepy_requires_the_rulescore_of_its_release_and_links_the_readme() -
 
 def test_the_lower_bound_of_every_users_extra_is_installed_and_tested(tmp_path: Path) -> None:
     """The users' extras are tested at both ends: ``.ci/run``'s suite at the ``test`` extra's pins,
-    and ``.ci/lowest`` in a virtual environment with the lower bound of each range
+    and ``.ci/lowest`` (a step of ``.ci/run``) in a virtual environment with the lower bound of each range
     (``packaging/lowest_versions.py``)."""
     script = ROOT / "packaging" / "lowest_versions.py"
     spec = importlib.util.spec_from_file_location("lowest_versions", script)
@@ -89,6 +89,8 @@ def test_the_lower_bound_of_every_users_extra_is_installed_and_tested(tmp_path: 
     ci = (ROOT / ".ci" / "lowest").read_text()
     tested = re.search(r"lowest_versions\.py ([a-z -]+)>", ci)
     assert tested, ".ci/lowest does not install the lower bounds"
+    run = (ROOT / ".ci" / "run").read_text()
+    assert 'bash .ci/lowest prepare' in run and 'bash .ci/lowest test-ci' in run, ".ci/run does not test the lower bounds"
     # torch: the one release whose CPU build CI can install, which the suite runs: its range starts there
     assert set(tested.group(1).split()) == USER_EXTRAS - {"torch"}
     torch_pin = next(r for r in extras["test"] if r.startswith("torch=="))
