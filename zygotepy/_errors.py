@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 import rulescore
+from rulescore._checks import callable_name
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -104,3 +105,20 @@ def unseen_code() -> tuple[str, str]:
         why = ("it was called by Python itself or by compiled code (a callback or a special method "
                "zygotepy does not rewrite), so zygotepy does not see the calls it makes")
     return where, why
+
+
+def object_array_error(fn: Any) -> UntraceableError:
+    """The refusal of an array of dtype object made from traced values (``np.array([x, 1.0],
+    dtype=object)``, a traced value written into ``np.empty(n, dtype=object)``): NumPy's object
+    arrays hold Python objects, which carry no tangent, so the derivative would be lost silently.
+
+    Example:
+        >>> import numpy as np
+        >>> print(object_array_error(np.array))  # doctest: +ELLIPSIS
+        numpy.array made an array of dtype object from traced values ...
+    """
+    return UntraceableError(
+        f"{callable_name(fn)} made an array of dtype object from traced values inside "
+        f"{user_code()}: its entries are Python objects, which carry no derivative, so the gradient "
+        "through them would be lost; build a numeric array (dtype=float, or np.stack of the values) "
+        "or keep the values in a list")

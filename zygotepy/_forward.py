@@ -28,10 +28,11 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
 from zygotepy._dispatch import FRULES, RRULES, DispatchedTrace
 from zygotepy._edge import check_arguments, to_user
-from zygotepy._errors import UntraceableError
+from zygotepy._errors import UntraceableError, object_array_error
 from zygotepy._reverse import (
     _FAST_CONSTANTS,
     _FAST_VALUES,
+    _OBJECT,
     _RECORDED,
     UFUNC,
     _logging,
@@ -154,6 +155,8 @@ class ForwardTrace(DispatchedTrace):
         if ty not in _RECORDED and _dispatch.plain_output(y):
             return y
         if ty is np.ndarray:
+            if y.dtype is _OBJECT:
+                raise object_array_error(fn)
             if y.base is not None:
                 note_view(self, y, args)
         elif ty is Box:  # an outer level's box (of a view?)

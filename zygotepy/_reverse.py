@@ -44,7 +44,7 @@ from zygotepy._dispatch import (
     unbox_arguments,
 )
 from zygotepy._edge import check_arguments, owned_by_caller, to_user
-from zygotepy._errors import NotScalarError
+from zygotepy._errors import NotScalarError, object_array_error
 from zygotepy._runtime import python_target
 from zygotepy._trace import (
     LEVELS,
@@ -176,6 +176,8 @@ class ReverseTrace(DispatchedTrace):
         tape = self.tape
         index = len(tape)
         if ty is np.ndarray:
+            if y.dtype is _OBJECT:
+                raise object_array_error(fn)
             self.shapes[index] = y.shape  # the sweep refuses a cotangent of another shape
             if y.base is not None:
                 note_view(self, y, args)
@@ -255,6 +257,8 @@ _new_box = object.__new__
 _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 #: Outputs always recorded (an outer level's box: a rule's body traced at the outer levels).
 _RECORDED = frozenset({*_FAST_VALUES, Box})
+#: NumPy's object dtype (one instance): an array of it made from traced values is refused.
+_OBJECT = np.dtype(object)
 #: Untraced arguments the fast path takes as they are.
 _FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
 #: (a module name: the fast paths test it on every call of two arguments)

@@ -2,7 +2,7 @@
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -479,3 +479,35 @@ def test_a_rule_cotangent_that_is_text_is_refused_by_name(bad):
             named = f"of the rrule for .*doubled .*cotangent of type {type(bad).__name__}"
             with pytest.raises(rc.RuleError, match=named):
                 zp.gradient(lambda v: np.sum(doubled(v)), x)
+
+
+def _object_array_literal(x: Any) -> Any:
+    return np.array([x, 1.0], dtype=object)[0] * 2.0
+
+
+def _object_array_written(x: Any) -> Any:
+    a = np.empty(2, dtype=object)
+    a[0] = x
+    return a[0] * 2.0
+
+
+def _object_array_mixed(x: Any) -> Any:
+    return np.sum(np.asarray([np.sin(x), "label"], dtype=object)[:1])
+
+
+def _object_array_of_a_list(x: Any) -> Any:
+    return np.array([[x, None]])[0, 0] * 2.0  # NumPy infers dtype object
+
+
+@pytest.mark.parametrize("f", [_object_array_literal, _object_array_written, _object_array_mixed,
+                               _object_array_of_a_list])
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "hessian"])
+def test_an_object_array_of_traced_values_is_refused_not_differentiated_as_a_constant(f: Any, mode: str) -> None:
+    """Its entries are Python objects: NumPy carries no derivative through them. Before, the
+    gradient came out as None and the jvp as 0.0 (silently wrong); a numeric array of the same
+    values differentiates."""
+    run = {"gradient": lambda: zp.gradient(f, 0.3), "jvp": lambda: zp.jvp(f, (0.3,), (1.0,)),
+           "hessian": lambda: zp.hessian(f, 0.3)}[mode]
+    with pytest.raises(zp.UntraceableError, match="array of dtype object from traced values"):
+        run()
+    assert zp.gradient(lambda x: np.array([x, 1.0], dtype=float)[0] * 2.0, 0.3) == (2.0,)
