@@ -29,8 +29,8 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, unbox_all
-from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
+from zygotepy._trace import LEVELS, NOT_FAST, Box, unbox_all
+from zygotepy._transform import OPERATOR_HELPERS, SITE_PREFIX, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
 #: Libraries whose Python code is differentiated through when no rule applies, but only for calls
@@ -347,6 +347,177 @@ def class_of(fn: Any, x: Any) -> Any:
     return _dispatch.call(fn, x)
 
 
+# -- call sites: each keeps the dispatcher's answer for the callable it calls -----------------------
+#: What a call site does with the callable it met last (see :func:`call_site`):
+#: ``_BY_RULE``: the dispatcher's tail (the innermost trace's fast path, then its search), for a
+#: callable with rules (which it keeps: tables only grow); ``_RUN_TARGET``: run its rewritten code
+#: (a Python function without rules); ``_CONSTRUCT``: construct it with its Python ``__new__`` or
+#: ``__init__`` rewritten (a class without rules); ``_PASS_THROUGH``: a
+#: ``"pass_through"`` helper's handler, else its rewritten code; ``_INSPECTION``: ``isinstance`` or
+#: ``issubclass`` as it is (a box answers as its primal); ``_AS_IT_RUNS``: call it as it is when no
+#: argument is or holds a traced value (compiled code without rules); ``_REFERENCE``: call it as
+#: it is (a reference-only builtin without rules); ``_DISPATCH``: ``_dispatch.call`` (the rest).
+_BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
+_INSPECTION = "inspection"
+_AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
+#: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
+#: several callables (a helper calling the function it is given) pays a lookup per change, not the
+#: classification. Bounded; holds only callables that hold no traced value (:func:`_keepable`).
+_SITE_ANSWERS = BoundedCache(1024)
+
+
+def _versions() -> int:
+    """A number that moves whenever a rule, an opt-out, a handling entry or an adjoint is
+    registered (each table's ``version`` only grows)."""
+    return _dispatch.RRULES.version + _dispatch.FRULES.version + ADJOINTS.version
+
+
+def _keepable(fn: Any) -> bool:
+    """Whether a call site may keep ``fn`` between calls: a callable whose identity is its meaning
+    and which holds no traced value (a Python function without a closure, not made by rewritten
+    code; a class; a module's compiled function or a ufunc). A closure or a bound method, made
+    afresh per call, is answered by the dispatcher each time.
+
+    Example:
+        >>> import math
+        >>> _keepable(math.sin), _keepable(_keepable), _keepable([].append), _keepable(lambda: fn)
+        (True, True, False, False)
+    """
+    tf = type(fn)
+    if tf is types.FunctionType:
+        return fn.__closure__ is None and not is_generated(fn.__code__)
+    if tf is types.BuiltinFunctionType:
+        owner = fn.__self__
+        return owner is None or type(owner) is types.ModuleType
+    return tf is type or tf is np.ufunc or tf is _DISPATCHER
+
+
+def _site_answer(fn: Any, top: Any) -> tuple[int, str, Any]:
+    """``(versions, what to do, what to run)`` for a keepable ``fn`` (see :func:`call_site`)."""
+    versions = _versions()  # read first: a registration meanwhile leaves the answer stale, not wrong
+    try:
+        found = _SITE_ANSWERS.get(fn)
+    except TypeError:  # a class with an unhashable metaclass
+        return versions, _DISPATCH, None
+    if found is not None and found[0] == versions:
+        return found  # type: ignore[no-any-return]
+    answer = versions, *_decide(fn, top)
+    _SITE_ANSWERS.put(fn, answer)
+    return answer
+
+
+def _decide(fn: Any, top: Any) -> tuple[str, Any]:
+    """What ``_dispatch.call`` (and ``_dispatch.resolve``, for a callable without rules) does with
+    a call of ``fn`` under a trace without implicit parameters or a log, as far as it depends on
+    ``fn`` and the registry alone: ``(what to do, what to run)`` (see :data:`_BY_RULE`)."""
+    if fn is isinstance or fn is issubclass:
+        return _INSPECTION, None
+    if fn is type or fn is len:
+        return _DISPATCH, None
+    if _dispatch.RRULES.has_rules(fn) or _dispatch.FRULES.has_rules(fn) or ADJOINTS.has_rules(fn):
+        return _BY_RULE, None
+    tf = type(fn)
+    if tf is np.ufunc or tf is _DISPATCHER or fn in _dispatch.ITERATING:
+        return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
+    entry = _dispatch.HANDLED.get(fn)
+    if tf is types.FunctionType:
+        if entry is not None and entry.kind == "structural":
+            return _DISPATCH, None
+        target = top.python_target(fn, False)
+        if target is None:
+            return _DISPATCH, None
+        if entry is not None and entry.kind == "pass_through":
+            return _PASS_THROUGH, (entry.impl, target)
+        return _RUN_TARGET, target
+    if entry is not None:
+        return (_REFERENCE, None) if entry.kind == "reference" else (_DISPATCH, None)
+    if _dispatch.out_position(fn) >= 0:
+        return _DISPATCH, None
+    target = top.python_target(fn, False)
+    if target is None:
+        return _AS_IT_RUNS, None
+    return (_CONSTRUCT, target) if tf is type else (_DISPATCH, None)
+
+
+def call_site() -> Any:
+    """A call site's own ``_zp_call``: rewritten code calls one per site (``_zp_site_<k>``, see
+    :func:`zygotepy._transform.rewritten`), which keeps the dispatcher's answer for the callable it
+    met last, so the next call of it there skips the dispatcher's classification: a rule body
+    traced by an outer level calls the same helpers, rules and constructors on every line, and
+    met each through the dispatcher's questions (a constructor or a plain builtin through its
+    whole search). The answer is kept while the registries' versions stay (a registration after
+    the first call takes effect) and used under a trace without implicit parameters or a log;
+    anything else goes to ``_dispatch.call``, which answers every call alike."""
+    kept: tuple[Any, int, str, Any] = (_NOTHING_SEEN, -1, _DISPATCH, None)  # replaced whole: threads
+    dispatch, resolve, levels_var = _dispatch.call, _dispatch.resolve, LEVELS
+    rrules, frules, adjoints = _dispatch.RRULES, _dispatch.FRULES, ADJOINTS
+
+    def site(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        nonlocal kept
+        levels = levels_var.get()
+        if not levels:
+            return fn(*args, **kwargs)
+        top = levels[-1]
+        seen, versions, kind, target = kept
+        if fn is not seen or (kind is not _BY_RULE
+                              and versions != rrules.version + frules.version + adjoints.version):
+            if not _keepable(fn):
+                return dispatch(fn, *args, **kwargs)
+            versions, kind, target = _site_answer(fn, top)
+            kept = fn, versions, kind, target
+        if kind is _BY_RULE:  # the dispatcher's tail, past its questions about fn
+            if not kwargs:
+                fast = top.fast_path
+                if fast is not None:
+                    y = fast(fn, args, top)
+                    if y is not NOT_FAST:
+                        return y
+            return resolve(levels, fn, args, kwargs, True)
+        if top.log is None and not top.with_params:
+            if kind is _RUN_TARGET:
+                return target(*args, **kwargs)
+            if kind is _CONSTRUCT:
+                if args or kwargs:
+                    _dispatch.innermost(levels, args, kwargs, False)  # refuses a finished trace's box
+                return target(*args, **kwargs)
+            if kind is _PASS_THROUGH:
+                if not kwargs:
+                    y = target[0](fn, args)
+                    if y is not NOT_FAST:
+                        return y
+                return target[1](*args, **kwargs)
+            if kind is _INSPECTION:
+                return fn(*args, **kwargs)
+            if kind is _REFERENCE:
+                if not args or type(args[0]) not in _dispatch.MUTABLE_CONTAINERS:
+                    return fn(*args, **kwargs)
+            elif kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
+                return fn(*args, **kwargs)
+        return dispatch(fn, *args, **kwargs)
+
+    return site
+
+
+_NOTHING_SEEN: Any = object()
+
+
+def _holds_nothing_traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether no argument is a traced value or a tuple, list or dict (which the dispatcher
+    searches for one), and no keyword names ``out``."""
+    for a in args:
+        ta = type(a)
+        if ta is Box or ta is tuple or ta is list or ta is dict:
+            return False
+    if kwargs:
+        if "out" in kwargs:
+            return False
+        for a in kwargs.values():
+            ta = type(a)
+            if ta is Box or ta is tuple or ta is list or ta is dict:
+                return False
+    return True
+
+
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_locals": user_locals,
                            "_zp_call": _dispatch.call, "_zp_slice": slice, "_zp_setitem": setitem,
@@ -409,7 +580,8 @@ def _recipe(fn: types.FunctionType, params: bool) -> Any:
     if new is None:
         return _NOT_REWRITTEN
     position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
-    return new, tuple(position[n] if n in position else _HELPER_CELLS[n] for n in new.co_freevars)
+    return new, tuple(position[n] if n in position else types.CellType(call_site()) if n.startswith(SITE_PREFIX)
+                      else _HELPER_CELLS[n] for n in new.co_freevars)
 
 
 def _refuse_hidden_rules(fn: types.FunctionType) -> None:
