@@ -11,6 +11,7 @@ the dispatcher, which uses it for every Python function without a rule.
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import importlib.util
@@ -389,7 +390,55 @@ def _keepable(fn: Any) -> bool:
     if tf is types.BuiltinFunctionType:
         owner = fn.__self__
         return owner is None or type(owner) is types.ModuleType
-    return tf is type or tf is np.ufunc or tf is _DISPATCHER
+    return tf is type or tf is np.ufunc or tf is _DISPATCHER or tf is types.MethodDescriptorType \
+        or tf is types.WrapperDescriptorType
+
+
+#: Classes whose builtin methods the dispatcher calls as the class's (``d.get(k)`` as
+#: ``dict.get(d, k)``: see ``_dispatch.resolve``) and a call site may too.
+_UNBOUND_OWNERS = frozenset({np.ndarray, list, dict, set, collections.deque})
+
+
+def _method_of(fn: Any) -> tuple[Any, Any] | None:
+    """``(function, self)`` for a bound method the dispatcher calls as its function with ``self``
+    first (``_dispatch.resolve``): a Python method whose function a site may keep (and no rule is
+    registered for a method bound to that function), or a builtin method of an array or a mutable
+    container (as its class's method); ``None`` for any other callable.
+
+    Example:
+        >>> d = {}
+        >>> _method_of(d.get) == (dict.get, d), _method_of(len)
+        (True, None)
+    """
+    tf = type(fn)
+    if tf is types.MethodType:
+        function = fn.__func__
+        if type(function) is types.FunctionType and _keepable(function) \
+                and function not in _functions_of_bound_rules():
+            return function, fn.__self__
+    elif tf is types.BuiltinFunctionType:
+        owner = fn.__self__
+        towner = type(owner)
+        if towner in _UNBOUND_OWNERS:
+            return getattr(towner, fn.__name__), owner
+    return None
+
+
+#: ``versions -> the functions of the bound methods with a rule or an adjoint`` (one entry).
+_BOUND_METHOD_RULES = BoundedCache(1)
+
+
+def _functions_of_bound_rules() -> frozenset[Any]:
+    """The functions of the bound methods that a table has a rule (or an adjoint) for (NumPy's
+    ``np.random.normal`` is one, bound to the global ``RandomState``): a call of a method bound to
+    one of them is the dispatcher's to answer (its rules come first), not its function's."""
+    versions = _versions()
+    found = _BOUND_METHOD_RULES.get(versions)
+    if found is None:
+        found = frozenset(f.__func__ for table in (_dispatch.RRULES, _dispatch.FRULES, ADJOINTS)
+                          for f in table.primals if type(f) is types.MethodType)
+        _BOUND_METHOD_RULES.put(versions, found)
+    return found  # type: ignore[no-any-return]
 
 
 def _site_answer(fn: Any, top: Any) -> tuple[int, str, Any]:
@@ -421,7 +470,7 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
         return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
     entry = _dispatch.HANDLED.get(fn)
     if tf is types.FunctionType:
-        if entry is not None and entry.kind == "structural":
+        if (entry is not None and entry.kind == "structural") or _dispatch.out_position(fn) >= 0:
             return _DISPATCH, None
         target = top.python_target(fn, False)
         if target is None:
@@ -462,9 +511,14 @@ def call_site() -> Any:
         if fn is not seen or (kind is not _BY_RULE
                               and versions != rrules.version + frules.version + adjoints.version):
             if not _keepable(fn):
-                return dispatch(fn, *args, **kwargs)
-            versions, kind, target = _site_answer(fn, top)
-            kept = fn, versions, kind, target
+                method = _method_of(fn)
+                if method is None:
+                    return dispatch(fn, *args, **kwargs)
+                fn, args = method[0], (method[1], *args)  # a bound method: its function, self first
+            if fn is not seen or (kind is not _BY_RULE
+                                  and versions != rrules.version + frules.version + adjoints.version):
+                versions, kind, target = _site_answer(fn, top)
+                kept = fn, versions, kind, target
         if kind is _BY_RULE:  # the dispatcher's tail, past its questions about fn
             if not kwargs:
                 fast = top.fast_path
@@ -489,9 +543,13 @@ def call_site() -> Any:
             if kind is _INSPECTION:
                 return fn(*args, **kwargs)
             if kind is _REFERENCE:
-                if not args or type(args[0]) not in _dispatch.MUTABLE_CONTAINERS:
-                    return fn(*args, **kwargs)
-            elif kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
+                if args and type(args[0]) in _dispatch.MUTABLE_CONTAINERS:  # xs.append(box), d.update(k=box)
+                    for v in args[1:]:
+                        _views.note_stored(args[0], v)
+                    for v in kwargs.values():
+                        _views.note_stored(args[0], v)
+                return fn(*args, **kwargs)
+            if kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
                 return fn(*args, **kwargs)
         return dispatch(fn, *args, **kwargs)
 
