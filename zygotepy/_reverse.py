@@ -234,8 +234,10 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     owner = getattr(fn, "__self__", None)
     module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
     handled = HANDLED.get(fn)
-    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn is not operator.getitem \
-        and fn is not getattr and (handled is None or handled.kind == "reference")
+    # (operator.getitem is plain: the fast paths take a box of a number or an array, or constants,
+    # never the plain container, Tangent or Python __getitem__ the general path answers itself)
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn is not getattr \
+        and (handled is None or handled.kind == "reference")
     if not plain:
         _PLAIN_CALLABLES.put(fn, -1)
         return None
