@@ -381,7 +381,8 @@ def _keepable(fn: Any) -> bool:
 
     Example:
         >>> import math
-        >>> _keepable(math.sin), _keepable(_keepable), _keepable([].append), _keepable(lambda: fn)
+        >>> closure = (lambda k: lambda: k)(1.0)
+        >>> _keepable(math.sin), _keepable(_keepable), _keepable([].append), _keepable(closure)
         (True, True, False, False)
     """
     tf = type(fn)
@@ -422,6 +423,43 @@ def _method_of(fn: Any) -> tuple[Any, Any] | None:
         if towner in _UNBOUND_OWNERS:
             return getattr(towner, fn.__name__), owner
     return None
+
+
+def _compiled_method(fn: Any) -> bool:
+    """Whether ``fn`` is a builtin method of an object the dispatcher has no answer for but its
+    rules (not a module, a number, a string, an array, a NumPy scalar or a container, whose methods
+    it calls its own way: see ``_dispatch.resolve``), and no rule, handling entry or functional
+    update is registered for a method of that object's class (``cls.__dict__.get`` of a mapping
+    proxy, in a constructor): compiled code without rules, which runs as it is when no argument
+    holds a traced value.
+
+    Example:
+        >>> _compiled_method(type.__dict__["__dict__"].__get__(int).get), _compiled_method({}.get)
+        (True, False)
+    """
+    if type(fn) is not types.BuiltinFunctionType:
+        return False
+    towner = type(fn.__self__)
+    return towner is not types.ModuleType and towner not in _dispatch._METHOD_OWNERS \
+        and towner not in _dispatch._ATOMS and not issubclass(towner, np.generic) \
+        and towner not in _owners_of_bound_entries()
+
+
+#: ``versions -> the classes whose bound builtin methods have a registry entry`` (one entry).
+_BOUND_ENTRY_OWNERS = BoundedCache(1)
+
+
+def _owners_of_bound_entries() -> frozenset[type]:
+    """The classes of the objects a builtin method with a rule, an adjoint, a handling entry or a
+    functional update is bound to (``np.random.normal``'s ``RandomState``, ``np.add.at``'s ufunc)."""
+    versions = _versions()
+    found = _BOUND_ENTRY_OWNERS.get(versions)
+    if found is None:
+        tables = (_dispatch.RRULES.primals, _dispatch.FRULES.primals, ADJOINTS.primals, _dispatch.HANDLED, IN_PLACE)
+        found = frozenset(type(f.__self__) for table in tables for f in table
+                          if type(f) is types.BuiltinFunctionType and type(f.__self__) is not types.ModuleType)
+        _BOUND_ENTRY_OWNERS.put(versions, found)
+    return found  # type: ignore[no-any-return]
 
 
 #: ``versions -> the functions of the bound methods with a rule or an adjoint`` (one entry).
@@ -513,6 +551,9 @@ def call_site() -> Any:
             if not _keepable(fn):
                 method = _method_of(fn)
                 if method is None:
+                    if (_compiled_method(fn) and top.log is None and not top.with_params
+                            and _holds_nothing_traced(args, kwargs)):
+                        return fn(*args, **kwargs)
                     return dispatch(fn, *args, **kwargs)
                 fn, args = method[0], (method[1], *args)  # a bound method: its function, self first
             if fn is not seen or (kind is not _BY_RULE
