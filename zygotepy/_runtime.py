@@ -415,7 +415,7 @@ def _method_of(fn: Any) -> tuple[Any, Any] | None:
     if tf is types.MethodType:
         function = fn.__func__
         if type(function) is types.FunctionType and _keepable(function) \
-                and function not in _functions_of_bound_rules():
+                and function not in _bound_entries()[0]:
             return function, fn.__self__
     elif tf is types.BuiltinFunctionType:
         owner = fn.__self__
@@ -442,41 +442,32 @@ def _compiled_method(fn: Any) -> bool:
     towner = type(fn.__self__)
     return towner is not types.ModuleType and towner not in _dispatch._METHOD_OWNERS \
         and towner not in _dispatch._ATOMS and not issubclass(towner, np.generic) \
-        and towner not in _owners_of_bound_entries()
+        and towner not in _bound_entries()[1]
 
 
-#: ``versions -> the classes whose bound builtin methods have a registry entry`` (one entry).
-_BOUND_ENTRY_OWNERS = BoundedCache(1)
+#: ``versions -> (the functions of the bound Python methods with a rule or an adjoint, the classes
+#: whose bound builtin methods have a rule, an adjoint, a handling entry or a functional update)``:
+#: one entry, made again when a registration moves the versions.
+_BOUND_ENTRIES = BoundedCache(1)
 
 
-def _owners_of_bound_entries() -> frozenset[type]:
-    """The classes of the objects a builtin method with a rule, an adjoint, a handling entry or a
-    functional update is bound to (``np.random.normal``'s ``RandomState``, ``np.add.at``'s ufunc)."""
+def _bound_entries() -> tuple[frozenset[Any], frozenset[type]]:
+    """What the registry says of bound methods (see :data:`_BOUND_ENTRIES`): a method bound to one
+    of those functions (NumPy's ``np.random.normal`` is bound to the global ``RandomState``), or a
+    builtin method of one of those classes (a ufunc's ``.at``), is the dispatcher's to answer."""
     versions = _versions()
-    found = _BOUND_ENTRY_OWNERS.get(versions)
+    found: tuple[frozenset[Any], frozenset[type]] | None = _BOUND_ENTRIES.get(versions)
     if found is None:
-        tables = (_dispatch.RRULES.primals, _dispatch.FRULES.primals, ADJOINTS.primals, _dispatch.HANDLED, IN_PLACE)
-        found = frozenset(type(f.__self__) for table in tables for f in table
-                          if type(f) is types.BuiltinFunctionType and type(f.__self__) is not types.ModuleType)
-        _BOUND_ENTRY_OWNERS.put(versions, found)
-    return found  # type: ignore[no-any-return]
+        tables = (_dispatch.RRULES.primals, _dispatch.FRULES.primals, ADJOINTS.primals)
+        functions = frozenset(f.__func__ for table in tables for f in table if type(f) is types.MethodType)
+        owners = frozenset(type(f.__self__) for table in (*tables, _dispatch.HANDLED, IN_PLACE) for f in table
+                           if type(f) is types.BuiltinFunctionType and type(f.__self__) is not _MODULE)
+        found = functions, owners
+        _BOUND_ENTRIES.put(versions, found)
+    return found
 
 
-#: ``versions -> the functions of the bound methods with a rule or an adjoint`` (one entry).
-_BOUND_METHOD_RULES = BoundedCache(1)
-
-
-def _functions_of_bound_rules() -> frozenset[Any]:
-    """The functions of the bound methods that a table has a rule (or an adjoint) for (NumPy's
-    ``np.random.normal`` is one, bound to the global ``RandomState``): a call of a method bound to
-    one of them is the dispatcher's to answer (its rules come first), not its function's."""
-    versions = _versions()
-    found = _BOUND_METHOD_RULES.get(versions)
-    if found is None:
-        found = frozenset(f.__func__ for table in (_dispatch.RRULES, _dispatch.FRULES, ADJOINTS)
-                          for f in table.primals if type(f) is types.MethodType)
-        _BOUND_METHOD_RULES.put(versions, found)
-    return found  # type: ignore[no-any-return]
+_MODULE = types.ModuleType
 
 
 def _site_answer(fn: Any, top: Any) -> tuple[int, str, Any]:
@@ -679,8 +670,13 @@ def _recipe(fn: types.FunctionType, params: bool) -> Any:
     if new is None:
         return _NOT_REWRITTEN
     position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
-    return new, tuple(position[n] if n in position else types.CellType(call_site()) if n.startswith(SITE_PREFIX)
-                      else _HELPER_CELLS[n] for n in new.co_freevars)
+    return new, tuple(position[n] if n in position else _cell_of(n) for n in new.co_freevars)
+
+
+def _cell_of(helper: str) -> Any:
+    """The cell rewritten code reads the helper ``helper`` from: the engine's, shared by all, or
+    a call site's own (:func:`call_site`), new for each site of each code object."""
+    return types.CellType(call_site()) if helper.startswith(SITE_PREFIX) else _HELPER_CELLS[helper]
 
 
 def _refuse_hidden_rules(fn: types.FunctionType) -> None:

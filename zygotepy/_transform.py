@@ -733,7 +733,7 @@ SITE_PREFIX = "_zp_site_"
 def _numbered_sites(func: ast.AST) -> list[str]:
     """Give each ``_zp_call(...)`` in ``func`` its own name (``SITE_PREFIX`` and a number), so
     each call site keeps what the dispatcher answered there; the names, in order."""
-    names = []
+    names: list[str] = []
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_zp_call":
             node.func.id = f"{SITE_PREFIX}{len(names)}"
