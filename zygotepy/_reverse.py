@@ -212,6 +212,9 @@ def _logging(traces: tuple[Trace, ...]) -> bool:
 _PLAIN_CALLABLES = BoundedCache(1024)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
+#: Classes called as plain callables: the numeric conversions (``float(x)`` in a pullback), whose
+#: only answers are their rules (the fast paths give them a box of a number or an array, or a constant).
+_PLAIN_CLASSES = frozenset({float, complex})
 
 
 def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
@@ -236,7 +239,7 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     handled = HANDLED.get(fn)
     # (operator.getitem is plain: the fast paths take a box of a number or an array, or constants,
     # never the plain container, Tangent or Python __getitem__ the general path answers itself)
-    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn is not getattr \
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin or fn in _PLAIN_CLASSES) and fn is not getattr \
         and (handled is None or handled.kind == "reference")
     if not plain:
         _PLAIN_CALLABLES.put(fn, -1)
