@@ -353,11 +353,12 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``_BY_RULE``: the dispatcher's tail (the innermost trace's fast path, then its search), for a
 #: callable with rules (which it keeps: tables only grow); ``_RUN_TARGET``: run its rewritten code
 #: (a Python function without rules); ``_CONSTRUCT``: construct it with its Python ``__new__`` or
-#: ``__init__`` rewritten (a class without rules); ``_PASS_THROUGH``: a
-#: ``"pass_through"`` helper's handler, else its rewritten code; ``_INSPECTION``: ``isinstance`` or
-#: ``issubclass`` as it is (a box answers as its primal); ``_AS_IT_RUNS``: call it as it is when no
-#: argument is or holds a traced value (compiled code without rules); ``_REFERENCE``: call it as
-#: it is (a reference-only builtin without rules); ``_DISPATCH``: ``_dispatch.call`` (the rest).
+#: ``__init__`` rewritten (a class without rules, while its ``__init__`` is the one it had);
+#: ``_PASS_THROUGH``: a ``"pass_through"`` helper's handler, else its rewritten code;
+#: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
+#: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
+#: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
+#: ``_DISPATCH``: ``_dispatch.call`` (the rest).
 _BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
 _INSPECTION = "inspection"
 _AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
@@ -514,7 +515,7 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
     target = top.python_target(fn, False)
     if target is None:
         return _AS_IT_RUNS, None
-    return (_CONSTRUCT, target) if tf is type else (_DISPATCH, None)
+    return (_CONSTRUCT, (fn.__init__, target)) if tf is type else (_DISPATCH, None)  # (as _CLASS_TARGETS)
 
 
 def call_site() -> Any:
@@ -562,10 +563,10 @@ def call_site() -> Any:
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
                 return target(*args, **kwargs)
-            if kind is _CONSTRUCT:
+            if kind is _CONSTRUCT and fn.__init__ is target[0]:  # (an __init__ replaced since: dispatched)
                 if args or kwargs:
                     _dispatch.innermost(levels, args, kwargs, False)  # refuses a finished trace's box
-                return target(*args, **kwargs)
+                return target[1](*args, **kwargs)
             if kind is _PASS_THROUGH:
                 if not kwargs:
                     y = target[0](fn, args)

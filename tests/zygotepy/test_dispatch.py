@@ -210,6 +210,32 @@ def test_call_sites_see_rules_registered_after_first_use_at_every_level():
     assert zp.gradient(second, 1.5) == (10000.0,)  # d/dx (100 * 10 * times(x)), times' = 10 again
     assert "square" in calls and "times" in calls
 
+
+class _Scaled:
+    def __init__(self, x):
+        self.v = 2.0 * x
+
+
+def test_a_call_site_constructs_a_class_with_its_current_init():
+    """A call site keeps a class's differentiable constructor while the class's ``__init__`` is
+    the one it was made for: a replaced ``__init__`` is used at the next call."""
+
+    def f(x):
+        return _Scaled(x).v
+
+    original = _Scaled.__init__
+    try:
+        for _ in range(2):
+            assert zp.gradient(f, 1.0) == (2.0,)
+
+        def tripled(self, x):
+            self.v = 3.0 * x
+
+        _Scaled.__init__ = tripled  # type: ignore[method-assign]
+        assert zp.gradient(f, 1.0) == (3.0,)
+    finally:
+        _Scaled.__init__ = original  # type: ignore[method-assign]
+
 @pytest.mark.parametrize("checks", [True, False])
 def test_first_order_fast_path_gives_the_same_gradients_with_and_without_checking(checks):
     W = np.array([[1.0, -2.0], [0.5, 3.0]])
