@@ -260,19 +260,31 @@ _new_box = object.__new__
 _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 #: Outputs always recorded (an outer level's box: a rule's body traced at the outer levels).
 _RECORDED = frozenset({*_FAST_VALUES, Box})
-#: Untraced arguments the fast path takes as they are.
-_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+#: Untraced arguments the fast path takes as they are (a string: ``hasattr(x, "name")``, a subscript).
+_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int, str})
 #: (a module name: the fast paths test it on every call of two arguments)
 UFUNC = np.ufunc
 
 
 def _is_shape(t: tuple[Any, ...]) -> bool:
-    """A tuple of ints (a shape, axes): a constant the fast path takes as a second argument
-    (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``)."""
+    """A tuple of ints, slices of ints and ``None`` (a shape, axes, an index): a constant the fast
+    path takes as a second argument (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``,
+    ``x[:, 0]``).
+
+    Example:
+        >>> _is_shape((2, 3)), _is_shape((slice(None, 2), 0, None)), _is_shape((slice(0.5, 2),))
+        (True, True, False)
+    """
     for v in t:
-        if type(v) is not int:
+        tv = type(v)
+        if tv is not int and v is not None and not (
+                tv is slice and _int_or_none(v.start) and _int_or_none(v.stop) and _int_or_none(v.step)):
             return False
     return True
+
+
+def _int_or_none(v: Any) -> bool:
+    return v is None or type(v) is int
 
 
 def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> Any:
