@@ -214,6 +214,9 @@ def _logging(traces: tuple[Trace, ...]) -> bool:
 _PLAIN_CALLABLES = BoundedCache(1024)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
+#: Classes called as plain callables: the numeric conversions (``float(x)`` in a pullback), whose
+#: only answers are their rules (the fast paths give them a box of a number or an array, or a constant).
+_PLAIN_CLASSES = frozenset({float, complex})
 
 
 def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
@@ -236,8 +239,10 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     owner = getattr(fn, "__self__", None)
     module_builtin = tf is types.BuiltinFunctionType and (owner is None or type(owner) is types.ModuleType)
     handled = HANDLED.get(fn)
-    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin) and fn is not operator.getitem \
-        and fn is not getattr and (handled is None or handled.kind == "reference")
+    # (operator.getitem is plain: the fast paths take a box of a number or an array, or constants,
+    # never the plain container, Tangent or Python __getitem__ the general path answers itself)
+    plain = (tf in _PLAIN_CALLABLE_TYPES or module_builtin or fn in _PLAIN_CLASSES) and fn is not getattr \
+        and (handled is None or handled.kind == "reference")
     if not plain:
         _PLAIN_CALLABLES.put(fn, -1)
         return None
@@ -259,19 +264,31 @@ _FAST_VALUES = frozenset({float, np.ndarray, np.float64})
 _RECORDED = frozenset({*_FAST_VALUES, Box})
 #: NumPy's object dtype (one instance): an array of it made from traced values is refused.
 _OBJECT = np.dtype(object)
-#: Untraced arguments the fast path takes as they are.
-_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int})
+#: Untraced arguments the fast path takes as they are (a string: ``hasattr(x, "name")``, a subscript).
+_FAST_CONSTANTS = frozenset({float, np.ndarray, np.float64, int, str})
 #: (a module name: the fast paths test it on every call of two arguments)
 UFUNC = np.ufunc
 
 
 def _is_shape(t: tuple[Any, ...]) -> bool:
-    """A tuple of ints (a shape, axes): a constant the fast path takes as a second argument
-    (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``)."""
+    """A tuple of ints, slices of ints and ``None`` (a shape, axes, an index): a constant the fast
+    path takes as a second argument (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``,
+    ``x[:, 0]``).
+
+    Example:
+        >>> _is_shape((2, 3)), _is_shape((slice(None, 2), 0, None)), _is_shape((slice(0.5, 2),))
+        (True, True, False)
+    """
     for v in t:
-        if type(v) is not int:
+        tv = type(v)
+        if tv is not int and v is not None and not (
+                tv is slice and _int_or_none(v.start) and _int_or_none(v.stop) and _int_or_none(v.step)):
             return False
     return True
+
+
+def _int_or_none(v: Any) -> bool:
+    return v is None or type(v) is int
 
 
 def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> Any:

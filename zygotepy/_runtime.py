@@ -11,6 +11,7 @@ the dispatcher, which uses it for every Python function without a rule.
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import importlib.util
@@ -29,8 +30,8 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, unbox_all
-from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
+from zygotepy._trace import LEVELS, NOT_FAST, Box, unbox_all
+from zygotepy._transform import OPERATOR_HELPERS, SITE_PREFIX, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
 #: Libraries whose Python code is differentiated through when no rule applies, but only for calls
@@ -347,6 +348,267 @@ def class_of(fn: Any, x: Any) -> Any:
     return _dispatch.call(fn, x)
 
 
+# -- call sites: each keeps the dispatcher's answer for the callable it calls -----------------------
+#: What a call site does with the callable it met last (see :func:`call_site`):
+#: ``_BY_RULE``: the dispatcher's tail (the innermost trace's fast path, then its search), for a
+#: callable with rules (which it keeps: tables only grow); ``_RUN_TARGET``: run its rewritten code
+#: (a Python function without rules); ``_CONSTRUCT``: construct it with its Python ``__new__`` or
+#: ``__init__`` rewritten (a class without rules, while its ``__init__`` is the one it had);
+#: ``_PASS_THROUGH``: a ``"pass_through"`` helper's handler, else its rewritten code;
+#: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
+#: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
+#: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
+#: ``_DISPATCH``: ``_dispatch.call`` (the rest).
+_BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
+_INSPECTION = "inspection"
+_AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
+#: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
+#: several callables (a helper calling the function it is given) pays a lookup per change, not the
+#: classification. Bounded; holds only callables that hold no traced value (:func:`_keepable`).
+_SITE_ANSWERS = BoundedCache(1024)
+
+
+def _versions() -> int:
+    """A number that moves whenever a rule, an opt-out, a handling entry or an adjoint is
+    registered (each table's ``version`` only grows)."""
+    return _dispatch.RRULES.version + _dispatch.FRULES.version + ADJOINTS.version
+
+
+def _keepable(fn: Any) -> bool:
+    """Whether a call site may keep ``fn`` between calls: a callable whose identity is its meaning
+    and which holds no traced value (a Python function without a closure, not made by rewritten
+    code; a class; a module's compiled function or a ufunc). A closure or a bound method, made
+    afresh per call, is answered by the dispatcher each time.
+
+    Example:
+        >>> import math
+        >>> closure = (lambda k: lambda: k)(1.0)
+        >>> _keepable(math.sin), _keepable(_keepable), _keepable([].append), _keepable(closure)
+        (True, True, False, False)
+    """
+    tf = type(fn)
+    if tf is types.FunctionType:
+        return fn.__closure__ is None and not is_generated(fn.__code__)
+    if tf is types.BuiltinFunctionType:
+        owner = fn.__self__
+        return owner is None or type(owner) is types.ModuleType
+    return tf is type or tf is np.ufunc or tf is _DISPATCHER or tf is types.MethodDescriptorType \
+        or tf is types.WrapperDescriptorType
+
+
+#: Classes whose builtin methods the dispatcher calls as the class's (``d.get(k)`` as
+#: ``dict.get(d, k)``: see ``_dispatch.resolve``) and a call site may too.
+_UNBOUND_OWNERS = frozenset({np.ndarray, list, dict, set, collections.deque})
+
+
+def _method_of(fn: Any) -> tuple[Any, Any] | None:
+    """``(function, self)`` for a bound method the dispatcher calls as its function with ``self``
+    first (``_dispatch.resolve``): a Python method whose function a site may keep (and no rule is
+    registered for a method bound to that function), or a builtin method of an array or a mutable
+    container (as its class's method); ``None`` for any other callable.
+
+    Example:
+        >>> d = {}
+        >>> _method_of(d.get) == (dict.get, d), _method_of(len)
+        (True, None)
+    """
+    tf = type(fn)
+    if tf is types.MethodType:
+        function = fn.__func__
+        if type(function) is types.FunctionType and _keepable(function) \
+                and function not in _bound_entries()[0]:
+            return function, fn.__self__
+    elif tf is types.BuiltinFunctionType:
+        owner = fn.__self__
+        towner = type(owner)
+        if towner in _UNBOUND_OWNERS:
+            return getattr(towner, fn.__name__), owner
+    return None
+
+
+def _compiled_method(fn: Any) -> bool:
+    """Whether ``fn`` is a builtin method of an object the dispatcher has no answer for but its
+    rules (not a module, a number, a string, an array, a NumPy scalar or a container, whose methods
+    it calls its own way: see ``_dispatch.resolve``), and no rule, handling entry or functional
+    update is registered for a method of that object's class (``cls.__dict__.get`` of a mapping
+    proxy, in a constructor): compiled code without rules, which runs as it is when no argument
+    holds a traced value.
+
+    Example:
+        >>> _compiled_method(type.__dict__["__dict__"].__get__(int).get), _compiled_method({}.get)
+        (True, False)
+    """
+    if type(fn) is not types.BuiltinFunctionType:
+        return False
+    towner = type(fn.__self__)
+    return towner is not types.ModuleType and towner not in _dispatch._METHOD_OWNERS \
+        and towner not in _dispatch._ATOMS and not issubclass(towner, np.generic) \
+        and towner not in _bound_entries()[1]
+
+
+#: ``versions -> (the functions of the bound Python methods with a rule or an adjoint, the classes
+#: whose bound builtin methods have a rule, an adjoint, a handling entry or a functional update)``:
+#: one entry, made again when a registration moves the versions.
+_BOUND_ENTRIES = BoundedCache(1)
+
+
+def _bound_entries() -> tuple[frozenset[Any], frozenset[type]]:
+    """What the registry says of bound methods (see :data:`_BOUND_ENTRIES`): a method bound to one
+    of those functions (NumPy's ``np.random.normal`` is bound to the global ``RandomState``), or a
+    builtin method of one of those classes (a ufunc's ``.at``), is the dispatcher's to answer."""
+    versions = _versions()
+    found: tuple[frozenset[Any], frozenset[type]] | None = _BOUND_ENTRIES.get(versions)
+    if found is None:
+        tables = (_dispatch.RRULES.primals, _dispatch.FRULES.primals, ADJOINTS.primals)
+        functions = frozenset(f.__func__ for table in tables for f in table if type(f) is types.MethodType)
+        owners = frozenset(type(f.__self__) for table in (*tables, _dispatch.HANDLED, IN_PLACE) for f in table
+                           if type(f) is types.BuiltinFunctionType and type(f.__self__) is not _MODULE)
+        found = functions, owners
+        _BOUND_ENTRIES.put(versions, found)
+    return found
+
+
+_MODULE = types.ModuleType
+
+
+def _site_answer(fn: Any, top: Any) -> tuple[int, str, Any]:
+    """``(versions, what to do, what to run)`` for a keepable ``fn`` (see :func:`call_site`)."""
+    versions = _versions()  # read first: a registration meanwhile leaves the answer stale, not wrong
+    try:
+        found = _SITE_ANSWERS.get(fn)
+    except TypeError:  # a class with an unhashable metaclass
+        return versions, _DISPATCH, None
+    if found is not None and found[0] == versions:
+        return found  # type: ignore[no-any-return]
+    answer = versions, *_decide(fn, top)
+    _SITE_ANSWERS.put(fn, answer)
+    return answer
+
+
+def _decide(fn: Any, top: Any) -> tuple[str, Any]:
+    """What ``_dispatch.call`` (and ``_dispatch.resolve``, for a callable without rules) does with
+    a call of ``fn`` under a trace without implicit parameters or a log, as far as it depends on
+    ``fn`` and the registry alone: ``(what to do, what to run)`` (see :data:`_BY_RULE`)."""
+    if fn is isinstance or fn is issubclass:
+        return _INSPECTION, None
+    if fn is type or fn is len:
+        return _DISPATCH, None
+    if _dispatch.RRULES.has_rules(fn) or _dispatch.FRULES.has_rules(fn) or ADJOINTS.has_rules(fn):
+        return _BY_RULE, None
+    tf = type(fn)
+    if tf is np.ufunc or tf is _DISPATCHER or fn in _dispatch.ITERATING:
+        return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
+    entry = _dispatch.HANDLED.get(fn)
+    if tf is types.FunctionType:
+        if (entry is not None and entry.kind == "structural") or _dispatch.out_position(fn) >= 0:
+            return _DISPATCH, None
+        target = top.python_target(fn, False)
+        if target is None:
+            return _DISPATCH, None
+        if entry is not None and entry.kind == "pass_through":
+            return _PASS_THROUGH, (entry.impl, target)
+        return _RUN_TARGET, target
+    if entry is not None:
+        return (_REFERENCE, None) if entry.kind == "reference" else (_DISPATCH, None)
+    if _dispatch.out_position(fn) >= 0:
+        return _DISPATCH, None
+    target = top.python_target(fn, False)
+    if target is None:
+        return _AS_IT_RUNS, None
+    return (_CONSTRUCT, (fn.__init__, target)) if tf is type else (_DISPATCH, None)  # (as _CLASS_TARGETS)
+
+
+def call_site() -> Any:
+    """A call site's own ``_zp_call``: rewritten code calls one per site (``_zp_site_<k>``, see
+    :func:`zygotepy._transform.rewritten`), which keeps the dispatcher's answer for the callable it
+    met last, so the next call of it there skips the dispatcher's classification: a rule body
+    traced by an outer level calls the same helpers, rules and constructors on every line, and
+    met each through the dispatcher's questions (a constructor or a plain builtin through its
+    whole search). The answer is kept while the registries' versions stay (a registration after
+    the first call takes effect) and used under a trace without implicit parameters or a log;
+    anything else goes to ``_dispatch.call``, which answers every call alike."""
+    kept: tuple[Any, int, str, Any] = (_NOTHING_SEEN, -1, _DISPATCH, None)  # replaced whole: threads
+    dispatch, resolve, levels_var = _dispatch.call, _dispatch.resolve, LEVELS
+    rrules, frules, adjoints = _dispatch.RRULES, _dispatch.FRULES, ADJOINTS
+
+    def site(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        nonlocal kept
+        levels = levels_var.get()
+        if not levels:
+            return fn(*args, **kwargs)
+        top = levels[-1]
+        seen, versions, kind, target = kept
+        if fn is not seen or (kind is not _BY_RULE
+                              and versions != rrules.version + frules.version + adjoints.version):
+            if not _keepable(fn):
+                method = _method_of(fn)
+                if method is None:
+                    if (_compiled_method(fn) and top.log is None and not top.with_params
+                            and _holds_nothing_traced(args, kwargs)):
+                        return fn(*args, **kwargs)
+                    return dispatch(fn, *args, **kwargs)
+                fn, args = method[0], (method[1], *args)  # a bound method: its function, self first
+            if fn is not seen or (kind is not _BY_RULE
+                                  and versions != rrules.version + frules.version + adjoints.version):
+                versions, kind, target = _site_answer(fn, top)
+                kept = fn, versions, kind, target
+        if kind is _BY_RULE:  # the dispatcher's tail, past its questions about fn
+            if not kwargs:
+                fast = top.fast_path
+                if fast is not None:
+                    y = fast(fn, args, top)
+                    if y is not NOT_FAST:
+                        return y
+            return resolve(levels, fn, args, kwargs, True)
+        if top.log is None and not top.with_params:
+            if kind is _RUN_TARGET:
+                return target(*args, **kwargs)
+            if kind is _CONSTRUCT and fn.__init__ is target[0]:  # (an __init__ replaced since: dispatched)
+                if args or kwargs:
+                    _dispatch.innermost(levels, args, kwargs, False)  # refuses a finished trace's box
+                return target[1](*args, **kwargs)
+            if kind is _PASS_THROUGH:
+                if not kwargs:
+                    y = target[0](fn, args)
+                    if y is not NOT_FAST:
+                        return y
+                return target[1](*args, **kwargs)
+            if kind is _INSPECTION:
+                return fn(*args, **kwargs)
+            if kind is _REFERENCE:
+                if args and type(args[0]) in _dispatch.MUTABLE_CONTAINERS:  # xs.append(box), d.update(k=box)
+                    for v in args[1:]:
+                        _views.note_stored(args[0], v)
+                    for v in kwargs.values():
+                        _views.note_stored(args[0], v)
+                return fn(*args, **kwargs)
+            if kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
+                return fn(*args, **kwargs)
+        return dispatch(fn, *args, **kwargs)
+
+    return site
+
+
+_NOTHING_SEEN: Any = object()
+
+
+def _holds_nothing_traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether no argument is a traced value or a tuple, list or dict (which the dispatcher
+    searches for one), and no keyword names ``out``."""
+    for a in args:
+        ta = type(a)
+        if ta is Box or ta is tuple or ta is list or ta is dict:
+            return False
+    if kwargs:
+        if "out" in kwargs:
+            return False
+        for a in kwargs.values():
+            ta = type(a)
+            if ta is Box or ta is tuple or ta is list or ta is dict:
+                return False
+    return True
+
+
 #: The values of the rewritten code's helper names (``zygotepy._transform.HELPER_NAMES``).
 HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_locals": user_locals,
                            "_zp_call": _dispatch.call, "_zp_slice": slice, "_zp_setitem": setitem,
@@ -409,7 +671,13 @@ def _recipe(fn: types.FunctionType, params: bool) -> Any:
     if new is None:
         return _NOT_REWRITTEN
     position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
-    return new, tuple(position[n] if n in position else _HELPER_CELLS[n] for n in new.co_freevars)
+    return new, tuple(position[n] if n in position else _cell_of(n) for n in new.co_freevars)
+
+
+def _cell_of(helper: str) -> Any:
+    """The cell rewritten code reads the helper ``helper`` from: the engine's, shared by all, or
+    a call site's own (:func:`call_site`), new for each site of each code object."""
+    return types.CellType(call_site()) if helper.startswith(SITE_PREFIX) else _HELPER_CELLS[helper]
 
 
 def _refuse_hidden_rules(fn: types.FunctionType) -> None:

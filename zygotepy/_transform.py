@@ -697,7 +697,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
         func.decorator_list = []
         func.name = "_zp_fn"  # its own name must stay a global
     ast.copy_location(func, node)
-    placeholders = [*HELPER_NAMES, *code.co_freevars]
+    placeholders = [*HELPER_NAMES, *_numbered_sites(func), *code.co_freevars]
     factory = ast.FunctionDef(
         name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                                 kw_defaults=[], kwarg=None, defaults=[]),
@@ -722,6 +722,23 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     new = _renamed(new, new.co_qualname, code.co_qualname).replace(co_name=code.co_name)
     _collect_generated(new)
     return new
+
+
+#: The prefix of a call site's own helper: rewritten code calls ``_zp_site_<k>(f, *args)`` where the
+#: rewriter wrote ``_zp_call(f, *args)``, ``k`` numbering the sites of a function (its nested
+#: functions and lambdas included); :func:`zygotepy._runtime.call_site` makes each one.
+SITE_PREFIX = "_zp_site_"
+
+
+def _numbered_sites(func: ast.AST) -> list[str]:
+    """Give each ``_zp_call(...)`` in ``func`` its own name (``SITE_PREFIX`` and a number), so
+    each call site keeps what the dispatcher answered there; the names, in order."""
+    names: list[str] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_zp_call":
+            node.func.id = f"{SITE_PREFIX}{len(names)}"
+            names.append(node.func.id)
+    return names
 
 
 _LOCATIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")

@@ -171,6 +171,71 @@ def test_rules_and_adjoints_defined_after_first_use_take_effect():
     assert zp.gradient(triple, 2.0) == (300.0,)
 
 
+
+class _Doubler:
+    def __init__(self, k):
+        self.k = k
+
+    def times(self, x):
+        return self.k * x
+
+
+def _square(x):
+    return x * x
+
+
+def test_call_sites_see_rules_registered_after_first_use_at_every_level():
+    """Each call site of rewritten code keeps the dispatcher's answer for the callable it met last
+    (``zygotepy._runtime.call_site``): a function, a bound method and a constructor differentiated
+    through are answered by the site next time, until a rule registered later applies, at first
+    order and in a nested gradient alike."""
+
+    def f(x):
+        return _square(_Doubler(2.0).times(x))
+
+    def second(x):
+        return zp.gradient(f, x)[0]
+
+    for _ in range(2):  # the second time from the sites' kept answers
+        assert zp.gradient(f, 1.5) == (12.0,)  # d/dx (2x)^2 = 8x
+        assert zp.gradient(second, 1.5) == (8.0,)
+    calls = []
+    rc.rrule.register(_square)(lambda x: (calls.append("square") or _square(x),
+                                          lambda g: (rc.NoTangent(), 100.0 * x * g)))
+    assert zp.gradient(f, 1.5) == (600.0,)  # 100 * (2x) * 2
+    assert zp.gradient(second, 1.5) == (400.0,)
+    rc.rrule.register(_Doubler.times)(lambda self, x: (calls.append("times") or self.times(x),
+                                                       lambda g: (rc.NoTangent(), rc.NoTangent(), 10.0 * g)))
+    assert zp.gradient(f, 1.5) == (3000.0,)  # 100 * (2x) * 10
+    assert zp.gradient(second, 1.5) == (10000.0,)  # d/dx (100 * 10 * times(x)), times' = 10 again
+    assert "square" in calls and "times" in calls
+
+
+class _Scaled:
+    def __init__(self, x):
+        self.v = 2.0 * x
+
+
+def test_a_call_site_constructs_a_class_with_its_current_init():
+    """A call site keeps a class's differentiable constructor while the class's ``__init__`` is
+    the one it was made for: a replaced ``__init__`` is used at the next call."""
+
+    def f(x):
+        return _Scaled(x).v
+
+    original = _Scaled.__init__
+    try:
+        for _ in range(2):
+            assert zp.gradient(f, 1.0) == (2.0,)
+
+        def tripled(self, x):
+            self.v = 3.0 * x
+
+        _Scaled.__init__ = tripled  # type: ignore[method-assign]
+        assert zp.gradient(f, 1.0) == (3.0,)
+    finally:
+        _Scaled.__init__ = original  # type: ignore[method-assign]
+
 @pytest.mark.parametrize("checks", [True, False])
 def test_first_order_fast_path_gives_the_same_gradients_with_and_without_checking(checks):
     W = np.array([[1.0, -2.0], [0.5, 3.0]])
