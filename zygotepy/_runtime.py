@@ -507,7 +507,8 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
             return _DISPATCH, None
         if entry is not None and entry.kind == "pass_through":
             return _PASS_THROUGH, (entry.impl, target)
-        return _RUN_TARGET, target
+        # with what the target was made from: code and defaults assigned since make it stale
+        return _RUN_TARGET, (target, fn.__code__, fn.__defaults__, fn.__kwdefaults__)
     if entry is not None:
         return (_REFERENCE, None) if entry.kind == "reference" else (_DISPATCH, None)
     if _dispatch.out_position(fn) >= 0:
@@ -562,7 +563,10 @@ def call_site() -> Any:
             return resolve(levels, fn, args, kwargs, True)
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
-                return target(*args, **kwargs)
+                if fn.__code__ is target[1] and fn.__defaults__ is target[2] and fn.__kwdefaults__ is target[3]:
+                    return target[0](*args, **kwargs)
+                _SITE_ANSWERS.pop(fn, None)  # fn's code or defaults were assigned: decided again
+                kept = (_NOTHING_SEEN, -1, _DISPATCH, None)
             if kind is _CONSTRUCT and fn.__init__ is target[0]:  # (an __init__ replaced since: dispatched)
                 if args or kwargs:
                     _dispatch.innermost(levels, args, kwargs, False)  # refuses a finished trace's box
@@ -616,8 +620,8 @@ HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_local
                            "_zp_compare": compare, "_zp_class_of": class_of, "_zp_setattr": set_attribute,
                            "_zp_delattr": delete_attribute, "_zp_iter": iterate, "_zp_with": with_manager,
                            "_zp_contains": contains, "_zp_delitem": delete_item, **OPERATOR_HELPERS}
-#: Per function (weakly, and at most 1024), its rewritten version: one table without and one
-#: with implicit parameters.
+#: Per function (weakly, and at most 1024), ``(code, defaults, keyword defaults, its rewritten
+#: version)``: one table without and one with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
 
 
@@ -625,10 +629,12 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     """The rewritten version of ``fn`` (``fn`` itself when it cannot be rewritten); with
     ``params``, the variant that also sees implicit parameters reached without a call."""
     cache = _BY_FUNCTION[params]
-    result = cache.get(fn)
-    if result is not None:
-        return result
     code = fn.__code__
+    entry = cache.get(fn)
+    # kept while fn's code and defaults are the ones it was made from (IPython's autoreload and
+    # other tools assign a function's __code__ and __defaults__ in place)
+    if entry is not None and entry[0] is code and entry[1] is fn.__defaults__ and entry[2] is fn.__kwdefaults__:
+        return entry[3]
     known = _RECIPES.get((id(code), params))
     if known is not None and known[0] is code:
         recipe = known[1]
@@ -650,7 +656,7 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    cache.put(fn, result)
+    cache.put(fn, (code, fn.__defaults__, fn.__kwdefaults__, result))
     return result
 
 

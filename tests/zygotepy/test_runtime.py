@@ -2,6 +2,7 @@
 are functional for traced values or refused with the engine's error naming the construct."""
 
 import functools
+import types
 
 import numpy as np
 import pytest
@@ -172,3 +173,53 @@ def test_code_without_source_reading_an_implicit_parameter_is_refused():
             zp.gradient(lambda: namespace[name](2.0), zp.params(param))
     with pytest.warns(zp.ZygoteWarning):
         assert zp.gradient(namespace["plain"], np.ones(2))[0].tolist() == [2.0, 2.0]
+
+
+def _sine(x, scale=1.0, *, shift=0.0):  # type: ignore[no-untyped-def]
+    return np.sin(x) * scale + shift * x
+
+
+def _cosine(x, scale=1.0, *, shift=0.0):  # type: ignore[no-untyped-def]
+    return np.cos(x) * scale + shift * x
+
+
+_ASSIGNMENTS = {
+    "__code__": (lambda f: setattr(f, "__code__", _cosine.__code__),
+                 lambda x: -np.sin(x)),
+    "__defaults__": (lambda f: setattr(f, "__defaults__", (3.0,)),
+                     lambda x: 3.0 * np.cos(x)),
+    "__kwdefaults__": (lambda f: setattr(f, "__kwdefaults__", {"shift": 2.0}),
+                       lambda x: np.cos(x) + 2.0),
+}
+
+
+@pytest.mark.parametrize("assigned", sorted(_ASSIGNMENTS))
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "nested"])
+@pytest.mark.parametrize("where", ["called", "given"])
+def test_a_function_whose_code_or_defaults_are_assigned_is_differentiated_as_it_is_now(
+        assigned: str, mode: str, where: str) -> None:
+    """IPython's autoreload assigns an edited function's ``__code__`` and ``__defaults__`` in
+    place: the next gradient must differentiate the new body, not the rewritten old one kept
+    for the same function object (it did: the old derivative, silently)."""
+    g = types.FunctionType(_sine.__code__, globals(), "g", _sine.__defaults__)
+    g.__kwdefaults__ = dict(_sine.__kwdefaults__)
+
+    def f(x):  # type: ignore[no-untyped-def]
+        return g(x) * 1.0
+
+    target = f if where == "called" else g
+
+    def derivative() -> float:
+        if mode == "gradient":
+            return float(zp.gradient(target, 0.3)[0])
+        if mode == "jvp":
+            return float(zp.jvp(target, (0.3,), (1.0,))[1])
+        return float(zp.gradient(lambda x: zp.gradient(target, x)[0], 0.3)[0])  # the second derivative
+
+    for _ in range(2):  # the first call fills every cache
+        derivative()
+    assign, want = _ASSIGNMENTS[assigned]
+    assign(g)
+    # the nested mode's: the derivative of the new first derivative, by central differences
+    expected = want(0.3) if mode != "nested" else (want(0.3 + 1e-6) - want(0.3 - 1e-6)) / 2e-6
+    assert derivative() == pytest.approx(expected, rel=1e-6, abs=1e-8)
