@@ -28,7 +28,7 @@ spread (lowest and highest), and the ratio of the two sides' fastest rounds.
                                      [--threads 1] [--only "JAX eager"] [--source DIR]
     python bench/interop_overhead.py --only "JAX eager" --instructions 10 [--source DIR ...]
 
-``--only`` keeps the rows whose label contains one of its comma-separated parts.
+``--only TEXT`` (repeatable) keeps the rows whose label contains one of the texts.
 ``--instructions N`` counts instead, with callgrind as ``bench/instructions.py`` does
 (load-independent): per row and side, N calls after warm-up ones, collection on only while
 ``sys.call_tracing`` runs them, in a fresh process per count. ``--source`` measures another
@@ -124,7 +124,7 @@ def measure(rows: list[Row], n: int, rounds: int) -> list[Result]:
     return [Result(label, *times[i]) for i, (label, _, _) in enumerate(rows)]
 
 
-def jax_rows(x: np.ndarray) -> list[Row]:
+def jax_rows(x: np.ndarray, keep: Callable[[str], bool]) -> list[Row]:
     import jax
     import jax.numpy as jnp
 
@@ -149,6 +149,8 @@ def jax_rows(x: np.ndarray) -> list[Row]:
         g_wrapped = jax.grad(lambda v, w=wrapped: jnp.sum(w(v)))
         g_own = jax.grad(lambda v, o=own: jnp.sum(o(v)))
         for mode, transform in (("eager", lambda g: g), ("jit", jax.jit)):
+            if not keep(f"JAX {mode}, {x.size}: {label}"):
+                continue
             a, b = transform(g_wrapped), transform(g_own)
             np.testing.assert_allclose(a(xj), b(xj), rtol=1e-12)
             rows.append((f"JAX {mode}, {x.size}: {label}", lambda a=a: a(xj).block_until_ready(),
@@ -223,7 +225,7 @@ def torch_floor(x: Any) -> Any:
     return RuleSin.apply
 
 
-def torch_rows(sizes: list[int]) -> list[Row]:
+def torch_rows(sizes: list[int], keep: Callable[[str], bool]) -> list[Row]:
     import torch
 
     import rulescore.interop.torch as rtorch
@@ -248,13 +250,15 @@ def torch_rows(sizes: list[int]) -> list[Row]:
         if size == max(sizes):
             pairs.append(("logistic (host) vs torch.sigmoid", rtorch.wrap(logistic), torch.sigmoid))
         for label, wrapped, own in pairs:
+            if not keep(f"PyTorch eager, {size}: {label}"):
+                continue
             np.testing.assert_allclose(grad(wrapped), grad(own), rtol=1e-12)
             rows.append((f"PyTorch eager, {size}: {label}", lambda w=wrapped, g=grad: g(w),
                          lambda o=own, g=grad: g(o)))
     return rows
 
 
-def compile_rows(size: int, backend: str) -> list[Row]:
+def compile_rows(size: int, backend: str, keep: Callable[[str], bool]) -> list[Row]:
     import torch
 
     import rulescore.interop.torch as rtorch
@@ -266,6 +270,10 @@ def compile_rows(size: int, backend: str) -> list[Row]:
                            ("user_sin (native)", rtorch.wrap(user_sin)),
                            ("logistic (host)", rtorch.wrap(logistic))]:
         own = torch.sigmoid if wrapped.__name__ == "logistic" else setup_context_sin
+        reference = "torch.sigmoid" if own is torch.sigmoid else "autograd.Function"
+        row_label = f"torch.compile({backend}, fullgraph), {size}: {label} vs {reference}"
+        if not keep(row_label):
+            continue
         compiled_wrapped = torch.compile(lambda v, w=wrapped: w(v).sum(), fullgraph=True, backend=backend)
         compiled_own = torch.compile(lambda v, o=own: o(v).sum(), fullgraph=True, backend=backend)
 
@@ -274,9 +282,7 @@ def compile_rows(size: int, backend: str) -> list[Row]:
             return torch.autograd.grad(fn(v), v)[0]
 
         np.testing.assert_allclose(grad(compiled_wrapped), grad(compiled_own), rtol=1e-12)
-        reference = "torch.sigmoid" if own is torch.sigmoid else "autograd.Function"
-        rows.append((f"torch.compile({backend}, fullgraph), {size}: {label} vs {reference}",
-                     lambda c=compiled_wrapped: grad(c), lambda c=compiled_own: grad(c)))
+        rows.append((row_label, lambda c=compiled_wrapped: grad(c), lambda c=compiled_own: grad(c)))
     return rows
 
 
@@ -284,19 +290,20 @@ FAMILIES = ("JAX", "PyTorch", "torch.compile")  # how the rows' labels start
 
 
 def build_rows(only: list[str], size: int, sizes: list[int], backend: str) -> list[Row]:
-    """The rows whose label contains one of ``only`` (all when empty), building only the systems
-    they can need (a part naming no family, such as ``np.sin``, needs them all)."""
-    def family_of(part: str) -> str | None:
-        return next((f for f in FAMILIES if part.startswith(f) or f.startswith(part)), None)
+    """The rows whose label contains one of ``only`` (all when empty), building only those (a
+    system's rows are built only when one of its labels is kept)."""
+    def keep(label: str) -> bool:
+        return not only or any(o in label for o in only)
 
-    def wanted(family: str) -> bool:
-        return not only or any(family_of(o) in (family, None) for o in only)
+    def wanted(family: str) -> bool:  # a part naming no family, such as ``np.sin``, may match any
+        return not only or any(family.startswith(o) or o.startswith(family) or
+                               not any(f.startswith(o) or o.startswith(f) for f in FAMILIES) for o in only)
 
     x = np.random.default_rng(0).uniform(-2.0, 2.0, size)
-    rows = jax_rows(x) if wanted("JAX") else []
-    rows += torch_rows(sizes) if wanted("PyTorch") else []
-    rows += compile_rows(size, backend) if wanted("torch.compile") else []
-    return [r for r in rows if not only or any(o in r[0] for o in only)]
+    rows = jax_rows(x, keep) if wanted("JAX") else []
+    rows += torch_rows(sizes, keep) if wanted("PyTorch") else []
+    rows += compile_rows(size, backend, keep) if wanted("torch.compile") else []
+    return rows
 
 
 #: A fresh process counting one side of one row: warm-up calls, then ``n`` calls collected while
@@ -341,13 +348,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
     parser.add_argument("--threads", type=int, default=None,
                         help="PyTorch's intra-op threads (default: PyTorch's own choice)")
-    parser.add_argument("--only", default="", help="comma-separated parts of the labels of the rows to run")
+    parser.add_argument("--only", action="append", default=[],
+                        help="run the rows whose label contains this (repeatable)")
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
                         help="count instructions per call (callgrind, N calls) instead of timing")
     parser.add_argument("--source", action="append", help="checkout(s) whose rulescore is measured")
     options = parser.parse_args()
     options.sizes = [int(s) for s in options.sizes.split(",")]
-    options.only = [o for o in options.only.split(",") if o]
     return options
 
 
