@@ -212,7 +212,7 @@ def _instantiate(t: Any, x: Any) -> Any:
 
 def _zero(x: Any) -> Any:
     """JAX's symbolic zero tangent for the primal value ``x``."""
-    return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
+    return ad.Zero(jax.typeof(x).to_tangent_aval())  # Zero.from_primal_value is gone in JAX 0.10
 
 
 def _forward_keeping_pullback(op: HostOp, primals: Any) -> list[Any]:
