@@ -260,12 +260,8 @@ def _tangent_outputs(op: HostOp, primals: Any, tangents: Any, outs: Any) -> list
     return [next(ydots) if d else _zero(o) for o, d in zip(outs, op.diff_out, strict=True)]
 
 
-def _no_differentiable_tangent(op: HostOp, nonzero: Any) -> bool:
-    return not any(nz for nz, d in zip(nonzero, op.diff_in, strict=True) if d)
-
-
 def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
-    if _no_differentiable_tangent(op, [type(t) is not ad.Zero for t in tangents]):
+    if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
         outs = call_p.bind(*primals, op=op)
         return outs, [_zero(o) for o in outs]
     outs = _primal_outputs(op, primals)
@@ -273,17 +269,14 @@ def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], li
 
 
 def _call_linearize(*args: Any, op: HostOp) -> tuple[list[Any], list[bool], Any, Callable[..., list[Any]]]:
-    """``call_p``'s rule for JAX's direct linearization (``grad``, ``vjp`` and ``linearize`` since
-    JAX 0.7): the forward outputs, which tangents are nonzero, the residuals (the primals) and the
+    """``call_p``'s rule for JAX's direct linearization (how ``grad``, ``vjp`` and ``linearize``
+    run in JAX 0.10; behind ``jax_use_direct_linearize`` in 0.5.3): the forward outputs, which tangents are nonzero, the residuals (the primals) and the
     tangent map. Without it JAX linearizes through :func:`_call_jvp` by partial evaluation, which
     traces a jaxpr of it per call: a tenth of an eager gradient of ``sum(np.sin(x))``. JAX passes
     ``(nonzeros, *primals)``, and ``is_vjp`` before them in newer versions: the primals are the
-    op's last ``len(op.in_specs)`` arguments."""
-    n = len(op.in_specs)
-    nonzero, primals = args[-n - 1], args[-n:]
-    if _no_differentiable_tangent(op, nonzero):
-        outs = call_p.bind(*primals, op=op)
-        return outs, [False] * len(outs), primals, lambda _, *__: [_zero(o) for o in outs]
+    op's last ``len(op.in_specs)`` arguments (JAX calls it only when some tangent is nonzero, and
+    an integer input's is always a symbolic zero)."""
+    primals = args[len(args) - len(op.in_specs):]
     outs = _primal_outputs(op, primals)
     return outs, list(op.diff_out), primals, lambda res, *ts: _tangent_outputs(op, res, ts, outs)
 

@@ -105,5 +105,5 @@ def test_an_eager_gradient_does_no_more_work_than_custom_vjp(name: str) -> None:
     (ours, our_calls), (theirs, their_calls) = _work(_grad(wrapped, len(args)), args), \
         _work(_grad(own, len(args)), args)
     assert ours <= theirs, f"{ours} primitives dispatched eagerly, custom_vjp {theirs}"
-    if getattr(jax.config, "jax_use_direct_linearize", True):  # JAX < 0.7 linearizes by partial evaluation
+    if getattr(jax.config, "jax_use_direct_linearize", True):  # else (JAX 0.5.3) by partial evaluation
         assert our_calls <= their_calls, f"{our_calls} Python calls per gradient, custom_vjp {their_calls}"
