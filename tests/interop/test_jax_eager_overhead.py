@@ -5,7 +5,7 @@ Both are counts, not timings: the JAX primitives dispatched eagerly from Python 
 made per gradient (JAX's own linearization of a primitive with only a JVP rule traces a jaxpr
 for it at every call). Before ``call_p`` had its own linearization rule and its NumPy results
 one jitted conversion, ``sum(np.sin(x))`` dispatched 4 primitives to ``custom_vjp``'s 3 and made
-2,669 Python calls to its 2,418 (JAX 0.10)."""
+1,680 Python calls to its 1,514 (JAX 0.10.2; now 3 and 1,231)."""
 
 from __future__ import annotations
 
