@@ -270,12 +270,13 @@ def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], li
 
 def _call_linearize(*args: Any, op: HostOp) -> tuple[list[Any], list[bool], Any, Callable[..., list[Any]]]:
     """``call_p``'s rule for JAX's direct linearization (how ``grad``, ``vjp`` and ``linearize``
-    run in JAX 0.10; behind ``jax_use_direct_linearize`` in 0.5.3): the forward outputs, which tangents are nonzero, the residuals (the primals) and the
-    tangent map. Without it JAX linearizes through :func:`_call_jvp` by partial evaluation, which
-    traces a jaxpr of it per call: a tenth of an eager gradient of ``sum(np.sin(x))``. JAX passes
-    ``(nonzeros, *primals)``, and ``is_vjp`` before them in newer versions: the primals are the
-    op's last ``len(op.in_specs)`` arguments (JAX calls it only when some tangent is nonzero, and
-    an integer input's is always a symbolic zero)."""
+    run in JAX 0.10; behind ``jax_use_direct_linearize`` in 0.5.3): the forward outputs, which
+    tangents are nonzero, the residuals (the primals) and the tangent map. Without it JAX
+    linearizes through :func:`_call_jvp` by partial evaluation, which traces a jaxpr of it per
+    call: a tenth of an eager gradient of ``sum(np.sin(x))``. JAX passes ``(nonzeros, *primals)``,
+    and ``is_vjp`` before them in newer versions: the primals are the op's last
+    ``len(op.in_specs)`` arguments (JAX calls it only when some tangent is nonzero, and an
+    integer input's is always a symbolic zero)."""
     primals = args[len(args) - len(op.in_specs):]
     outs = _primal_outputs(op, primals)
     return outs, list(op.diff_out), primals, lambda res, *ts: _tangent_outputs(op, res, ts, outs)
