@@ -18,12 +18,22 @@ Times the gradient of ``sum(f(x))``, side by side in one run:
   against the same compiled hand-written Function (``--backend``, ``aot_eager`` by default:
   no C compiler needed).
 
-Process CPU time per call; ``--rounds`` rounds, each timing every row in turn (the pairs are
-interleaved, so a change in the machine's load reaches both sides of a ratio), median of the rounds,
-and the ratio of the two sides' fastest rounds.
+Process CPU time per call, every system pinned to one compute thread (``bench/_env.py``: XLA's
+Eigen pool and intra-op threads, BLAS; PyTorch's with ``--threads``); ``--rounds`` rounds, each
+timing both sides of every row in turn (a change in the machine's load reaches both sides of a
+ratio). Per row: the medians of the rounds, the median of the per-round ratios with their
+spread (lowest and highest), and the ratio of the two sides' fastest rounds.
 
     python bench/interop_overhead.py [--n 200] [--rounds 7] [--sizes 10,100,1000] [--backend aot_eager]
-                                     [--threads 1]
+                                     [--threads 1] [--only "JAX eager"] [--source DIR]
+    python bench/interop_overhead.py --only "JAX eager" --instructions 10 [--source DIR ...]
+
+``--only TEXT`` (repeatable) keeps the rows whose label contains one of the texts.
+``--instructions N`` counts instead, with callgrind as ``bench/instructions.py`` does
+(load-independent): per row and side, N calls after warm-up ones, collection on only while
+``sys.call_tracing`` runs them, in a fresh process per count. ``--source`` measures another
+checkout's ``rulescore`` (with this script), e.g. a ``git archive`` of the base commit; several
+are counted side by side.
 
 On a loaded machine PyTorch's intra-op threads wait for each other (a ``sin`` of 1,000 elements
 then costs tens of times its single-thread time, on both sides of a ratio): ``--threads 1``
@@ -35,13 +45,21 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _env import pin  # noqa: E402
 
-import rulescore as rc
+pin()  # before NumPy: one compute thread for every system, float64, checking mode off
+if os.environ.get("INTEROP_SOURCE"):  # --source: that checkout's rulescore, not this one's
+    sys.path.insert(0, os.environ["INTEROP_SOURCE"])
+
+import numpy as np  # noqa: E402
+
+import rulescore as rc  # noqa: E402
 
 
 def logistic(x: Any) -> Any:
@@ -78,21 +96,35 @@ def cpu_seconds(fn: Callable[[], Any], n: int) -> float:
     return (time.process_time() - t0) / n
 
 
-def measure(rows: list[Row], n: int, rounds: int) -> list[tuple[str, float, float, float]]:
-    """Median per-call time of each side of each row, the rows' timings interleaved per round, and
-    the ratio of the two sides' fastest rounds (the machine's load only ever adds time)."""
+class Result:
+    """One row's timings: per-call seconds of each side in each round (the rounds interleaved)."""
+
+    def __init__(self, label: str, wrapped: list[float], own: list[float]) -> None:
+        self.label, self.wrapped, self.own = label, wrapped, own
+        self.ratios = sorted(a / b for a, b in zip(wrapped, own, strict=True))  # per round: same load
+
+    def cells(self) -> str:
+        wrapped, own = statistics.median(self.wrapped), statistics.median(self.own)
+        ratio = f"{statistics.median(self.ratios):.2f} ({self.ratios[0]:.2f}-{self.ratios[-1]:.2f})"
+        of_minima = min(self.wrapped) / min(self.own)
+        return f"{wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {ratio} | {of_minima:.2f}"
+
+
+def measure(rows: list[Row], n: int, rounds: int) -> list[Result]:
+    """Each side of each row timed once per round, the rows' timings interleaved."""
     for _, a, b in rows:
         a(), b()  # warm-up: caches, compilation
     times: dict[int, tuple[list[float], list[float]]] = {i: ([], []) for i in range(len(rows))}
-    for _ in range(rounds):
+    for r in range(rounds):
         for i, (_, a, b) in enumerate(rows):
-            times[i][0].append(cpu_seconds(a, n))
-            times[i][1].append(cpu_seconds(b, n))
-    return [(label, statistics.median(times[i][0]), statistics.median(times[i][1]),
-             min(times[i][0]) / min(times[i][1])) for i, (label, _, _) in enumerate(rows)]
+            first, second = (a, b) if r % 2 == 0 else (b, a)  # neither side always runs first
+            t_first, t_second = cpu_seconds(first, n), cpu_seconds(second, n)
+            times[i][0].append(t_first if r % 2 == 0 else t_second)
+            times[i][1].append(t_second if r % 2 == 0 else t_first)
+    return [Result(label, *times[i]) for i, (label, _, _) in enumerate(rows)]
 
 
-def jax_rows(x: np.ndarray) -> list[Row]:
+def jax_rows(x: np.ndarray, keep: Callable[[str], bool]) -> list[Row]:
     import jax
     import jax.numpy as jnp
 
@@ -117,6 +149,8 @@ def jax_rows(x: np.ndarray) -> list[Row]:
         g_wrapped = jax.grad(lambda v, w=wrapped: jnp.sum(w(v)))
         g_own = jax.grad(lambda v, o=own: jnp.sum(o(v)))
         for mode, transform in (("eager", lambda g: g), ("jit", jax.jit)):
+            if not keep(f"JAX {mode}, {x.size}: {label}"):
+                continue
             a, b = transform(g_wrapped), transform(g_own)
             np.testing.assert_allclose(a(xj), b(xj), rtol=1e-12)
             rows.append((f"JAX {mode}, {x.size}: {label}", lambda a=a: a(xj).block_until_ready(),
@@ -191,7 +225,7 @@ def torch_floor(x: Any) -> Any:
     return RuleSin.apply
 
 
-def torch_rows(sizes: list[int]) -> list[Row]:
+def torch_rows(sizes: list[int], keep: Callable[[str], bool]) -> list[Row]:
     import torch
 
     import rulescore.interop.torch as rtorch
@@ -216,13 +250,15 @@ def torch_rows(sizes: list[int]) -> list[Row]:
         if size == max(sizes):
             pairs.append(("logistic (host) vs torch.sigmoid", rtorch.wrap(logistic), torch.sigmoid))
         for label, wrapped, own in pairs:
+            if not keep(f"PyTorch eager, {size}: {label}"):
+                continue
             np.testing.assert_allclose(grad(wrapped), grad(own), rtol=1e-12)
             rows.append((f"PyTorch eager, {size}: {label}", lambda w=wrapped, g=grad: g(w),
                          lambda o=own, g=grad: g(o)))
     return rows
 
 
-def compile_rows(size: int, backend: str) -> list[Row]:
+def compile_rows(size: int, backend: str, keep: Callable[[str], bool]) -> list[Row]:
     import torch
 
     import rulescore.interop.torch as rtorch
@@ -234,6 +270,10 @@ def compile_rows(size: int, backend: str) -> list[Row]:
                            ("user_sin (native)", rtorch.wrap(user_sin)),
                            ("logistic (host)", rtorch.wrap(logistic))]:
         own = torch.sigmoid if wrapped.__name__ == "logistic" else setup_context_sin
+        reference = "torch.sigmoid" if own is torch.sigmoid else "autograd.Function"
+        row_label = f"torch.compile({backend}, fullgraph), {size}: {label} vs {reference}"
+        if not keep(row_label):
+            continue
         compiled_wrapped = torch.compile(lambda v, w=wrapped: w(v).sum(), fullgraph=True, backend=backend)
         compiled_own = torch.compile(lambda v, o=own: o(v).sum(), fullgraph=True, backend=backend)
 
@@ -242,13 +282,64 @@ def compile_rows(size: int, backend: str) -> list[Row]:
             return torch.autograd.grad(fn(v), v)[0]
 
         np.testing.assert_allclose(grad(compiled_wrapped), grad(compiled_own), rtol=1e-12)
-        reference = "torch.sigmoid" if own is torch.sigmoid else "autograd.Function"
-        rows.append((f"torch.compile({backend}, fullgraph), {size}: {label} vs {reference}",
-                     lambda c=compiled_wrapped: grad(c), lambda c=compiled_own: grad(c)))
+        rows.append((row_label, lambda c=compiled_wrapped: grad(c), lambda c=compiled_own: grad(c)))
     return rows
 
 
-def main() -> None:
+FAMILIES = ("JAX", "PyTorch", "torch.compile")  # how the rows' labels start
+
+
+def build_rows(only: list[str], size: int, sizes: list[int], backend: str) -> list[Row]:
+    """The rows whose label contains one of ``only`` (all when empty), building only those (a
+    system's rows are built only when one of its labels is kept)."""
+    def keep(label: str) -> bool:
+        return not only or any(o in label for o in only)
+
+    def wanted(family: str) -> bool:  # a part naming no family, such as ``np.sin``, may match any
+        return not only or any(family.startswith(o) or o.startswith(family) or
+                               not any(f.startswith(o) or o.startswith(f) for f in FAMILIES) for o in only)
+
+    x = np.random.default_rng(0).uniform(-2.0, 2.0, size)
+    rows = jax_rows(x, keep) if wanted("JAX") else []
+    rows += torch_rows(sizes, keep) if wanted("PyTorch") else []
+    rows += compile_rows(size, backend, keep) if wanted("torch.compile") else []
+    return rows
+
+
+#: A fresh process counting one side of one row: warm-up calls, then ``n`` calls collected while
+#: ``sys.call_tracing`` runs them (callgrind's ``--toggle-collect`` switch, as bench/instructions.py).
+COUNT_PROGRAM = """
+import sys
+sys.argv = {argv!r}
+sys.path.insert(0, {bench!r})
+import interop_overhead as bench
+options = bench.parse()
+rows = bench.build_rows([{label!r}], options.size, options.sizes, options.backend)
+call = [row for row in rows if row[0] == {label!r}][0][{side}]
+for _ in range({warmup}):
+    call()
+def measured_calls():
+    for _ in range({n}):
+        call()
+measure, sys.call_tracing = sys.call_tracing, None
+measure(measured_calls, ())
+"""
+
+
+def instructions(label: str, side: int, n: int, source: str | None) -> float:
+    """Instructions per call of one side (1: wrapped, 2: own) of the row ``label``, by callgrind."""
+    from instructions import SWITCH, WARMUP, count
+
+    program = COUNT_PROGRAM.format(argv=sys.argv, bench=os.path.dirname(os.path.abspath(__file__)),
+                                   label=label, side=side, warmup=WARMUP, n=n)
+    os.environ["INTEROP_SOURCE"] = source or ""
+    collected = count(program, "--collect-atstart=no", f"--toggle-collect={SWITCH}")
+    if collected == 0:
+        raise RuntimeError(f"callgrind collected nothing: {sys.executable}'s libpython has no symbol table")
+    return collected / n
+
+
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200, help="gradient calls per timing")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median reported)")
@@ -257,25 +348,52 @@ def main() -> None:
     parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
     parser.add_argument("--threads", type=int, default=None,
                         help="PyTorch's intra-op threads (default: PyTorch's own choice)")
-    args = parser.parse_args()
-    if args.threads is not None:
+    parser.add_argument("--only", action="append", default=[],
+                        help="run the rows whose label contains this (repeatable)")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="count instructions per call (callgrind, N calls) instead of timing")
+    parser.add_argument("--source", action="append", help="checkout(s) whose rulescore is measured")
+    options = parser.parse_args()
+    options.sizes = [int(s) for s in options.sizes.split(",")]
+    return options
+
+
+def main() -> None:
+    options = parse()
+    sources = [os.path.abspath(s) for s in options.source or []]
+    if options.instructions:
+        rows = build_rows(options.only, options.size, options.sizes, options.backend)
+        columns = sources or ["this checkout"]
+        print("| instructions per call | " + " | ".join(f"{c}: wrapped | own | ratio" for c in columns)
+              + " |")
+        print("|---|" + "---:|---:|---:|" * len(columns))
+        for label, _, _ in rows:
+            cells = []
+            for source in sources or [None]:
+                wrapped, own = (instructions(label, side, options.instructions, source) for side in (1, 2))
+                cells.append(f"{wrapped / 1e6:.3f} M | {own / 1e6:.3f} M | {wrapped / own:.3f}")
+            print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+        return
+    if len(sources) > 1:
+        raise SystemExit("timings take one --source (run the script once per checkout)")
+    if sources and os.environ.get("INTEROP_SOURCE") != sources[0]:  # rulescore is imported: start again
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "INTEROP_SOURCE": sources[0]})
+    if options.threads is not None:
         import torch
 
-        torch.set_num_threads(args.threads)
-    x = np.random.default_rng(0).uniform(-2.0, 2.0, args.size)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rows = jax_rows(x) + torch_rows(sizes) + compile_rows(args.size, args.backend)
-    import torch
-
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, PyTorch threads: {torch.get_num_threads()}")
+        torch.set_num_threads(options.threads)
+    rows = build_rows(options.only, options.size, options.sizes, options.backend)
+    threads = f", PyTorch threads: {sys.modules['torch'].get_num_threads()}" if "torch" in sys.modules else ""
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, rulescore from "
+          f"{os.path.dirname(os.path.dirname(os.path.abspath(rc.__file__)))}{threads}")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    results = measure(rows, args.n, args.rounds)
+    results = measure(rows, options.n, options.rounds)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    print("| gradient of sum(f(x)), x float64 | wrapped | own | ratio | ratio of minima |")
+    print(f"| gradient of sum(f(x)), x float64 | wrapped | own | ratio: median of {options.rounds} rounds "
+          "(lowest-highest) | ratio of minima |")
     print("|---|---|---|---|---|")
-    for label, wrapped, own, of_minima in results:
-        print(f"| {label} | {wrapped * 1e6:.1f} µs | {own * 1e6:.1f} µs | {wrapped / own:.2f} "
-              f"| {of_minima:.2f} |")
+    for result in results:
+        print(f"| {result.label} | {result.cells()} |")
 
 
 if __name__ == "__main__":

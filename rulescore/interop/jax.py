@@ -108,9 +108,18 @@ def _host(op: HostOp, kind: str) -> _Host:
     return found
 
 
+@jax.jit
+def _to_jax(*values: Any) -> tuple[Any, ...]:
+    """NumPy values as JAX arrays in one dispatch through jit's C++ path: about a third of what
+    ``jnp.asarray`` costs per value eagerly (a ``stage`` primitive each). The body's
+    ``jnp.asarray`` is the identity on jit's tracers and keeps outputs arrays under
+    ``jax.disable_jit``."""
+    return tuple(jnp.asarray(v) for v in values)
+
+
 def _run_host(host: _Host, *args: Any) -> list[Any]:
     if not any(isinstance(a, jax.core.Tracer) for a in args):  # eager: call NumPy directly
-        return [jnp.asarray(v) for v in host(*args)]
+        return list(_to_jax(*host(*args)))
     out = jax.pure_callback(host, tuple(jax.ShapeDtypeStruct(sh, dt) for sh, dt in host.specs), *args,
                             vmap_method="sequential")
     return list(out)
@@ -140,7 +149,7 @@ def _cpu_only(sharding: Any) -> bool:
 
 def _native(fn: Callable[..., Any], args: Any) -> list[Any]:
     if _on_cpu(args):
-        return [jnp.asarray(v) for v in fn(*(np.asarray(a) for a in args))]
+        return list(_to_jax(*(np.asarray(v) for v in fn(*(np.asarray(a) for a in args)))))
     return list(fn(*args))
 
 
@@ -203,7 +212,7 @@ def _instantiate(t: Any, x: Any) -> Any:
 
 def _zero(x: Any) -> Any:
     """JAX's symbolic zero tangent for the primal value ``x``."""
-    return ad.Zero.from_primal_value(x)  # type: ignore[attr-defined]
+    return ad.Zero(jax.typeof(x).to_tangent_aval())  # Zero.from_primal_value is gone in JAX 0.10
 
 
 def _forward_keeping_pullback(op: HostOp, primals: Any) -> list[Any]:
@@ -212,7 +221,7 @@ def _forward_keeping_pullback(op: HostOp, primals: Any) -> list[Any]:
     (:func:`_kept_pullback`): a gradient then runs the rrule once, not once more to transpose."""
     assert op.primal_and_pullback is not None
     leaves, pullback = op.primal_and_pullback([np.asarray(a) for a in primals])
-    outs = [jnp.asarray(np.asarray(v)) for v in leaves]
+    outs = list(_to_jax(*(np.asarray(v) for v in leaves)))
     want = _out_avals(op)
     if len(outs) != len(want) or any(o.shape != a.shape or o.dtype != a.dtype
                                      for o, a in zip(outs, want, strict=True)):
@@ -235,18 +244,42 @@ def _kept_pullback(op: HostOp, primals: Any, cts: Any) -> Callable[..., Any] | N
     return kept[1]  # type: ignore[no-any-return]
 
 
+def _primal_outputs(op: HostOp, primals: Any) -> list[Any]:
+    """``op``'s outputs at ``primals`` for a derivative: on eager CPU arrays in the native tier
+    from the rrule, whose pullback is kept for the transpose; else ``call_p``."""
+    if op.native and op.primal_and_pullback is not None and _on_cpu(primals):
+        return _forward_keeping_pullback(op, primals)
+    return call_p.bind(*primals, op=op)  # type: ignore[no-any-return]
+
+
+def _tangent_outputs(op: HostOp, primals: Any, tangents: Any, outs: Any) -> list[Any]:
+    """The outputs' tangents: ``jvp_p`` of the differentiable inputs' tangents, JAX's symbolic
+    zeros for the outputs that have none."""
+    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
+    ydots = iter(jvp_p.bind(*primals, *diff, op=op))
+    return [next(ydots) if d else _zero(o) for o, d in zip(outs, op.diff_out, strict=True)]
+
+
 def _call_jvp(primals: Any, tangents: Any, *, op: HostOp) -> tuple[list[Any], list[Any]]:
     if all(type(t) is ad.Zero for t, d in zip(tangents, op.diff_in, strict=True) if d):
         outs = call_p.bind(*primals, op=op)
         return outs, [_zero(o) for o in outs]
-    if op.native and op.primal_and_pullback is not None and _on_cpu(primals):
-        outs = _forward_keeping_pullback(op, primals)
-    else:
-        outs = call_p.bind(*primals, op=op)
-    diff = [_instantiate(t, x) for t, x, d in zip(tangents, primals, op.diff_in, strict=True) if d]
-    ydots = iter(jvp_p.bind(*primals, *diff, op=op))
-    return outs, [next(ydots) if d else _zero(o)
-                  for o, d in zip(outs, op.diff_out, strict=True)]
+    outs = _primal_outputs(op, primals)
+    return outs, _tangent_outputs(op, primals, tangents, outs)
+
+
+def _call_linearize(*args: Any, op: HostOp) -> tuple[list[Any], list[bool], Any, Callable[..., list[Any]]]:
+    """``call_p``'s rule for JAX's direct linearization (how ``grad``, ``vjp`` and ``linearize``
+    run in JAX 0.10; behind ``jax_use_direct_linearize`` in 0.5.3): the forward outputs, which
+    tangents are nonzero, the residuals (the primals) and the tangent map. Without it JAX
+    linearizes through :func:`_call_jvp` by partial evaluation, which traces a jaxpr of it per
+    call: a tenth of an eager gradient of ``sum(np.sin(x))``. JAX passes ``(nonzeros, *primals)``,
+    and ``is_vjp`` before them in newer versions: the primals are the op's last
+    ``len(op.in_specs)`` arguments (JAX calls it only when some tangent is nonzero, and an
+    integer input's is always a symbolic zero)."""
+    primals = args[len(args) - len(op.in_specs):]
+    outs = _primal_outputs(op, primals)
+    return outs, list(op.diff_out), primals, lambda res, *ts: _tangent_outputs(op, res, ts, outs)
 
 
 def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
@@ -262,8 +295,8 @@ def _jvp_transpose(cts: Any, *args: Any, op: HostOp) -> list[Any]:
     diff_xs = [k for k, d in enumerate(op.diff_in) if d]
     kept = _kept_pullback(op, primals, cts) if op.native else None
     if kept is not None:  # eager, first order: the forward pass's pullback, in NumPy
-        xbars = [jnp.asarray(v) for v in needed_cotangents(
-            kept([np.asarray(c) for c in cts]), [np.asarray(primals[k]) for k in diff_xs], needed)]
+        xbars = list(_to_jax(*(np.asarray(v) for v in needed_cotangents(
+            kept([np.asarray(c) for c in cts]), [np.asarray(primals[k]) for k in diff_xs], needed))))
     elif op.native:
         xbars = _native(lambda *a: needed_cotangents(op.vjp(a[:n_in], a[n_in:]), [a[k] for k in diff_xs],
                                                      needed), (*primals, *cts))
@@ -283,6 +316,9 @@ def _jvp_jvp(primals: Any, tangents: Any, *, op: HostOp) -> Any:
 
 
 ad.primitive_jvps[call_p] = _call_jvp
+_linearizations = getattr(jax._src.interpreters.ad, "primitive_linearizations", None)  # no public spelling
+if _linearizations is not None:
+    _linearizations[call_p] = _call_linearize
 ad.primitive_jvps[jvp_p] = _jvp_jvp
 ad.primitive_transposes[jvp_p] = _jvp_transpose
 

@@ -80,6 +80,30 @@ def test_integer_arrays_get_float0_cotangents() -> None:
     assert kbar.dtype == jax.dtypes.float0
 
 
+def scaled_and_count(x):
+    """A float output and an integer one (no tangent: JAX's symbolic zero)."""
+    xp = rc.array_namespace(x)
+    return 2 * x, xp.sum(xp.ones(x.shape, dtype=xp.int64))
+
+
+@rc.rrule.register(scaled_and_count)
+def scaled_and_count_rrule(x):
+    return scaled_and_count(x), lambda ybar: (rc.NoTangent(), 2 * ybar[0])
+
+
+@pytest.mark.parametrize("transform", [lambda h: h, jax.jit])
+def test_an_integer_output_has_a_symbolic_zero_tangent(transform) -> None:
+    """Eager and under jit, in reverse (JAX's linearization of the primitive) and forward mode:
+    JAX 0.10 dropped ``Zero.from_primal_value``, so this raised AttributeError there."""
+    g = rjax.wrap(scaled_and_count)
+    x = jnp.asarray(X)
+    np.testing.assert_allclose(transform(jax.grad(lambda v: jnp.sum(g(v)[0])))(x), 2 * np.ones(3))
+    (y, n), (ydot, ndot) = transform(lambda v, t: jax.jvp(g, (v,), (t,)))(x, jnp.ones(3))
+    np.testing.assert_allclose(ydot, 2 * np.ones(3))
+    assert int(n) == 3 and ndot.dtype == jax.dtypes.float0
+    assert g.tier == "native"
+
+
 def test_complex_convention_is_converted() -> None:
     g = rjax.wrap(F.abs2)
     z = jnp.asarray([1.0 + 2.0j, -0.5 + 0.25j])
