@@ -29,7 +29,7 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, unbox_all
+from zygotepy._trace import LEVELS, Box, note_escape, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
@@ -61,6 +61,10 @@ _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: signature of ``__init__`` at every parameter access), or has no source to rewrite (frozen
 #: modules: ``os.path``, ``codecs``).
 _AS_IS = (*_package_dirs(("logging",)), os.path.abspath(inspect.__file__), "<frozen ")
+#: Of these, the code that may keep its arguments where other code reaches them (a log record in
+#: a handler; frozen ``_collections_abc`` mixins storing into a user's container): a traced
+#: value given to it has escaped (:func:`_noting_escapes`).
+_KEEPING = (*_package_dirs(("logging",)), "<frozen ")
 #: Standard-library functions run as they are: copying reaches a traced value's own
 #: ``Box.__copy__``/``Box.__deepcopy__``, which copies it differentiably.
 _AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
@@ -159,7 +163,10 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 
         return _dispatch.call(setindex, x, index, value)
     x[index] = value
-    _views.note_stored(x, value)
+    # a list or dict only the caller's local holds (no weak reference can reach either): a
+    # traced value stored into it is still only in frames (counted before the call below takes x)
+    local = (type(x) is dict or type(x) is list) and sys.getrefcount(x) <= _LOCAL_ONLY_REFCOUNT
+    _views.note_stored(x, value, local)
     return x
 
 
@@ -225,8 +232,18 @@ def set_attribute(x: Any, name: str, value: Any) -> None:
     Python runs rewritten."""
     if type(x) in _dispatch.PLAIN_ATTRIBUTE_OWNERS or not LEVELS.get():
         setattr(x, name, value)
+        _views.note_stored(x, value)  # a module's, a class's or a function's attribute
     else:
         _dispatch.python_setattr(x, name, value)
+
+
+def escaping(value: Any = None) -> Any:
+    """What a rewritten function calls as it starts (a lambda: with its value) when it may put a
+    value where other code reaches it without a store the engine sees (``global``, ``nonlocal``,
+    ``exec``, a closure over its locals): the active levels then run no call as it is
+    (:func:`runs_as_is`)."""
+    note_escape()
+    return value
 
 
 def delete_attribute(x: Any, name: str) -> None:
@@ -353,7 +370,8 @@ HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_local
                            "_zp_store": store, "_zp_inplace": inplace, "_zp_getitem": getitem,
                            "_zp_compare": compare, "_zp_class_of": class_of, "_zp_setattr": set_attribute,
                            "_zp_delattr": delete_attribute, "_zp_iter": iterate, "_zp_with": with_manager,
-                           "_zp_contains": contains, "_zp_delitem": delete_item, **OPERATOR_HELPERS}
+                           "_zp_contains": contains, "_zp_delitem": delete_item, "_zp_escaping": escaping,
+                           **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -555,9 +573,11 @@ def python_target(fn: Any, params: bool = False) -> Any:
             kind = _code_kind(fn)
             _CODE_KINDS.put(id(code), (code, kind))
         if kind is _REWRITE:
-            return transformed(fn, params)
+            return transformed(fn, True) if params else _guarded(fn)
         if kind is _LIBRARY_SOURCE:
             return None if fn in _OPAQUE else _library_target(fn, fn, params)
+        if kind is _AS_IS_CODE and code.co_filename.startswith(_KEEPING):
+            return _noting_escapes(fn)
         return None if kind is _LIBRARY else fn
     if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
         functional = IN_PLACE.get(fn)
@@ -589,6 +609,89 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+#: Per function, what :func:`python_target` runs for it: the function as it is when the call
+#: reaches no traced value (:func:`runs_as_is`), else its rewritten version. Bounded: the runner
+#: holds its function, so weakness alone would not free it.
+_GUARDED = WeakBoundedCache(1024)
+
+
+def _guarded(fn: types.FunctionType) -> Any:
+    """``fn``'s runner (cached): ``fn`` itself for a call that reaches no traced value, else the
+    rewritten ``fn``; ``fn`` itself when it cannot be rewritten."""
+    run = _GUARDED.get(fn)
+    if run is not None:
+        return run
+    target = transformed(fn, False)
+    if target is fn:
+        run = fn
+    else:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if runs_as_is(fn, args, kwargs):
+                return fn(*args, **kwargs)
+            return target(*args, **kwargs)
+
+        run.__qualname__ = run.__name__ = fn.__qualname__
+    _GUARDED.put(fn, run)
+    return run
+
+
+def runs_as_is(fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a Python function without a rule may run as it is, unrewritten, on these arguments:
+    rewriting it could change nothing when no traced value is reachable from the call, so no rule
+    could apply inside it. That holds when neither the arguments nor ``fn``'s closure cells and
+    defaults hold a traced value (:func:`zygotepy._views.may_hold_traced`), no active level has
+    let one escape the frames of rewritten code (``Trace.values_escaped``: stored into an object,
+    a container another reference sees, a class, a module, a closure that may outlive its call),
+    and no level substitutes values for plain arrays (implicit parameters, arrays written through
+    a view or an alias), logs its calls, or watches random draws (a checkpointed region); and no
+    legacy adjoint from outside zygotepy is defined (an adjoint applies without traced arguments:
+    Zygote's ``nestlevel``). The code then computes exactly what its rewritten version would,
+    at the interpreter's speed (scikit-learn's parameter plumbing: ``clone``, ``get_params``)."""
+    for trace in LEVELS.get():
+        if trace.values_escaped or trace.with_params or trace.shadows or trace.log is not None:
+            return False
+    for a in args:
+        if type(a) is Box:
+            return False
+    if _dispatch.RANDOM_DRAWS.get() is not None or _foreign_adjoints():
+        return False
+    return not (_views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs))
+                or _views.may_hold_traced(fn))
+
+
+#: ``(ADJOINTS.version, whether an adjoint is defined for a function outside zygotepy)``
+_FOREIGN_ADJOINTS = [-1, True]
+
+
+def _foreign_adjoints() -> bool:
+    """Whether a legacy adjoint is defined for a callable outside zygotepy (whose own adjoints'
+    values are their functions' own: ``isderiving`` reads the trace stack), cached per definition."""
+    version = ADJOINTS.version
+    if _FOREIGN_ADJOINTS[0] != version:
+        _FOREIGN_ADJOINTS[:] = [version, any(
+            not (getattr(f, "__module__", None) or "").startswith("zygotepy") for f in ADJOINTS.primals)]
+    return bool(_FOREIGN_ADJOINTS[1])
+
+
+#: Per standard-library function run as it is (``_AS_IS``), its runner.
+_NOTING = WeakBoundedCache(256)
+
+
+def _noting_escapes(fn: types.FunctionType) -> Any:
+    """``fn`` (standard-library code run as it is that may keep its arguments: see :data:`_KEEPING`)
+    as a runner that notes a traced value among the arguments as escaped (:func:`note_escape`)."""
+    run = _NOTING.get(fn)
+    if run is None:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if _views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs)):
+                note_escape()
+            return fn(*args, **kwargs)
+
+        run.__qualname__ = run.__name__ = fn.__qualname__
+        _NOTING.put(fn, run)
+    return run
 
 
 #: Per class, ``(its __init__ when decided, what constructs it differentiably or None)``: rule

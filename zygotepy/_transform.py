@@ -59,7 +59,7 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
                                  "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem", "_zp_compare",
                                  "_zp_class_of", "_zp_setattr", "_zp_delattr", "_zp_iter", "_zp_with",
-                                 "_zp_contains", "_zp_delitem", *OPERATOR_HELPERS)
+                                 "_zp_contains", "_zp_delitem", "_zp_escaping", *OPERATOR_HELPERS)
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -96,6 +96,33 @@ def _local_names(func: ast.AST) -> set[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
     return names - declared
+
+
+#: Nested scopes whose functions may outlive the call that makes them, holding its locals' cells
+#: (a comprehension's function is called once, where it is made).
+_CLOSURES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _lets_values_escape(func: ast.AST, local: set[str]) -> bool:
+    """Whether a function may put a value where other code reaches it without a store the
+    engine sees: a ``global`` or ``nonlocal`` name, ``exec`` or ``eval``, or a closure over its
+    locals (a nested function or class), whose cells outlive the call.
+
+    Example:
+        >>> tree = ast.parse("def f(x):\n    return lambda: x")
+        >>> _lets_values_escape(tree.body[0], {"x"}), _lets_values_escape(tree.body[0].body[0].value, set())
+        (True, False)
+    """
+    body = func.body if isinstance(func.body, list) else [func.body]  # type: ignore[attr-defined]
+    for node in _scope_nodes(body):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval"):
+            return True
+        if isinstance(node, _CLOSURES) and any(
+                isinstance(n, ast.Name) and n.id in local for n in ast.walk(node)):
+            return True
+    return False
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -201,9 +228,17 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def _visit_scope(self, node: ast.AST) -> ast.AST:
-        self.scopes.append(_local_names(node))
+        local = _local_names(node)
+        escapes = self.protocols and _lets_values_escape(node, local)
+        self.scopes.append(local)
         self.generic_visit(node)
         self.scopes.pop()
+        if escapes:  # noted as the function starts (a lambda: as it returns, before its value is used)
+            if isinstance(node, ast.Lambda):
+                node.body = self._helper("_zp_escaping", node.body, node.body)
+            else:
+                node.body.insert(0, ast.copy_location(  # type: ignore[attr-defined]
+                    ast.Expr(value=self._helper("_zp_escaping", node)), node.body[0]))  # type: ignore[attr-defined]
         return node
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_scope
