@@ -628,7 +628,7 @@ def _guarded(fn: types.FunctionType) -> Any:
         run = fn
     else:
         def run(*args: Any, **kwargs: Any) -> Any:
-            if runs_as_is(fn, args, kwargs):
+            if runs_as_is(args, kwargs):
                 return fn(*args, **kwargs)
             return target(*args, **kwargs)
 
@@ -637,28 +637,31 @@ def _guarded(fn: types.FunctionType) -> Any:
     return run
 
 
-def runs_as_is(fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether a Python function without a rule may run as it is, unrewritten, on these arguments:
-    rewriting it could change nothing when no traced value is reachable from the call, so no rule
-    could apply inside it. That holds when neither the arguments nor ``fn``'s closure cells and
-    defaults hold a traced value (:func:`zygotepy._views.may_hold_traced`), no active level has
-    let one escape the frames of rewritten code (``Trace.values_escaped``: stored into an object,
-    a container another reference sees, a class, a module, a closure that may outlive its call),
-    and no level substitutes values for plain arrays (implicit parameters, arrays written through
-    a view or an alias), logs its calls, or watches random draws (a checkpointed region); and no
+def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a Python function without a rule (source code to rewrite, so made outside
+    rewritten code) may run as it is on these arguments: rewriting it changes nothing when no
+    traced value is reachable from the call, since no rule applies to a call without one. That
+    holds when the arguments hold none (:func:`zygotepy._views.may_hold_traced`) and no active
+    level has let one escape the frames of rewritten code (``Trace.values_escaped``: stored into
+    an object, a container another reference sees, a class, a module, a closure cell, which is
+    how one would reach the function's globals, closure or defaults); when no level substitutes
+    values for plain arrays (``with_params``: implicit parameters, arrays written through a view
+    or an alias), logs its calls or watches random draws (a checkpointed region); and when no
     legacy adjoint from outside zygotepy is defined (an adjoint applies without traced arguments:
-    Zygote's ``nestlevel``). The code then computes exactly what its rewritten version would,
-    at the interpreter's speed (scikit-learn's parameter plumbing: ``clone``, ``get_params``)."""
+    Zygote's ``nestlevel``). The code then computes what its rewritten version would, at the
+    interpreter's speed (scikit-learn's parameter plumbing: ``clone``, ``get_params``).
+
+    Left out: a traced value read from a caller's frame (``sys._getframe(1).f_locals``) or found
+    by ``gc`` would reach code run as it is."""
     for trace in LEVELS.get():
-        if trace.values_escaped or trace.with_params or trace.shadows or trace.log is not None:
+        if trace.values_escaped or trace.with_params or trace.log is not None:
             return False
     for a in args:
         if type(a) is Box:
             return False
     if _dispatch.RANDOM_DRAWS.get() is not None or _foreign_adjoints():
         return False
-    return not (_views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs))
-                or _views.may_hold_traced(fn))
+    return not (_views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs)))
 
 
 #: ``(ADJOINTS.version, whether an adjoint is defined for a function outside zygotepy)``
