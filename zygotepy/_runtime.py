@@ -19,6 +19,7 @@ import operator
 import os
 import sys
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,8 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 
 #: The engine's code, called as it is.
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
+#: rulescore's code: always rewritten (see :func:`_guarded`).
+_RULE_LIBRARY_DIRS = _package_dirs(("rulescore",))
 _LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
 #: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
 _DISPATCHER = type(np.diff)
@@ -619,17 +622,24 @@ _GUARDED = WeakBoundedCache(1024)
 
 def _guarded(fn: types.FunctionType) -> Any:
     """``fn``'s runner (cached): ``fn`` itself for a call that reaches no traced value, else the
-    rewritten ``fn``; ``fn`` itself when it cannot be rewritten."""
+    rewritten ``fn``; ``fn`` itself when it cannot be rewritten. rulescore's code (rule bodies,
+    pullbacks and their helpers, which outer levels trace line by line) always runs rewritten:
+    nearly every call of it takes a traced value, and asking would cost more than it saves."""
     run = _GUARDED.get(fn)
     if run is not None:
         return run
     target = transformed(fn, False)
-    if target is fn:
-        run = fn
+    if target is fn or fn.__code__.co_filename.startswith(_RULE_LIBRARY_DIRS):
+        run = target
     else:
+        original = weakref.ref(fn)  # (the cache's entry must not keep its key alive)
+
         def run(*args: Any, **kwargs: Any) -> Any:
+            for a in args:
+                if type(a) is Box:  # the commonest answer, without a call
+                    return target(*args, **kwargs)
             if runs_as_is(args, kwargs):
-                return fn(*args, **kwargs)
+                return original()(*args, **kwargs)  # type: ignore[misc]  # (its caller holds it)
             return target(*args, **kwargs)
 
         run.__qualname__ = run.__name__ = fn.__qualname__
@@ -656,12 +666,19 @@ def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     for trace in LEVELS.get():
         if trace.values_escaped or trace.with_params or trace.log is not None:
             return False
-    for a in args:
-        if type(a) is Box:
-            return False
     if _dispatch.RANDOM_DRAWS.get() is not None or _foreign_adjoints():
         return False
-    return not (_views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs)))
+    for a in args:
+        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+            return False
+    for a in kwargs.values():
+        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+            return False
+    return True
+
+
+#: Arguments that hold no traced value, answered without a scan (an array of Python objects may).
+_FLAT_ARGUMENTS = frozenset({float, int, str, bool, type(None), np.float64})
 
 
 #: ``(ADJOINTS.version, whether an adjoint is defined for a function outside zygotepy)``
