@@ -385,8 +385,14 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     ``params``, the variant that also sees implicit parameters reached without a call."""
     cache = _BY_FUNCTION[params]
     result = cache.get(fn)
-    if result is not None:
-        return result
+    if result is None:
+        result = _rewritten_function(fn, params)
+        cache.put(fn, result)
+    return result
+
+
+def _rewritten_function(fn: types.FunctionType, params: bool) -> Any:
+    """:func:`transformed`'s answer, made (from the recipe of ``fn``'s code, kept per code)."""
     code = fn.__code__
     known = _RECIPES.get((id(code), params))
     if known is not None and known[0] is code:
@@ -409,7 +415,6 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    cache.put(fn, result)
     return result
 
 
@@ -628,7 +633,7 @@ def _guarded(fn: types.FunctionType) -> Any:
     run = _GUARDED.get(fn)
     if run is not None:
         return run
-    target = transformed(fn, False)
+    target = _rewritten_function(fn, False)  # (kept by the runner alone: one cache entry per function)
     if target is fn or fn.__code__.co_filename.startswith(_RULE_LIBRARY_DIRS):
         run = target
     else:

@@ -608,6 +608,12 @@ def may_hold_traced(x: Any) -> bool:
             continue
         if t is Box:
             return True
+        if t is tuple or t is list:  # the commonest containers, first (the budget ends a cycle)
+            budget -= len(v) + 1
+            if budget < 0:
+                return True
+            stack.extend(v)
+            continue
         if id(v) in seen:
             continue
         seen.add(id(v))
