@@ -627,14 +627,16 @@ _GUARDED = WeakBoundedCache(1024)
 
 def _guarded(fn: types.FunctionType) -> Any:
     """``fn``'s runner (cached): ``fn`` itself for a call that reaches no traced value, else the
-    rewritten ``fn``; ``fn`` itself when it cannot be rewritten. rulescore's code (rule bodies,
+    rewritten ``fn``; ``fn`` itself, noting escapes, when it cannot be rewritten. rulescore's code (rule bodies,
     pullbacks and their helpers, which outer levels trace line by line) always runs rewritten:
     nearly every call of it takes a traced value, and asking would cost more than it saves."""
     run = _GUARDED.get(fn)
     if run is not None:
         return run
     target = _rewritten_function(fn, False)  # (kept by the runner alone: one cache entry per function)
-    if target is fn or fn.__code__.co_filename.startswith(_RULE_LIBRARY_DIRS):
+    if target is fn:  # no source (exec, python -c): what it stores is not seen
+        run = _noting_escapes(fn)
+    elif fn.__code__.co_filename.startswith(_RULE_LIBRARY_DIRS):
         run = target
     else:
         original = weakref.ref(fn)  # (the cache's entry must not keep its key alive)
@@ -700,13 +702,14 @@ def _foreign_adjoints() -> bool:
     return bool(_FOREIGN_ADJOINTS[1])
 
 
-#: Per standard-library function run as it is (``_AS_IS``), its runner.
+#: Per function run as it is that may keep its arguments, its runner (bounded: it holds its function).
 _NOTING = WeakBoundedCache(256)
 
 
 def _noting_escapes(fn: types.FunctionType) -> Any:
-    """``fn`` (standard-library code run as it is that may keep its arguments: see :data:`_KEEPING`)
-    as a runner that notes a traced value among the arguments as escaped (:func:`note_escape`)."""
+    """``fn`` (code run as it is that may keep its arguments: standard-library code of
+    :data:`_KEEPING`, a function without source) as a runner that notes a traced value among the
+    arguments as escaped (:func:`note_escape`)."""
     run = _NOTING.get(fn)
     if run is None:
         def run(*args: Any, **kwargs: Any) -> Any:

@@ -15,9 +15,11 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import rulescore as rc
 import zygotepy as zp
+from zygotepy._transform import ZygoteWarning
 from tests.zygotepy.finite_differences import check
 
 X = 0.7
@@ -237,6 +239,21 @@ def test_a_dict_or_list_set_inside():
     finally:
         _STATE.clear()
         _LIST.clear()
+
+
+def test_a_store_made_by_code_without_source():
+    namespace = {"_STATE": _STATE}
+    exec("def keep(v):\n    _STATE['w'] = v\n", namespace)  # run as it is: its store is not seen
+
+    def f(x):
+        namespace["keep"](x * 2.0)
+        return read_state()
+
+    try:
+        with pytest.warns(ZygoteWarning, match="no source for keep"):
+            check(f, X)
+    finally:
+        _STATE.clear()
 
 
 def test_an_argument_holding_the_traced_value():
