@@ -320,9 +320,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=50, help="gradient calls counted per workload")
     opts = parser.parse_args()
     sources = [os.path.abspath(s) for s in (opts.source or [os.path.join(os.path.dirname(__file__), "..")])]
-    names = [w for name in opts.only.split(",")
-             for w in (wide_names(name) if name == "wide" or (name.startswith("wide:") and name.count(":") == 1)
-                       else [name])]
+    names = [w for name in opts.only.split(",") for w in (  # wide, wide:<problem>: every variant
+        wide_names(name) if name == "wide" or (name[:5] == "wide:" and name.count(":") == 1) else [name])]
     print("| workload | " + " | ".join(sources) + " |")
     print("|---|" + "---:|" * len(sources))
     for name in names:

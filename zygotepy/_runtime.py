@@ -627,9 +627,10 @@ _GUARDED = WeakBoundedCache(1024)
 
 def _guarded(fn: types.FunctionType) -> Any:
     """``fn``'s runner (cached): ``fn`` itself for a call that reaches no traced value, else the
-    rewritten ``fn``; ``fn`` itself, noting escapes, when it cannot be rewritten. rulescore's code (rule bodies,
-    pullbacks and their helpers, which outer levels trace line by line) always runs rewritten:
-    nearly every call of it takes a traced value, and asking would cost more than it saves."""
+    rewritten ``fn``; ``fn`` itself, noting escapes, when it cannot be rewritten. rulescore's
+    code (rule bodies, pullbacks and their helpers, which outer levels trace line by line) always
+    runs rewritten: nearly every call of it takes a traced value, and asking would cost more
+    than it saves."""
     run = _GUARDED.get(fn)
     if run is not None:
         return run

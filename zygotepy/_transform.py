@@ -98,6 +98,8 @@ def _local_names(func: ast.AST) -> set[str]:
     return names - declared
 
 
+#: Builtins that run text as code, which stores where the engine does not see.
+_RUNNING_TEXT = frozenset({"exec", "eval"})
 #: Nested scopes whose functions may outlive the call that makes them, holding its locals' cells
 #: (a comprehension's function is called once, where it is made).
 _CLOSURES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -117,7 +119,7 @@ def _lets_values_escape(func: ast.AST, local: set[str]) -> bool:
     for node in _scope_nodes(body):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval"):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _RUNNING_TEXT:
             return True
         if isinstance(node, _CLOSURES) and any(
                 isinstance(n, ast.Name) and n.id in local for n in ast.walk(node)):

@@ -2,9 +2,9 @@
 parameter plumbing inside a GP likelihood): exact, because a traced value is reachable through
 no route the engine did not see. Each route a function may read a traced value through (an
 argument's field, ``self``, a class attribute, a global, a module attribute, a closure cell, a
-container, standard-library code that stores), set inside the differentiated function, still differentiates the
-reading code: ``math.sin`` of a traced value in code run as it is would refuse, and a wrong route
-would give a wrong number against finite differences."""
+container, a store by code run as it is), set inside the differentiated function, still
+differentiates the reading code: ``math.sin`` of a traced value in code run as it is would
+refuse, and a wrong route would give a wrong number against finite differences."""
 
 import collections
 import collections.abc
@@ -19,8 +19,8 @@ import pytest
 
 import rulescore as rc
 import zygotepy as zp
-from zygotepy._transform import ZygoteWarning
 from tests.zygotepy.finite_differences import check
+from zygotepy._transform import ZygoteWarning
 
 X = 0.7
 
@@ -140,7 +140,7 @@ def test_a_class_attribute_set_inside():
         return Holder.read_class()
 
     def g(x):
-        setattr(Holder, "shared", x * 3.0)
+        setattr(Holder, "shared", x * 3.0)  # noqa: B010  (the builtin's own route)
         return Holder.read_class()
 
     try:
