@@ -31,7 +31,7 @@ from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
 from zygotepy._trace import LEVELS, Box, note_escape, unbox_all
-from zygotepy._transform import OPERATOR_HELPERS, callees, is_generated, rewritten
+from zygotepy._transform import OPERATOR_HELPERS, ORIGINAL, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
 #: Libraries whose Python code is differentiated through when no rule applies, but only for calls
@@ -51,8 +51,6 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
 
 #: The engine's code, called as it is.
 _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
-#: rulescore's code: always rewritten (see :func:`_guarded`).
-_RULE_LIBRARY_DIRS = _package_dirs(("rulescore",))
 _LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
 #: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
 _DISPATCHER = type(np.diff)
@@ -240,6 +238,15 @@ def set_attribute(x: Any, name: str, value: Any) -> None:
         _dispatch.python_setattr(x, name, value)
 
 
+def as_is(*args: Any, **kwargs: Any) -> bool:
+    """The check a rewritten function begins with (``zygotepy._transform._with_as_is_check``):
+    whether this call of it may run the original function instead (:func:`runs_as_is`)."""
+    for a in args:
+        if type(a) is Box:  # the commonest answer first
+            return False
+    return runs_as_is(args, kwargs)
+
+
 def escaping(value: Any = None) -> Any:
     """What a rewritten function calls as it starts (a lambda: with its value) when it may put a
     value where other code reaches it without a store the engine sees (``global``, ``nonlocal``,
@@ -374,7 +381,7 @@ HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_local
                            "_zp_compare": compare, "_zp_class_of": class_of, "_zp_setattr": set_attribute,
                            "_zp_delattr": delete_attribute, "_zp_iter": iterate, "_zp_with": with_manager,
                            "_zp_contains": contains, "_zp_delitem": delete_item, "_zp_escaping": escaping,
-                           **OPERATOR_HELPERS}
+                           "_zp_as_is": as_is, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), its rewritten version: one table without and one
 #: with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -411,7 +418,8 @@ def _rewritten_function(fn: types.FunctionType, params: bool) -> Any:
         else:
             new, sources = recipe
             cells = fn.__closure__
-            closure = tuple(cells[s] if type(s) is int else s for s in sources)  # type: ignore[index]
+            closure = tuple(cells[s] if type(s) is int else  # type: ignore[index]
+                            types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources)
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
@@ -428,14 +436,20 @@ _RECIPES = BoundedCache(4096)
 _NOT_REWRITTEN: Any = object()
 _AS_IT_IS: Any = object()  # code the rewriter made (a closure of rewritten code): already traced
 _HELPER_CELLS = {name: types.CellType(helper) for name, helper in HELPERS.items()}
+#: In a recipe, the cell made per function holding a weak reference to it (``_zp_original``: the
+#: rewritten function runs it when a call reaches no traced value).
+_ORIGINAL_CELL: Any = object()
 
 
 def _recipe(fn: types.FunctionType, params: bool) -> Any:
-    new = rewritten(fn, params)
+    # code to rewrite (not NumPy's or SciPy's, run as they are by _library_run's own test) begins
+    # with the check that runs it as it is when the call reaches no traced value
+    new = rewritten(fn, params, _code_kind(fn) is _REWRITE)
     if new is None:
         return _NOT_REWRITTEN
     position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
-    return new, tuple(position[n] if n in position else _HELPER_CELLS[n] for n in new.co_freevars)
+    return new, tuple(position[n] if n in position else _ORIGINAL_CELL if n == ORIGINAL else _HELPER_CELLS[n]
+                      for n in new.co_freevars)
 
 
 def _refuse_hidden_rules(fn: types.FunctionType) -> None:
@@ -581,7 +595,8 @@ def python_target(fn: Any, params: bool = False) -> Any:
             kind = _code_kind(fn)
             _CODE_KINDS.put(id(code), (code, kind))
         if kind is _REWRITE:
-            return transformed(fn, True) if params else _guarded(fn)
+            target = transformed(fn, params)
+            return _noting_escapes(fn) if target is fn else target  # fn: no source, its stores unseen
         if kind is _LIBRARY_SOURCE:
             return None if fn in _OPAQUE else _library_target(fn, fn, params)
         if kind is _AS_IS_CODE and code.co_filename.startswith(_KEEPING):
@@ -617,42 +632,6 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
-
-
-#: Per function, what :func:`python_target` runs for it: the function as it is when the call
-#: reaches no traced value (:func:`runs_as_is`), else its rewritten version. Bounded: the runner
-#: holds its function, so weakness alone would not free it.
-_GUARDED = WeakBoundedCache(1024)
-
-
-def _guarded(fn: types.FunctionType) -> Any:
-    """``fn``'s runner (cached): ``fn`` itself for a call that reaches no traced value, else the
-    rewritten ``fn``; ``fn`` itself, noting escapes, when it cannot be rewritten. rulescore's
-    code (rule bodies, pullbacks and their helpers, which outer levels trace line by line) always
-    runs rewritten: nearly every call of it takes a traced value, and asking would cost more
-    than it saves."""
-    run = _GUARDED.get(fn)
-    if run is not None:
-        return run
-    target = _rewritten_function(fn, False)  # (kept by the runner alone: one cache entry per function)
-    if target is fn:  # no source (exec, python -c): what it stores is not seen
-        run = _noting_escapes(fn)
-    elif fn.__code__.co_filename.startswith(_RULE_LIBRARY_DIRS):
-        run = target
-    else:
-        original = weakref.ref(fn)  # (the cache's entry must not keep its key alive)
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            for a in args:
-                if type(a) is Box:  # the commonest answer, without a call
-                    return target(*args, **kwargs)
-            if runs_as_is(args, kwargs):
-                return original()(*args, **kwargs)  # type: ignore[misc]  # (its caller holds it)
-            return target(*args, **kwargs)
-
-        run.__qualname__ = run.__name__ = fn.__qualname__
-    _GUARDED.put(fn, run)
-    return run
 
 
 def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
