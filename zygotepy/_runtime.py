@@ -678,7 +678,7 @@ def _foreign_adjoints() -> bool:
     version = ADJOINTS.version
     if _FOREIGN_ADJOINTS[0] != version:
         _FOREIGN_ADJOINTS[:] = [version, any(
-            not (getattr(f, "__module__", None) or "").startswith("zygotepy") for f in ADJOINTS.primals)]
+            (getattr(f, "__module__", None) or "").split(".")[0] != "zygotepy" for f in ADJOINTS.primals)]
     return bool(_FOREIGN_ADJOINTS[1])
 
 
