@@ -38,6 +38,12 @@ zygotepy variants and autograd), ``wide:<problem>:<i>`` (zygotepy's i-th variant
     python bench/instructions.py --only nested_tanh,nested_tanh_autograd,hvp,hvp_autograd -n 10
     python bench/instructions.py --only rosen,rosen_autograd -n 5
     python bench/instructions.py --only wide:softplus_hvp -n 3
+
+and ``gp:<kernel>`` (one ``log_marginal_likelihood`` gradient of ``tests/realworld``'s GP at 200
+points, a kernel of ``stock_kernels``; needs scikit-learn) with ``gp_library:<kernel>``, the
+library's own analytic gradient::
+
+    python bench/instructions.py --only gp:Matern-inf,gp_library:Matern-inf -n 3
 """
 
 from __future__ import annotations
@@ -281,6 +287,25 @@ def wide_per_call(source: str, name: str, n: int) -> float:
     return count(program, "--collect-atstart=no", f"--toggle-collect={SWITCH}") / n
 
 
+#: ``gp:<kernel>``: one ``log_marginal_likelihood`` gradient of ``tests/realworld``'s GP at 200
+#: points by zygotepy; ``gp_library:<kernel>``, scikit-learn's own (``eval_gradient=True``).
+GP_BODY = """
+sys.path.insert(1, {source!r})
+import warnings
+warnings.simplefilter("ignore")
+from tests.realworld.models import gp_cases
+case = [c for c in gp_cases(200) if c.name == {kernel!r} + " log_marginal_likelihood"][0]
+"""
+
+
+def gp_per_call(source: str, name: str, n: int) -> float:
+    system, kernel = name.split(":", 1)
+    call = "case.gradient(case.theta)" if system == "gp_library" else "zp.gradient(case.f, case.theta)"
+    program = PROGRAM.format(source=source, body=GP_BODY.format(source=source, kernel=kernel), arg="None",
+                             call=call, n=n, warmup=WARMUP)
+    return count(program, "--collect-atstart=no", f"--toggle-collect={SWITCH}") / n
+
+
 def first_call(source: str) -> float:
     body = WORKLOADS["scalar"] + "\nimport zygotepy as zp\nzp.gradient(f, 0.7)\n"
     with_call = count(FIRST_CALL.format(source=source, import_only=body))
@@ -295,15 +320,16 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=50, help="gradient calls counted per workload")
     opts = parser.parse_args()
     sources = [os.path.abspath(s) for s in (opts.source or [os.path.join(os.path.dirname(__file__), "..")])]
-    names = [w for name in opts.only.split(",")
-             for w in (wide_names(name) if name == "wide" or name.count(":") == 1 else [name])]
+    names = [w for name in opts.only.split(",") for w in (  # wide, wide:<problem>: every variant
+        wide_names(name) if name == "wide" or (name[:5] == "wide:" and name.count(":") == 1) else [name])]
     print("| workload | " + " | ".join(sources) + " |")
     print("|---|" + "---:|" * len(sources))
     for name in names:
         row = []
         for src in sources:
             value = (first_call(src) if name == "first_call" else wide_per_call(src, name, opts.n)
-                     if name.startswith("wide:") else per_call(src, name, opts.n))
+                     if name.startswith("wide:") else gp_per_call(src, name, opts.n)
+                     if name.startswith("gp") else per_call(src, name, opts.n))
             row.append(f"{value / 1e6:.3f} M")
         print(f"| {name} | " + " | ".join(row) + " |", flush=True)
 

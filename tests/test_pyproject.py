@@ -90,7 +90,7 @@ def test_the_lower_bound_of_every_users_extra_is_installed_and_tested(tmp_path: 
     tested = re.search(r"lowest_versions\.py ([a-z -]+)>", ci)
     assert tested, ".ci/lowest does not install the lower bounds"
     run = (ROOT / ".ci" / "run").read_text()
-    assert 'bash .ci/lowest prepare' in run and 'bash .ci/lowest test-ci' in run, ".ci/run does not test the lower bounds"
+    assert "bash .ci/lowest prepare" in run and "bash .ci/lowest test-ci" in run, "no lower bound in CI"
     # torch: the one release whose CPU build CI can install, which the suite runs: its range starts there
     assert set(tested.group(1).split()) == USER_EXTRAS - {"torch"}
     torch_pin = next(r for r in extras["test"] if r.startswith("torch=="))

@@ -126,13 +126,26 @@ def _sort(xs: list[Any], /, *, key: Any = None, reverse: bool = False) -> None:
 
 def _extending(method: Any) -> Any:
     """``list.extend``, ``dict.update``, ...: an argument with Python protocol methods is iterated
-    through the dispatcher."""
+    through the dispatcher; what is stored is noted (:func:`~zygotepy._views.note_stored`)."""
     def extend(container: Any, *args: Any, **kwargs: Any) -> Any:
+        for v in (*args, *kwargs.values()):
+            note_stored(container, v)
         if args and type(args[0]) not in _PLAIN_ARGUMENTS:
             args = (python_iterator(args[0]), *args[1:])
         return method(container, *args, **kwargs)
 
     return extend
+
+
+def note_reference_stores(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """What a reference builtin stores where it outlives the call (:func:`~zygotepy._views.note_stored`):
+    ``xs.append(v)``, ``d.setdefault(k, v)``, ``heapq.heappush(h, v)`` into their container,
+    ``setattr(o, name, v)`` into ``o``."""
+    if type(args[0]) in MUTABLE_CONTAINERS:
+        for v in (*args[1:], *kwargs.values()):
+            note_stored(args[0], v)
+    elif (fn is setattr or fn is object.__setattr__) and len(args) == 3:
+        note_stored(args[0], args[2])
 
 
 #: Values never searched for boxes inside.
@@ -362,9 +375,8 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
         if kind == "structural":
             return _structural(fn, args, kwargs)
         if kind == "reference" and fn not in _RRULE_PRIMALS and fn not in _FRULE_PRIMALS:
-            if args and type(args[0]) in MUTABLE_CONTAINERS:  # xs.append(box), d.update(k=box)
-                for v in (*args[1:], *kwargs.values()):
-                    note_stored(args[0], v)
+            if args:
+                note_reference_stores(fn, args, kwargs)
             return fn(*args, **kwargs)
     if levels[-1].with_params:
         args, kwargs = _substitute_params(levels, args, kwargs)

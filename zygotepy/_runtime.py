@@ -20,6 +20,7 @@ import operator
 import os
 import sys
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -30,8 +31,8 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, NOT_FAST, Box, unbox_all
-from zygotepy._transform import OPERATOR_HELPERS, SITE_PREFIX, callees, is_generated, rewritten
+from zygotepy._trace import LEVELS, NOT_FAST, Box, note_escape, unbox_all
+from zygotepy._transform import OPERATOR_HELPERS, ORIGINAL, SITE_PREFIX, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
 #: Libraries whose Python code is differentiated through when no rule applies, but only for calls
@@ -62,6 +63,10 @@ _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
 #: signature of ``__init__`` at every parameter access), or has no source to rewrite (frozen
 #: modules: ``os.path``, ``codecs``).
 _AS_IS = (*_package_dirs(("logging",)), os.path.abspath(inspect.__file__), "<frozen ")
+#: Of these, the code that may keep its arguments where other code reaches them (a log record in
+#: a handler; frozen ``_collections_abc`` mixins storing into a user's container): a traced
+#: value given to it has escaped (:func:`_noting_escapes`).
+_KEEPING = (*_package_dirs(("logging",)), "<frozen ")
 #: Standard-library functions run as they are: copying reaches a traced value's own
 #: ``Box.__copy__``/``Box.__deepcopy__``, which copies it differentiably.
 _AS_IS_FUNCTIONS = frozenset({copy.copy, copy.deepcopy})
@@ -160,7 +165,10 @@ def setitem(x: Any, index: Any, value: Any) -> Any:
 
         return _dispatch.call(setindex, x, index, value)
     x[index] = value
-    _views.note_stored(x, value)
+    # a list or dict only the caller's local holds (no weak reference can reach either): a
+    # traced value stored into it is still only in frames (counted before the call below takes x)
+    local = (type(x) is dict or type(x) is list) and sys.getrefcount(x) <= _LOCAL_ONLY_REFCOUNT
+    _views.note_stored(x, value, local)
     return x
 
 
@@ -226,8 +234,27 @@ def set_attribute(x: Any, name: str, value: Any) -> None:
     Python runs rewritten."""
     if type(x) in _dispatch.PLAIN_ATTRIBUTE_OWNERS or not LEVELS.get():
         setattr(x, name, value)
+        _views.note_stored(x, value)  # a module's, a class's or a function's attribute
     else:
         _dispatch.python_setattr(x, name, value)
+
+
+def as_is(*args: Any, **kwargs: Any) -> bool:
+    """The check a rewritten function begins with (``zygotepy._transform._with_as_is_check``):
+    whether this call of it may run the original function instead (:func:`runs_as_is`)."""
+    for a in args:
+        if type(a) is Box:  # the commonest answer first
+            return False
+    return runs_as_is(args, kwargs)
+
+
+def escaping(value: Any = None) -> Any:
+    """What a rewritten function calls as it starts (a lambda: with its value) when it may put a
+    value where other code reaches it without a store the engine sees (``global``, ``nonlocal``,
+    ``exec``, a closure over its locals): the active levels then run no call as it is
+    (:func:`runs_as_is`)."""
+    note_escape()
+    return value
 
 
 def delete_attribute(x: Any, name: str) -> None:
@@ -563,7 +590,8 @@ def call_site() -> Any:
             return resolve(levels, fn, args, kwargs, True)
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
-                if fn.__code__ is target[1] and fn.__defaults__ is target[2] and fn.__kwdefaults__ is target[3]:
+                if (fn.__code__ is target[1] and fn.__defaults__ is target[2]
+                        and fn.__kwdefaults__ is target[3]):
                     return target[0](*args, **kwargs)
                 _SITE_ANSWERS.pop(fn, None)  # fn's code or defaults were assigned: decided again
                 kept = (_NOTHING_SEEN, -1, _DISPATCH, None)
@@ -580,11 +608,8 @@ def call_site() -> Any:
             if kind is _INSPECTION:
                 return fn(*args, **kwargs)
             if kind is _REFERENCE:
-                if args and type(args[0]) in _dispatch.MUTABLE_CONTAINERS:  # xs.append(box), d.update(k=box)
-                    for v in args[1:]:
-                        _views.note_stored(args[0], v)
-                    for v in kwargs.values():
-                        _views.note_stored(args[0], v)
+                if args:  # xs.append(box), d.update(k=box), setattr(o, name, box): as the dispatcher notes
+                    _dispatch.note_reference_stores(fn, args, kwargs)
                 return fn(*args, **kwargs)
             if kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
                 return fn(*args, **kwargs)
@@ -619,7 +644,8 @@ HELPERS: dict[str, Any] = {"_zp_param": param, "_zp_attr": attribute, "_zp_local
                            "_zp_store": store, "_zp_inplace": inplace, "_zp_getitem": getitem,
                            "_zp_compare": compare, "_zp_class_of": class_of, "_zp_setattr": set_attribute,
                            "_zp_delattr": delete_attribute, "_zp_iter": iterate, "_zp_with": with_manager,
-                           "_zp_contains": contains, "_zp_delitem": delete_item, **OPERATOR_HELPERS}
+                           "_zp_contains": contains, "_zp_delitem": delete_item, "_zp_escaping": escaping,
+                           "_zp_as_is": as_is, **OPERATOR_HELPERS}
 #: Per function (weakly, and at most 1024), ``(code, defaults, keyword defaults, its rewritten
 #: version)``: one table without and one with implicit parameters.
 _BY_FUNCTION = (WeakBoundedCache(1024), WeakBoundedCache(1024))
@@ -633,8 +659,17 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
     entry = cache.get(fn)
     # kept while fn's code and defaults are the ones it was made from (IPython's autoreload and
     # other tools assign a function's __code__ and __defaults__ in place)
-    if entry is not None and entry[0] is code and entry[1] is fn.__defaults__ and entry[2] is fn.__kwdefaults__:
+    if (entry is not None and entry[0] is code and entry[1] is fn.__defaults__
+            and entry[2] is fn.__kwdefaults__):
         return entry[3]
+    result = _rewritten_function(fn, params)
+    cache.put(fn, (code, fn.__defaults__, fn.__kwdefaults__, result))
+    return result
+
+
+def _rewritten_function(fn: types.FunctionType, params: bool) -> Any:
+    """:func:`transformed`'s answer, made (from the recipe of ``fn``'s code, kept per code)."""
+    code = fn.__code__
     known = _RECIPES.get((id(code), params))
     if known is not None and known[0] is code:
         recipe = known[1]
@@ -652,11 +687,11 @@ def transformed(fn: types.FunctionType, params: bool = False) -> Any:
         else:
             new, sources = recipe
             cells = fn.__closure__
-            closure = tuple(cells[s] if type(s) is int else s for s in sources)  # type: ignore[index]
+            closure = tuple(cells[s] if type(s) is int else  # type: ignore[index]
+                            types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources)
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
-    cache.put(fn, (code, fn.__defaults__, fn.__kwdefaults__, result))
     return result
 
 
@@ -670,14 +705,20 @@ _RECIPES = BoundedCache(4096)
 _NOT_REWRITTEN: Any = object()
 _AS_IT_IS: Any = object()  # code the rewriter made (a closure of rewritten code): already traced
 _HELPER_CELLS = {name: types.CellType(helper) for name, helper in HELPERS.items()}
+#: In a recipe, the cell made per function holding a weak reference to it (``_zp_original``: the
+#: rewritten function runs it when a call reaches no traced value).
+_ORIGINAL_CELL: Any = object()
 
 
 def _recipe(fn: types.FunctionType, params: bool) -> Any:
-    new = rewritten(fn, params)
+    # code to rewrite (not NumPy's or SciPy's, run as they are by _library_run's own test) begins
+    # with the check that runs it as it is when the call reaches no traced value
+    new = rewritten(fn, params, _code_kind(fn) is _REWRITE)
     if new is None:
         return _NOT_REWRITTEN
     position = {name: i for i, name in enumerate(fn.__code__.co_freevars)}
-    return new, tuple(position[n] if n in position else _cell_of(n) for n in new.co_freevars)
+    return new, tuple(position[n] if n in position else _ORIGINAL_CELL if n == ORIGINAL else _cell_of(n)
+                      for n in new.co_freevars)
 
 
 def _cell_of(helper: str) -> Any:
@@ -829,9 +870,12 @@ def python_target(fn: Any, params: bool = False) -> Any:
             kind = _code_kind(fn)
             _CODE_KINDS.put(id(code), (code, kind))
         if kind is _REWRITE:
-            return transformed(fn, params)
+            target = transformed(fn, params)
+            return _noting_escapes(fn) if target is fn else target  # fn: no source, its stores unseen
         if kind is _LIBRARY_SOURCE:
             return None if fn in _OPAQUE else _library_target(fn, fn, params)
+        if kind is _AS_IS_CODE and code.co_filename.startswith(_KEEPING):
+            return _noting_escapes(fn)
         return None if kind is _LIBRARY else fn
     if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
         functional = IN_PLACE.get(fn)
@@ -863,6 +907,74 @@ def python_target(fn: Any, params: bool = False) -> Any:
     if isinstance(method, types.FunctionType) and not _skipped(tf):
         return lambda *args, **kwargs: _dispatch.call(method, fn, *args, **kwargs)
     return None
+
+
+def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a Python function without a rule (source code to rewrite, so made outside
+    rewritten code) may run as it is on these arguments: rewriting it changes nothing when no
+    traced value is reachable from the call, since no rule applies to a call without one. That
+    holds when the arguments hold none (:func:`zygotepy._views.may_hold_traced`) and no active
+    level has let one escape the frames of rewritten code (``Trace.values_escaped``: stored into
+    an object, a container another reference sees, a class, a module, a closure cell, which is
+    how one would reach the function's globals, closure or defaults); when no level substitutes
+    values for plain arrays (``with_params``: implicit parameters, arrays written through a view
+    or an alias), logs its calls or watches random draws (a checkpointed region); and when no
+    legacy adjoint from outside zygotepy is defined (an adjoint applies without traced arguments:
+    Zygote's ``nestlevel``). The code then computes what its rewritten version would, at the
+    interpreter's speed (scikit-learn's parameter plumbing: ``clone``, ``get_params``).
+
+    Left out: a traced value read from a caller's frame (``sys._getframe(1).f_locals``) or found
+    by ``gc`` would reach code run as it is."""
+    for trace in LEVELS.get():
+        if trace.values_escaped or trace.with_params or trace.log is not None:
+            return False
+    if _dispatch.RANDOM_DRAWS.get() is not None or _foreign_adjoints():
+        return False
+    for a in args:
+        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+            return False
+    for a in kwargs.values():
+        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+            return False
+    return True
+
+
+#: Arguments that hold no traced value, answered without a scan (an array of Python objects may).
+_FLAT_ARGUMENTS = frozenset({float, int, str, bool, type(None), np.float64})
+
+
+#: ``(ADJOINTS.version, whether an adjoint is defined for a function outside zygotepy)``
+_FOREIGN_ADJOINTS = [-1, True]
+
+
+def _foreign_adjoints() -> bool:
+    """Whether a legacy adjoint is defined for a callable outside zygotepy (whose own adjoints'
+    values are their functions' own: ``isderiving`` reads the trace stack), cached per definition."""
+    version = ADJOINTS.version
+    if _FOREIGN_ADJOINTS[0] != version:
+        _FOREIGN_ADJOINTS[:] = [version, any(
+            (getattr(f, "__module__", None) or "").split(".")[0] != "zygotepy" for f in ADJOINTS.primals)]
+    return bool(_FOREIGN_ADJOINTS[1])
+
+
+#: Per function run as it is that may keep its arguments, its runner (bounded: it holds its function).
+_NOTING = WeakBoundedCache(256)
+
+
+def _noting_escapes(fn: types.FunctionType) -> Any:
+    """``fn`` (code run as it is that may keep its arguments: standard-library code of
+    :data:`_KEEPING`, a function without source) as a runner that notes a traced value among the
+    arguments as escaped (:func:`note_escape`)."""
+    run = _NOTING.get(fn)
+    if run is None:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if _views.may_hold_traced(args) or (kwargs and _views.may_hold_traced(kwargs)):
+                note_escape()
+            return fn(*args, **kwargs)
+
+        run.__qualname__ = run.__name__ = fn.__qualname__
+        _NOTING.put(fn, run)
+    return run
 
 
 #: Per class, ``(its __init__ when decided, what constructs it differentiably or None)``: rule

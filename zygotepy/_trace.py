@@ -69,7 +69,8 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "__weakref__")
+                 "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "values_escaped",
+                 "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True
@@ -104,6 +105,11 @@ class Trace:
         #: objects and containers rewritten code stored this trace's values into (id -> holder):
         #: its end replaces them there without searching the heap
         self.stored: dict[int, Any] = {}
+        #: whether a traced value (this level's or an outer one's) may be reachable from outside
+        #: the frames of rewritten code (an attribute, a global, a shared container, a closure that
+        #: may outlive its frame): until then a call whose arguments hold none reaches none, and may
+        #: run as it is (see :func:`note_escape`)
+        self.values_escaped: bool = bool(outer) and outer[-1].values_escaped
 
     def lookup(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """This kind's rule for ``fn(*args)``, or ``None``."""
@@ -182,6 +188,15 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} level={self.level} nodes={len(self.tape)}>"
+
+
+def note_escape() -> None:
+    """A traced value may now be reachable from outside the frames of rewritten code (stored into
+    an object, a class, a module, a container another reference sees, a closure cell): every
+    active level stops running calls as they are (``Trace.values_escaped``) for the rest of its
+    life. Every level, not only the value's own: an inner level's value may wrap an outer one's."""
+    for trace in LEVELS.get():
+        trace.values_escaped = True
 
 
 def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tuple[Any, ...]:

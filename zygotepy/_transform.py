@@ -59,7 +59,11 @@ OPERATOR_HELPERS: dict[str, Any] = {f"_zp_op_{op.__name__}": op
 HELPER_NAMES: tuple[str, ...] = ("_zp_param", "_zp_attr", "_zp_locals", "_zp_call", "_zp_slice",
                                  "_zp_setitem", "_zp_store", "_zp_inplace", "_zp_getitem", "_zp_compare",
                                  "_zp_class_of", "_zp_setattr", "_zp_delattr", "_zp_iter", "_zp_with",
-                                 "_zp_contains", "_zp_delitem", *OPERATOR_HELPERS)
+                                 "_zp_contains", "_zp_delitem", "_zp_escaping", "_zp_as_is",
+                                 *OPERATOR_HELPERS)
+#: The free variable through which a rewritten function reaches the function it was made from
+#: (a weak reference, one per function: see :func:`_with_as_is_check`).
+ORIGINAL = "_zp_original"
 
 
 def _name(id_: str, like: ast.AST) -> ast.Name:
@@ -96,6 +100,35 @@ def _local_names(func: ast.AST) -> set[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
     return names - declared
+
+
+#: Builtins that run text as code, which stores where the engine does not see.
+_RUNNING_TEXT = frozenset({"exec", "eval"})
+#: Nested scopes whose functions may outlive the call that makes them, holding its locals' cells
+#: (a comprehension's function is called once, where it is made).
+_CLOSURES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _lets_values_escape(func: ast.AST, local: set[str]) -> bool:
+    """Whether a function may put a value where other code reaches it without a store the
+    engine sees: a ``global`` or ``nonlocal`` name, ``exec`` or ``eval``, or a closure over its
+    locals (a nested function or class), whose cells outlive the call.
+
+    Example:
+        >>> tree = ast.parse("def f(x):\n    return lambda: x")
+        >>> _lets_values_escape(tree.body[0], {"x"}), _lets_values_escape(tree.body[0].body[0].value, set())
+        (True, False)
+    """
+    body = func.body if isinstance(func.body, list) else [func.body]  # type: ignore[attr-defined]
+    for node in _scope_nodes(body):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _RUNNING_TEXT:
+            return True
+        if isinstance(node, _CLOSURES) and any(
+                isinstance(n, ast.Name) and n.id in local for n in ast.walk(node)):
+            return True
+    return False
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -201,9 +234,17 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def _visit_scope(self, node: ast.AST) -> ast.AST:
-        self.scopes.append(_local_names(node))
+        local = _local_names(node)
+        escapes = self.protocols and _lets_values_escape(node, local)
+        self.scopes.append(local)
         self.generic_visit(node)
         self.scopes.pop()
+        if escapes:  # noted as the function starts (a lambda: as it returns, before its value is used)
+            if isinstance(node, ast.Lambda):
+                node.body = self._helper("_zp_escaping", node.body, node.body)
+            else:
+                node.body.insert(0, ast.copy_location(  # type: ignore[attr-defined]
+                    ast.Expr(value=self._helper("_zp_escaping", node)), node.body[0]))  # type: ignore[attr-defined]
         return node
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_scope
@@ -581,16 +622,18 @@ _GENERATED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
 _WARNED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
 
 
-def rewritten(fn: types.FunctionType, params: bool) -> types.CodeType | None:
+def rewritten(fn: types.FunctionType, params: bool, as_is: bool = False) -> types.CodeType | None:
     """``fn``'s rewritten code (cached per code object), or ``None`` if it cannot be rewritten;
     with ``params``, the variant that also passes attribute loads, iterations and unpackings
-    through ``_zp_param`` (implicit parameters reached without a call)."""
+    through ``_zp_param`` (implicit parameters reached without a call); with ``as_is`` (decided by
+    the code's file, so the same for every call of one code), beginning with the check that runs
+    the original function when the call reaches no traced value (:func:`_with_as_is_check`)."""
     cache = _BY_CODE[params]
     code = fn.__code__
     try:
         return cache[code]  # type: ignore[no-any-return]
     except KeyError:
-        new = cache[code] = _rewrite(fn, params)
+        new = cache[code] = _rewrite(fn, params, as_is)
         return new
 
 
@@ -670,7 +713,7 @@ def is_generated(code: types.CodeType) -> bool:
     return code in _GENERATED
 
 
-def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
+def _rewrite(fn: types.FunctionType, params: bool, as_is: bool) -> types.CodeType | None:
     code = fn.__code__
     if code.co_flags & _UNREWRITABLE_FLAGS:
         _warn_no_source(fn, "not rewritten (a coroutine)")
@@ -688,6 +731,9 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
     modules = frozenset(k for k, v in fn.__globals__.items() if type(v) is types.ModuleType)
     protocols = not code.co_filename.startswith(_RULESCORE_DIR)
     node = _Rewriter(params, modules, cls, frozenset(fn.__globals__), protocols).visit(_copy(node))
+    if as_is and protocols and not params and not any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _scope_nodes(_body(node))):
+        _with_as_is_check(node)
     if isinstance(node, ast.Lambda):
         body: list[ast.stmt] = [ast.copy_location(ast.Return(value=node.body), node.body)]
         func: Any = ast.FunctionDef(name="_zp_fn", args=node.args, body=body, decorator_list=[],
@@ -697,7 +743,7 @@ def _rewrite(fn: types.FunctionType, params: bool) -> types.CodeType | None:
         func.decorator_list = []
         func.name = "_zp_fn"  # its own name must stay a global
     ast.copy_location(func, node)
-    placeholders = [*HELPER_NAMES, *_numbered_sites(func), *code.co_freevars]
+    placeholders = [*HELPER_NAMES, ORIGINAL, *_numbered_sites(func), *code.co_freevars]
     factory = ast.FunctionDef(
         name="_zp_factory", args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                                 kw_defaults=[], kwarg=None, defaults=[]),
@@ -739,6 +785,36 @@ def _numbered_sites(func: ast.AST) -> list[str]:
             node.func.id = f"{SITE_PREFIX}{len(names)}"
             names.append(node.func.id)
     return names
+
+
+def _body(node: Any) -> list[Any]:
+    return node.body if isinstance(node.body, list) else [node.body]
+
+
+def _with_as_is_check(func: Any) -> None:
+    """Begin ``func`` (a rewritten function or lambda) with ``if _zp_as_is(<its arguments>): return
+    _zp_original()(<its arguments>)``: a call that reaches no traced value runs the original
+    function (zygotepy._runtime.as_is), with no frame added to a traced call (recursion keeps
+    its depth). Not for a generator, whose ``return`` would end it empty."""
+    def forwarded(callee: ast.expr) -> ast.Call:  # callee(<func's arguments>)
+        parameters = func.args
+        positional: list[ast.expr] = [_name(a.arg, func) for a in (*parameters.posonlyargs, *parameters.args)]
+        if parameters.vararg is not None:
+            positional.append(ast.Starred(value=_name(parameters.vararg.arg, func), ctx=ast.Load()))
+        keywords = [ast.keyword(arg=a.arg, value=_name(a.arg, func)) for a in parameters.kwonlyargs]
+        if parameters.kwarg is not None:
+            keywords.append(ast.keyword(arg=None, value=_name(parameters.kwarg.arg, func)))
+        return ast.Call(func=callee, args=positional, keywords=keywords)
+
+    check = forwarded(_name("_zp_as_is", func))
+    original = forwarded(ast.Call(func=_name(ORIGINAL, func), args=[], keywords=[]))
+    if isinstance(func, ast.Lambda):
+        func.body = ast.IfExp(test=check, body=original, orelse=func.body)
+    else:
+        func.body.insert(0, ast.If(test=check, body=[ast.Return(value=original)], orelse=[]))
+    for node in ast.walk(func):
+        if isinstance(node, (ast.expr, ast.stmt, ast.keyword)) and not hasattr(node, "lineno"):
+            ast.copy_location(node, func)
 
 
 _LOCATIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")

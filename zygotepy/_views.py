@@ -19,8 +19,10 @@ A rule whose output is a view of a traced argument (``y[1:3]``, ``y.T``) is note
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import operator
+import re
 import sys
 import types
 import warnings
@@ -31,8 +33,9 @@ import numpy as np
 import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules.indexing import setindex
+from zygotepy._caches import BoundedCache
 from zygotepy._errors import UntraceableError, user_code
-from zygotepy._trace import LEVELS, Box, Trace, dispatch, opaque_callable, unbox_all
+from zygotepy._trace import LEVELS, Box, Trace, dispatch, note_escape, opaque_callable, unbox_all
 
 #: Marks an owner whose traced value is unknown (two different boxes hold it).
 _UNKNOWN: Any = None
@@ -545,18 +548,172 @@ def _forget_views(trace: Trace) -> None:
     trace.owners.clear()
 
 
-def note_stored(holder: Any, value: Any) -> None:
+def note_stored(holder: Any, value: Any, local: bool = False) -> None:
     """Rewritten code stored ``value`` into ``holder`` (an object's attribute, a container's
     entry): if it is a traced value, or a tuple, list or dict holding one, its trace remembers
-    ``holder``, whose entries its end replaces without searching the heap (:func:`release_escaped`)."""
+    ``holder``, whose entries its end replaces without searching the heap (:func:`release_escaped`).
+    Unless ``local`` (``holder`` is held by one local variable alone), a value that may hold a
+    traced one has escaped the frames of rewritten code (:func:`~zygotepy._trace.note_escape`)."""
     t = type(value)
     if t is Box:
         value._zp_trace.stored[id(holder)] = holder
-    elif t is tuple or t is list or t is dict:
+        if not local:
+            note_escape()
+        return
+    if t in _HOLDS_NOTHING:
+        return
+    if t is tuple or t is list or t is dict:
         for v in value.values() if t is dict else value:
             if type(v) is Box:
                 v._zp_trace.stored[id(holder)] = holder
-                return
+                break
+    if not local and may_hold_traced(value):
+        note_escape()
+
+
+#: Classes whose instances hold no reference a traced value could hide behind (exact types):
+#: numbers, strings, sentinels, and modules and classes, whose attributes rewritten code notes
+#: when it sets them (``zygotepy._runtime.set_attribute``).
+_HOLDS_NOTHING = frozenset({float, int, bool, complex, str, bytes, type(None), range, type, types.ModuleType,
+                            object, np.float64, np.int64, np.bool_, np.float32, np.ufunc, type(np.sum),
+                            types.CodeType, type(Ellipsis), type(NotImplemented), types.MethodDescriptorType,
+                            types.WrapperDescriptorType, types.GetSetDescriptorType,
+                            types.MemberDescriptorType})
+#: Objects a scan visits at most before it gives up (and answers that a traced value may be there).
+_SCAN_BUDGET = 512
+#: Per class, how :func:`may_hold_traced` looks inside its instances (see :func:`_scan_plan`).
+_SCAN_PLANS = BoundedCache(1024)
+_ITEMS, _MAPPING, _FUNCTION, _METHOD, _BOUND_BUILTIN, _PARTIAL, _ARRAY, _FIELDS, _OPAQUE, _LEAF = range(10)
+_UNSET: Any = object()
+
+
+def may_hold_traced(x: Any) -> bool:
+    """Whether a traced value may be reachable from ``x``: through containers, objects' fields
+    (``__dict__`` and slots), a function's closure cells and defaults, a bound method's or a
+    partial's parts. Conservative: a generator, an iterator or another object whose references
+    cannot be read, an array of Python objects, or a graph larger than :data:`_SCAN_BUDGET`
+    answers ``True``. Classes and modules are not searched: rewritten code notes a traced value
+    stored into their attributes (:func:`note_stored`).
+
+    Example:
+        >>> import numpy as np
+        >>> may_hold_traced(({"a": [1.0, np.ones(3)]}, "s", np.sum)), may_hold_traced(iter([1.0]))
+        (False, True)
+    """
+    stack, seen, budget = [x], set(), _SCAN_BUDGET
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t in _HOLDS_NOTHING:
+            continue
+        if t is Box:
+            return True
+        if t is tuple or t is list:  # the commonest containers, first (the budget ends a cycle)
+            budget -= len(v) + 1
+            if budget < 0:
+                return True
+            stack.extend(v)
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        budget -= 1
+        plan = _SCAN_PLANS.get(t)
+        if plan is None:
+            plan = _scan_plan(t)
+            _SCAN_PLANS.put(t, plan)
+        kind = plan[0]
+        if kind == _ITEMS or kind == _MAPPING:
+            budget -= len(v)
+            if budget < 0:
+                return True
+            if kind == _MAPPING:
+                stack.extend(v.keys())
+                stack.extend(v.values())
+                factory = getattr(v, "default_factory", None)  # a defaultdict's
+                if factory is not None:
+                    stack.append(factory)
+            else:
+                stack.extend(v)
+        elif kind == _FUNCTION:
+            for cell in v.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+            stack.append(v.__defaults__)
+            stack.append(v.__kwdefaults__)
+        elif kind == _METHOD:
+            stack.append(v.__func__)
+            stack.append(v.__self__)
+        elif kind == _BOUND_BUILTIN:
+            stack.append(v.__self__)  # a module (nothing), or the object of a method (``xs.append``)
+        elif kind == _PARTIAL:
+            stack.append(v.func)
+            stack.extend(v.args)
+            stack.extend(v.keywords.values())
+        elif kind == _ARRAY:
+            if v.dtype.kind == "O":
+                return True
+        elif kind == _OPAQUE or budget < 0:
+            return True
+        for name in plan[1]:  # the object's own fields: its __dict__ and slots
+            if name == "__dict__":
+                fields = getattr(v, "__dict__", None)
+                if fields is not None:
+                    stack.extend(fields.values())
+            else:
+                field = getattr(v, name, _UNSET)
+                if field is not _UNSET:
+                    stack.append(field)
+    return False
+
+
+def _scan_plan(cls: type) -> tuple[int, tuple[str, ...]]:
+    """How :func:`may_hold_traced` looks inside instances of ``cls``: a kind, and the names of
+    the fields it reads besides (``"__dict__"`` for the instance dictionary, slot names). A class
+    defined in C that keeps references of its own (an iterator, a generator, a C extension's
+    object), or defined in Python over such a base, is opaque."""
+    fields: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__"):
+                fields.append(slot)
+        if "__dict__" in klass.__dict__ and "__dict__" not in fields:
+            fields.append("__dict__")
+    named = tuple(fields)
+    if issubclass(cls, (tuple, list, set, frozenset, collections.deque)):
+        return _ITEMS, named
+    if issubclass(cls, (dict, types.MappingProxyType)):
+        return _MAPPING, named
+    if cls is types.FunctionType or cls is types.MethodType or cls is types.BuiltinFunctionType:
+        return {types.FunctionType: _FUNCTION, types.MethodType: _METHOD}.get(cls, _BOUND_BUILTIN), ()
+    if issubclass(cls, functools.partial):
+        return _PARTIAL, named
+    if issubclass(cls, np.ndarray):
+        return _ARRAY, named
+    random = sys.modules.get("numpy.random")  # (not imported for this: without it, none exists)
+    if issubclass(cls, (type, np.dtype, np.generic, re.Pattern)) or (random is not None and issubclass(
+            cls, (random.Generator, random.RandomState, random.BitGenerator, random.SeedSequence))):
+        return _LEAF, ()
+    if issubclass(cls, BaseException):
+        return _FIELDS, (*named, "args", "__cause__", "__context__")
+    if cls is slice:
+        return _FIELDS, ("start", "stop", "step")
+    if cls is types.SimpleNamespace:
+        return _FIELDS, ("__dict__",)
+    # a class defined in Python over object or a number or string (an enum): its fields are all it holds
+    base = next(k for k in cls.__mro__ if not k.__flags__ & _HEAP_TYPE)
+    return (_FIELDS, named) if base in _ATOMIC_BASES else (_OPAQUE, ())
+
+
+#: C classes whose instances hold no references of their own: a Python subclass holds its fields.
+_ATOMIC_BASES = frozenset({object, int, float, complex, str, bytes})
+
+
+#: ``type.__flags__``'s bit for a class defined in Python (or made by ``type()``).
+_HEAP_TYPE = 1 << 9
 
 
 def _release_stored(trace: Trace) -> None:

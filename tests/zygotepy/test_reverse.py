@@ -502,7 +502,7 @@ def _object_array_of_a_list(x: Any) -> Any:
 @pytest.mark.parametrize("f", [_object_array_literal, _object_array_written, _object_array_mixed,
                                _object_array_of_a_list])
 @pytest.mark.parametrize("mode", ["gradient", "jvp", "hessian"])
-def test_an_object_array_of_traced_values_is_refused_not_differentiated_as_a_constant(f: Any, mode: str) -> None:
+def test_an_object_array_of_traced_values_is_refused_not_taken_as_a_constant(f: Any, mode: str) -> None:
     """Its entries are Python objects: NumPy carries no derivative through them. Before, the
     gradient came out as None and the jvp as 0.0 (silently wrong); a numeric array of the same
     values differentiates."""
