@@ -115,7 +115,7 @@ def _lets_values_escape(func: ast.AST, local: set[str]) -> bool:
     locals (a nested function or class), whose cells outlive the call.
 
     Example:
-        >>> tree = ast.parse("def f(x):\n    return lambda: x")
+        >>> tree = ast.parse("def f(x):\\n    return lambda: x")
         >>> _lets_values_escape(tree.body[0], {"x"}), _lets_values_escape(tree.body[0].body[0].value, set())
         (True, False)
     """
