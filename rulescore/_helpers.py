@@ -67,6 +67,8 @@ def _times_conj(ybar: Any, d: Any) -> Any:
             return ybar
         if d == -1:
             return -ybar
+    elif type(d) is np.ndarray:
+        return ybar * (d if d.dtype.kind != "c" else np.conj(d))  # conj inline: one call less nested
     elif isinstance(d, AbstractZero):
         return d
     return ybar * conj(d)

@@ -106,7 +106,9 @@ def _mT(x: Any) -> Any:
 
 def _conj(x: Any) -> Any:
     """The complex conjugate (of a zero: the zero), in ``x``'s namespace."""
-    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+    if type(x) is np.ndarray:
+        return x if x.dtype.kind != "c" else np.conj(x)  # conj's own test, without its call
+    if (xp := _ns(x)) is np:
         return conj(x)
     return xp.conj(x) if is_complex_array(xp, x) else x
 
