@@ -44,9 +44,9 @@ from rulescore._projection import project, unbroadcast
 from rulescore._structure import fields_of, is_namedtuple_type
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
+from rulescore.rules._common import is_complex
 
 _NT, _ZT = NoTangent(), ZeroTangent()  # singletons: no traced constructor call at a nested level
-from rulescore.rules._common import is_complex
 
 # -- the scatter primitive -----------------------------------------------------------------------
 

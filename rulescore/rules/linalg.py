@@ -60,10 +60,10 @@ from rulescore._namespace import (
 from rulescore._projection import project
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-
-_NT = NoTangent()  # the singleton: a pullback returning it makes no traced call at a nested level
 from rulescore.rules._common import bind_arguments as _bind
 from rulescore.rules._common import conj, is_complex, product_tangent
+
+_NT = NoTangent()  # the singleton: a pullback returning it makes no traced call at a nested level
 
 LA: Any = np.linalg
 
