@@ -35,6 +35,8 @@ def proj(x: Any, dx: Any) -> Any:
             return dx
         if tdx is np.float64:  # what NumPy functions of a Python float return
             return float(dx)
+        if tdx is np.ndarray and dx.dtype.kind == "f":  # a float broadcast to an array: summed
+            return float(np.sum(dx))
     elif tx is np.float64:  # what NumPy functions of a Python float return, as a primal
         tdx = type(dx)
         if tdx is np.float64:

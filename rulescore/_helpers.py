@@ -67,6 +67,8 @@ def _times_conj(ybar: Any, d: Any) -> Any:
             return ybar
         if d == -1:
             return -ybar
+    elif type(d) is np.ndarray:
+        return ybar * (d if d.dtype.kind != "c" else np.conj(d))  # conj inline: one call less nested
     elif isinstance(d, AbstractZero):
         return d
     return ybar * conj(d)
@@ -231,6 +233,9 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                 d = partials(*args, result=y) if with_result else partials(*args)
                 return _NT, proj(args[0], _times_conj(ybar, d[0] if type(d) is tuple else d))
             ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
+            if where is None and len(args) == 2 and len(ds) == 2:  # binary ufuncs: no loop to trace
+                (a0, a1), (d0, d1) = args, ds
+                return _NT, proj(a0, _times_conj(ybar, d0)), proj(a1, _times_conj(ybar, d1))
             out = []
             for a, d in zip(args, ds, strict=True):
                 g = _times_conj(ybar, d)

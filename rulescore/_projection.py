@@ -201,8 +201,11 @@ def project(x: Any, dx: Any) -> Any:
     """
     tx = type(x)
     if tx is float:
-        if type(dx) is float:
+        tdx = type(dx)
+        if tdx is float:
             return dx
+        if tdx is np.float64:  # what ProjectTo(x) does, without building it
+            return float(dx)
     elif tx is np.float64:
         if type(dx) is np.float64:
             return dx

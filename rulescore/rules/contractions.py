@@ -43,12 +43,14 @@ _NT = NoTangent()
 
 def _conj_t(a: Any, xp: Any = np) -> Any:
     if xp is np:
-        return np.swapaxes(conj(a), -1, -2)
+        return np.swapaxes(a if type(a) is np.ndarray and a.dtype.kind != "c" else conj(a), -1, -2)
     return xp.matrix_transpose(xp.conj(a) if is_complex_array(xp, a) else a)
 
 
 def _xp_conj(a: Any, xp: Any) -> Any:
-    return conj(a) if xp is np else xp.conj(a) if is_complex_array(xp, a) else a
+    if xp is np:
+        return a if type(a) is np.ndarray and a.dtype.kind != "c" else conj(a)  # real: no call
+    return xp.conj(a) if is_complex_array(xp, a) else a
 
 
 def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:

@@ -46,6 +46,8 @@ from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex
 
+_NT, _ZT = NoTangent(), ZeroTangent()  # singletons: no traced constructor call at a nested level
+
 # -- the scatter primitive -----------------------------------------------------------------------
 
 
@@ -219,16 +221,17 @@ def _sequence_tangent(x: Any, entries: list[Any]) -> Any:
 def sequence_getitem_rrule(x: Any, index: Any) -> Any:
     y = x[index]
     n = len(x)
-    positions = range(n)[index]
+    # an int index (x[index] checked its range) normalized as range(n)[index] would
+    positions = (index + n if index < 0 else index) if type(index) is int else range(n)[index]
 
     def getitem_pullback(ybar: Any) -> Any:
-        entries: list[Any] = [ZeroTangent()] * n
+        entries: list[Any] = [_ZT] * n
         if isinstance(positions, range):
             for p, e in zip(positions, _entries(ybar, len(positions)), strict=True):
                 entries[p] = project(x[p], e)
         else:
             entries[positions] = project(y, ybar)
-        return NoTangent(), _sequence_tangent(x, entries), NoTangent()
+        return _NT, _sequence_tangent(x, entries), _NT
 
     return y, getitem_pullback
 

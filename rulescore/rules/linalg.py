@@ -63,6 +63,8 @@ from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
 from rulescore.rules._common import conj, is_complex, product_tangent
 
+_NT = NoTangent()  # the singleton: a pullback returning it makes no traced call at a nested level
+
 LA: Any = np.linalg
 
 # --------------------------------------------------------------------------------------------
@@ -72,13 +74,18 @@ LA: Any = np.linalg
 
 def _arr(x: Any) -> Any:
     """``x`` itself when it is array-like with a dtype (arrays, tracers), else ``np.asarray(x)``."""
+    if type(x) is np.ndarray:
+        return x
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return x
     return np.asarray(x)
 
 
 def _real(x: Any) -> Any:
-    return np.real(x)  # the array itself when real; a zero's is the zero
+    tx = type(x)
+    if tx is float or tx is np.float64 or (tx is np.ndarray and x.dtype.kind != "c"):
+        return x  # what np.real gives, without a traced call at a nested level
+    return np.real(x)  # a zero's is the zero
 
 
 def _ns(x: Any) -> Any:
@@ -106,7 +113,9 @@ def _mT(x: Any) -> Any:
 
 def _conj(x: Any) -> Any:
     """The complex conjugate (of a zero: the zero), in ``x``'s namespace."""
-    if type(x) is np.ndarray or (xp := _ns(x)) is np:
+    if type(x) is np.ndarray:
+        return x if x.dtype.kind != "c" else np.conj(x)  # conj's own test, without its call
+    if (xp := _ns(x)) is np:
         return conj(x)
     return xp.conj(x) if is_complex_array(xp, x) else x
 
@@ -322,9 +331,9 @@ def slogdet_rrule(a: Any) -> Any:
     def slogdet_pullback(ybar: Any) -> Any:
         sbar, lbar = _entry(ybar, 0, "sign"), _entry(ybar, 1, "logabsdet")
         coef = _real(lbar)  # a real sign's cotangent has no effect (the sign is locally constant)
-        if _is_complex(sign):
+        if type(sign) is not np.float64 and _is_complex(sign):
             coef = coef + 1j * (sbar * _conj(sign)).imag
-        return NoTangent(), _fit(a, _la(a_).inv(_H(a_)) * _expand2(coef))
+        return _NT, _fit(a, _la(a_).inv(_H(a_)) * _expand2(coef))
 
     return y, slogdet_pullback
 
@@ -352,7 +361,7 @@ def solve_rrule(a: Any, b: Any) -> Any:
         else:
             bbar = _la(a_).solve(_H(a_), xbar)
             abar = -(bbar @ _H(x))
-        return NoTangent(), _fit(a, abar), _fit(b, bbar)
+        return _NT, _fit(a, abar), _fit(b, bbar)
 
     return x, solve_pullback
 

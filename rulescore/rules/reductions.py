@@ -605,23 +605,16 @@ class _LogSumExp:
 
     def __init__(self, compute: Callable[..., Any], a: Any, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
-        kw = _bind("logsumexp", _LSE_PARAMS, args, kwargs)
-        self.return_sign = bool(kw.get("return_sign", False))
-        self.a, self.b, self.nargs = a, kw.get("b"), len(args)
+        # one structural call for the argument handling: a nested level would trace each line
+        (self.return_sign, with_b, self.nargs, self.axes, self.kshape, self.keepdims,
+         self.complex) = _lse_layout(a, args, kwargs)
+        self.a, self.b = a, (args[1] if len(args) >= 2 else kwargs["b"]) if with_b else None
         xp = None if type(a) is np.ndarray else foreign_namespace((a, self.b))
         self.xp = xp or np
-        shape = _shape(a)
-        if self.b is not None:
-            shape = np.broadcast_shapes(shape, _shape(self.b))
-        self.axes = normalize_axes(kw.get("axis"), len(shape))
-        self.kshape = _keep_shape(shape, self.axes)
-        self.keepdims = bool(kw.get("keepdims", False))
         if xp is None:
             self.y = compute(a, *args, **kwargs)
-            self.complex = is_complex(a) or (self.b is not None and is_complex(self.b))
         else:
             self.y = self._native(xp)
-            self.complex = False
         self.lse: Any
         self.sign: Any
         self.lse, self.sign = self.y if self.return_sign else (self.y, None)
@@ -645,7 +638,7 @@ class _LogSumExp:
     def exps(self) -> Any:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
         xp = self.xp
-        lse = xp.reshape(self.lse, self.kshape)
+        lse = self.lse if self.keepdims else xp.reshape(self.lse, self.kshape)
         e = xp.exp(self.a - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse)))
         if self.sign is not None:
             e = e * np.reshape(self.sign, self.kshape)
@@ -663,6 +656,25 @@ class _LogSumExp:
     def fit(self, x: Any, g: Any) -> Any:
         """The cotangent ``g`` of ``x`` (an argument or the result), in ``x``'s namespace."""
         return project(x, g) if self.xp is np else unbroadcast_to(self.xp, x, g)
+
+
+@structural
+def _lse_layout(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                ) -> tuple[bool, bool, int, tuple[int, ...], tuple[int, ...], bool, bool]:
+    """What one ``logsumexp(a, *args, **kwargs)`` call's rules need besides the arrays:
+    ``return_sign``, whether ``b`` is given, the number of positional arguments after ``a``, the
+    reduced axes, the shape with ``keepdims``, ``keepdims``, and (when NumPy computes the call,
+    not the native tier) whether ``a`` or ``b`` is complex."""
+    kw = _bind("logsumexp", _LSE_PARAMS, args, kwargs)
+    b = kw.get("b")
+    shape = _shape(a)
+    if b is not None:
+        shape = np.broadcast_shapes(shape, _shape(b))
+    axes = normalize_axes(kw.get("axis"), len(shape))
+    with_numpy = type(a) is np.ndarray or foreign_namespace((a, b)) is None
+    complex_ = with_numpy and (is_complex(a) or (b is not None and is_complex(b)))
+    return (bool(kw.get("return_sign", False)), b is not None, len(args), axes,
+            _keep_shape(shape, axes), bool(kw.get("keepdims", False)), complex_)
 
 
 def _logsumexp(*args: Any, **kwargs: Any) -> Any:
