@@ -92,7 +92,8 @@ def _native_outputs(op: HostOp, xs: Any) -> tuple[tuple[torch.Tensor, ...], Call
     leaves, pullback = op.primal_and_pullback(xs)
     want = _torch_specs(op)
     outs = tuple([_detached_output(o, xs) for o in leaves])
-    if len(outs) != len(want) or any([o.shape != sh or o.dtype != dt for o, (sh, dt) in zip(outs, want)]):
+    if len(outs) != len(want) or any([o.shape != sh or o.dtype != dt
+                                      for o, (sh, dt) in zip(outs, want, strict=False)]):
         got = tuple((tuple(o.shape), o.dtype) for o in outs)
         raise ValueError(f"rulescore.interop.torch: the rrule of {op.name} returns outputs of (shape, dtype) "
                          f"{got} where {op.name} itself returns {want}: the rrule's primal must be "
@@ -104,10 +105,11 @@ def _detached_output(o: Any, xs: Any) -> torch.Tensor:
     """A native output as PyTorch receives it: a detached alias (see :func:`_native_outputs`), an
     input returned as it is as a view (:func:`_as_output`), a number as a tensor."""
     if type(o) is torch.Tensor:
+        tensor: torch.Tensor = o
         for x in xs:
-            if o is x:
-                return o.view_as(o)
-        return o.detach()
+            if tensor is x:
+                return _as_output(tensor, xs)
+        return tensor.detach()
     return _as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs)
 
 
@@ -275,7 +277,7 @@ class _PlainCall(_Derivatives):
     style, so a call under its transforms goes through :class:`_Call`."""
 
     @staticmethod
-    def forward(ctx: Any, op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+    def forward(ctx: Any, op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         ctx.op = op
         if op.native and op.primal_and_pullback is not None:
             outs, ctx.pullback = _native_outputs(op, xs)
