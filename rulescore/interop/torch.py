@@ -1,8 +1,9 @@
 """f's registered rules as PyTorch derivatives: ``wrap(f)`` takes and returns tensors (``torch`` extra).
 
-One ``torch.autograd.Function`` in the ``setup_context`` style (so ``torch.func`` works) runs any
-:class:`~rulescore.interop._host.HostOp`: ``backward`` is the rrule's pullback, itself applied as
-the same Function on the pullback op (so double backward and ``torch.func.hessian`` work),
+A ``torch.autograd.Function`` runs any :class:`~rulescore.interop._host.HostOp`: in the
+``setup_context`` style under ``torch.func`` (which needs it), in the cheaper ``forward(ctx, ...)``
+style on plain tensors outside it. ``backward`` is the rrule's pullback, itself applied as
+the ``setup_context`` Function on the pullback op (so double backward and ``torch.func.hessian`` work),
 ``jvp`` is the frule, and ``vmap`` calls the op once per batch element. A NumPy function sees
 NumPy arrays (tensors are moved to the CPU and back to their device; dtypes are kept); a
 function and rule written with ``rc.array_namespace`` (the native tier) run on the tensors
