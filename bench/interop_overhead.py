@@ -242,6 +242,7 @@ def torch_rows(sizes: list[int], keep: Callable[[str], bool]) -> list[Row]:
 
         pairs = [
             ("np.sin (native) vs autograd.Function", rtorch.wrap(np.sin), setup_context_sin),
+            ("np.sin (native) vs autograd.Function, ctx style", rtorch.wrap(np.sin), ctx_sin),
             ("np.sin floor (its rule in an autograd.Function) vs autograd.Function", torch_floor(xt),
              setup_context_sin),
             ("user_sin (native) vs autograd.Function", rtorch.wrap(user_sin), setup_context_sin),

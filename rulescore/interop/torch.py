@@ -1,8 +1,9 @@
 """f's registered rules as PyTorch derivatives: ``wrap(f)`` takes and returns tensors (``torch`` extra).
 
-One ``torch.autograd.Function`` in the ``setup_context`` style (so ``torch.func`` works) runs any
-:class:`~rulescore.interop._host.HostOp`: ``backward`` is the rrule's pullback, itself applied as
-the same Function on the pullback op (so double backward and ``torch.func.hessian`` work),
+A ``torch.autograd.Function`` runs any :class:`~rulescore.interop._host.HostOp`: in the
+``setup_context`` style under ``torch.func`` (which needs it), in the cheaper ``forward(ctx, ...)``
+style on plain tensors outside it. ``backward`` is the rrule's pullback, itself applied as
+the ``setup_context`` Function on the pullback op (so double backward and ``torch.func.hessian`` work),
 ``jvp`` is the frule, and ``vmap`` calls the op once per batch element. A NumPy function sees
 NumPy arrays (tensors are moved to the CPU and back to their device; dtypes are kept); a
 function and rule written with ``rc.array_namespace`` (the native tier) run on the tensors
@@ -79,9 +80,9 @@ def _as_output(o: torch.Tensor, xs: Any) -> torch.Tensor:
     return o.view_as(o) if any(o is x for x in xs) else o
 
 
-def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
-    """``op``'s outputs from one call of its rrule, whose pullback is kept for ``backward``
-    (:func:`_kept_pullback`): no second rrule call there.
+def _native_outputs(op: HostOp, xs: Any) -> tuple[tuple[torch.Tensor, ...], Callable[[Any], list[Any]]]:
+    """``op``'s outputs from one call of its rrule, and the pullback it returned (kept for
+    ``backward``: no second rrule call there).
 
     PyTorch receives a detached alias of each output (same storage and version counter, no
     copy), not the tensor the rrule returned: a pullback that reads its output (``exp``,
@@ -91,14 +92,32 @@ def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
     assert op.primal_and_pullback is not None
     leaves, pullback = op.primal_and_pullback(xs)
     want = _torch_specs(op)
-    outs = tuple(o.detach() if type(o) is torch.Tensor and not any(o is x for x in xs) else
-                 _as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs) for o in leaves)
-    if len(outs) != len(want) or any(o.shape != sh or o.dtype != dt
-                                     for o, (sh, dt) in zip(outs, want, strict=True)):
+    outs = tuple([_detached_output(o, xs) for o in leaves])
+    if len(outs) != len(want) or any([o.shape != sh or o.dtype != dt
+                                      for o, (sh, dt) in zip(outs, want, strict=False)]):
         got = tuple((tuple(o.shape), o.dtype) for o in outs)
         raise ValueError(f"rulescore.interop.torch: the rrule of {op.name} returns outputs of (shape, dtype) "
                          f"{got} where {op.name} itself returns {want}: the rrule's primal must be "
                          f"{op.name}'s (rulescore.testing.test_rrule checks it)")
+    return outs, pullback
+
+
+def _detached_output(o: Any, xs: Any) -> torch.Tensor:
+    """A native output as PyTorch receives it: a detached alias (see :func:`_native_outputs`), an
+    input returned as it is as a view (:func:`_as_output`), a number as a tensor."""
+    if type(o) is torch.Tensor:
+        tensor: torch.Tensor = o
+        for x in xs:
+            if tensor is x:
+                return _as_output(tensor, xs)
+        return tensor.detach()
+    return _as_output(o if isinstance(o, torch.Tensor) else torch.as_tensor(o), xs)
+
+
+def _native_forward(op: HostOp, xs: Any) -> tuple[torch.Tensor, ...]:
+    """:func:`_native_outputs`, the pullback handed to the ``setup_context`` that follows
+    (:func:`_kept_pullback`)."""
+    outs, pullback = _native_outputs(op, xs)
     _forward_pullback.latest = (outs, pullback)
     return outs
 
@@ -183,25 +202,11 @@ def _spread(values: Any, mask: Any) -> list[Any]:
     return [next(it) if d else None for d in mask]
 
 
-class _Call(torch.autograd.Function):
-    """``op.fun`` as a PyTorch operation; derivatives from ``op.vjp`` / ``op.jvp``."""
-
-    @staticmethod
-    def forward(op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return _run(op.fun, op, xs)
-
-    @staticmethod
-    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
-        op, *xs = inputs
-        ctx.op = op
-        # the pullback of the forward pass holds what it needs (the rrule's residuals); the inputs
-        # and outputs it may read are saved too, so that PyTorch refuses a backward pass after
-        # either was modified in place (the kept pullback would read the new values)
-        ctx.pullback = _kept_pullback(output) if op.native else None
-        ctx.save_for_backward(*xs, *(output if ctx.pullback is not None else ()))
-        ctx.save_for_forward(*xs)
-        if not all(op.diff_out):
-            ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
+class _Derivatives(torch.autograd.Function):
+    """``op.fun``'s derivatives from ``op.vjp`` / ``op.jvp``, for :class:`_Call` and
+    :class:`_PlainCall`, whose ``ctx`` both hold ``op``, ``pullback`` (the native forward pass's,
+    or ``None``), the inputs and (with a pullback) the outputs saved for backward, the inputs
+    saved for forward."""
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> Any:
@@ -234,6 +239,28 @@ class _Call(torch.autograd.Function):
         ydots = _Call.apply(op.jvp_op, *xs, *ts)
         return tuple(_spread(ydots, op.diff_out))
 
+
+class _Call(_Derivatives):
+    """``op.fun`` as a PyTorch operation in the ``setup_context`` style, which ``torch.func``'s
+    transforms need (``vmap`` calls the op once per batch element)."""
+
+    @staticmethod
+    def forward(op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return _run(op.fun, op, xs)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        op, *xs = inputs
+        ctx.op = op
+        # the pullback of the forward pass holds what it needs (the rrule's residuals); the inputs
+        # and outputs it may read are saved too, so that PyTorch refuses a backward pass after
+        # either was modified in place (the kept pullback would read the new values)
+        ctx.pullback = _kept_pullback(output) if op.native else None
+        ctx.save_for_backward(*xs, *(output if ctx.pullback is not None else ()))
+        ctx.save_for_forward(*xs)
+        if not all(op.diff_out):
+            ctx.mark_non_differentiable(*(o for o, d in zip(output, op.diff_out, strict=True) if not d))
+
     @staticmethod
     def vmap(info: Any, in_dims: Any, op: HostOp, *xs: torch.Tensor) -> Any:
         dims = in_dims[1:]
@@ -243,12 +270,34 @@ class _Call(torch.autograd.Function):
         return outs, (0,) * len(outs)
 
 
+class _PlainCall(_Derivatives):
+    """:class:`_Call` outside ``torch.func``'s transforms, in the ``forward(ctx, ...)`` style: PyTorch
+    runs one Python function per call, not ``forward`` then ``setup_context`` with the inputs
+    gathered for it, and the native pullback reaches ``ctx`` directly, not through a hand-off
+    (what a hand-written ctx-style ``Function`` costs, issue 31). ``torch.func`` refuses this
+    style, so a call under its transforms goes through :class:`_Call`."""
+
+    @staticmethod
+    def forward(ctx: Any, op: HostOp, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        ctx.op = op
+        if op.native and op.primal_and_pullback is not None:
+            outs, ctx.pullback = _native_outputs(op, xs)
+            ctx.save_for_backward(*xs, *outs)  # PyTorch's check of in-place changes, as in _Call
+        else:
+            outs, ctx.pullback = _run(op.fun, op, xs), None
+            ctx.save_for_backward(*xs)
+        ctx.save_for_forward(*xs)
+        if not all(op.diff_out):
+            ctx.mark_non_differentiable(*(o for o, d in zip(outs, op.diff_out, strict=True) if not d))
+        return outs
+
+
 # Function.apply binds the arguments to forward's signature at every call: found once here
 _Call.forward.__signature__ = inspect.signature(_Call.forward)  # type: ignore[attr-defined]
 
-#: ``_Call.apply`` without the binding to forward's signature (forward takes ``op, *xs``: nothing to
-#: bind) nor the check for torch.func's transforms, for callers outside them: PyTorch's C ``apply``
-_apply_outside_transforms = super(torch.autograd.Function, _Call).apply
+#: ``_PlainCall.apply`` without the check for torch.func's transforms, for callers outside them:
+#: PyTorch's C ``apply``
+_apply_outside_transforms = super(torch.autograd.Function, _PlainCall).apply
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 

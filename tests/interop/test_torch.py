@@ -196,3 +196,32 @@ def test_a_wrong_out_shape_is_an_error_not_a_reshape() -> None:
     g = rtorch.wrap(picky_sqrt, out_shape=lambda x: torch.empty((2,), dtype=x.dtype, device="meta"))
     with pytest.raises(ValueError, match="picky_sqrt returned outputs of"):
         func.vmap(g)(tensor(XS))
+
+
+@pytest.mark.parametrize("f, derivative", [(np.sin, np.cos), (F.softsign, None), (F.logistic, None)])
+def test_forward_mode_outside_torch_func(f, derivative) -> None:
+    """``torch.autograd.forward_ad`` is no ``torch.func`` transform: a call there takes the plain
+    path (a ``forward(ctx, ...)`` Function), whose ``jvp`` reads the inputs its forward saved."""
+    import torch.autograd.forward_ad as fwAD
+
+    g = rtorch.wrap(f)
+    x = tensor(X)
+    g(x)  # the plain path's op, kept for the dual call below
+    (want,) = torch.autograd.functional.jvp(g, x, torch.ones_like(x))[1:]
+    with fwAD.dual_level():
+        y = g(fwAD.make_dual(x, torch.ones_like(x)))
+        tangent = fwAD.unpack_dual(y).tangent
+    np.testing.assert_allclose(tangent, want if derivative is None else derivative(X), rtol=1e-12)
+
+
+def test_plain_and_torch_func_paths_agree_to_second_order() -> None:
+    """The plain path (``.backward``, ``create_graph=True``) and ``torch.func``'s transforms run
+    the op through two Function classes: the same first and second derivatives."""
+    g = rtorch.wrap(F.softsign)
+    x = tensor(X, requires_grad=True)
+    (dx,) = torch.autograd.grad(g(x).sum(), x, create_graph=True)
+    (ddx,) = torch.autograd.grad(dx.sum(), x)
+    first = func.grad(lambda v: g(v).sum())
+    np.testing.assert_allclose(dx.detach(), first(x.detach()), rtol=1e-12)
+    np.testing.assert_allclose(ddx, func.grad(lambda v: first(v).sum())(x.detach()), rtol=1e-12)
+    assert g(x).grad_fn is not None and rtorch._PlainCall.__name__ in type(g(x).grad_fn).__name__
