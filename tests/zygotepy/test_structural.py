@@ -30,6 +30,7 @@ from rulescore.rules.reductions import (
     _dtype,
     _full_reduction,
     _keep_shape,
+    _lse_layout,
     _not_args,
     _shape,
 )
@@ -47,6 +48,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     normalize_axes: lambda f, x: f(-1 if x.ndim else None, x.ndim),
     _keep_shape: lambda f, x: f(x.shape, tuple(range(0, x.ndim, 2))),
     _not_args: lambda f, x: f(x.ndim),
+    _lse_layout: lambda f, x: f(x, (), {"b": x, "axis": -1 if x.ndim else None, "keepdims": True}),
 }
 
 DTYPES = st.sampled_from([np.float64, np.float32, np.complex128, np.int64])
