@@ -580,7 +580,7 @@ def call_site() -> Any:
                                   and versions != rrules.version + frules.version + adjoints.version):
                 versions, kind, target = _site_answer(fn, top)
                 kept = fn, versions, kind, target
-        if kind is _BY_RULE:  # the dispatcher's tail, past its questions about fn
+        if kind is _BY_RULE:  # _dispatch.call's last lines, past its questions (inlined: per op)
             if not kwargs:
                 fast = top.fast_path
                 if fast is not None:
@@ -931,16 +931,12 @@ def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     if _dispatch.RANDOM_DRAWS.get() is not None or _foreign_adjoints():
         return False
     for a in args:
-        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+        if type(a) not in _views.HOLDS_NOTHING and _views.may_hold_traced(a):
             return False
     for a in kwargs.values():
-        if type(a) not in _FLAT_ARGUMENTS and _views.may_hold_traced(a):
+        if type(a) not in _views.HOLDS_NOTHING and _views.may_hold_traced(a):
             return False
     return True
-
-
-#: Arguments that hold no traced value, answered without a scan (an array of Python objects may).
-_FLAT_ARGUMENTS = frozenset({float, int, str, bool, type(None), np.float64})
 
 
 #: ``(ADJOINTS.version, whether an adjoint is defined for a function outside zygotepy)``

@@ -560,7 +560,7 @@ def note_stored(holder: Any, value: Any, local: bool = False) -> None:
         if not local:
             note_escape()
         return
-    if t in _HOLDS_NOTHING:
+    if t in HOLDS_NOTHING:
         return
     if t is tuple or t is list or t is dict:
         for v in value.values() if t is dict else value:
@@ -574,7 +574,7 @@ def note_stored(holder: Any, value: Any, local: bool = False) -> None:
 #: Classes whose instances hold no reference a traced value could hide behind (exact types):
 #: numbers, strings, sentinels, and modules and classes, whose attributes rewritten code notes
 #: when it sets them (``zygotepy._runtime.set_attribute``).
-_HOLDS_NOTHING = frozenset({float, int, bool, complex, str, bytes, type(None), range, type, types.ModuleType,
+HOLDS_NOTHING = frozenset({float, int, bool, complex, str, bytes, type(None), range, type, types.ModuleType,
                             object, np.float64, np.int64, np.bool_, np.float32, np.ufunc, type(np.sum),
                             types.CodeType, type(Ellipsis), type(NotImplemented), types.MethodDescriptorType,
                             types.WrapperDescriptorType, types.GetSetDescriptorType,
@@ -604,7 +604,7 @@ def may_hold_traced(x: Any) -> bool:
     while stack:
         v = stack.pop()
         t = type(v)
-        if t in _HOLDS_NOTHING:
+        if t in HOLDS_NOTHING:
             continue
         if t is Box:
             return True
