@@ -550,5 +550,34 @@ def ignore_derivatives(x: Any) -> Any:
     return x
 
 
+def partials_scalar_form(pair: RulePair) -> Callable[..., Any]:
+    """The scalar form (see :class:`~rulescore.RulePair`'s ``scalar``) an entry derives from its
+    ``partials``: the primal and its partials at real scalars, computed as its pullback would
+    (quietly, for an ``errstate`` entry returning a NumPy scalar).
+
+    Example:
+        >>> import math, rulescore as rc
+        >>> form = partials_scalar_form(rc.RulePair(math.sin, partials=math.cos))
+        >>> form.__name__, form(0.0)
+        ('sin_scalar', (0.0, (1.0,)))
+    """
+    f, partials, errstate = pair.primal, pair.partials, pair.errstate
+    assert partials is not None
+    with_result = _wants(partials, "result")
+
+    def scalar_form(*args: Any) -> Any:
+        y = f(*args)
+        if errstate and type(y) is np.float64:
+            with np.errstate(divide="ignore"):
+                d = partials(*args, result=y) if with_result else partials(*args)
+        else:
+            d = partials(*args, result=y) if with_result else partials(*args)
+        return y, d if type(d) is tuple else (d,)
+
+    scalar_form.__qualname__ = scalar_form.__name__ = f"{callable_name(f).rsplit('.', 1)[-1]}_scalar"
+    return scalar_form
+
+
 DERIVERS["partials"] = partials_rule_functions
+DERIVERS["scalar"] = partials_scalar_form
 DERIVERS["kind"] = lambda pair: no_derivative_rule_functions(pair.primal)  # "non_differentiable"

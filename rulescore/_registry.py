@@ -58,6 +58,10 @@ class Rule:
     #: (the rule contract, see ``plain_tangents``); ``True``: as ``ZeroTangent()``, which the
     #: frule handles itself (faster: it can skip the work).
     zero_tangents: bool = True
+    #: ``scalar(*xs) -> (y, partials)`` at real scalar arguments, or ``None`` (see
+    #: :class:`~rulescore.RulePair`'s ``scalar``): an engine may record the numbers instead of
+    #: running the rule.
+    scalar: Callable[..., Any] | None = None
     #: An rrule called with the primals alone (no ``RuleConfig``): an engine may run it as it is.
     plain: bool = field(init=False, repr=False)
 
@@ -441,8 +445,9 @@ class RuleTable:
         source = pair.partials or pair.transpose or impl  # where the author wrote the derivative
         if self._forward:
             return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source),
-                        pair.wrt, pair.zero_tangents)
-        return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source))
+                        pair.wrt, pair.zero_tangents, pair.scalar_form())
+        return Rule(self.name, pair.primal, types, impl, pair.config, pair.kind, _origin(source),
+                    scalar=pair.scalar_form())
 
     # -- lookup --------------------------------------------------------------------------------
     def lookup(self, f: Any, args: tuple[Any, ...], config: RuleConfig | None = None) -> Rule | None:

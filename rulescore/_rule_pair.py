@@ -56,6 +56,12 @@ class RulePair:
       table form): the frule receives ``ZeroTangent()`` for a float argument without a tangent
       and skips its work; ``False``: zeros of the argument's shape (what
       ``@rc.frule.register`` gives by default).
+    - ``scalar``: ``scalar(*xs) -> (y, (d1, ..., dn))``, the primal and its partial derivatives
+      (real numbers, one per argument) at real scalar arguments (Python floats, ints and NumPy
+      float64 scalars, no keywords), or ``None`` where it gives none; an engine may record these
+      numbers instead of running the rrule (a tape of numbers for scalar code). Derived from
+      ``partials=``; given with an explicit rrule, it must agree with it (the test suite checks
+      every registered one).
 
     Example:
         >>> import math, rulescore as rc
@@ -87,6 +93,7 @@ class RulePair:
     native: str | Callable[..., Any] | None = None
     native_complex: bool = True
     outputs: int = 1
+    scalar: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.partials is not None and self.transpose is not None:
@@ -100,6 +107,9 @@ class RulePair:
                                   or not self.needs_inputs):
             raise TypeError(f"RulePair({_name(self.primal)}, ..., outputs={self.outputs}): the options "
                             "native, check_kwargs, errstate and needs_inputs are for functions of one output")
+        if self.scalar is not None and self.kind != "rule":
+            raise TypeError(f"RulePair({_name(self.primal)}, ..., kind={self.kind!r}): scalar= gives "
+                            "derivatives; an entry of this kind has none")
         if self.native is not None and self.partials is None and self.transpose is None:
             raise TypeError(f"RulePair({_name(self.primal)}, ...): native= is an option of partials= or "
                             "transpose=")
@@ -137,6 +147,23 @@ class RulePair:
             object.__setattr__(self, "_rules", built)
         return built
 
+    def scalar_form(self) -> Callable[..., Any] | None:
+        """``scalar``, else the one derived from ``partials`` (built once, on first use).
+
+        Example:
+            >>> import rulescore as rc
+            >>> def cube(x): return x ** 3
+            >>> rc.RulePair(cube, partials=lambda x: 3 * x ** 2).scalar_form()(2.0)
+            (8.0, (12.0,))
+        """
+        if self.scalar is not None or self.partials is None or self.outputs != 1:
+            return self.scalar
+        built = self.__dict__.get("_scalar")
+        if built is None:
+            built = DERIVERS["scalar"](self)
+            object.__setattr__(self, "_scalar", built)
+        return built
+
     def resolved(self) -> RulePair:
         """The entry with its derived rules filled in as ``rrule`` and ``frule`` (callable).
 
@@ -148,7 +175,7 @@ class RulePair:
         """
         reverse, forward = self.rules()
         return RulePair(self.primal, reverse, forward, self.types, self.config, self.kind, self.wrt,
-                        self.zero_tangents)
+                        self.zero_tangents, scalar=self.scalar_form())
 
 
 def _name(f: Any) -> str:

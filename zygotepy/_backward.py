@@ -1,5 +1,9 @@
 """The backward pass: one reverse sweep over a trace's tape, no recursion.
 
+A node is ``(pullback, nargs, position, target, ...)``, or, for a rule applied to real scalars at
+first order, a numbers node (:data:`zygotepy._trace.NUMBERS`): its partial derivatives,
+which the sweep multiplies by a real cotangent itself (no call per node).
+
 Boxes are numbered in the order they were recorded, which is a topological order, so walking
 the tape backwards visits every node after all of its consumers. Each node's cotangent is
 accumulated with ``rulescore.add`` (zeros and ``None`` are the identity; a primal-typed
@@ -20,7 +24,7 @@ from rulescore._contract import check_count, plain_cotangent, wrong_cotangent
 from rulescore._zeros import AbstractZero
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
-from zygotepy._trace import LEVELS, Box, Trace, unbox_all
+from zygotepy._trace import LEVELS, NUMBERS, Box, Trace, unbox_all
 
 
 def extract(ct: Any, path: tuple[tuple[str, Any], ...]) -> Any:
@@ -80,6 +84,26 @@ def _numeric_box(b: Box) -> bool:
     return tv is float or tv is np.float64 or tv is np.ndarray
 
 
+def _numbers_pullback_node(node: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A numbers node (see :data:`zygotepy._trace.NUMBERS`) as a pullback node, for a
+    cotangent that is not a real number: an outer level's box, a 0-d array, a complex number (each
+    product projected onto a real scalar, the arguments' kind, through the dispatcher, so outer
+    levels see it).
+
+    Example:
+        >>> pullback, nargs, *routes = _numbers_pullback_node((NUMBERS, 2.0, 5, -1.0, 7))
+        >>> pullback(np.array(3.0)), nargs, routes
+        ((NoTangent(), 6.0, -3.0), 2, [0, 5, 1, 7])
+    """
+    partials = node[1::2]
+
+    def recorded_partials_pullback(ybar: Any) -> tuple[Any, ...]:
+        return (rc.NoTangent(), *[call(rc.project, 1.0, ybar * d) for d in partials])
+
+    routes = [part for k, target in enumerate(node[2::2]) for part in (k, target)]
+    return (recorded_partials_pullback, len(partials), *routes)
+
+
 #: The rule tables a pullback on a tape comes from: an error names its rule from them.
 TABLES = (rc.rrule, ADJOINTS)
 
@@ -108,11 +132,39 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if once:
             tape[i] = None
         tc = type(ct)
+        if (tc is float or tc is float64) and node[0] is NUMBERS:  # the sweep's own products
+            d = node[1]
+            c = ct * d
+            if type(c) is not type(d):  # (a partial has its argument's type: so has its cotangent)
+                c = type(d)(c)
+            target = node[2]
+            prev = cts[target]
+            if prev is None:
+                cts[target] = c
+            else:
+                tp = type(prev)
+                cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
+            if len(node) > 3:
+                for k in range(3, len(node), 2):
+                    d = node[k]
+                    c = ct * d
+                    if type(c) is not type(d):
+                        c = type(d)(c)
+                    target = node[k + 1]
+                    prev = cts[target]
+                    if prev is None:
+                        cts[target] = c
+                    else:
+                        tp = type(prev)
+                        cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
+            continue
         if tc is not float and tc is not float64 and tc is not ndarray and (
                 tc is not Box or not _numeric_box(ct)):  # (an outer level's box of one is plain too)
             ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
             if ct is None:
                 continue
+        if node[0] is NUMBERS:  # a rule's partials at real scalars
+            node = _numbers_pullback_node(node)  # a cotangent that is not a real number
         n = len(node)  # (see _trace.node) two routes unpacked, any more read as the loop goes
         if n == 4:
             pullback, nargs, pos, target = node

@@ -470,6 +470,24 @@ def _adjoints_on_atoms() -> bool:
     return found
 
 
+def scalar_form(fn: Any) -> Any:
+    """The scalar form of ``fn``'s one rrule (registered without types or a config: see
+    :class:`rulescore.RulePair`'s ``scalar``) when a call of ``fn`` on real scalars has no other
+    answer than that rule (no legacy adjoint, no special handling), else ``None``. A caller keeps
+    it only while the registries' versions stay.
+
+    Example:
+        >>> import math
+        >>> scalar_form(math.sin)(0.0), scalar_form(print)
+        ((0.0, (np.float64(1.0),)), None)
+    """
+    entry = HANDLED.get(fn)
+    if ADJOINTS.has_rules(fn) or fn is getattr or (entry is not None and entry.kind != "reference"):
+        return None
+    rule = RRULES.sole_rule(fn)
+    return None if rule is None else rule.scalar
+
+
 #: Per NumPy function, the position of its ``out`` parameter, or -1.
 _OUT_POSITIONS = BoundedCache(1024)
 

@@ -50,6 +50,7 @@ from zygotepy._trace import (
     LEVELS,
     NO_RULE,
     NOT_FAST,
+    NUMBERS,
     Box,
     Trace,
     isolated,
@@ -97,6 +98,7 @@ class ReverseTrace(DispatchedTrace):
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
+                self.numbers_path = record_numbers
             elif not _logging(outer):
                 self.fast_path = _apply_nested
 
@@ -130,6 +132,10 @@ class ReverseTrace(DispatchedTrace):
         target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
         paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
         here."""
+        if rule.scalar is not None and self.direct and not kwargs:
+            y = record_numbers(rule.scalar, args, self)  # real scalars: the partials as numbers
+            if y is not NOT_FAST:
+                return y
         if rule.plain and self.direct:  # the first-order hot path: no level switch
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         elif rule.plain and self.direct_nested and (body := _traced_impl(rule)) is not None:
@@ -254,6 +260,123 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     return entry
 
 
+def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> Any:
+    """A first-order reverse trace's ``numbers_path``, the one place a rule's scalar form is
+    applied: when ``args`` are this trace's boxes of real scalars (Python floats, NumPy float64
+    scalars) and real numbers, and the form gives a real scalar with real partials for the traced
+    ones, record them as a numbers node (:data:`zygotepy._trace.NUMBERS`) and return the
+    output's box; else ``NOT_FAST`` (the rule is run: it answers, or raises, as it does). A
+    Python float's partial is a Python float (its cotangent stays one, as its projection is).
+
+    Example:
+        >>> import operator, rulescore as rc
+        >>> trace = ReverseTrace(())
+        >>> form = rc.rrule.lookup(operator.mul, (2.0, 3.0)).scalar
+        >>> y = record_numbers(form, (trace.box(2.0), np.float64(3.0)), trace)
+        >>> y._zp_value, trace.tape[-1]
+        (np.float64(6.0), (<numbers>, 3.0, 0))
+    """
+    n = len(args)
+    if n == 2:  # one argument or two: unrolled
+        a, b = args
+        if type(a) is Box:
+            x = a._zp_value
+            tx = type(x)
+            if a._zp_trace is not trace or (tx is not float and tx is not _FLOAT64):
+                return NOT_FAST
+        elif type(a) in _REAL_CONSTANTS:
+            x, tx = a, None
+        else:
+            return NOT_FAST
+        if type(b) is Box:
+            y = b._zp_value
+            ty = type(y)
+            if b._zp_trace is not trace or (ty is not float and ty is not _FLOAT64):
+                return NOT_FAST
+        elif type(b) in _REAL_CONSTANTS and tx is not None:
+            y, ty = b, None
+        else:
+            return NOT_FAST
+        try:
+            answer = scalar(x, y)
+        except Exception:  # noqa: BLE001 (the rule, run next, raises it or answers the point itself)
+            return NOT_FAST
+        if answer is None:
+            return NOT_FAST
+        z, partials = answer
+        if len(partials) != 2:
+            return NOT_FAST
+        if tx is not None:
+            d = partials[0]
+            td = type(d)
+            if td is not tx:
+                if td is _FLOAT64 or td is int or td is float:
+                    d = tx(d)
+                else:
+                    return NOT_FAST
+            if ty is not None:
+                d1 = partials[1]
+                td = type(d1)
+                if td is not ty:
+                    if td is _FLOAT64 or td is int or td is float:
+                        d1 = ty(d1)
+                    else:
+                        return NOT_FAST
+                node: tuple[Any, ...] = (NUMBERS, d, a._zp_index, d1, b._zp_index)
+            else:
+                node = (NUMBERS, d, a._zp_index)
+        else:
+            d = partials[1]
+            td = type(d)
+            if td is not ty:
+                if td is _FLOAT64 or td is int or td is float:
+                    d = ty(d)
+                else:
+                    return NOT_FAST
+            node = (NUMBERS, d, b._zp_index)
+    elif n == 1:
+        a = args[0]
+        if type(a) is not Box or a._zp_trace is not trace:
+            return NOT_FAST
+        x = a._zp_value
+        tx = type(x)
+        if tx is not float and tx is not _FLOAT64:
+            return NOT_FAST
+        try:
+            answer = scalar(x)
+        except Exception:  # noqa: BLE001 (as above)
+            return NOT_FAST
+        if answer is None:
+            return NOT_FAST
+        z, partials = answer
+        if len(partials) != 1:
+            return NOT_FAST
+        d = partials[0]
+        td = type(d)
+        if td is not tx:
+            if td is _FLOAT64 or td is int or td is float:
+                d = tx(d)
+            else:
+                return NOT_FAST
+        node = (NUMBERS, d, a._zp_index)
+    else:
+        return NOT_FAST
+    tz = type(z)
+    if tz is not float and tz is not _FLOAT64:
+        return NOT_FAST
+    tape = trace.tape
+    index = len(tape)
+    tape.append(node)
+    box = _new_box(Box)  # Box(z, trace, index) without the Python frame of its __init__
+    box._zp_value = z
+    box._zp_trace = trace
+    box._zp_index = index
+    return box
+
+
+#: Untraced arguments of a rule's scalar form (a number the program wrote: ``y * 2``, ``x + 0.1``).
+_REAL_CONSTANTS = frozenset({float, int, np.float64})
+_FLOAT64 = np.float64
 #: ``object.__new__``: the fast paths make a box and set its three slots themselves.
 _new_box = object.__new__
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of

@@ -68,8 +68,8 @@ class Trace:
     (``zygotepy._forward``). The dispatcher only asks the trace.
     """
 
-    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "checks", "log", "tape", "params",
-                 "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "values_escaped",
+    __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "numbers_path", "checks", "log",
+                 "tape", "params", "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "values_escaped",
                  "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
@@ -87,6 +87,9 @@ class Trace:
         self.uniform: bool = not outer or (outer[-1].uniform and type(outer[-1]) is type(self))
         #: the dispatcher's hot path for this trace, ``fast_path(fn, args, trace)``, or None
         self.fast_path: Any = None
+        #: a rule's scalar form applied to real scalars, ``numbers_path(scalar, args, trace)`` (a
+        #: tape of numbers, see :data:`NUMBERS`), or None
+        self.numbers_path: Any = None
         self.checks = checks_enabled()  # rulescore's checking mode, read once per differentiation
         self.log = debug_logger()  # read once per differentiation: calls check only this attribute
         self.tape: list[Any] = []  # per node: None (an input) or one flat tuple (see :func:`node`)
@@ -209,6 +212,23 @@ def node(pullback: Any, routes: tuple[tuple[int, Any], ...], nargs: int) -> tupl
         (<built-in function abs>, 2, 0, 7, 1, 3)
     """
     return (pullback, nargs, *[part for route in routes for part in route])
+
+
+class _Numbers:
+    """The mark of a numbers node (one instance, :data:`NUMBERS`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<numbers>"
+
+
+#: The first item of a numbers node, the tape node of a rule applied to real scalars at first
+#: order, its partial derivatives as numbers: ``(NUMBERS, partial, target, partial, target, ...)``,
+#: one pair per traced argument (``target``: its tape index), each partial of its argument's type
+#: (a Python float or a NumPy float64). The sweep multiplies a real cotangent by each partial
+#: itself, keeping that type (a projection): no pullback is made or called.
+NUMBERS = _Numbers()
 
 
 #: What :meth:`Trace.differentiate` returns when the trace has no rule for the call.

@@ -317,7 +317,7 @@ def record_write(levels: tuple[Trace, ...], home: np.ndarray, new: Any) -> None:
     trace.shadows[id(home)] = (home, new)
     for t in levels[trace.level:]:
         t.with_params = True
-        t.fast_path = None
+        t.fast_path = t.numbers_path = None
 
 
 def latest(levels: tuple[Trace, ...], a: Any) -> Any:

@@ -96,6 +96,32 @@ def _repeat_rrule(x: Any, y: Any, z: Any) -> Any:
     return z, repeat_pullback
 
 
+# -- the scalar forms (see RulePair's scalar): the partials at real scalars, as numbers -----------
+
+
+def add_scalar(x: Any, y: Any) -> Any:
+    return x + y, (1.0, 1.0)
+
+
+def sub_scalar(x: Any, y: Any) -> Any:
+    return x - y, (1.0, -1.0)
+
+
+def mul_scalar(x: Any, y: Any) -> Any:
+    return x * y, (y, x)
+
+
+def truediv_scalar(x: Any, y: Any) -> Any:
+    if y == 0:
+        return None  # the rule raises (Python floats) or warns (NumPy's), once
+    z = x / y
+    return z, (1.0 / y, -z / y)
+
+
+def neg_scalar(x: Any) -> Any:
+    return -x, (-1.0,)
+
+
 # -- the rules ------------------------------------------------------------------------------------
 
 
@@ -348,14 +374,14 @@ NON_DIFFERENTIABLE: tuple[Any, ...] = (
 #: The operators with rules of their own (``add_rrule``, ``add_frule``, ...; ``+`` on sequences
 #: is ``add``'s too).
 RULES: tuple[RulePair, ...] = (
-    RulePair(operator.add, add_rrule, add_frule),
+    RulePair(operator.add, add_rrule, add_frule, scalar=add_scalar),
     RulePair(operator.concat, add_rrule, add_frule),
-    RulePair(operator.sub, sub_rrule, sub_frule),
-    RulePair(operator.mul, mul_rrule, mul_frule),
-    RulePair(operator.truediv, truediv_rrule, truediv_frule),
+    RulePair(operator.sub, sub_rrule, sub_frule, scalar=sub_scalar),
+    RulePair(operator.mul, mul_rrule, mul_frule, scalar=mul_scalar),
+    RulePair(operator.truediv, truediv_rrule, truediv_frule, scalar=truediv_scalar),
     RulePair(operator.mod, mod_rrule, mod_frule),
     RulePair(operator.pow, pow_rrule, pow_frule),
-    RulePair(operator.neg, neg_rrule, neg_frule),
+    RulePair(operator.neg, neg_rrule, neg_frule, scalar=neg_scalar),
     RulePair(operator.pos, pos_rrule, pos_frule),
     RulePair(operator.abs, abs_rrule, abs_frule),
     *(RulePair(f, kind="non_differentiable") for f in NON_DIFFERENTIABLE),

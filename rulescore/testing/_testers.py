@@ -266,9 +266,41 @@ def _run_rrule(report: _Report, s: _Setup, output_tangent: Any, rrule_f: Callabl
     problem = make_problem(s.f, s.primals, s.kwargs, nodes, s.y, s.tol.rtol)
     for i, node, vec in targets:
         _check_cotangent_fd(report, s, problem, i, node, vec, yvec, cts[i])
+    if rrule_f is None and not s.kwargs:
+        _check_scalar_form(report, s, y, ybar, cts)
 
     if check_thunks:
         _check_thunk_and_zero(report, s, pullback, ybar, cts, targets)
+
+
+_REAL_SCALARS = (float, int, np.float64)
+
+
+def _check_scalar_form(report: _Report, s: _Setup, y: Any, ybar: Any, cts: tuple[Any, ...]) -> None:
+    """At real scalar arguments, the rule's scalar form (``RulePair(..., scalar=...)`` or the one
+    derived from ``partials=``), which an engine may use instead of the rrule, must give the
+    rrule's output and, times ``ybar``, its cotangents."""
+    rule = rc.rrule.lookup(s.f, s.primals)
+    if rule is None or rule.scalar is None or not all(type(p) in _REAL_SCALARS for p in s.primals):
+        return
+    answer = _invoke(report, "the scalar form", lambda: rule.scalar(*s.primals))
+    if answer is None:
+        return  # it gives no numbers here: the rrule is used
+    z, partials = answer
+    if type(z) not in _REAL_SCALARS or not np.isclose(z, y, rtol=1e-12, atol=0.0, equal_nan=True):
+        report.fail(f"the scalar form gives the output {z!r}; the rrule gives {y!r}")
+    if len(partials) != len(s.primals):
+        report.fail(f"the scalar form gives {len(partials)} partials for {len(s.primals)} arguments")
+        return
+    for i, (d, ct) in enumerate(zip(partials, cts[1:], strict=True), start=1):
+        ct = rc.unthunk(ct)
+        if isinstance(ct, rc.NoTangent) or type(d) not in _REAL_SCALARS:
+            continue  # not a number there: an engine runs the rrule instead
+        got = ybar * d
+        expected = 0.0 if rc.is_zero(ct) else ct
+        if not np.isclose(got, expected, rtol=1e-9, atol=1e-300, equal_nan=True):
+            report.fail(f"{_arg_label(i, s.inputs[i])}: the scalar form's partial {d!r} times ybar is "
+                        f"{got!r}; the pullback gives {expected!r}")
 
 
 def _classify_cotangent(report: _Report, i: int, x: Any, ct: Any, label: str, nondiff_rule: bool,
