@@ -18,7 +18,7 @@ from rulescore._checks import callable_name
 from rulescore._fitting import as_array_tangent, as_arrays, fit, proj, stand_in
 from rulescore._namespace import foreign_namespace, is_complex_array, unbroadcast_to
 from rulescore._registry import register_rules
-from rulescore._rule_pair import DERIVERS, RulePair, TypeSpec
+from rulescore._rule_pair import DERIVERS, SCALAR_DERIVERS, RulePair, TypeSpec
 from rulescore._structural import structural
 from rulescore._tangent import Tangent
 from rulescore._thunks import unthunk
@@ -579,5 +579,5 @@ def partials_scalar_form(pair: RulePair) -> Callable[..., Any]:
 
 
 DERIVERS["partials"] = partials_rule_functions
-DERIVERS["scalar"] = partials_scalar_form
+SCALAR_DERIVERS["partials"] = partials_scalar_form
 DERIVERS["kind"] = lambda pair: no_derivative_rule_functions(pair.primal)  # "non_differentiable"

@@ -160,7 +160,7 @@ class RulePair:
             return self.scalar
         built = self.__dict__.get("_scalar")
         if built is None:
-            built = DERIVERS["scalar"](self)
+            built = SCALAR_DERIVERS["partials"](self)
             object.__setattr__(self, "_scalar", built)
         return built
 
@@ -185,6 +185,9 @@ def _name(f: Any) -> str:
 #: How an entry derives its rules, by what it gives (``"partials"``, ``"transpose"``, ``"kind"``):
 #: :mod:`rulescore._helpers` and :mod:`rulescore._linear` fill it in (they build on this module).
 DERIVERS: dict[str, Callable[[RulePair], tuple[Callable[..., Any], Callable[..., Any]]]] = {}
+#: How an entry derives its scalar form, by what it gives (``"partials"``): filled in by
+#: :mod:`rulescore._helpers`.
+SCALAR_DERIVERS: dict[str, Callable[[RulePair], Callable[..., Any]]] = {}
 
 
 def _derive(pair: RulePair) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:

@@ -329,8 +329,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             d = partials[1]
             td = type(d)
             if td is not ty:
-                if td is _FLOAT64 or td is int or td is float:
-                    d = ty(d)
+                if td is _FLOAT64 or td is int or td is float:  # (b is a box here: ty is a type)
+                    d = ty(d)  # type: ignore[misc]
                 else:
                     return NOT_FAST
             node = (NUMBERS, d, b._zp_index)

@@ -69,8 +69,8 @@ class Trace:
     """
 
     __slots__ = ("level", "outer", "with_params", "uniform", "fast_path", "numbers_path", "checks", "log",
-                 "tape", "params", "param_boxes", "shadows", "owners", "shapes", "spent", "stored", "values_escaped",
-                 "__weakref__")
+                 "tape", "params", "param_boxes", "shadows", "owners", "shapes", "spent", "stored",
+                 "values_escaped", "__weakref__")
 
     #: Whether this kind records pullbacks on its tape (reverse mode; legacy adjoints apply).
     records = True

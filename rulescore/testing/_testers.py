@@ -281,9 +281,10 @@ def _check_scalar_form(report: _Report, s: _Setup, y: Any, ybar: Any, cts: tuple
     derived from ``partials=``), which an engine may use instead of the rrule, must give the
     rrule's output and, times ``ybar``, its cotangents."""
     rule = rc.rrule.lookup(s.f, s.primals)
-    if rule is None or rule.scalar is None or not all(type(p) in _REAL_SCALARS for p in s.primals):
+    form = None if rule is None else rule.scalar
+    if form is None or not all(type(p) in _REAL_SCALARS for p in s.primals):
         return
-    answer = _invoke(report, "the scalar form", lambda: rule.scalar(*s.primals))
+    answer = _invoke(report, "the scalar form", lambda: form(*s.primals))
     if answer is None:
         return  # it gives no numbers here: the rrule is used
     z, partials = answer
