@@ -528,9 +528,10 @@ def _reused(x):
     return s
 
 
-@pytest.mark.parametrize("f, x", [(_operators_and_constants, 1.3),
-                                  (_operators_and_constants, np.float64(1.3)), (_reused, 0.3), (lambda x: math.exp(x) * x / (1 + x) - np.cos(x), 0.7),
-                                  (lambda x: np.sin(x) * x + 0.1, 0.5), (lambda x: x * True + x, 2.0)])
+@pytest.mark.parametrize("f, x", [
+    (_operators_and_constants, 1.3), (_operators_and_constants, np.float64(1.3)), (_reused, 0.3),
+    (lambda x: math.exp(x) * x / (1 + x) - np.cos(x), 0.7), (lambda x: np.sin(x) * x + 0.1, 0.5),
+    (lambda x: x * True + x, 2.0)])
 def test_scalar_code_gradients_match_finite_differences_with_the_argument_type(f, x):
     (g,) = zp.gradient(f, x)
     assert g == pytest.approx(fd(f, x), rel=1e-6) and type(g) is type(x)
