@@ -132,40 +132,43 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if once:
             tape[i] = None
         tc = type(ct)
-        if (tc is float or tc is float64) and node[0] is NUMBERS:  # the sweep's own products
-            d = node[1]
-            c = ct * d
-            if type(c) is not type(d):  # (a partial has its argument's type: so has its cotangent)
-                c = type(d)(c)
-            target = node[2]
-            prev = cts[target]
-            if prev is None:
-                cts[target] = c
-            else:
-                tp = type(prev)
-                cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
-            if len(node) > 3:
-                for k in range(3, len(node), 2):
-                    d = node[k]
-                    c = ct * d
-                    if type(c) is not type(d):
-                        c = type(d)(c)
-                    target = node[k + 1]
-                    prev = cts[target]
-                    if prev is None:
-                        cts[target] = c
-                    else:
-                        tp = type(prev)
-                        cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
-            continue
-        if tc is not float and tc is not float64 and tc is not ndarray and (
-                tc is not Box or not _numeric_box(ct)):  # (an outer level's box of one is plain too)
-            ct = plain_cotangent(ct)  # the rule contract: pullbacks see plain, non-zero cotangents
+        if tc is float or tc is float64:
+            if node[0] is NUMBERS:  # the sweep's own products
+                d = node[1]
+                c = ct * d
+                if type(c) is not type(d):  # (a partial has its argument's type: so has its cotangent)
+                    c = type(d)(c)
+                target = node[2]
+                prev = cts[target]
+                if prev is None:
+                    cts[target] = c
+                else:
+                    tp = type(prev)
+                    cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
+                if len(node) > 3:
+                    for k in range(3, len(node), 2):
+                        d = node[k]
+                        c = ct * d
+                        if type(c) is not type(d):
+                            c = type(d)(c)
+                        target = node[k + 1]
+                        prev = cts[target]
+                        if prev is None:
+                            cts[target] = c
+                        else:
+                            tp = type(prev)
+                            cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
+                continue
+        elif tc is not ndarray and (tc is not Box or not _numeric_box(ct)):
+            # the rule contract: pullbacks see plain, non-zero cotangents (an outer level's box of a
+            # number or an array is one)
+            ct = plain_cotangent(ct)
             if ct is None:
                 continue
-        if node[0] is NUMBERS:  # a rule's partials at real scalars
-            node = _numbers_pullback_node(node)  # a cotangent that is not a real number
         n = len(node)  # (see _trace.node) two routes unpacked, any more read as the loop goes
+        if n & 1:  # a numbers node (odd: a mark, then pairs) given a cotangent that is not a real number
+            node = _numbers_pullback_node(node)
+            n = len(node)
         if n == 4:
             pullback, nargs, pos, target = node
             pos2 = -1

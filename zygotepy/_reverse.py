@@ -132,11 +132,11 @@ class ReverseTrace(DispatchedTrace):
         target, ...``, see :func:`~zygotepy._dispatch.unbox_arguments`). The dispatcher's fast
         paths (:func:`_apply_first_order`, :func:`_apply_nested`) only classify a call and come
         here."""
-        if rule.scalar is not None and self.direct and not kwargs:
-            y = record_numbers(rule.scalar, args, self)  # real scalars: the partials as numbers
-            if y is not NOT_FAST:
-                return y
         if rule.plain and self.direct:  # the first-order hot path: no level switch
+            if primals and type(primals[0]) in _REAL_CONSTANTS and rule.scalar is not None and not kwargs:
+                y = record_numbers(rule.scalar, args, self)  # real scalars: the partials as numbers
+                if y is not NOT_FAST:
+                    return y
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
         elif rule.plain and self.direct_nested and (body := _traced_impl(rule)) is not None:
             # the nested hot path: the rule's rewritten body, called directly at the outer levels

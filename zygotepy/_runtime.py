@@ -385,10 +385,10 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
 #: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
 #: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
-#: ``_DISPATCH``: ``_dispatch.call`` (the rest); ``_BY_NUMBERS``: a callable whose one rule has a
-#: scalar form (kept with it): the innermost trace's ``numbers_path`` first, then as ``_BY_RULE``.
+#: ``_DISPATCH``: ``_dispatch.call`` (the rest). ``_BY_RULE`` keeps the scalar form of the
+#: callable's one rule (or None): while the registries' versions are the ones it was found at, a
+#: first-order reverse trace's ``numbers_path`` tries it first (scalar code: a tape of numbers).
 _BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
-_BY_NUMBERS = "numbers"
 _INSPECTION = "inspection"
 _AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
 #: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
@@ -523,8 +523,7 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
     if fn is type or fn is len:
         return _DISPATCH, None
     if _dispatch.RRULES.has_rules(fn) or _dispatch.FRULES.has_rules(fn) or ADJOINTS.has_rules(fn):
-        scalar = _dispatch.scalar_form(fn)
-        return (_BY_RULE, None) if scalar is None else (_BY_NUMBERS, scalar)
+        return _BY_RULE, _dispatch.scalar_form(fn)
     tf = type(fn)
     if tf is np.ufunc or tf is _DISPATCHER or fn in _dispatch.ITERATING:
         return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
@@ -583,14 +582,16 @@ def call_site() -> Any:
                                   and versions != rrules.version + frules.version + adjoints.version):
                 versions, kind, target = _site_answer(fn, top)
                 kept = fn, versions, kind, target
-        if kind is _BY_NUMBERS:
-            numbers = top.numbers_path
-            if numbers is not None and not kwargs:
-                y = numbers(target, args, top)
-                if y is not NOT_FAST:
-                    return y
-            kind = _BY_RULE
         if kind is _BY_RULE:  # _dispatch.call's last lines, past its questions (inlined: per op)
+            numbers = top.numbers_path
+            if numbers is not None and target is not None and not kwargs:
+                if versions != rrules.version + frules.version + adjoints.version:
+                    versions, kind, target = _site_answer(fn, top)  # is the kept scalar form the rule's?
+                    kept = fn, versions, kind, target  # (still by rule: tables only grow)
+                if target is not None:
+                    y = numbers(target, args, top)
+                    if y is not NOT_FAST:
+                        return y
             if not kwargs:
                 fast = top.fast_path
                 if fast is not None:
