@@ -136,8 +136,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             if node[0] is NUMBERS:  # the sweep's own products
                 d = node[1]
                 c = ct * d
-                if type(c) is not type(d):  # (a partial has its argument's type: so has its cotangent)
-                    c = type(d)(c)
+                if tc is float64 and type(d) is float:  # (a Python float's partial is one: so is
+                    c = float(c)  # its cotangent)
                 target = node[2]
                 prev = cts[target]
                 if prev is None:
@@ -149,8 +149,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                     for k in range(3, len(node), 2):
                         d = node[k]
                         c = ct * d
-                        if type(c) is not type(d):
-                            c = type(d)(c)
+                        if tc is float64 and type(d) is float:
+                            c = float(c)
                         target = node[k + 1]
                         prev = cts[target]
                         if prev is None:

@@ -266,7 +266,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     scalars) and real numbers, and the form gives a real scalar with real partials for the traced
     ones, record them as a numbers node (:data:`zygotepy._trace.NUMBERS`) and return the
     output's box; else ``NOT_FAST`` (the rule is run: it answers, or raises, as it does). A
-    Python float's partial is a Python float (its cotangent stays one, as its projection is).
+    Python float's partial is made a Python float (its cotangent stays one, as its projection
+    makes it).
 
     Example:
         >>> import operator, rulescore as rc
@@ -298,40 +299,33 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         else:
             return NOT_FAST
         try:
-            answer = scalar(x, y)
+            z, (d, d1) = scalar(x, y)  # (None: no numbers here)
         except Exception:  # noqa: BLE001 (the rule, run next, raises it or answers the point itself)
             return NOT_FAST
-        if answer is None:
-            return NOT_FAST
-        z, partials = answer
-        if len(partials) != 2:
-            return NOT_FAST
         if tx is not None:
-            d = partials[0]
             td = type(d)
-            if td is not tx:
-                if td is _FLOAT64 or td is int or td is float:
-                    d = tx(d)
-                else:
+            if td is not float:
+                if td is int or (td is _FLOAT64 and tx is float):
+                    d = float(d)
+                elif td is not _FLOAT64:
                     return NOT_FAST
             if ty is not None:
-                d1 = partials[1]
                 td = type(d1)
-                if td is not ty:
-                    if td is _FLOAT64 or td is int or td is float:
-                        d1 = ty(d1)
-                    else:
+                if td is not float:
+                    if td is int or (td is _FLOAT64 and ty is float):
+                        d1 = float(d1)
+                    elif td is not _FLOAT64:
                         return NOT_FAST
                 node: tuple[Any, ...] = (NUMBERS, d, a._zp_index, d1, b._zp_index)
             else:
                 node = (NUMBERS, d, a._zp_index)
         else:
-            d = partials[1]
+            d = d1
             td = type(d)
-            if td is not ty:
-                if td is _FLOAT64 or td is int or td is float:  # (b is a box here: ty is a type)
-                    d = ty(d)  # type: ignore[misc]
-                else:
+            if td is not float:
+                if td is int or (td is _FLOAT64 and ty is float):
+                    d = float(d)
+                elif td is not _FLOAT64:
                     return NOT_FAST
             node = (NUMBERS, d, b._zp_index)
     elif n == 1:
@@ -343,20 +337,14 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if tx is not float and tx is not _FLOAT64:
             return NOT_FAST
         try:
-            answer = scalar(x)
+            z, (d,) = scalar(x)
         except Exception:  # noqa: BLE001 (as above)
             return NOT_FAST
-        if answer is None:
-            return NOT_FAST
-        z, partials = answer
-        if len(partials) != 1:
-            return NOT_FAST
-        d = partials[0]
         td = type(d)
-        if td is not tx:
-            if td is _FLOAT64 or td is int or td is float:
-                d = tx(d)
-            else:
+        if td is not float:
+            if td is int or (td is _FLOAT64 and tx is float):
+                d = float(d)
+            elif td is not _FLOAT64:
                 return NOT_FAST
         node = (NUMBERS, d, a._zp_index)
     else:
