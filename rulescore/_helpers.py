@@ -28,6 +28,23 @@ _NT = NoTangent()
 _ZT = ZeroTangent()
 
 
+def _positional_count(fn: Callable[..., Any]) -> int:
+    """How many positional parameters ``fn`` has without a default (-1: any number, or unknown).
+
+    Example:
+        >>> _positional_count(lambda x, xp=None: x), _positional_count(lambda *a: a)
+        (1, -1)
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return -1
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in positional and p.default is p.empty)
+
+
 def _wants(partials: Callable[..., Any], name: str) -> bool:
     code = getattr(partials, "__code__", None)
     if code is not None:  # a Python function: its code names its parameters (cheaper at import)
@@ -574,8 +591,15 @@ def partials_scalar_form(pair: RulePair) -> Callable[..., Any]:
             d = partials(*args, result=y) if with_result else partials(*args)
         return y, d if type(d) is tuple else (d,)
 
-    scalar_form.__qualname__ = scalar_form.__name__ = f"{callable_name(f).rsplit('.', 1)[-1]}_scalar"
-    return scalar_form
+    def unary_scalar_form(x: Any) -> Any:  # (one argument: the commonest form, without packing)
+        d = partials(x)
+        return f(x), d if type(d) is tuple else (d,)
+
+    form = unary_scalar_form if not errstate and not with_result and _positional_count(partials) == 1 \
+        else scalar_form
+    form.__qualname__ = form.__name__ = f"{callable_name(f).rsplit('.', 1)[-1]}_scalar"
+    return form
+
 
 
 DERIVERS["partials"] = partials_rule_functions

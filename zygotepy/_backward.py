@@ -145,7 +145,19 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 else:
                     tp = type(prev)
                     cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
-                if len(node) > 3:
+                if len(node) == 5:  # (two traced arguments: unrolled)
+                    d = node[3]
+                    c = ct * d
+                    if tc is float64 and type(d) is float:
+                        c = float(c)
+                    target = node[4]
+                    prev = cts[target]
+                    if prev is None:
+                        cts[target] = c
+                    else:
+                        tp = type(prev)
+                        cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
+                elif len(node) > 5:
                     for k in range(3, len(node), 2):
                         d = node[k]
                         c = ct * d
