@@ -301,6 +301,11 @@ class RuleTable:
         (True, False)
     """
 
+    #: A number that moves whenever any table registers anything (each table's ``version`` moves
+    #: with its own registrations): an engine keeping answers that depend on several tables
+    #: compares one number.
+    changes = 0
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._forward = name == "frule"
@@ -379,6 +384,7 @@ class RuleTable:
                 self._handled[f] = Rule(self.name, f, (), impl, None, kind, _origin(impl))
             finally:
                 self.version += 1
+                RuleTable.changes += 1
             return
         reverse, forward = (None, impl) if self._forward else (impl, None)
         self.declare(RulePair(f, reverse, forward, types, config, kind, wrt, zero_tangents))
@@ -407,6 +413,7 @@ class RuleTable:
             entry.declare(pair, types, family)
         finally:  # even if interrupted: what engines cached from the old rules is looked up again
             self.version += 1
+            RuleTable.changes += 1
 
     def placeholder(self, f: Any, family: str, load: Callable[[], bool]) -> None:
         """Note that the rule family ``family`` has rules for ``f`` without importing it: ``f``
@@ -433,6 +440,7 @@ class RuleTable:
         entry.cache = {}
         entry.only = None
         self.version += 1
+        RuleTable.changes += 1
 
     def rule_of(self, pair: RulePair, types: tuple[TypeSpec, ...]) -> Rule:
         """The :class:`Rule` of this table that the entry ``pair`` gives, for the signature ``types``."""

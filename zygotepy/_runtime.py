@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+import rulescore as rc
 from rulescore._checks import callable_name
 from rulescore.rules.writes import IN_PLACE
 from zygotepy import _dispatch, _views
@@ -399,8 +400,8 @@ _SITE_ANSWERS = BoundedCache(1024)
 
 def _versions() -> int:
     """A number that moves whenever a rule, an opt-out, a handling entry or an adjoint is
-    registered (each table's ``version`` only grows)."""
-    return _dispatch.RRULES.version + _dispatch.FRULES.version + ADJOINTS.version
+    registered (``rulescore.RuleTable.changes``: every table's registrations)."""
+    return rc.RuleTable.changes
 
 
 def _keepable(fn: Any) -> bool:
@@ -559,7 +560,7 @@ def call_site() -> Any:
     anything else goes to ``_dispatch.call``, which answers every call alike."""
     kept: tuple[Any, int, str, Any] = (_NOTHING_SEEN, -1, _DISPATCH, None)  # replaced whole: threads
     dispatch, resolve, levels_var = _dispatch.call, _dispatch.resolve, LEVELS
-    rrules, frules, adjoints = _dispatch.RRULES, _dispatch.FRULES, ADJOINTS
+    tables = rc.RuleTable  # (its ``changes``: every table's registrations)
 
     def site(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         nonlocal kept
@@ -569,7 +570,7 @@ def call_site() -> Any:
         top = levels[-1]
         seen, versions, kind, target = kept
         if fn is not seen or (kind is not _BY_RULE
-                              and versions != rrules.version + frules.version + adjoints.version):
+                              and versions != tables.changes):
             if not _keepable(fn):
                 method = _method_of(fn)
                 if method is None:
@@ -579,13 +580,13 @@ def call_site() -> Any:
                     return dispatch(fn, *args, **kwargs)
                 fn, args = method[0], (method[1], *args)  # a bound method: its function, self first
             if fn is not seen or (kind is not _BY_RULE
-                                  and versions != rrules.version + frules.version + adjoints.version):
+                                  and versions != tables.changes):
                 versions, kind, target = _site_answer(fn, top)
                 kept = fn, versions, kind, target
         if kind is _BY_RULE:  # _dispatch.call's last lines, past its questions (inlined: per op)
             numbers = top.numbers_path
             if numbers is not None and target is not None and not kwargs:
-                if versions != rrules.version + frules.version + adjoints.version:
+                if versions != tables.changes:
                     versions, kind, target = _site_answer(fn, top)  # is the kept scalar form the rule's?
                     kept = fn, versions, kind, target  # (still by rule: tables only grow)
                 if target is not None:
