@@ -75,6 +75,12 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
         return zbar @ _conj_t(y, xp) if wrt == 0 else _conj_t(x, xp) @ zbar
     if xd == 1 and yd == 1:
         return zbar * _xp_conj(y, xp) if wrt == 0 else _xp_conj(x, xp) * zbar
+    if xd + yd == 3:
+        other = y if wrt == 0 else x
+        if type(other) is np.ndarray and other.ndim == 2 and other.dtype.kind != "c":
+            # a real matrix and a vector, the vector's cotangent: one product (the same BLAS gemv
+            # as the general lines' expand_dims, swapaxes, @ and squeeze, four calls to trace nested)
+            return zbar @ other.T if wrt == 0 else other.T @ zbar
     g = zbar
     if xd == 1:
         g = xp.expand_dims(g, axis=-2)
