@@ -34,6 +34,7 @@ from rulescore.rules.reductions import (
     _not_args,
     _shape,
 )
+from rulescore.rules.indexing import _tangent_class
 from zygotepy import UntraceableError
 
 #: Every helper rulescore marks, with how to call it on one array (``x``) or shape: a helper
@@ -49,6 +50,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     _keep_shape: lambda f, x: f(x.shape, tuple(range(0, x.ndim, 2))),
     _not_args: lambda f, x: f(x.ndim),
     _lse_layout: lambda f, x: f(x, (), {"b": x, "axis": -1 if x.ndim else None, "keepdims": True}),
+    _tangent_class: lambda f, x: f((x, x)),
 }
 
 DTYPES = st.sampled_from([np.float64, np.float32, np.complex128, np.int64])
