@@ -73,3 +73,20 @@ def test_an_entry_of_a_namedtuple_result_at_both_nested_modes(field: Any) -> Non
     grad = lambda m: zp.gradient(f, m)[0]  # noqa: E731
     np.testing.assert_allclose(zp.jvp(grad, (a,), (v,))[1], expected, rtol=1e-10)
     np.testing.assert_allclose(zp.gradient(lambda m: np.sum(grad(m) * v), a)[0], expected, rtol=1e-10)
+
+
+def test_an_index_with_an_ellipsis_at_both_nested_modes() -> None:
+    """``x[..., :, None]`` and ``x[..., None, :]`` (an outer product's indices, as linalg's
+    pullbacks write them) in a gradient differentiated again, against the closed form of
+    f(x) = sum_ij sin(x_i) x_j = sum(sin x) sum(x)."""
+    rng = np.random.default_rng(4)
+    x, v = rng.standard_normal((2, 5))
+
+    def f(u: Any) -> Any:
+        return np.sum(np.sin(u)[..., :, None] * u[..., None, :])
+
+    grad = lambda u: zp.gradient(f, u)[0]  # noqa: E731
+    np.testing.assert_allclose(grad(x), np.cos(x) * np.sum(x) + np.sum(np.sin(x)), rtol=1e-12)
+    expected = -np.sin(x) * v * np.sum(x) + np.cos(x) * np.sum(v) + np.sum(np.cos(x) * v)
+    np.testing.assert_allclose(zp.jvp(grad, (x,), (v,))[1], expected, rtol=1e-12)
+    np.testing.assert_allclose(zp.gradient(lambda u: np.sum(grad(u) * v), x)[0], expected, rtol=1e-12)
