@@ -640,7 +640,7 @@ class _LogSumExp:
         xp = self.xp
         lse = self.lse if self.keepdims else xp.reshape(self.lse, self.kshape)
         finite = xp.isfinite(lse)
-        if xp is not np or not np.all(finite):  # (NumPy: a flag, not two traced calls at a nested level)
+        if xp is not np or not finite.all():  # (NumPy: a flag, not two traced calls at a nested level)
             lse = xp.where(finite, lse, xp.zeros_like(lse))
         e = xp.exp(self.a - lse)
         if self.sign is not None:
