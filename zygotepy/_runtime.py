@@ -315,7 +315,8 @@ class _Managed:
 
     def __enter__(self) -> Any:
         manager, enter = self.manager, self.enter
-        self.as_is = _library_code(enter) and _library_code(self.exit) and runs_as_is((manager,), _NO_KEYWORDS)
+        self.as_is = _library_code(enter) and _library_code(self.exit) \
+            and runs_as_is((manager,), _NO_KEYWORDS)
         if enter is None or self.as_is:
             return type(manager).__enter__(manager)
         return _dispatch.call(enter, manager)

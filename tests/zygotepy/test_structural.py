@@ -25,6 +25,7 @@ import rulescore as rc
 import zygotepy as zp
 from rulescore._helpers import _call_kind
 from rulescore.rules._common import is_complex, normalize_axes
+from rulescore.rules.indexing import _tangent_class
 from rulescore.rules.reductions import (
     _cotangent_dtype,
     _dtype,
@@ -34,7 +35,6 @@ from rulescore.rules.reductions import (
     _not_args,
     _shape,
 )
-from rulescore.rules.indexing import _tangent_class
 from zygotepy import UntraceableError
 
 #: Every helper rulescore marks, with how to call it on one array (``x``) or shape: a helper
