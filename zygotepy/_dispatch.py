@@ -245,6 +245,9 @@ class DispatchedTrace(Trace):
             return dispatch_from_box(attr, box, name)
         if kind == "class":
             return getattr(box._zp_value, name)
+        if type(primal) is np.ndarray and name in _ARRAY_ATTRIBUTE_FUNCTIONS \
+                and not _own_array_getattr(primal, name):
+            return dispatch_from_box(_ARRAY_ATTRIBUTE_FUNCTIONS[name], box)
         return dispatch_from_box(getattr, box, name)
 
 
@@ -606,6 +609,28 @@ def _scalar_method(cls: type, name: str) -> Any:
         if function is not None and RRULES.has_rules(function):
             return function
     return method
+
+
+#: Array attributes that are a NumPy function of the array (the same view): a box of an array
+#: reads them as that function's call, whose rule the fast paths apply, where ``getattr``'s rule
+#: asks which attribute of what it reads in a body that nested levels trace line by line (``L.T``
+#: and linalg's ``x.mT`` cost about 1,000 bytecodes each at the outer level of an HVP).
+_ARRAY_ATTRIBUTE_FUNCTIONS = {"T": np.transpose, "mT": np.linalg.matrix_transpose}
+#: ``(RRULES.version, FRULES.version, name) -> whether a getattr rule registered for arrays (not
+#: the generic one) reads that attribute``; bounded (a handful of names, versions move rarely).
+_OWN_ARRAY_GETATTR = BoundedCache(16)
+
+
+def _own_array_getattr(array: Any, name: str) -> bool:
+    """Whether a ``getattr`` rule or frule registered for arrays' class answers ``array.name``:
+    then the box reads it through ``getattr`` (rules first), not as its NumPy function."""
+    key = (RRULES.version, FRULES.version, name)
+    own = _OWN_ARRAY_GETATTR.get(key)
+    if own is None:
+        rules = RRULES.lookup(getattr, (array, name)), FRULES.lookup(getattr, (array, name))
+        own = any(rule is not None and bool(rule.types) for rule in rules)
+        _OWN_ARRAY_GETATTR.put(key, own)
+    return bool(own)
 
 
 def getattr_has_own_rule(obj: Any, name: str) -> bool:

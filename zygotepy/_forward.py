@@ -556,13 +556,14 @@ def _plain(x: Any) -> bool:
 
 def _constant(x: Any) -> bool:
     """Whether an argument that is not a box holds none either (a number, an array, a dtype, an
-    index: a slice or a tuple of them, a shape), so its tangent is zero in every direction."""
+    index: a slice or a tuple of them, a shape, a zero tangent: ``[ZeroTangent()] * n`` in a
+    pullback), so its tangent is zero in every direction."""
     t = type(x)
     if t is tuple or t is list:
         return all(_constant(v) for v in x)
     if t is slice:
         return _constant(x.start) and _constant(x.stop) and _constant(x.step)
-    return t is not Box and (_plain(x) or x is Ellipsis or isinstance(x, np.dtype))
+    return t is not Box and (_plain(x) or x is Ellipsis or isinstance(x, (np.dtype, AbstractZero)))
 
 
 def _stacked(box: Box, primal: Any, directions: int) -> Any:

@@ -382,17 +382,19 @@ UFUNC = np.ufunc
 
 
 def _is_shape(t: tuple[Any, ...]) -> bool:
-    """A tuple of ints, slices of ints and ``None`` (a shape, axes, an index): a constant the fast
-    path takes as a second argument (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2, 3))``,
-    ``x[:, 0]``).
+    """A tuple of ints, slices of ints, ``None`` and ``...`` (a shape, axes, an index): a constant
+    the fast path takes as a second argument (``np.broadcast_to(g, x.shape)``, ``np.reshape(x, (2,
+    3))``, ``x[:, 0]``, ``b[..., None]``).
 
     Example:
         >>> _is_shape((2, 3)), _is_shape((slice(None, 2), 0, None)), _is_shape((slice(0.5, 2),))
         (True, True, False)
+        >>> _is_shape((..., None)), _is_shape((..., 0.5))
+        (True, False)
     """
     for v in t:
         tv = type(v)
-        if tv is not int and v is not None and not (
+        if tv is not int and v is not None and v is not Ellipsis and not (
                 tv is slice and _int_or_none(v.start) and _int_or_none(v.stop) and _int_or_none(v.step)):
             return False
     return True

@@ -42,8 +42,8 @@ _NT = NoTangent()
 
 
 def _conj_t(a: Any, xp: Any = np) -> Any:
-    if xp is np:
-        return np.swapaxes(a if type(a) is np.ndarray and a.dtype.kind != "c" else conj(a), -1, -2)
+    if xp is np:  # (a NumPy array or an engine's value of one: its dtype, read without a traced call)
+        return np.swapaxes(a if a.dtype.kind != "c" else conj(a), -1, -2)
     return xp.matrix_transpose(xp.conj(a) if is_complex_array(xp, a) else a)
 
 
@@ -74,7 +74,16 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
             return zbar @ other.T if wrt == 0 else other.T @ zbar  # real matrices: no conjugate
         return zbar @ _conj_t(y, xp) if wrt == 0 else _conj_t(x, xp) @ zbar
     if xd == 1 and yd == 1:
-        return zbar * _xp_conj(y, xp) if wrt == 0 else _xp_conj(x, xp) * zbar
+        other = y if wrt == 0 else x  # (an array, or an engine's value of one: its dtype read untraced)
+        other = other if xp is np and other.dtype.kind != "c" else _xp_conj(other, xp)
+        return zbar * other if wrt == 0 else other * zbar
+    if xd + yd == 3:
+        other = y if wrt == 0 else x
+        if xp is np and other.ndim == 2 and other.dtype.kind != "c":
+            # a real matrix (or an engine's value of one) and a vector, the vector's cotangent: one
+            # product (the same BLAS gemv as the general lines' expand_dims, swapaxes, @ and
+            # squeeze, four calls to trace at a nested level)
+            return zbar @ other.T if wrt == 0 else other.T @ zbar
     g = zbar
     if xd == 1:
         g = xp.expand_dims(g, axis=-2)

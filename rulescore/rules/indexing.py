@@ -41,7 +41,8 @@ from rulescore import RulePair
 from rulescore._batched import Batched, batched_index
 from rulescore._linear import dense_tangent
 from rulescore._projection import project, unbroadcast
-from rulescore._structure import fields_of, is_namedtuple_type
+from rulescore._structural import structural
+from rulescore._structure import fields_of
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NO_TANGENT_TYPES, AbstractZero, NoTangent, ZeroTangent
 from rulescore.rules._common import is_complex
@@ -211,11 +212,16 @@ def _entries(t: Any, n: int) -> list[Any]:
     return entries
 
 
+@structural
+def _tangent_class(x: Any) -> Any:
+    """``Tangent[type(x)]``, from the type alone: one call for an outer level to trace."""
+    return tangent_type(type(x))
+
+
 def _sequence_tangent(x: Any, entries: list[Any]) -> Any:
-    make = tangent_type(type(x))
-    if is_namedtuple_type(type(x)):
-        return make(**dict(zip(type(x)._fields, entries, strict=True)))
-    return make(*entries)
+    """The tangent of the tuple, list or NamedTuple ``x`` with one entry per position (a
+    NamedTuple's tangent takes them by position too, as its fields in order)."""
+    return _tangent_class(x)(*entries)
 
 
 def sequence_getitem_rrule(x: Any, index: Any) -> Any:

@@ -639,7 +639,10 @@ class _LogSumExp:
         """``exp(a - lse)`` times the sign: d lse / d b (safe where lse is infinite)."""
         xp = self.xp
         lse = self.lse if self.keepdims else xp.reshape(self.lse, self.kshape)
-        e = xp.exp(self.a - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse)))
+        finite = xp.isfinite(lse)
+        if xp is not np or not finite.all():  # (NumPy: a flag, not two traced calls at a nested level)
+            lse = xp.where(finite, lse, xp.zeros_like(lse))
+        e = xp.exp(self.a - lse)
         if self.sign is not None:
             e = e * np.reshape(self.sign, self.kshape)
         return e

@@ -293,7 +293,11 @@ def _diagonal_embed(ybar: Any, shape: tuple[int, ...], offset: int, axis1: int, 
 
 
 def diagonal_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    return _diagonal_embed(ybar, _shape(x), offset, axis1, axis2, full=False)
+    shape = _shape(x)
+    if len(shape) == 2 and _axis(axis1, 2) == 0 and _axis(axis2, 2) == 1 and np.ndim(ybar) == 1 \
+            and shape[0] == shape[1] == _shape(ybar)[0] + abs(offset):
+        return np.diag(ybar, offset)  # a square matrix's diagonal: np.diag builds the embedding
+    return _diagonal_embed(ybar, shape, offset, axis1, axis2, full=False)
 
 
 def trace_transpose(ybar: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1,

@@ -379,3 +379,27 @@ def test_a_call_reaching_no_traced_value_runs_unrewritten(tmp_path):
     out = subprocess.run([sys.executable, str(module)], capture_output=True, text=True, timeout=120,
                          cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": ":".join(sys.path)})
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_library_context_manager_and_class_on_plain_values_run_as_they_are():
+    """``with np.errstate(...)`` in differentiated code: NumPy's class built from plain values and
+    its ``__enter__``/``__exit__`` run as they are (what their runner decides after searching the
+    manager), at first order and nested: its setting is in force inside the block (a division by
+    zero does not warn) and restored after it; the derivatives are the closed forms."""
+    import warnings
+
+    def f(x):
+        with np.errstate(divide="ignore"):
+            y = np.sum(x * np.log(x)) + np.sum(np.ones(1) / np.zeros(1) == np.inf)  # warns without
+            inside = np.geterr()["divide"]
+        assert inside == "ignore" and np.geterr()["divide"] != "ignore"
+        return y
+
+    x, v = np.array([0.5, 2.0]), np.array([1.0, -3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for _ in range(2):  # the second time from the call site's kept answer
+            np.testing.assert_allclose(zp.gradient(f, x)[0], np.log(x) + 1.0, rtol=1e-12)
+            grad = lambda u: zp.gradient(f, u)[0]  # noqa: E731
+            np.testing.assert_allclose(zp.jvp(grad, (x,), (v,))[1], v / x, rtol=1e-12)
+            np.testing.assert_allclose(zp.gradient(lambda u: np.sum(grad(u) * v), x)[0], v / x, rtol=1e-12)

@@ -352,3 +352,38 @@ def test_a_legacy_adjoint_on_a_string_method_applies_without_traced_arguments():
     """)
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["3.0", "['ab']"]
+
+
+def test_array_transposes_of_a_box_are_differentiated_at_every_level():
+    """``x.T`` and ``x.mT`` of a traced array are read as ``np.transpose`` and
+    ``np.linalg.matrix_transpose`` (the same views, whose rules the fast paths apply): first
+    order, forward-over-reverse and reverse-over-reverse give the closed forms."""
+    rng = np.random.default_rng(0)
+    B, L, V = rng.standard_normal((3, 4, 4))
+    S = B + B.T
+
+    def f(L):
+        return np.sum((L @ L.T) * B) + np.sum(L.mT * B) + np.sum(np.stack([L, 2 * L]).mT[1] * B)
+
+    grad = lambda L: zp.gradient(f, L)[0]  # noqa: E731
+    expected = S @ L + B.T + 2 * B.T  # d/dL <L L', B> = (B + B') L; <L', B> and <2 L', B>: B', 2 B'
+    np.testing.assert_allclose(grad(L), expected, rtol=1e-12)
+    np.testing.assert_allclose(zp.jvp(grad, (L,), (V,))[1], S @ V, rtol=1e-12)
+    np.testing.assert_allclose(zp.gradient(lambda u: np.sum(grad(u) * V), L)[0], S @ V, rtol=1e-12)
+
+
+def test_array_transposes_use_a_getattr_rule_registered_for_arrays():
+    """A ``getattr`` rule registered for NumPy arrays answers ``x.T`` of a traced array (rules
+    first: the read as ``np.transpose`` is only for the library's generic rule). In a child
+    process: the rule stays registered."""
+    program = textwrap.dedent("""
+        import numpy as np, rulescore as rc, zygotepy as zp
+        calls = []
+        @rc.rrule.register(getattr, np.ndarray, str)
+        def array_getattr_rrule(x, name):
+            calls.append(name)
+            return getattr(x, name), lambda g: (rc.NoTangent(), 10.0 * g.T, rc.NoTangent())
+        print(zp.gradient(lambda x: np.sum(x.T), np.ones((2, 3)))[0].tolist(), calls)
+    """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert out.stdout.split("]] ") == ["[[10.0, 10.0, 10.0], [10.0, 10.0, 10.0", "['T']\n"]

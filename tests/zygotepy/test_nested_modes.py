@@ -53,3 +53,40 @@ def test_functions_returning_lists(split: Callable[[Any], Any], shape: tuple[int
 
     v = [rng.normal(size=np.shape(part)) for part in split(x)]
     _jvp_of_vjp_against_differences(f, x, rng.normal(size=shape), v)
+
+
+@pytest.mark.parametrize("field", [1, "logabsdet"])
+def test_an_entry_of_a_namedtuple_result_at_both_nested_modes(field: Any) -> None:
+    """``slogdet(a)[1]`` (and ``.logabsdet``) inside a gradient differentiated again: the
+    NamedTuple's tangent built from its entries at the outer level, forward-over-reverse and
+    reverse-over-reverse, against the closed form d/da <a^-T, v> = -(a^-1 v a^-1)^T."""
+    rng = np.random.default_rng(3)
+    a, v = np.eye(4) + 0.3 * rng.standard_normal((2, 4, 4))
+
+    def f(m: Any) -> Any:
+        result = np.linalg.slogdet(m)
+        return 2.0 * (result[field] if type(field) is int else result.logabsdet)
+
+    inv = np.linalg.inv(a)
+    np.testing.assert_allclose(zp.gradient(f, a)[0], 2.0 * inv.T, rtol=1e-10)
+    expected = -2.0 * (inv @ v @ inv).T
+    grad = lambda m: zp.gradient(f, m)[0]  # noqa: E731
+    np.testing.assert_allclose(zp.jvp(grad, (a,), (v,))[1], expected, rtol=1e-10)
+    np.testing.assert_allclose(zp.gradient(lambda m: np.sum(grad(m) * v), a)[0], expected, rtol=1e-10)
+
+
+def test_an_index_with_an_ellipsis_at_both_nested_modes() -> None:
+    """``x[..., :, None]`` and ``x[..., None, :]`` (an outer product's indices, as linalg's
+    pullbacks write them) in a gradient differentiated again, against the closed form of
+    f(x) = sum_ij sin(x_i) x_j = sum(sin x) sum(x)."""
+    rng = np.random.default_rng(4)
+    x, v = rng.standard_normal((2, 5))
+
+    def f(u: Any) -> Any:
+        return np.sum(np.sin(u)[..., :, None] * u[..., None, :])
+
+    grad = lambda u: zp.gradient(f, u)[0]  # noqa: E731
+    np.testing.assert_allclose(grad(x), np.cos(x) * np.sum(x) + np.sum(np.sin(x)), rtol=1e-12)
+    expected = -np.sin(x) * v * np.sum(x) + np.cos(x) * np.sum(v) + np.sum(np.cos(x) * v)
+    np.testing.assert_allclose(zp.jvp(grad, (x,), (v,))[1], expected, rtol=1e-12)
+    np.testing.assert_allclose(zp.gradient(lambda u: np.sum(grad(u) * v), x)[0], expected, rtol=1e-12)

@@ -25,6 +25,7 @@ import rulescore as rc
 import zygotepy as zp
 from rulescore._helpers import _call_kind
 from rulescore.rules._common import is_complex, normalize_axes
+from rulescore.rules.indexing import _tangent_class
 from rulescore.rules.reductions import (
     _cotangent_dtype,
     _dtype,
@@ -49,6 +50,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     _keep_shape: lambda f, x: f(x.shape, tuple(range(0, x.ndim, 2))),
     _not_args: lambda f, x: f(x.ndim),
     _lse_layout: lambda f, x: f(x, (), {"b": x, "axis": -1 if x.ndim else None, "keepdims": True}),
+    _tangent_class: lambda f, x: f((x, x)),
 }
 
 DTYPES = st.sampled_from([np.float64, np.float32, np.complex128, np.int64])
