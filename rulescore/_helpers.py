@@ -591,7 +591,9 @@ def partials_scalar_form(pair: RulePair) -> Callable[..., Any]:
             d = partials(*args, result=y) if with_result else partials(*args)
         return y, d if type(d) is tuple else (d,)
 
-    def unary_scalar_form(x: Any) -> Any:  # (one argument: the commonest form, without packing)
+    def unary_scalar_form(x: Any, *rest: Any) -> Any:  # (one argument: the commonest, without packing)
+        if rest:  # (an optional argument given: zeta(x, q))
+            return scalar_form(x, *rest)
         d = partials(x)
         return f(x), d if type(d) is tuple else (d,)
 
