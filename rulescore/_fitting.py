@@ -44,6 +44,8 @@ def proj(x: Any, dx: Any) -> Any:
         if tdx is float:
             return np.float64(dx)
     elif tx is np.ndarray:
+        if type(dx) is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype and x.dtype.kind in "fc":
+            return dx  # already fits (what project returns): no call on every array operand
         out = project(x, dx)
         if x.ndim == 0 and isinstance(out, np.generic):  # unbroadcast to () gives a NumPy scalar
             out = np.asarray(out)

@@ -478,8 +478,9 @@ def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
     if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
         return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
-    if t is tuple or t is list:
-        return t(_box_args(trace, v) for v in x)
+    if t is tuple or t is list:  # (an array or a float boxed without a call of its own)
+        return t([trace.box(v) if type(v) is np.ndarray or type(v) is float else _box_args(trace, v)
+                  for v in x])
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
     if not holds_numbers(x):
@@ -574,7 +575,10 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
         return to_user(ZeroTangent() if ct is None else ct, primal)
     if t is tuple or t is list:
         parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
-        return None if all(p is None for p in parts) else t(parts)
+        for part in parts:  # (a loop: no generator frame for all(...))
+            if part is not None:
+                return parts if t is list else tuple(parts)
+        return None
     if t is dict:
         entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
         return None if all(v is None for v in entries.values()) else entries
