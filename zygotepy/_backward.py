@@ -17,7 +17,6 @@ import numpy as np
 import rulescore as rc
 from rulescore._arithmetic import add
 from rulescore._contract import check_count, plain_cotangent, wrong_cotangent
-from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
@@ -162,12 +161,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                     cts[target] = prev + c if numbers else add(prev, c)
             elif c is not None and not isinstance(c, AbstractZero):
                 if type(target) is int:
-                    if tc is Thunk and tape[target] is None:
-                        # an input's: its value is the answer, so computed now, while the arrays it
-                        # multiplies are in cache (not after the sweep), freeing what it holds
-                        c = c.unthunk()
-                        _check_other(c, target, shapes, pos + 1, pullback)
-                    elif tc is str or tc is bytes:
+                    if tc is str or tc is bytes:
                         _check_other(c, target, shapes, pos + 1, pullback)
                     prev = cts[target]
                     cts[target] = c if prev is None else add(prev, c)
