@@ -752,18 +752,18 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
         return None
     if argnums is not None and wrt is not None:
         raise TypeError(f"{entry} takes argnums or wrt, not both")
-    name = callable_name(f)
     if wrt is not None:
         names = list(inspect.signature(f).parameters)
         wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
         if not all(isinstance(w, str) for w in wanted):
             positions = all(isinstance(w, int) and not isinstance(w, bool) for w in wanted)
-            raise TypeError(f"{entry}: wrt must name parameters of {name} (a string or a tuple of strings "
-                            f"from {names[:nargs]}), got {wrt!r}; to select arguments by position use "
-                            f"{f'argnums={wrt!r}' if positions else 'argnums='}")
+            raise TypeError(f"{entry}: wrt must name parameters of {callable_name(f)} (a string or a tuple "
+                            f"of strings from {names[:nargs]}), got {wrt!r}; to select arguments by position "
+                            f"use {f'argnums={wrt!r}' if positions else 'argnums='}")
         missing = [w for w in wanted if w not in names[:nargs]]
         if missing:
-            raise ValueError(f"wrt names {missing} are not positional arguments of {name} ({names[:nargs]})")
+            raise ValueError(f"wrt names {missing} are not positional arguments of {callable_name(f)} "
+                             f"({names[:nargs]})")
         nums: tuple[Any, ...] = tuple(names.index(w) for w in wanted)
     else:
         nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else \
@@ -772,14 +772,15 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
     for n in nums:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise TypeError(f"{entry}: argnums must be an int or a tuple of ints, got {argnums!r} "
-                            f"(differentiating {name})")
+                            f"(differentiating {callable_name(f)})")
         if not -nargs <= n < nargs:
-            raise ValueError(f"{entry}: argnums={argnums!r} is out of range: {name} was given {nargs} "
-                             f"positional argument{'s' if nargs != 1 else ''}, so argnums must lie in "
-                             f"{-nargs}..{nargs - 1}")
+            raise ValueError(f"{entry}: argnums={argnums!r} is out of range: {callable_name(f)} was given "
+                             f"{nargs} positional argument{'s' if nargs != 1 else ''}, so argnums must lie "
+                             f"in {-nargs}..{nargs - 1}")
         selected.append(int(n) % nargs)
     if len(set(selected)) != len(selected):
-        raise ValueError(f"{entry}: argnums={argnums!r} selects an argument of {name} more than once")
+        raise ValueError(f"{entry}: argnums={argnums!r} selects an argument of {callable_name(f)} more "
+                         "than once")
     return tuple(selected)
 
 
