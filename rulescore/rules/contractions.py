@@ -88,14 +88,15 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
 
 
 def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
-    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
-        def native_matmul_pullback(zbar: Any) -> Any:
-            return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
-                    unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
+    if type(x) is not np.ndarray:
+        if (xp := foreign_namespace((x, y))) is not None:
+            def native_matmul_pullback(zbar: Any) -> Any:
+                return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
+                        unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
 
-        return native_matmul_pullback
-    if type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2 \
-            and x.dtype.kind != "c" and y.dtype.kind != "c":
+            return native_matmul_pullback
+    elif type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2 and x.dtype.kind != "c" \
+            and y.dtype.kind != "c":
         return _real_matrices_pullback_of(x, y)
     xa, ya = as_arrays((x, y))
 
