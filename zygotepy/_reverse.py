@@ -665,8 +665,8 @@ def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected:
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
     check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
-        boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
-                      for i, a in enumerate(args))
+        boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
+                       for i, a in enumerate(args)])  # (a list: no generator frame)
         out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 
@@ -907,7 +907,7 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     loss = _loss(f, out, tuples)
     _check_scalar(f, loss)
     cts = backward(trace, _seeds(loss, trace, 1.0), once=True)
-    grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
+    grads = tuple([user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True)])
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
     write_back(trace)
