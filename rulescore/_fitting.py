@@ -28,9 +28,8 @@ def proj(x: Any, dx: Any) -> Any:
         >>> proj(1.0, np.ones(3)), proj(np.zeros(2, np.float32), np.ones((3, 2))).dtype
         (3.0, dtype('float32'))
     """
-    tx = type(x)
+    tx, tdx = type(x), type(dx)
     if tx is float:
-        tdx = type(dx)
         if tdx is float:
             return dx
         if tdx is np.float64:  # what NumPy functions of a Python float return
@@ -38,12 +37,13 @@ def proj(x: Any, dx: Any) -> Any:
         if tdx is np.ndarray and dx.dtype.kind == "f":  # a float broadcast to an array: summed
             return float(np.sum(dx))
     elif tx is np.float64:  # what NumPy functions of a Python float return, as a primal
-        tdx = type(dx)
         if tdx is np.float64:
             return dx
         if tdx is float:
             return np.float64(dx)
     elif tx is np.ndarray:
+        if tdx is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype and x.dtype.kind in "fc":
+            return dx  # already fits (what project returns): no call on every array operand
         out = project(x, dx)
         if x.ndim == 0 and isinstance(out, np.generic):  # unbroadcast to () gives a NumPy scalar
             out = np.asarray(out)

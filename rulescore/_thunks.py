@@ -35,7 +35,8 @@ class Thunk(AbstractTangent):
     def unthunk(self) -> Any:
         """The value, computed on the first call and remembered."""
         if self._value is _UNSET:
-            self._value = unthunk(self._fn())
+            value = self._fn()
+            self._value = value.unthunk() if isinstance(value, Thunk) else value  # (unthunk, inline)
             self._fn = None  # type: ignore[assignment]  # free what the closure held
         return self._value
 

@@ -21,6 +21,7 @@ import numpy as np
 import rulescore as rc
 from rulescore._arithmetic import add
 from rulescore._contract import check_count, plain_cotangent, wrong_cotangent
+from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
@@ -65,6 +66,22 @@ def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], positi
     tv = type(v)
     if (tv is np.ndarray and v.shape != shapes.get(target, v.shape)) or tv is str or tv is bytes:
         raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
+
+
+def _checked_when_read(thunk: Thunk, target: int, shapes: dict[int, tuple[int, ...]], position: int,
+                       pullback: Any) -> Thunk:
+    """``thunk``, a pullback's lazy cotangent for the array node ``target``, checked as
+    :func:`backward` checks an array cotangent, when it is read (its value is computed only
+    then): a cotangent of another shape raises, naming the pullback, instead of being summed
+    back or handed to the user as the gradient."""
+
+    def checked() -> Any:
+        v = thunk.unthunk()
+        if type(v) is not np.ndarray or v.shape != shapes[target]:
+            _check_other(v, target, shapes, position, pullback)
+        return v
+
+    return Thunk(checked)
 
 
 def _numeric_box(b: Box) -> bool:
@@ -230,6 +247,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 if type(target) is int:
                     if tc is str or tc is bytes:
                         _check_other(c, target, shapes, pos + 1, pullback)
+                    elif tc is Thunk and target in shapes:
+                        c = _checked_when_read(c, target, shapes, pos + 1, pullback)
                     prev = cts[target]
                     cts[target] = c if prev is None else add(prev, c)
                 else:

@@ -591,8 +591,9 @@ def _box_args(trace: Trace, x: Any) -> Any:
     t = type(x)
     if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
         return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
-    if t is tuple or t is list:
-        return t(_box_args(trace, v) for v in x)
+    if t is tuple or t is list:  # (an array or a float boxed without a call of its own)
+        return t([trace.box(v) if type(v) is np.ndarray or type(v) is float else _box_args(trace, v)
+                  for v in x])
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
     if not holds_numbers(x):
@@ -687,7 +688,10 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
         return to_user(ZeroTangent() if ct is None else ct, primal)
     if t is tuple or t is list:
         parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
-        return None if all(p is None for p in parts) else t(parts)
+        for part in parts:  # (a loop: no generator frame for all(...))
+            if part is not None:
+                return parts if t is list else tuple(parts)
+        return None
     if t is dict:
         entries = {k: user_gradient(v, primal[k], cts) for k, v in boxed.items()}
         return None if all(v is None for v in entries.values()) else entries
@@ -774,8 +778,8 @@ def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected:
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
     check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
-        boxed = tuple(_box_args(trace, a) if selected is None or i in selected else a
-                      for i, a in enumerate(args))
+        boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
+                       for i, a in enumerate(args)])  # (a list: no generator frame)
         out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 
@@ -861,18 +865,18 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
         return None
     if argnums is not None and wrt is not None:
         raise TypeError(f"{entry} takes argnums or wrt, not both")
-    name = callable_name(f)
     if wrt is not None:
         names = list(inspect.signature(f).parameters)
         wanted = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
         if not all(isinstance(w, str) for w in wanted):
             positions = all(isinstance(w, int) and not isinstance(w, bool) for w in wanted)
-            raise TypeError(f"{entry}: wrt must name parameters of {name} (a string or a tuple of strings "
-                            f"from {names[:nargs]}), got {wrt!r}; to select arguments by position use "
-                            f"{f'argnums={wrt!r}' if positions else 'argnums='}")
+            raise TypeError(f"{entry}: wrt must name parameters of {callable_name(f)} (a string or a tuple "
+                            f"of strings from {names[:nargs]}), got {wrt!r}; to select arguments by position "
+                            f"use {f'argnums={wrt!r}' if positions else 'argnums='}")
         missing = [w for w in wanted if w not in names[:nargs]]
         if missing:
-            raise ValueError(f"wrt names {missing} are not positional arguments of {name} ({names[:nargs]})")
+            raise ValueError(f"wrt names {missing} are not positional arguments of {callable_name(f)} "
+                             f"({names[:nargs]})")
         nums: tuple[Any, ...] = tuple(names.index(w) for w in wanted)
     else:
         nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else \
@@ -881,14 +885,15 @@ def _selection(f: Any, nargs: int, argnums: Any, wrt: Any, entry: str = "gradien
     for n in nums:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise TypeError(f"{entry}: argnums must be an int or a tuple of ints, got {argnums!r} "
-                            f"(differentiating {name})")
+                            f"(differentiating {callable_name(f)})")
         if not -nargs <= n < nargs:
-            raise ValueError(f"{entry}: argnums={argnums!r} is out of range: {name} was given {nargs} "
-                             f"positional argument{'s' if nargs != 1 else ''}, so argnums must lie in "
-                             f"{-nargs}..{nargs - 1}")
+            raise ValueError(f"{entry}: argnums={argnums!r} is out of range: {callable_name(f)} was given "
+                             f"{nargs} positional argument{'s' if nargs != 1 else ''}, so argnums must lie "
+                             f"in {-nargs}..{nargs - 1}")
         selected.append(int(n) % nargs)
     if len(set(selected)) != len(selected):
-        raise ValueError(f"{entry}: argnums={argnums!r} selects an argument of {name} more than once")
+        raise ValueError(f"{entry}: argnums={argnums!r} selects an argument of {callable_name(f)} more "
+                         "than once")
     return tuple(selected)
 
 
@@ -1015,7 +1020,7 @@ def _withgradient(f: Any, args: tuple[Any, ...], argnums: Any, wrt: Any,
     loss = _loss(f, out, tuples)
     _check_scalar(f, loss)
     cts = backward(trace, _seeds(loss, trace, 1.0), once=True)
-    grads = tuple(user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True))
+    grads = tuple([user_gradient(b, a, cts) for b, a in zip(boxed, args, strict=True)])
     if selected is not None:
         grads = tuple(grads[i] for i in selected)
     write_back(trace)

@@ -179,7 +179,11 @@ class Trace:
         tape.append(None if pullback is None else node(pullback, tuple(
             (i, t._zp_index if type(t) is Box else [(path, b._zp_index) for path, b in t])
             for i, t in routes), nargs))
-        return Box(value, self, index)
+        box = object.__new__(Box)  # Box(value, self, index) without the Python frame of its __init__
+        box._zp_value = value
+        box._zp_trace = self
+        box._zp_index = index
+        return box
 
     def param_box(self, value: Any) -> Box:
         """The one input box standing for an implicit parameter, made on first sight."""

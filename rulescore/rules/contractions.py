@@ -97,18 +97,37 @@ def matmul_grad(x: Any, y: Any, zbar: Any, wrt: int, xp: Any = np) -> Any:
 
 
 def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
-    if type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
-        def native_matmul_pullback(zbar: Any) -> Any:
-            return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
-                    unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
+    if type(x) is not np.ndarray:
+        if (xp := foreign_namespace((x, y))) is not None:
+            def native_matmul_pullback(zbar: Any) -> Any:
+                return (_NT, unbroadcast_to(xp, x, matmul_grad(x, y, zbar, 0, xp)),
+                        unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
 
-        return native_matmul_pullback
+            return native_matmul_pullback
+    elif type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2 and x.dtype.kind != "c" \
+            and y.dtype.kind != "c":
+        return _real_matrices_pullback_of(x, y)
     xa, ya = as_arrays((x, y))
 
     def matmul_pullback(zbar: Any) -> Any:
         # thunks: an engine that needs only one operand's cotangent pays for one product
         return (_NT, Thunk(lambda: proj(x, matmul_grad(xa, ya, zbar, 0))),
                 Thunk(lambda: proj(y, matmul_grad(xa, ya, zbar, 1))))
+
+    return matmul_pullback
+
+
+def _real_matrices_pullback_of(x: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
+    """``matmul``'s pullback for two real matrices (a dense layer): each thunk is one product
+    with the other operand's transpose (what :func:`matmul_grad` computes for them, without its
+    tests of ranks and dtypes on every call)."""
+
+    def matmul_pullback(zbar: Any) -> Any:
+        if type(zbar) is np.ndarray and zbar.strides[0] == 0 and zbar.shape[0] > 1:
+            # broadcast along its rows (the pullback of a sum): matmul_grad's one-row product
+            return (_NT, Thunk(lambda: proj(x, matmul_grad(x, y, zbar, 0))),
+                    Thunk(lambda: proj(y, x.T @ zbar)))
+        return _NT, Thunk(lambda: proj(x, zbar @ y.T)), Thunk(lambda: proj(y, x.T @ zbar))
 
     return matmul_pullback
 

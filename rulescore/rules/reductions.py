@@ -47,7 +47,7 @@ from rulescore._projection import project
 from rulescore._structural import structural
 from rulescore._tangent import tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
-from rulescore.rules._common import is_complex, normalize_axes
+from rulescore.rules._common import is_complex, normalize_axes, stand_in
 
 _NOVALUE: Any = getattr(np, "_NoValue", object())
 _NT = NoTangent()
@@ -373,6 +373,12 @@ def _sum_all_grad(x: np.ndarray, y: Any, ybar: Any) -> Any:
     return np.broadcast_to(ybar, x.shape)
 
 
+#: Full-reduction cotangent maps that read only ``x``'s shape and dtype: their pullback keeps
+#: ``stand_in(x)``, so the reduced array (often a temporary, ``np.sum((a - b) ** 2)``) is freed
+#: at once, as it is without differentiation.
+_SHAPE_ONLY = frozenset({_sum_all_grad})
+
+
 def _extremum_all_grad(x: np.ndarray, y: Any, ybar: Any) -> Any:
     hits = (x == y) | ((x != x) & (y != y))  # y is one of x's elements, so at least one hit
     return ybar * (hits / np.sum(hits))
@@ -407,6 +413,8 @@ def reduction_rules(compute: Callable[..., Any], name: str, params: tuple[str, .
     def reduction_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if grad_all is not None and not args and not kwargs and type(x) is np.ndarray:
             y = compute(x)
+            if grad_all in _SHAPE_ONLY:
+                x = stand_in(x)
 
             def full_reduction_pullback(ybar: Any) -> Any:
                 return _NT, project(x, grad_all(x, y, ybar))
