@@ -98,7 +98,8 @@ class ReverseTrace(DispatchedTrace):
         if not self.with_params and self.log is None:  # the dispatcher's hot paths (they log nothing)
             if not outer:
                 self.fast_path = _apply_first_order
-                self.numbers_path = record_numbers
+                if self.direct:  # (rulescore's checking mode checks each rule it runs: no numbers)
+                    self.numbers_path = record_numbers
             elif not _logging(outer):
                 self.fast_path = _apply_nested
 

@@ -514,6 +514,13 @@ def test_an_object_array_of_traced_values_is_refused_not_taken_as_a_constant(f: 
 
 
 # -- scalar code on a tape of numbers (a rule's scalar form at real scalars) -----------------------
+# (outside rulescore's checking mode, which the suite runs in and which runs every rule itself)
+
+
+@pytest.fixture
+def numbers_tape():
+    with rc.checking(False):
+        yield
 
 
 def _operators_and_constants(x):
@@ -532,7 +539,7 @@ def _reused(x):
     (_operators_and_constants, 1.3), (_operators_and_constants, np.float64(1.3)), (_reused, 0.3),
     (lambda x: math.exp(x) * x / (1 + x) - np.cos(x), 0.7), (lambda x: np.sin(x) * x + 0.1, 0.5),
     (lambda x: x * True + x, 2.0)])
-def test_scalar_code_gradients_match_finite_differences_with_the_argument_type(f, x):
+def test_scalar_code_gradients_match_finite_differences_with_the_argument_type(f, x, numbers_tape):
     (g,) = zp.gradient(f, x)
     assert g == pytest.approx(fd(f, x), rel=1e-6) and type(g) is type(x)
 
@@ -540,12 +547,12 @@ def test_scalar_code_gradients_match_finite_differences_with_the_argument_type(f
 @pytest.mark.parametrize("f, error", [(lambda x: x / (x - x), ZeroDivisionError),
                                       (lambda x: math.sqrt(-x), ValueError),
                                       (lambda x: x * 10 ** 400, OverflowError)])
-def test_scalar_code_raises_as_the_rule_does(f, error):
+def test_scalar_code_raises_as_the_rule_does(f, error, numbers_tape):
     with pytest.raises(error):
         zp.gradient(f, 1.0)
 
 
-def test_a_rule_downstream_of_scalar_code_gets_a_python_float_cotangent():
+def test_a_rule_downstream_of_scalar_code_gets_a_python_float_cotangent(numbers_tape):
     seen = []
 
     def scaled(v):
@@ -562,7 +569,7 @@ def test_a_rule_downstream_of_scalar_code_gets_a_python_float_cotangent():
     assert g == pytest.approx(2.0 + 2 * math.cos(0.5)) and seen == [float]
 
 
-def test_a_pullback_of_scalar_code_takes_any_cotangent_and_nests():
+def test_a_pullback_of_scalar_code_takes_any_cotangent_and_nests(numbers_tape):
     _, back = zp.pullback(lambda x: math.sin(x) * x, 0.3)
     d = math.cos(0.3) * 0.3 + math.sin(0.3)
     assert back(2.0)[0] == pytest.approx(2 * d)
@@ -570,7 +577,7 @@ def test_a_pullback_of_scalar_code_takes_any_cotangent_and_nests():
     assert zp.gradient(lambda t: back(t)[0] * t, 2.0)[0] == pytest.approx(4 * d)
 
 
-def test_rules_defined_after_first_use_apply_to_scalar_code():
+def test_rules_defined_after_first_use_apply_to_scalar_code(numbers_tape):
     def cube(x):
         return x ** 3
 
@@ -586,3 +593,34 @@ def test_rules_defined_after_first_use_apply_to_scalar_code():
     assert zp.gradient(f, 1.0) == (1.5,)
     zp.adjoint(halve)(lambda x: (halve(x), lambda d: (d * 10.0,)))
     assert zp.gradient(f, 1.0) == (30.0,)
+
+    def double(x):  # a rule with a scalar form at first use, then another rule, then an adjoint
+        return 2.0 * x
+
+    g = lambda x: double(x) * 3.0  # noqa: E731
+    rc.scalar_rule(double, lambda x: 2.0)
+    assert zp.gradient(g, 1.0) == (6.0,)
+    rc.scalar_rule(double, lambda x: 7.0)
+    assert zp.gradient(g, 1.0) == (21.0,)
+    zp.adjoint(double)(lambda x: (double(x), lambda d: (d * 100.0,)))
+    assert zp.gradient(g, 1.0) == (300.0,)
+
+
+def test_checking_mode_runs_the_rules_of_scalar_code():
+    """rulescore's checking mode checks every rule it runs: scalar code then runs its rrules (a
+    wrong scalar form would go unseen by the checks)."""
+    ran = []
+
+    def triple(x):
+        return 3.0 * x
+
+    def triple_rrule(x):
+        ran.append(x)
+        return triple(x), lambda ybar: (rc.NoTangent(), 3.0 * ybar)
+
+    rc.register_rules(rc.RulePair(triple, triple_rrule, scalar=lambda x: (3.0 * x, (3.0,))))
+    with rc.checking(False):
+        assert zp.gradient(lambda x: triple(x) * x, 2.0) == (12.0,) and ran == []  # the numbers
+    with rc.checking(True):
+        assert zp.gradient(lambda x: triple(x) * x, 2.0) == (12.0,)
+    assert ran == [2.0]
