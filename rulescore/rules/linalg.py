@@ -325,11 +325,19 @@ def _is_complex(x: Any) -> bool:
 
 
 @structural
-def _float64_matrix(a: Any, b: Any = None) -> bool:
-    """Whether ``a`` is a NumPy float64 matrix (and ``b``, when given, a NumPy float64 vector): the
-    calls whose pullbacks take the straight lines below (no conjugates, stacks or namespaces)."""
-    return type(a) is np.ndarray and a.ndim == 2 and a.dtype == np.float64 and (
-        b is None or (type(b) is np.ndarray and b.ndim == 1 and b.dtype == np.float64))
+def _float64_matrix(a: Any) -> bool:
+    """Whether ``a`` is a NumPy float64 matrix: the calls whose pullbacks take the straight lines
+    below (no conjugates, stacks or namespaces)."""
+    return type(a) is np.ndarray and a.ndim == 2 and a.dtype == np.float64
+
+
+@structural
+def _float64_solve_ndim(a: Any, b: Any) -> int:
+    """``b.ndim`` (1 or 2) when ``a`` is a NumPy float64 matrix and ``b`` a NumPy float64 vector or
+    matrix (the solves whose pullback takes straight lines), else 0."""
+    if _float64_matrix(a) and type(b) is np.ndarray and b.dtype == np.float64 and b.ndim in (1, 2):
+        return b.ndim
+    return 0
 
 
 def slogdet_rrule(a: Any) -> Any:
@@ -374,8 +382,9 @@ def slogdet_frule(tangents: Any, a: Any) -> Any:
 def solve_rrule(a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
     x = _la(a_).solve(a_, b_)
-    if _float64_matrix(a_, b_):
-        return x, _float64_solve_pullback(a, b, a_, x)
+    ndim = _float64_solve_ndim(a_, b_)
+    if ndim:
+        return x, _float64_solve_pullback(a, b, a_, x, ndim == 1)
     vec = b_.ndim == 1
 
     def solve_pullback(xbar: Any) -> Any:
@@ -390,14 +399,14 @@ def solve_rrule(a: Any, b: Any) -> Any:
     return x, solve_pullback
 
 
-def _float64_solve_pullback(a: Any, b: Any, a_: Any, x: Any) -> Any:
-    """``solve_pullback`` for a float64 matrix and vector: ``bbar = solve(a^T, xbar)``, ``abar =
-    -outer(bbar, x)``, without the general one's stacks and conjugates (each a traced call at a
-    nested level)."""
+def _float64_solve_pullback(a: Any, b: Any, a_: Any, x: Any, vec: bool) -> Any:
+    """``solve_pullback`` for a float64 matrix and a float64 vector or matrix: ``bbar = solve(a^T,
+    xbar)``, ``abar = -outer(bbar, x)`` (``-(bbar @ x^T)`` for a matrix), without the general one's
+    stacks and conjugates (each a traced call at a nested level)."""
 
     def solve_pullback(xbar: Any) -> Any:
         bbar = LA.solve(a_.mT, xbar)
-        return _NT, project(a, -np.outer(bbar, x)), project(b, bbar)
+        return _NT, project(a, -np.outer(bbar, x) if vec else -(bbar @ x.mT)), project(b, bbar)
 
     return solve_pullback
 
