@@ -604,11 +604,10 @@ class _LogSumExp:
     ``b`` and ``keepdims``)."""
 
     def __init__(self, compute: Callable[..., Any], a: Any, args: tuple[Any, ...],
-                 kwargs: dict[str, Any], layout: tuple[Any, ...] | None = None) -> None:
-        # one structural call for the argument handling (``layout``, when the caller made it): a
-        # nested level would trace each line
+                 kwargs: dict[str, Any]) -> None:
+        # one structural call for the argument handling: a nested level would trace each line
         (self.return_sign, with_b, self.nargs, self.axes, self.kshape, self.keepdims,
-         self.complex) = _lse_layout(a, args, kwargs) if layout is None else layout
+         self.complex) = _lse_layout(a, args, kwargs)
         self.a, self.b = a, (args[1] if len(args) >= 2 else kwargs["b"]) if with_b else None
         xp = None if type(a) is np.ndarray else foreign_namespace((a, self.b))
         self.xp = xp or np
@@ -685,13 +684,36 @@ def _logsumexp(*args: Any, **kwargs: Any) -> Any:
     return sys.modules["scipy.special"].logsumexp(*args, **kwargs)
 
 
-def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
-    layout = _lse_layout(a, args, kwargs)
-    return_sign, with_b, nargs, _, kshape, _, complex_ = layout
+@structural
+def _real_lse_plan(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   ) -> tuple[tuple[int, ...], tuple[NoTangent, ...]] | None:
+    """For a real NumPy ``a`` without ``b`` or ``return_sign`` (the commonest call), what its
+    straight-line pullback needs: the shape with ``keepdims`` and the other arguments'
+    cotangents; ``None`` for any other call."""
+    return_sign, with_b, nargs, _, kshape, _, complex_ = _lse_layout(a, args, kwargs)
     if type(a) is np.ndarray and not (return_sign or with_b or complex_):
-        y = _logsumexp(a, *args, **kwargs)
-        return y, _real_lse_pullback(a, y, kshape, (_NT,) * nargs)
-    call = _LogSumExp(_logsumexp, a, args, kwargs, layout)
+        return kshape, (_NT,) * nargs
+    return None
+
+
+def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    plan = _real_lse_plan(a, args, kwargs)
+    if plan is not None:
+        # ybar * exp(a - lse), what _LogSumExp's pullback computes, in straight lines and locals
+        # (a nested level traces each method call and attribute read of the general one)
+        lse = _logsumexp(a, *args, **kwargs)
+        kshape, rest = plan
+
+        def real_logsumexp_pullback(ybar: Any) -> Any:
+            lse_k = np.reshape(lse, kshape)
+            finite = np.isfinite(lse_k)
+            if not finite.all():  # (a flag, not two traced calls at a nested level)
+                lse_k = np.where(finite, lse_k, np.zeros_like(lse_k))
+            return (_NT, project(a, np.reshape(ybar, kshape) * np.exp(a - lse_k)), *rest)
+
+        real_logsumexp_pullback.__name__ = real_logsumexp_pullback.__qualname__ = "logsumexp_pullback"
+        return lse, real_logsumexp_pullback
+    call = _LogSumExp(_logsumexp, a, args, kwargs)
 
     def logsumexp_pullback(ybar: Any) -> Any:
         rest: list[Any] = [_NT] * call.nargs
@@ -708,22 +730,6 @@ def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         return (_NT, call.fit(a, lbar_k * _conj_if(call.complex, call.weights(e))), *rest)
 
     return call.y, logsumexp_pullback
-
-
-def _real_lse_pullback(a: Any, lse: Any, kshape: tuple[int, ...], rest: tuple[NoTangent, ...]) -> Any:
-    """The pullback of ``lse = logsumexp(a, axis, keepdims)`` of a real NumPy array without ``b``
-    or ``return_sign`` (the commonest call): ``ybar * exp(a - lse)``, what ``_LogSumExp``'s
-    pullback computes, in straight lines and locals (a nested level traces each method call and
-    attribute read of the general one). ``rest``: the other arguments' cotangents."""
-
-    def logsumexp_pullback(ybar: Any) -> Any:
-        lse_k = np.reshape(lse, kshape)
-        finite = np.isfinite(lse_k)
-        if not finite.all():  # (a flag, not two traced calls at a nested level)
-            lse_k = np.where(finite, lse_k, np.zeros_like(lse_k))
-        return (_NT, project(a, np.reshape(ybar, kshape) * np.exp(a - lse_k)), *rest)
-
-    return logsumexp_pullback
 
 
 def logsumexp_frule(tangents: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
