@@ -24,9 +24,8 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
-from zygotepy._dispatch import FRULES, RRULES, DispatchedTrace
+from zygotepy._dispatch import FRULES, DispatchedTrace
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError, object_array_error
 from zygotepy._reverse import (
@@ -315,12 +314,12 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
         if not positions:
             return fn(*args)
         plain, dots, traced = tuple(primals), tuple(all_dots), tuple(positions)
-    rule = entry[3]
+    rule = entry[1]
     if rule is None:
         rule = FRULES.lookup(fn, plain, FORWARD_CONFIG)
         if rule is None:
             return NOT_FAST
-    elif entry[4] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
+    elif entry[2] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
         return trace.process_rule(rule, fn, args, plain, dots, _NO_KEYWORDS)
     wrt = rule.wrt
     plain_dots = rule.kind == "rule" and not rule.config and not trace.checks and (
@@ -333,13 +332,14 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
 
 _NO_KEYWORDS: dict[str, Any] = {}
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
-#: callable -> ``(FRULES.version, RRULES.version, ADJOINTS.version, its sole frule or None,
+#: callable -> ``(rc.RuleTable.changes, its sole frule or None,
 #: whether that frule takes the fast paths' tangents as they are)`` for a plain callable (see
 #: ``_plain_entry``); bounded (callables may come and go).
 _FORWARD_ENTRIES = BoundedCache(1024)
+_TABLES = rc.RuleTable  # (its ``changes``: every table's registrations)
 
 
-def _current_forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+def _current_forward_entry(fn: Any) -> tuple[int, Any, bool] | None:
     """``fn``'s entry of :data:`_FORWARD_ENTRIES` for the forward fast paths, made again when a
     registration has moved the registry's versions since; ``None`` for a traced callable object
     (never hashed here), an unhashable one, or one that is not plain (see :func:`_forward_entry`).
@@ -352,16 +352,15 @@ def _current_forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
     if type(fn) is Box:
         return None
     try:
-        entry: tuple[int, int, int, Any, bool] | None = _FORWARD_ENTRIES.get(fn)
+        entry: tuple[int, Any, bool] | None = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return None
-    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
-            or entry[2] != ADJOINTS.version:
+    if entry is None or entry[0] != _TABLES.changes:
         return _forward_entry(fn)
     return entry
 
 
-def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+def _forward_entry(fn: Any) -> tuple[int, Any, bool] | None:
     """For the forward fast paths, a plain callable's entry of :data:`_FORWARD_ENTRIES` (made and
     kept), or ``None`` for any other callable. Its frule (``RuleTable.sole_rule``) takes the fast
     paths' tangents as they are when it is a rule without a config, differentiating every
@@ -370,18 +369,18 @@ def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
     Example:
         >>> import numpy as np
         >>> entry = _forward_entry(np.sin)
-        >>> entry[3] is rc.frule.lookup(np.sin, (0.5,)), entry[4]
+        >>> entry[1] is rc.frule.lookup(np.sin, (0.5,)), entry[2]
         (True, True)
         >>> _forward_entry(lambda v: v) is None  # no rule: the general path
         True
     """
-    versions = (FRULES.version, RRULES.version, ADJOINTS.version)  # read first: a registration meanwhile
+    changes = _TABLES.changes  # read first: a registration meanwhile
     if _plain_entry(fn) is None:  # leaves the entry stale, not wrong
         return None
     rule = FRULES.sole_rule(fn)
     as_they_are = rule is not None and rule.kind == "rule" and not rule.config and rule.wrt is None \
         and rule.zero_tangents
-    entry = (*versions, rule, as_they_are)
+    entry = (changes, rule, as_they_are)
     _FORWARD_ENTRIES.put(fn, entry)
     return entry
 
@@ -411,7 +410,7 @@ def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) 
     if primals is None:
         return fn(*args)  # nothing traced: the rule would compute just this
     plain = tuple(primals)
-    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     return trace.process_rule(rule, fn, args, plain, None, _NO_KEYWORDS)
@@ -451,7 +450,7 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             primals.append(a)
             dots.append(_ZERO)
     plain = tuple(primals)
-    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body

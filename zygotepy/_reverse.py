@@ -215,9 +215,10 @@ def _logging(traces: tuple[Trace, ...]) -> bool:
     return False
 
 
-#: callable -> ``(ADJOINTS.version, RRULES.version, its sole rrule or None)`` when found plain,
-#: -1 when not; bounded: callables may come and go.
+#: callable -> ``(rc.RuleTable.changes, its sole rrule or None)`` when found plain, -1 when not;
+#: bounded: callables may come and go.
 _PLAIN_CALLABLES = BoundedCache(1024)
+_TABLES = rc.RuleTable  # (its ``changes``: every table's registrations, adjoints' too)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 #: Classes called as plain callables: the numeric conversions (``float(x)`` in a pullback), whose
@@ -225,17 +226,18 @@ _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 _PLAIN_CLASSES = frozenset({float, complex})
 
 
-def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
+def _plain_entry(fn: Any) -> tuple[int, Any] | None:
     """For a callable with rules that needs none of the dispatcher's general handling before its
     rule (a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with
-    no legacy adjoint): ``(ADJOINTS.version, RRULES.version, its sole rrule or None)``, cached
-    until a rule or an adjoint is defined; ``None`` for any other callable."""
+    no legacy adjoint): ``(rc.RuleTable.changes, its sole rrule or None)``, cached until a rule
+    or an adjoint is defined; ``None`` for any other callable."""
+    changes = _TABLES.changes  # read first: a registration meanwhile leaves the entry stale, not wrong
     try:
         cached = _PLAIN_CALLABLES.get(fn)
     except TypeError:  # an unhashable callable object
         return None
     if type(cached) is tuple:
-        if cached[0] == ADJOINTS.version and cached[1] == RRULES.version:
+        if cached[0] == _TABLES.changes:
             return cached
     elif cached is not None:
         return None  # not plain, by its type
@@ -255,7 +257,7 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     if ADJOINTS.has_rules(fn):
         _PLAIN_CALLABLES.pop(fn, None)
         return None
-    entry = (ADJOINTS.version, RRULES.version, RRULES.sole_rule(fn))
+    entry = (changes, RRULES.sole_rule(fn))
     _PLAIN_CALLABLES.put(fn, entry)
     return entry
 
@@ -415,8 +417,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         plain_entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
     except TypeError:
         return NOT_FAST
-    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
-            or plain_entry[1] != RRULES.version:
+    if type(plain_entry) is not tuple or plain_entry[0] != _TABLES.changes:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
@@ -479,7 +480,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if primals is args:
             return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
         plain, routes = tuple(primals), tuple(flat)
-    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[1] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None:
         return NOT_FAST
     return trace.process_rule(rule, fn, args, plain, routes, _NO_KEYWORDS)
@@ -544,8 +545,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         plain_entry = _PLAIN_CALLABLES.get(fn)
     except TypeError:
         return NOT_FAST
-    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
-            or plain_entry[1] != RRULES.version:
+    if type(plain_entry) is not tuple or plain_entry[0] != _TABLES.changes:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
@@ -581,7 +581,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         else:
             primals.append(a)
     plain = tuple(primals)
-    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[1] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None:
         return NOT_FAST
     return best.process_rule(rule, fn, args, plain, tuple(flat), _NO_KEYWORDS)
