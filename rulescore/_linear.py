@@ -154,6 +154,9 @@ def linear_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[
             return y, ZeroTangent()
         if xp is not None:
             return y, native(xp, xdot, *args, **kwargs)  # type: ignore[misc]
+        if not kwargs and type(y) is np.ndarray and type(x) is np.ndarray and type(xdot) is np.ndarray \
+                and xdot.dtype == x.dtype and xdot.shape == x.shape:
+            return y, f(xdot, *args)  # an array of y's shape and dtype: projecting is the identity
         kwargs.pop("out", None)
         return y, project(y, f(dense_tangent(x, xdot), *args, **kwargs))
 
