@@ -58,11 +58,12 @@ def _wants(partials: Callable[..., Any], name: str) -> bool:
 @structural
 def _call_kind(args: tuple[Any, ...], y: Any, unmasked: bool, quiet: bool) -> tuple[bool, bool, bool, bool]:
     """What an element-wise rule's pullback may skip, from types alone (one call for an outer
-    level to trace): ``(numpy_scalar, float_inputs, array_inputs, one_array)``.
+    level to trace): ``(numpy_scalar, float_inputs, no_sequences, one_array)``.
 
     ``numpy_scalar``: the output is a NumPy float64 (NumPy warns about a division by zero);
-    ``float_inputs``: real scalars throughout, no mask; ``array_inputs``: arrays only (no lists
-    to convert); ``one_array``: one array, no mask, no silenced warnings.
+    ``float_inputs``: real scalars throughout, no mask; ``no_sequences``: an array output and no
+    list or tuple argument to convert (``as_arrays`` would return the arguments unchanged: arrays
+    and scalars, ``np.logaddexp(0.0, z)``); ``one_array``: one array, no mask, no silenced warnings.
     """
     ty = type(y)
     numpy_scalar = ty is np.float64
@@ -71,10 +72,14 @@ def _call_kind(args: tuple[Any, ...], y: Any, unmasked: bool, quiet: bool) -> tu
             if type(a) is not float and type(a) is not np.float64:
                 return numpy_scalar, False, False, False
         return numpy_scalar, unmasked, False, False
+    arrays = True
     for a in args:
-        if type(a) is not np.ndarray:
-            return False, False, False, False
-    return False, False, True, unmasked and not quiet and len(args) == 1
+        ta = type(a)
+        if ta is not np.ndarray:
+            if ta is list or ta is tuple:
+                return False, False, False, False
+            arrays = False
+    return False, False, True, arrays and unmasked and not quiet and len(args) == 1
 
 
 def _times_conj(ybar: Any, d: Any) -> Any:
@@ -249,7 +254,7 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
             if one_array:  # the nested hot path: few calls for an outer level to trace
                 d = partials(*args, result=y) if with_result else partials(*args)
                 return _NT, proj(args[0], _times_conj(ybar, d[0] if type(d) is tuple else d))
-            ds = quiet_partials_at(args if array_inputs else as_arrays(args), y, where)
+            ds = quiet_partials_at(args if no_sequences else as_arrays(args), y, where)
             if where is None and len(args) == 2 and len(ds) == 2:  # binary ufuncs: no loop to trace
                 (a0, a1), (d0, d1) = args, ds
                 return _NT, proj(a0, _times_conj(ybar, d0)), proj(a1, _times_conj(ybar, d1))
@@ -261,7 +266,7 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        numpy_scalar, float_inputs, array_inputs, one_array = _call_kind(args, y, where is None, errstate)
+        numpy_scalar, float_inputs, no_sequences, one_array = _call_kind(args, y, where is None, errstate)
         partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 

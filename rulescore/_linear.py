@@ -138,9 +138,10 @@ def linear_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[
         if (xp := _native_namespace(native, x)) is not None:
             return native(xp, x, *args, **kwargs), native_pullback(xp, x, args, kwargs)  # type: ignore[misc]
         y = f(x, *args, **kwargs)
+        rest = (_NT,) * len(args) if args else ()  # (x.T: no call, no product at a nested level)
 
         def linear_pullback(ybar: Any) -> Any:
-            return (_NT, project(x, transpose(ybar, x, *args, **kwargs)), *((_NT,) * len(args)))
+            return (_NT, project(x, transpose(ybar, x, *args, **kwargs)), *rest)
 
         linear_pullback.__name__ = linear_pullback.__qualname__ = f"{name}_pullback"
         return y, linear_pullback
@@ -153,6 +154,9 @@ def linear_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callable[
             return y, ZeroTangent()
         if xp is not None:
             return y, native(xp, xdot, *args, **kwargs)  # type: ignore[misc]
+        if not kwargs and type(y) is np.ndarray and type(x) is np.ndarray and type(xdot) is np.ndarray \
+                and xdot.dtype == x.dtype and xdot.shape == x.shape:
+            return y, f(xdot, *args)  # an array of y's shape and dtype: projecting is the identity
         kwargs.pop("out", None)
         return y, project(y, f(dense_tangent(x, xdot), *args, **kwargs))
 

@@ -24,9 +24,8 @@ from rulescore._structure import fields_of
 from rulescore._tangent import tangent_type
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 from zygotepy import _dispatch
-from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache
-from zygotepy._dispatch import FRULES, RRULES, DispatchedTrace
+from zygotepy._dispatch import FRULES, DispatchedTrace
 from zygotepy._edge import check_arguments, to_user
 from zygotepy._errors import UntraceableError, object_array_error
 from zygotepy._reverse import (
@@ -112,21 +111,21 @@ class ForwardTrace(DispatchedTrace):
         can take them, or the frule runs once per direction, with the outer levels active."""
         if dots is not None and self.direct:
             # one direction, its tangents found by the first-order fast path: the frule on plain values
-            y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+            y, ydot = rule.impl(dots, *primals, **kwargs) if kwargs else rule.impl(dots, *primals)  # type: ignore[misc]
             stack: Any = (ydot,)
         elif dots is not None:  # one direction, its tangents found by a fast path
             if self.log is not None:
                 log_call(self, fn, args, rule.kind.replace("_", "-"), rule)
             if not self.outer:  # first order, logging
-                y, ydot = rule.impl(dots, *primals)  # type: ignore[misc]
+                y, ydot = rule.impl(dots, *primals, **kwargs)  # type: ignore[misc]
             else:  # nested (_apply_forward_nested): its rewritten body, at the outer levels
                 token = LEVELS.set(self.outer)
                 try:
                     plain = _plain_dots(dots, rule, primals)
                     if plain is None:  # the rule contract: an frule is called only with a non-zero tangent
-                        y, ydot = _dispatch.call(fn, *primals), zero_of(rule)
+                        y, ydot = _dispatch.call(fn, *primals, **kwargs), zero_of(rule)
                     else:
-                        y, ydot = _traced_impl(rule)(plain, *primals)
+                        y, ydot = _traced_impl(rule)(plain, *primals, **kwargs)
                 finally:
                     LEVELS.reset(token)
             stack = (ydot,)
@@ -220,7 +219,12 @@ _NO_TANGENT = NoTangent()
 _ZERO = ZeroTangent()
 
 
-def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
+#: The keyword arguments of a call without any (never written: callees get copies).
+_NO_KEYWORDS: dict[str, Any] = {}
+
+
+def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTrace,
+                               kwargs: dict[str, Any] = _NO_KEYWORDS) -> Any:
     """The fast path of the only active trace when it is a forward one with one direction
     (``jvp``; the outer level of a Hessian-vector product, where every operation of the inner
     level's rules and pullbacks lands): classify the commonest call (a plain callable with an
@@ -272,14 +276,14 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
                 return NOT_FAST
             x, dots, traced = a, (_NO_TANGENT, _ZERO, dy), _SECOND
         elif (ta in _FAST_CONSTANTS or _constant(a)) and (tb in _FAST_CONSTANTS or _constant(b)):
-            return fn(a, b)  # nothing traced: the rule would compute just this
+            return fn(a, b, **kwargs)  # nothing traced: the rule would compute just this
         else:
             return NOT_FAST
         plain: tuple[Any, ...] = (x, y)
     elif n == 1:
         (a,) = args
         if type(a) is not Box:
-            return fn(a) if type(a) in _FAST_CONSTANTS or _constant(a) else NOT_FAST
+            return fn(a, **kwargs) if type(a) in _FAST_CONSTANTS or _constant(a) else NOT_FAST
         x = a._zp_value
         if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
             return NOT_FAST
@@ -313,33 +317,33 @@ def _apply_forward_first_order(fn: Any, args: tuple[Any, ...], trace: ForwardTra
             else:
                 return NOT_FAST
         if not positions:
-            return fn(*args)
+            return fn(*args, **kwargs)
         plain, dots, traced = tuple(primals), tuple(all_dots), tuple(positions)
-    rule = entry[3]
+    rule = entry[1]
     if rule is None:
         rule = FRULES.lookup(fn, plain, FORWARD_CONFIG)
         if rule is None:
             return NOT_FAST
-    elif entry[4] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
-        return trace.process_rule(rule, fn, args, plain, dots, _NO_KEYWORDS)
+    elif entry[2] and not trace.checks:  # a rule taking these tangents as they are (see _forward_entry)
+        return trace.process_rule(rule, fn, args, plain, dots, kwargs)
     wrt = rule.wrt
     plain_dots = rule.kind == "rule" and not rule.config and not trace.checks and (
         wrt is None or any(i in wrt for i in traced)) and (
         rule.zero_tangents or not _float_constant(args, traced))
     # otherwise (a non-differentiable rule, a config, checks, no tangent where the rule
     # differentiates, or constants to give as zeros) process_rule's full path keeps the contract
-    return trace.process_rule(rule, fn, args, plain, dots if plain_dots else None, _NO_KEYWORDS)
+    return trace.process_rule(rule, fn, args, plain, dots if plain_dots else None, kwargs)
 
 
-_NO_KEYWORDS: dict[str, Any] = {}
 _FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
-#: callable -> ``(FRULES.version, RRULES.version, ADJOINTS.version, its sole frule or None,
+#: callable -> ``(rc.RuleTable.changes, its sole frule or None,
 #: whether that frule takes the fast paths' tangents as they are)`` for a plain callable (see
 #: ``_plain_entry``); bounded (callables may come and go).
 _FORWARD_ENTRIES = BoundedCache(1024)
+_TABLES = rc.RuleTable  # (its ``changes``: every table's registrations)
 
 
-def _current_forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+def _current_forward_entry(fn: Any) -> tuple[int, Any, bool] | None:
     """``fn``'s entry of :data:`_FORWARD_ENTRIES` for the forward fast paths, made again when a
     registration has moved the registry's versions since; ``None`` for a traced callable object
     (never hashed here), an unhashable one, or one that is not plain (see :func:`_forward_entry`).
@@ -352,16 +356,15 @@ def _current_forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
     if type(fn) is Box:
         return None
     try:
-        entry: tuple[int, int, int, Any, bool] | None = _FORWARD_ENTRIES.get(fn)
+        entry: tuple[int, Any, bool] | None = _FORWARD_ENTRIES.get(fn)
     except TypeError:
         return None
-    if entry is None or entry[0] != FRULES.version or entry[1] != RRULES.version \
-            or entry[2] != ADJOINTS.version:
+    if entry is None or entry[0] != _TABLES.changes:
         return _forward_entry(fn)
     return entry
 
 
-def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
+def _forward_entry(fn: Any) -> tuple[int, Any, bool] | None:
     """For the forward fast paths, a plain callable's entry of :data:`_FORWARD_ENTRIES` (made and
     kept), or ``None`` for any other callable. Its frule (``RuleTable.sole_rule``) takes the fast
     paths' tangents as they are when it is a rule without a config, differentiating every
@@ -370,23 +373,24 @@ def _forward_entry(fn: Any) -> tuple[int, int, int, Any, bool] | None:
     Example:
         >>> import numpy as np
         >>> entry = _forward_entry(np.sin)
-        >>> entry[3] is rc.frule.lookup(np.sin, (0.5,)), entry[4]
+        >>> entry[1] is rc.frule.lookup(np.sin, (0.5,)), entry[2]
         (True, True)
         >>> _forward_entry(lambda v: v) is None  # no rule: the general path
         True
     """
-    versions = (FRULES.version, RRULES.version, ADJOINTS.version)  # read first: a registration meanwhile
+    changes = _TABLES.changes  # read first: a registration meanwhile
     if _plain_entry(fn) is None:  # leaves the entry stale, not wrong
         return None
     rule = FRULES.sole_rule(fn)
     as_they_are = rule is not None and rule.kind == "rule" and not rule.config and rule.wrt is None \
         and rule.zero_tangents
-    entry = (*versions, rule, as_they_are)
+    entry = (changes, rule, as_they_are)
     _FORWARD_ENTRIES.put(fn, entry)
     return entry
 
 
-def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) -> Any:
+def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace,
+                           kwargs: dict[str, Any] = _NO_KEYWORDS) -> Any:
     """The fast path of the only active trace when it is a forward one with several directions (a
     Jacobian's or a Hessian's forward passes): classify the call as the one-direction path does (a
     plain callable with an frule; this trace's boxes of floats and arrays, or constants) and hand
@@ -409,15 +413,16 @@ def _apply_forward_batched(fn: Any, args: tuple[Any, ...], trace: ForwardTrace) 
         elif ta not in _FAST_CONSTANTS and not _constant(a):  # a shape, an axis, a name, a dtype
             return NOT_FAST
     if primals is None:
-        return fn(*args)  # nothing traced: the rule would compute just this
+        return fn(*args, **kwargs)  # nothing traced: the rule would compute just this
     plain = tuple(primals)
-    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
-    return trace.process_rule(rule, fn, args, plain, None, _NO_KEYWORDS)
+    return trace.process_rule(rule, fn, args, plain, None, kwargs)
 
 
-def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> Any:
+def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace,
+                          kwargs: dict[str, Any] = _NO_KEYWORDS) -> Any:
     """:func:`_apply_forward_first_order` under nested levels (a forward trace with one direction
     innermost, none logging or holding implicit parameters): a plain callable with an frule,
     arguments that are boxes of floats or arrays (at any level) or constants. The level owning
@@ -434,12 +439,12 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
     if best is NOT_FAST:
         return NOT_FAST
     if best is None:
-        return fn(*args)  # nothing traced at any level
+        return fn(*args, **kwargs)  # nothing traced at any level
     if best is not top:
         if best.level >= top.level or top.outer[best.level] is not best:
             return NOT_FAST  # a box of a finished differentiation: the full path says so
         fast = best.fast_path
-        return NOT_FAST if fast is None else fast(fn, args, best)  # the owning level's call
+        return NOT_FAST if fast is None else fast(fn, args, best, kwargs)  # the owning level's call
     primals: list[Any] = []
     dots: list[Any] = [_NO_TANGENT]
     for a in args:
@@ -451,13 +456,13 @@ def _apply_forward_nested(fn: Any, args: tuple[Any, ...], top: ForwardTrace) -> 
             primals.append(a)
             dots.append(_ZERO)
     plain = tuple(primals)
-    rule = entry[3] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
+    rule = entry[1] or FRULES.lookup(fn, plain, FORWARD_CONFIG)
     if rule is None:
         return NOT_FAST
     # the one-direction tangents (zeros where plain_tangents decides) when the rule's rewritten body
     # can run at the outer levels; otherwise process_rule's full path keeps the contract
     direct = rule.kind == "rule" and not rule.config and not top.checks and _traced_impl(rule) is not None
-    return top.process_rule(rule, fn, args, plain, tuple(dots) if direct else None, _NO_KEYWORDS)
+    return top.process_rule(rule, fn, args, plain, tuple(dots) if direct else None, kwargs)
 
 
 def _push_batched(rule: rc.Rule, fn: Any, args: tuple[Any, ...], primals: tuple[Any, ...],
@@ -560,7 +565,10 @@ def _constant(x: Any) -> bool:
     pullback), so its tangent is zero in every direction."""
     t = type(x)
     if t is tuple or t is list:
-        return all(_constant(v) for v in x)
+        for v in x:  # (a shape's ints tested on the spot: np.reshape(g, shape) in a pullback)
+            if type(v) is not int and not _constant(v):
+                return False
+        return True
     if t is slice:
         return _constant(x.start) and _constant(x.stop) and _constant(x.step)
     return t is not Box and (_plain(x) or x is Ellipsis or isinstance(x, (np.dtype, AbstractZero)))

@@ -216,9 +216,10 @@ def _logging(traces: tuple[Trace, ...]) -> bool:
     return False
 
 
-#: callable -> ``(ADJOINTS.version, RRULES.version, its sole rrule or None)`` when found plain,
-#: -1 when not; bounded: callables may come and go.
+#: callable -> ``(rc.RuleTable.changes, its sole rrule or None)`` when found plain, -1 when not;
+#: bounded: callables may come and go.
 _PLAIN_CALLABLES = BoundedCache(1024)
+_TABLES = rc.RuleTable  # (its ``changes``: every table's registrations, adjoints' too)
 #: ufuncs, Python functions and NumPy's dispatching functions (``np.sum``, ``np.concatenate``).
 _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 #: Classes called as plain callables: the numeric conversions (``float(x)`` in a pullback), whose
@@ -226,17 +227,18 @@ _PLAIN_CALLABLE_TYPES = frozenset({np.ufunc, types.FunctionType, type(np.sum)})
 _PLAIN_CLASSES = frozenset({float, complex})
 
 
-def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
+def _plain_entry(fn: Any) -> tuple[int, Any] | None:
     """For a callable with rules that needs none of the dispatcher's general handling before its
     rule (a ufunc, a module-level builtin, a Python or NumPy function, not a special form, with
-    no legacy adjoint): ``(ADJOINTS.version, RRULES.version, its sole rrule or None)``, cached
-    until a rule or an adjoint is defined; ``None`` for any other callable."""
+    no legacy adjoint): ``(rc.RuleTable.changes, its sole rrule or None)``, cached until a rule
+    or an adjoint is defined; ``None`` for any other callable."""
+    changes = _TABLES.changes  # read first: a registration meanwhile leaves the entry stale, not wrong
     try:
         cached = _PLAIN_CALLABLES.get(fn)
     except TypeError:  # an unhashable callable object
         return None
     if type(cached) is tuple:
-        if cached[0] == ADJOINTS.version and cached[1] == RRULES.version:
+        if cached[0] == _TABLES.changes:
             return cached
     elif cached is not None:
         return None  # not plain, by its type
@@ -256,7 +258,7 @@ def _plain_entry(fn: Any) -> tuple[int, int, Any] | None:
     if ADJOINTS.has_rules(fn):
         _PLAIN_CALLABLES.pop(fn, None)
         return None
-    entry = (ADJOINTS.version, RRULES.version, RRULES.sole_rule(fn))
+    entry = (changes, RRULES.sole_rule(fn))
     _PLAIN_CALLABLES.put(fn, entry)
     return entry
 
@@ -405,7 +407,12 @@ def _int_or_none(v: Any) -> bool:
     return v is None or type(v) is int
 
 
-def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> Any:
+#: The keyword arguments of a call without any (never written: callees get copies).
+_NO_KEYWORDS: dict[str, Any] = {}
+
+
+def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace,
+                       kwargs: dict[str, Any] = _NO_KEYWORDS) -> Any:
     """A first-order reverse trace's ``fast_path``: classify the commonest call (a plain callable
     with rules; arguments that are floats, ints, arrays or this trace's boxes of floats and
     arrays) without the dispatcher's general search, and hand it to
@@ -416,8 +423,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         plain_entry = _PLAIN_CALLABLES.get(fn)  # _plain_entry's cache hit, inlined
     except TypeError:
         return NOT_FAST
-    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
-            or plain_entry[1] != RRULES.version:
+    if type(plain_entry) is not tuple or plain_entry[0] != _TABLES.changes:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
@@ -444,7 +450,8 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
                 return NOT_FAST
         elif ta in _FAST_CONSTANTS:
             if tb is not Box:  # nothing traced: just this
-                return fn(a, b) if tb in _FAST_CONSTANTS or (tb is tuple and _is_shape(b)) else NOT_FAST
+                constant = tb in _FAST_CONSTANTS or (tb is tuple and _is_shape(b))
+                return fn(a, b, **kwargs) if constant else NOT_FAST
             y = b._zp_value
             if b._zp_trace is not trace or type(y) not in _FAST_VALUES:
                 return NOT_FAST
@@ -456,7 +463,7 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         (a,) = args
         ta = type(a)
         if ta is not Box:
-            return fn(a) if ta in _FAST_CONSTANTS else NOT_FAST
+            return fn(a, **kwargs) if ta in _FAST_CONSTANTS else NOT_FAST
         x = a._zp_value
         if a._zp_trace is not trace or type(x) not in _FAST_VALUES:
             return NOT_FAST
@@ -478,15 +485,14 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             elif ta not in _FAST_CONSTANTS:
                 return NOT_FAST
         if primals is args:
-            return fn(*args)  # nothing traced: the rule would compute just this, and record nothing
+            return fn(*args, **kwargs)  # nothing traced: the rule would compute just this, and record nothing
         plain, routes = tuple(primals), tuple(flat)
-    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[1] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None:
         return NOT_FAST
-    return trace.process_rule(rule, fn, args, plain, routes, _NO_KEYWORDS)
+    return trace.process_rule(rule, fn, args, plain, routes, kwargs)
 
 
-_NO_KEYWORDS: dict[str, Any] = {}
 
 
 #: rule -> the rewritten body of its rrule, which an outer level traces line by line.
@@ -532,7 +538,8 @@ def owning_level(args: tuple[Any, ...]) -> Any:
     return best
 
 
-def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
+def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
+                  kwargs: dict[str, Any] = _NO_KEYWORDS) -> Any:
     """:func:`_apply_first_order` under nested levels (a reverse trace innermost, none logging or
     holding implicit parameters; the outer ones reverse or forward): a plain callable with an
     rrule and arguments that are boxes of floats or arrays (at any level) or constants. When the
@@ -545,8 +552,7 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         plain_entry = _PLAIN_CALLABLES.get(fn)
     except TypeError:
         return NOT_FAST
-    if type(plain_entry) is not tuple or plain_entry[0] != ADJOINTS.version \
-            or plain_entry[1] != RRULES.version:
+    if type(plain_entry) is not tuple or plain_entry[0] != _TABLES.changes:
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
@@ -565,12 +571,12 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
             return NOT_FAST
     if best is None:
-        return fn(*args)  # nothing traced at any level
+        return fn(*args, **kwargs)  # nothing traced at any level
     if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
         return NOT_FAST  # a box of a finished differentiation: the full path says so
     if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
         fast = best.fast_path
-        return NOT_FAST if fast is None or best is top else fast(fn, args, best)
+        return NOT_FAST if fast is None or best is top else fast(fn, args, best, kwargs)
     if (type(fn) is np.ufunc and len(args) > fn.nin) or (len(args) > 2 and out_position(fn) >= 0):
         return NOT_FAST  # out= given positionally
     primals: list[Any] = []
@@ -582,10 +588,10 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace) -> Any:
         else:
             primals.append(a)
     plain = tuple(primals)
-    rule = plain_entry[2] or RRULES.lookup(fn, plain, CONFIG)
+    rule = plain_entry[1] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None:
         return NOT_FAST
-    return best.process_rule(rule, fn, args, plain, tuple(flat), _NO_KEYWORDS)
+    return best.process_rule(rule, fn, args, plain, tuple(flat), kwargs)
 
 
 def _box_args(trace: Trace, x: Any) -> Any:

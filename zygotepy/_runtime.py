@@ -636,6 +636,12 @@ def call_site() -> Any:
                     y = fast(fn, args, top)
                     if y is not NOT_FAST:
                         return y
+            elif _constant_keywords(kwargs):  # logsumexp(z, axis=1): the rule takes them as they are
+                fast = top.fast_path
+                if fast is not None:
+                    y = fast(fn, args, top, kwargs)
+                    if y is not NOT_FAST:
+                        return y
             return resolve(levels, fn, args, kwargs, True)
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
@@ -675,6 +681,34 @@ _NOTHING_SEEN: Any = object()
 #: Argument types that are plain values (never a traced value, nor a holder of one).
 _PLAIN_VALUES = frozenset({bool, int, float, complex, str, bytes, type(None), type, np.float64, np.int64,
                            np.bool_, np.dtype})
+
+
+#: Types of the keyword arguments the fast paths pass to a rule as they are.
+_CONSTANT_KEYWORD_TYPES = frozenset({int, bool, float, str, type(None), type})
+
+
+def _constant_keywords(kwargs: dict[str, Any]) -> bool:
+    """Whether a call's keyword arguments are constants (numbers, flags, names, ``None``, types,
+    tuples of ints: ``axis=1``, ``keepdims=True``, ``dtype=np.float32``) and none is ``out``: what
+    the general path would hand to the rule unchanged, so the fast paths may take the call.
+
+    Example:
+        >>> _constant_keywords({"axis": (0, 1), "keepdims": True}), _constant_keywords({"out": None})
+        (True, False)
+        >>> _constant_keywords({"where": np.array([True])})
+        False
+    """
+    if "out" in kwargs:
+        return False
+    for v in kwargs.values():
+        tv = type(v)
+        if tv not in _CONSTANT_KEYWORD_TYPES:
+            if tv is not tuple:
+                return False
+            for i in v:
+                if type(i) is not int:
+                    return False
+    return True
 
 
 def _plain_values(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

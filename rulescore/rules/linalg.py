@@ -58,6 +58,7 @@ from rulescore._namespace import (
     unbroadcast_to,
 )
 from rulescore._projection import project
+from rulescore._structural import structural
 from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import NoTangent, ZeroTangent
 from rulescore.rules._common import bind_arguments as _bind
@@ -323,9 +324,27 @@ def _is_complex(x: Any) -> bool:
     return is_complex(x) if _ns(x) is np else is_complex_array(_ns(x), x)
 
 
+@structural
+def _float64_matrix(a: Any) -> bool:
+    """Whether ``a`` is a NumPy float64 matrix: the calls whose pullbacks take the straight lines
+    below (no conjugates, stacks or namespaces)."""
+    return type(a) is np.ndarray and a.ndim == 2 and a.dtype == np.float64
+
+
+@structural
+def _float64_solve_ndim(a: Any, b: Any) -> int:
+    """``b.ndim`` (1 or 2) when ``a`` is a NumPy float64 matrix and ``b`` a NumPy float64 vector or
+    matrix (the solves whose pullback takes straight lines), else 0."""
+    if _float64_matrix(a) and type(b) is np.ndarray and b.dtype == np.float64 and b.ndim in (1, 2):
+        return b.ndim
+    return 0
+
+
 def slogdet_rrule(a: Any) -> Any:
     a_ = _arr(a)
     y = _numpy_result(_la(a_).slogdet(a_), _SLOGDET)
+    if _float64_matrix(a_):
+        return y, _float64_slogdet_pullback(a, a_)
     sign = y[0]
 
     def slogdet_pullback(ybar: Any) -> Any:
@@ -336,6 +355,17 @@ def slogdet_rrule(a: Any) -> Any:
         return _NT, _fit(a, _la(a_).inv(_H(a_)) * _expand2(coef))
 
     return y, slogdet_pullback
+
+
+def _float64_slogdet_pullback(a: Any, a_: Any) -> Any:
+    """``slogdet_pullback`` for a float64 matrix: ``lbar inv(a)^T`` (a real sign's cotangent has
+    no effect), without the general one's conjugates, namespace and shape helpers (each a traced
+    call at a nested level)."""
+
+    def slogdet_pullback(ybar: Any) -> Any:
+        return _NT, project(a, LA.inv(a_.mT) * _entry(ybar, 1, "logabsdet"))
+
+    return slogdet_pullback
 
 
 def slogdet_frule(tangents: Any, a: Any) -> Any:
@@ -352,6 +382,9 @@ def slogdet_frule(tangents: Any, a: Any) -> Any:
 def solve_rrule(a: Any, b: Any) -> Any:
     a_, b_ = _arr(a), _arr(b)
     x = _la(a_).solve(a_, b_)
+    ndim = _float64_solve_ndim(a_, b_)
+    if ndim:
+        return x, _float64_solve_pullback(a, b, a_, x, ndim == 1)
     vec = b_.ndim == 1
 
     def solve_pullback(xbar: Any) -> Any:
@@ -364,6 +397,18 @@ def solve_rrule(a: Any, b: Any) -> Any:
         return _NT, _fit(a, abar), _fit(b, bbar)
 
     return x, solve_pullback
+
+
+def _float64_solve_pullback(a: Any, b: Any, a_: Any, x: Any, vec: bool) -> Any:
+    """``solve_pullback`` for a float64 matrix and a float64 vector or matrix: ``bbar = solve(a^T,
+    xbar)``, ``abar = -outer(bbar, x)`` (``-(bbar @ x^T)`` for a matrix), without the general one's
+    stacks and conjugates (each a traced call at a nested level)."""
+
+    def solve_pullback(xbar: Any) -> Any:
+        bbar = LA.solve(a_.mT, xbar)
+        return _NT, project(a, -np.outer(bbar, x) if vec else -(bbar @ x.mT)), project(b, bbar)
+
+    return solve_pullback
 
 
 def solve_frule(tangents: Any, a: Any, b: Any) -> Any:

@@ -692,7 +692,35 @@ def _logsumexp(*args: Any, **kwargs: Any) -> Any:
     return sys.modules["scipy.special"].logsumexp(*args, **kwargs)
 
 
+@structural
+def _real_lse_plan(a: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   ) -> tuple[tuple[int, ...], tuple[NoTangent, ...]] | None:
+    """For a real NumPy ``a`` without ``b`` or ``return_sign`` (the commonest call), what its
+    straight-line pullback needs: the shape with ``keepdims`` and the other arguments'
+    cotangents; ``None`` for any other call."""
+    return_sign, with_b, nargs, _, kshape, _, complex_ = _lse_layout(a, args, kwargs)
+    if type(a) is np.ndarray and not (return_sign or with_b or complex_):
+        return kshape, (_NT,) * nargs
+    return None
+
+
 def logsumexp_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
+    plan = _real_lse_plan(a, args, kwargs)
+    if plan is not None:
+        # ybar * exp(a - lse), what _LogSumExp's pullback computes, in straight lines and locals
+        # (a nested level traces each method call and attribute read of the general one)
+        lse = _logsumexp(a, *args, **kwargs)
+        kshape, rest = plan
+
+        def real_logsumexp_pullback(ybar: Any) -> Any:
+            lse_k = np.reshape(lse, kshape)
+            finite = np.isfinite(lse_k)
+            if not finite.all():  # (a flag, not two traced calls at a nested level)
+                lse_k = np.where(finite, lse_k, np.zeros_like(lse_k))
+            return (_NT, project(a, np.reshape(ybar, kshape) * np.exp(a - lse_k)), *rest)
+
+        real_logsumexp_pullback.__name__ = real_logsumexp_pullback.__qualname__ = "logsumexp_pullback"
+        return lse, real_logsumexp_pullback
     call = _LogSumExp(_logsumexp, a, args, kwargs)
 
     def logsumexp_pullback(ybar: Any) -> Any:

@@ -90,3 +90,41 @@ def test_an_index_with_an_ellipsis_at_both_nested_modes() -> None:
     expected = -np.sin(x) * v * np.sum(x) + np.cos(x) * np.sum(v) + np.sum(np.cos(x) * v)
     np.testing.assert_allclose(zp.jvp(grad, (x,), (v,))[1], expected, rtol=1e-12)
     np.testing.assert_allclose(zp.gradient(lambda u: np.sum(grad(u) * v), x)[0], expected, rtol=1e-12)
+
+
+_RNG = np.random.default_rng(14)
+_X, _Z, _Y = _RNG.normal(size=(5, 4)), _RNG.normal(size=(3, 6)), _RNG.normal(size=3)
+_K0 = np.exp(-0.5 * np.subtract.outer(np.arange(3.0), np.arange(3.0)) ** 2)
+
+#: Rules with a straight-line pullback for their commonest call (logsumexp of a real array, solve
+#: and slogdet of float64 matrices) and calls with constant keywords (the fast paths take them).
+STRAIGHT_LINES = {
+    "logsumexp-axis-keyword": (lambda w: np.sum(_logsumexp(_X @ w, axis=1)), (4, 3)),
+    "logsumexp-positional-axis-keepdims": (lambda w: np.sum(_logsumexp(w, 0, keepdims=True) ** 2), (4, 3)),
+    "logsumexp-all": (lambda w: 2.0 * _logsumexp(w) * _logsumexp(w), (2, 3)),
+    "solve-vector": (lambda t: _Y @ np.linalg.solve(_K0 + np.diag(np.exp(t)), _Y), (3,)),
+    "solve-matrix": (lambda m: np.sum(_Z * np.linalg.solve(m @ m.T + np.eye(3), _Z)), (3, 3)),
+    "slogdet": (lambda m: np.linalg.slogdet(m @ m.T + np.eye(3))[1] ** 2, (3, 3)),
+    "sum-axis-keyword": (lambda w: np.sum(np.sum(np.sin(w) ** 3, axis=1, keepdims=True) ** 2), (2, 3)),
+}
+
+
+def _logsumexp(*args: Any, **kwargs: Any) -> Any:
+    import scipy.special
+
+    return scipy.special.logsumexp(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", list(STRAIGHT_LINES))
+def test_straight_line_pullbacks_at_both_nested_modes(name: str) -> None:
+    """Hessian-vector products through them, forward over reverse and reverse over reverse,
+    against differences of the gradient."""
+    f, shape = STRAIGHT_LINES[name]
+    x, v = _RNG.normal(size=shape), _RNG.normal(size=shape)
+    grad = lambda p: zp.gradient(f, p)[0]  # noqa: E731
+    forward = zp.jvp(grad, (x,), (v,))[1]
+    reverse = zp.gradient(lambda p: np.sum(grad(p) * v), x)[0]
+    h = 1e-6
+    by_differences = (grad(x + h * v) - grad(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(forward, by_differences, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(reverse, forward, rtol=1e-12, atol=1e-12)
