@@ -21,7 +21,7 @@ from rulescore._registry import register_rules
 from rulescore._rule_pair import DERIVERS, SCALAR_DERIVERS, RulePair, TypeSpec
 from rulescore._structural import structural
 from rulescore._tangent import Tangent
-from rulescore._thunks import unthunk
+from rulescore._thunks import Thunk, unthunk
 from rulescore._zeros import AbstractZero, NoTangent, ZeroTangent
 
 _NT = NoTangent()
@@ -257,6 +257,11 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
             ds = quiet_partials_at(args if no_sequences else as_arrays(args), y, where)
             if where is None and len(args) == 2 and len(ds) == 2:  # binary ufuncs: no loop to trace
                 (a0, a1), (d0, d1) = args, ds
+                if type(a0) is not np.ndarray and type(a1) is np.ndarray:
+                    # lazy: a scalar broadcast against an array is often a literal (logaddexp(0.0, z)),
+                    # and its cotangent is a sum
+                    lazy = Thunk(lambda: proj(a0, _times_conj(ybar, d0)))
+                    return _NT, lazy, proj(a1, _times_conj(ybar, d1))
                 return _NT, proj(a0, _times_conj(ybar, d0)), proj(a1, _times_conj(ybar, d1))
             out = []
             for a, d in zip(args, ds, strict=True):
