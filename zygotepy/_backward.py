@@ -104,7 +104,7 @@ def _numeric_box(b: Box) -> bool:
 def _numbers_pullback_node(node: tuple[Any, ...]) -> tuple[Any, ...]:
     """A numbers node (see :data:`zygotepy._trace.NUMBERS`) as a pullback node, for a
     cotangent that is not a real number: an outer level's box, a 0-d array, a complex number (each
-    product projected onto a real scalar, the arguments' kind, through the dispatcher, so outer
+    product projected onto its argument's type, the partial's, through the dispatcher, so outer
     levels see it).
 
     Example:
@@ -115,7 +115,7 @@ def _numbers_pullback_node(node: tuple[Any, ...]) -> tuple[Any, ...]:
     partials = node[1::2]
 
     def recorded_partials_pullback(ybar: Any) -> tuple[Any, ...]:
-        return (rc.NoTangent(), *[call(rc.project, 1.0, ybar * d) for d in partials])
+        return (rc.NoTangent(), *[call(rc.project, d, ybar * d) for d in partials])
 
     routes = [part for k, target in enumerate(node[2::2]) for part in (k, target)]
     return (recorded_partials_pullback, len(partials), *routes)

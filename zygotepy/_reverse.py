@@ -268,9 +268,10 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     applied: when ``args`` are this trace's boxes of real scalars (Python floats, NumPy float64
     scalars) and real numbers, and the form gives a real scalar with real partials for the traced
     ones, record them as a numbers node (:data:`zygotepy._trace.NUMBERS`) and return the
-    output's box; else ``NOT_FAST`` (the rule is run: it answers, or raises, as it does). A
-    Python float's partial is made a Python float (its cotangent stays one, as its projection
-    makes it).
+    output's box; else ``NOT_FAST`` (the rule is run: it answers, or raises, as it does). Each
+    partial is made of its argument's type, so each cotangent is of its value's type, as its
+    projection makes it (a Python float times a ``np.float16`` is a ``np.float16``; a NumPy
+    float64 times one is a float64).
 
     Example:
         >>> import operator, rulescore as rc
@@ -307,17 +308,17 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             return NOT_FAST
         if tx is not None:
             td = type(d)
-            if td is not float:
-                if td is int or (td is _FLOAT64 and tx is float):
-                    d = float(d)
-                elif td is not _FLOAT64:
+            if td is not tx:
+                if td is float or td is _FLOAT64 or td is int:
+                    d = float(d) if tx is float else _ONE64 * d
+                else:
                     return NOT_FAST
             if ty is not None:
                 td = type(d1)
-                if td is not float:
-                    if td is int or (td is _FLOAT64 and ty is float):
-                        d1 = float(d1)
-                    elif td is not _FLOAT64:
+                if td is not ty:
+                    if td is float or td is _FLOAT64 or td is int:
+                        d1 = float(d1) if ty is float else _ONE64 * d1
+                    else:
                         return NOT_FAST
                 node: tuple[Any, ...] = (NUMBERS, d, a._zp_index, d1, b._zp_index)
             else:
@@ -325,10 +326,10 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         else:
             d = d1
             td = type(d)
-            if td is not float:
-                if td is int or (td is _FLOAT64 and ty is float):
-                    d = float(d)
-                elif td is not _FLOAT64:
+            if td is not ty:
+                if td is float or td is _FLOAT64 or td is int:
+                    d = float(d) if ty is float else _ONE64 * d
+                else:
                     return NOT_FAST
             node = (NUMBERS, d, b._zp_index)
     elif n == 1:
@@ -344,10 +345,10 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         except Exception:  # noqa: BLE001 (as above)
             return NOT_FAST
         td = type(d)
-        if td is not float:
-            if td is int or (td is _FLOAT64 and tx is float):
-                d = float(d)
-            elif td is not _FLOAT64:
+        if td is not tx:
+            if td is float or td is _FLOAT64 or td is int:
+                d = float(d) if tx is float else _ONE64 * d
+            else:
                 return NOT_FAST
         node = (NUMBERS, d, a._zp_index)
     else:
@@ -368,6 +369,7 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
 #: Untraced arguments of a rule's scalar form (a number the program wrote: ``y * 2``, ``x + 0.1``).
 _REAL_CONSTANTS = frozenset({float, int, np.float64})
 _FLOAT64 = np.float64
+_ONE64 = np.float64(1.0)  # (``_ONE64 * d``: a float64 of ``d``, cheaper than ``np.float64(d)``)
 #: ``object.__new__``: the fast paths make a box and set its three slots themselves.
 _new_box = object.__new__
 #: Traced values the fast path takes: floats, arrays, and the NumPy scalars that NumPy functions of

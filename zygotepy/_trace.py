@@ -229,10 +229,9 @@ class _Numbers:
 
 #: The first item of a numbers node, the tape node of a rule applied to real scalars at first
 #: order, its partial derivatives as numbers: ``(NUMBERS, partial, target, partial, target, ...)``,
-#: one pair per traced argument (``target``: its tape index), each partial a Python float or a
-#: NumPy float64 (a Python float for a Python float). The sweep multiplies a real cotangent by
-#: each partial itself, a product with a Python float made one (a projection): no pullback is made
-#: or called.
+#: one pair per traced argument (``target``: its tape index), each partial of its argument's type
+#: (a Python float or a NumPy float64). The sweep multiplies a real cotangent by each partial
+#: itself, a product with a Python float made one (a projection): no pullback is made or called.
 NUMBERS = _Numbers()
 
 

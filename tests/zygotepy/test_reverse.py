@@ -624,3 +624,18 @@ def test_checking_mode_runs_the_rules_of_scalar_code():
     with rc.checking(True):
         assert zp.gradient(lambda x: triple(x) * x, 2.0) == (12.0,)
     assert ran == [2.0]
+
+
+@pytest.mark.parametrize("z", [np.float64(-0.2), -0.2])
+def test_scalar_code_cotangents_keep_their_values_type(z, numbers_tape):
+    """A cotangent of a NumPy float64 stays a float64: a Python float times a ``np.float16`` would
+    be rounded to a float16 (NumPy's weak Python scalars), as the rules' projections never do."""
+    y16 = np.float16(0.1031)
+
+    def f(z):
+        return z / (1.5 + math.tanh(z * y16)) + math.tanh(z * y16) * np.float64(2.0)
+
+    (g,) = zp.gradient(f, z)
+    with rc.checking(True):  # the rrules
+        (g_rules,) = zp.gradient(f, z)
+    assert g == pytest.approx(g_rules, rel=1e-13) and type(g) is type(z)
