@@ -162,7 +162,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 else:
                     tp = type(prev)
                     cts[target] = prev + c if tp is float or tp is float64 else add(prev, c)
-                if len(node) == 5:  # (two traced arguments: unrolled)
+                if len(node) == 5:  # (two traced arguments: unrolled, the sweep's hottest lines)
                     d = node[3]
                     c = ct * d
                     if tc is float64 and type(d) is float:

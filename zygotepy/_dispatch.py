@@ -273,23 +273,6 @@ def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
     n = len(args)
     if n <= kept:
         return NOT_FAST
-    if n == 2:  # project(x, dx), proj(x, dx), fit(y, ydot): unrolled (per pullback at nested levels)
-        a, b = args
-        ta, tb = type(a), type(b)
-        while ta is Box:
-            a = a._zp_value
-            ta = type(a)
-        while tb is Box:
-            b = b._zp_value
-            tb = type(b)
-        if ta not in _PLAIN_NUMBERS or (ta is np.ndarray and a.dtype.kind not in "fc"):
-            return NOT_FAST
-        if tb not in _PLAIN_NUMBERS or (tb is np.ndarray and b.dtype.kind not in "fc"):
-            return NOT_FAST
-        y = fn(a, b)
-        if y is (b if kept else a):
-            return args[kept]
-        return y if fn is stand_in else NOT_FAST
     plain = []
     for p in args:
         tp = type(p)

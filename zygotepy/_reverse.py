@@ -307,31 +307,18 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         except Exception:  # noqa: BLE001 (the rule, run next, raises it or answers the point itself)
             return NOT_FAST
         if tx is not None:
-            td = type(d)
-            if td is not tx:
-                if td is float or td is _FLOAT64 or td is int:
-                    d = float(d) if tx is float else _ONE64 * d
-                else:
-                    return NOT_FAST
+            if type(d) is not tx and (d := _partial_as(d, tx)) is None:
+                return NOT_FAST
             if ty is not None:
-                td = type(d1)
-                if td is not ty:
-                    if td is float or td is _FLOAT64 or td is int:
-                        d1 = float(d1) if ty is float else _ONE64 * d1
-                    else:
-                        return NOT_FAST
+                if type(d1) is not ty and (d1 := _partial_as(d1, ty)) is None:
+                    return NOT_FAST
                 node: tuple[Any, ...] = (NUMBERS, d, a._zp_index, d1, b._zp_index)
             else:
                 node = (NUMBERS, d, a._zp_index)
         else:
-            d = d1
-            td = type(d)
-            if td is not ty:
-                if td is float or td is _FLOAT64 or td is int:
-                    d = float(d) if ty is float else _ONE64 * d
-                else:
-                    return NOT_FAST
-            node = (NUMBERS, d, b._zp_index)
+            if type(d1) is not ty and (d1 := _partial_as(d1, ty)) is None:
+                return NOT_FAST
+            node = (NUMBERS, d1, b._zp_index)
     elif n == 1:
         a = args[0]
         if type(a) is not Box or a._zp_trace is not trace:
@@ -344,12 +331,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             z, (d,) = scalar(x)
         except Exception:  # noqa: BLE001 (as above)
             return NOT_FAST
-        td = type(d)
-        if td is not tx:
-            if td is float or td is _FLOAT64 or td is int:
-                d = float(d) if tx is float else _ONE64 * d
-            else:
-                return NOT_FAST
+        if type(d) is not tx and (d := _partial_as(d, tx)) is None:
+            return NOT_FAST
         node = (NUMBERS, d, a._zp_index)
     else:
         return NOT_FAST
@@ -364,6 +347,20 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     box._zp_trace = trace
     box._zp_index = index
     return box
+
+
+def _partial_as(d: Any, t: Any) -> Any:
+    """The partial ``d`` as a ``t`` (its argument's type: a Python float or a NumPy float64), or
+    ``None`` when it is not a real number (a float16, an array, a zero: the rule is run instead).
+
+    Example:
+        >>> _partial_as(np.float64(2.0), float), _partial_as(1, np.float64), _partial_as(np.float16(1), float)
+        (2.0, np.float64(1.0), None)
+    """
+    td = type(d)
+    if td is float or td is _FLOAT64 or td is int:
+        return float(d) if t is float else _ONE64 * d
+    return None
 
 
 #: Untraced arguments of a rule's scalar form (a number the program wrote: ``y * 2``, ``x + 0.1``).
