@@ -693,7 +693,17 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
                 return ct
         return to_user(ZeroTangent() if ct is None else ct, primal)
     if t is tuple or t is list:
-        parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
+        parts = []
+        for v, p in zip(boxed, primal, strict=True):
+            if type(v) is Box and type(p) is np.ndarray:  # the commonest leaf (a parameter array), inline
+                ct = cts[v._zp_index]
+                if type(ct) is Thunk:
+                    ct = cts[v._zp_index] = ct.unthunk()
+                if type(ct) is np.ndarray and ct.dtype == p.dtype and p.dtype.kind in "fc":
+                    parts.append(ct if owned_by_caller(ct) else ct.copy())
+                    continue
+                ct = None  # (not held here while the general path hands it out)
+            parts.append(user_gradient(v, p, cts))
         for part in parts:  # (a loop: no generator frame for all(...))
             if part is not None:
                 return parts if t is list else tuple(parts)
