@@ -27,6 +27,9 @@ from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
 
 
+_NDARRAY = np.ndarray  # (a global: one load per leaf)
+
+
 def owned_by_caller(a: np.ndarray) -> bool:
     """Whether the array ``a``, held by the caller in one local variable and one list entry, is
     held by nothing else, owns its memory and is writable: it can be handed to the user, who
@@ -146,9 +149,12 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
                 seen.add(id(container))
             for v in container:
                 tv = type(v)
-                if tv is float or (tv is np.ndarray and v.dtype.kind in "fcbiu"):
-                    continue  # (a common leaf without a call)
-                if tv is tuple or tv is list:
+                if tv is _NDARRAY:  # (the common leaves without a call: arrays, floats, containers)
+                    if v.dtype.kind in "fcbiu":
+                        continue
+                elif tv is float:
+                    continue
+                elif tv is tuple or tv is list:
                     pending.append(v)
                     continue
                 problem = _unsupported(v, seen)

@@ -287,8 +287,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if type(a) is Box:
             x = a._zp_value
             tx = type(x)
-            if a._zp_trace is not trace or (tx is not float and tx is not _FLOAT64):
-                return NOT_FAST
+            if (tx is not float and tx is not _FLOAT64) or a._zp_trace is not trace:
+                return NOT_FAST  # (an array, the commonest refusal: at the first test)
         elif type(a) in _REAL_CONSTANTS:
             x, tx = a, None
         else:
@@ -296,7 +296,7 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if type(b) is Box:
             y = b._zp_value
             ty = type(y)
-            if b._zp_trace is not trace or (ty is not float and ty is not _FLOAT64):
+            if (ty is not float and ty is not _FLOAT64) or b._zp_trace is not trace:
                 return NOT_FAST
         elif type(b) in _REAL_CONSTANTS and tx is not None:
             y, ty = b, None
