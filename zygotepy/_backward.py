@@ -214,14 +214,14 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
-            if (tc is float or tc is float64) and type(target) is int:  # the commonest: no shape
-                prev = cts[target]
-                cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
-            elif tc is ndarray and type(target) is int:
+            if tc is ndarray and type(target) is int:  # the commonest (real scalars are mostly numbers nodes)
                 if (s := shapes.get(target)) is not None and s != c.shape:
                     raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
                 prev = cts[target]  # (an array of the shape checked when it was accumulated)
                 cts[target] = c if prev is None else prev + c if type(prev) is ndarray else add(prev, c)
+            elif (tc is float or tc is float64) and type(target) is int:  # no shape
+                prev = cts[target]
+                cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
             elif tc is Box and type(target) is int:  # an outer level's box (nested differentiation)
                 v = c._zp_value
                 while type(v) is Box:
