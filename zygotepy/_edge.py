@@ -26,7 +26,6 @@ from rulescore._zeros import AbstractZero, ZeroTangent
 from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
 
-
 _NDARRAY = np.ndarray  # (a global: one load per leaf)
 
 

@@ -194,7 +194,8 @@ with warnings.catch_warnings():
     (iter([1.0, 2.0]), "list_iterator", "list(it)"),
     ([1.0, np.array([1.0], dtype=object)], "dtype object", "astype(float)"),
     ({"w": _MATRIX}, "'w'", "np.asarray"),
-    ([(np.ones(2), np.ones(2)), (np.ones(2), np.array([1.0], dtype=object))], "dtype object", "astype(float)"),
+    ([(np.ones(2), np.ones(2)), (np.ones(2), np.array([1.0], dtype=object))], "dtype object",
+     "astype(float)"),
     ([(np.ones(2), 1.0), [np.ones(2), (_MATRIX,)]], "np.matrix", "np.asarray"),
     ((np.ones(2), [2.0, _STRUCTURED]), "structured array", "structured_to_unstructured"),
 ])
