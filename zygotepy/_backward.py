@@ -200,12 +200,12 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             n = len(node)
         if n == 4:
             pullback, nargs, pos, target = node
-            pos2 = -1
+            pos2, rest = -1, None
         elif n == 2:
             continue  # no traced arguments: nothing to send the cotangent to
         else:
             pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
-        rest, k = (node, 6) if n > 6 else (None, n)
+            rest, k = (node, 6) if n > 6 else (None, n)
         del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
