@@ -43,7 +43,7 @@ from zygotepy._dispatch import (
     unbox,
     unbox_arguments,
 )
-from zygotepy._edge import check_arguments, owned_by_caller, to_user
+from zygotepy._edge import RefusedArgument, check_arguments, owned_by_caller, refuses, to_user
 from zygotepy._errors import NotScalarError, object_array_error
 from zygotepy._runtime import python_target
 from zygotepy._trace import (
@@ -594,14 +594,26 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
 
 
 def _box_args(trace: Trace, x: Any) -> Any:
+    """``x`` (an argument to differentiate) with its numbers and arrays boxed, each leaf checked on
+    the way as :func:`~zygotepy._edge.check_arguments` checks it (``RefusedArgument`` when it
+    refuses one: an array of objects, an ``np.matrix``, a ``Fraction``, an iterator, ...)."""
     t = type(x)
-    if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
-        return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
-    if t is tuple or t is list:  # (an array or a float boxed without a call of its own)
-        return t([trace.box(v) if type(v) is np.ndarray or type(v) is float else _box_args(trace, v)
-                  for v in x])
+    if t is np.ndarray or t is float or t is Box:
+        v = unbox_all(x) if t is Box else x  # (an outer differentiation's box: nested AD)
+        tv = type(v)
+        if tv is np.ndarray:
+            if v.dtype.kind not in "fcbiu" and refuses(v):
+                raise RefusedArgument(f"an array of dtype {v.dtype}")
+            return trace.box(x)
+        if tv in _FAST_VALUES:
+            return trace.box(x)
+    if t is tuple or t is list:  # (an array of numbers or a float boxed without a call of its own)
+        return t([trace.box(v) if type(v) is float or (type(v) is np.ndarray and v.dtype.kind in "fcbiu")
+                  else _box_args(trace, v) for v in x])
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
+    if refuses(unbox_all(x)):
+        raise RefusedArgument(f"a {type(x).__name__}")
     if not holds_numbers(x):
         return x  # an enum, a sentinel, a callable, a Generator, a set of names: the same object
     return trace.box(x)
@@ -792,10 +804,13 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
 
 def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
-    check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
-        boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
-                       for i, a in enumerate(args)])  # (a list: no generator frame)
+        try:  # (the arguments checked as they are boxed, before f runs)
+            boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
+                           for i, a in enumerate(args)])  # (a list: no generator frame)
+        except RefusedArgument:
+            check_arguments("gradient", f, primals_of(args), selected)  # raises, naming it and the fix
+            raise
         out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 

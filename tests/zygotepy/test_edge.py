@@ -235,3 +235,24 @@ def test_an_iterator_next_to_differentiated_arguments_is_refused_by_multi_pass_e
 def test_arguments_not_differentiated_are_not_checked():
     gen = (v for v in [1.0, 2.0])
     assert zp.gradient(lambda x, g: x * sum(g), 2.0, gen, argnums=0) == (3.0,)
+
+
+def test_a_refused_argument_is_refused_before_the_function_runs_and_leaves_no_trace_active():
+    """The reverse entry points check each argument as they box it (one walk): a refusal comes
+    before the function runs, names the argument and the fix, and leaves no trace active."""
+    from zygotepy._trace import LEVELS
+
+    ran = []
+
+    def loss(x, ps):
+        ran.append(1)
+        return x * 2.0
+
+    for bad in ([(np.ones(2), np.array([1.0], dtype=object))], {"a": [Fraction(1, 2)]}, (1.0, iter([1.0]))):
+        for run in (lambda: zp.gradient(loss, 1.0, bad), lambda: zp.pullback(loss, 1.0, bad),
+                    lambda: zp.withgradient(loss, 1.0, bad)):
+            with pytest.raises(TypeError, match=r"gradient of .*loss: argument 1 "):
+                run()
+    assert ran == [] and LEVELS.get() == ()
+    assert zp.gradient(loss, 1.5, [np.array(["a"]), np.array([1, 2]), np.ones(2, bool)]) == (2.0, None)
+    assert zp.gradient(loss, 1.5, [(np.ones(2), np.array([1.0], dtype=object))], argnums=0) == (2.0,)
