@@ -18,6 +18,7 @@ from rulescore._tangent import Tangent, tangent_type
 from rulescore._zeros import AbstractZero, ZeroTangent
 
 _ZT = ZeroTangent()
+_NDARRAY = np.ndarray  # (a global: one load)
 
 
 def proj(x: Any, dx: Any) -> Any:
@@ -29,25 +30,28 @@ def proj(x: Any, dx: Any) -> Any:
         (3.0, dtype('float32'))
     """
     tx, tdx = type(x), type(dx)
-    if tx is float:
+    if tx is _NDARRAY:  # (first: an array operand, the commonest)
+        if tdx is _NDARRAY and dx.dtype == x.dtype and x.dtype.kind in "fc":
+            if dx.shape == x.shape:
+                return dx  # already fits (what project returns): no call on every array operand
+            if x.ndim:
+                return unbroadcast(dx, x.shape)  # a broadcast bias summed back (project's own step)
+        out = project(x, dx)
+        if x.ndim == 0 and isinstance(out, np.generic):  # unbroadcast to () gives a NumPy scalar
+            out = np.asarray(out)
+        return out
+    elif tx is float:
         if tdx is float:
             return dx
         if tdx is np.float64:  # what NumPy functions of a Python float return
             return float(dx)
-        if tdx is np.ndarray and dx.dtype.kind == "f":  # a float broadcast to an array: summed
+        if tdx is _NDARRAY and dx.dtype.kind == "f":  # a float broadcast to an array: summed
             return float(np.sum(dx))
     elif tx is np.float64:  # what NumPy functions of a Python float return, as a primal
         if tdx is np.float64:
             return dx
         if tdx is float:
             return np.float64(dx)
-    elif tx is np.ndarray:
-        if tdx is np.ndarray and dx.shape == x.shape and dx.dtype == x.dtype and x.dtype.kind in "fc":
-            return dx  # already fits (what project returns): no call on every array operand
-        out = project(x, dx)
-        if x.ndim == 0 and isinstance(out, np.generic):  # unbroadcast to () gives a NumPy scalar
-            out = np.asarray(out)
-        return out
     elif (tx is list or tx is tuple) and isinstance(dx, np.ndarray):  # a list given to NumPy
         shape = np.shape(x)
         return _nested(x, unbroadcast(dx, shape) if dx.shape != shape else dx)

@@ -229,9 +229,26 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                 return partials_at(args, y)
         return partials_at(args, y)
 
+    def one_array_rrule(x: Any) -> Any:
+        """``partials_rrule(x)`` of one NumPy array, no options, no warnings to silence: what its
+        general path computes (one partial, times the cotangent, projected), without its questions."""
+        y = f(x)
+        if not needs_inputs:
+            x = stand_in(x)
+
+        def partials_pullback(ybar: Any) -> Any:
+            d = partials(x, result=y) if with_result else partials(x)
+            return _NT, proj(x, _times_conj(ybar, d[0] if type(d) is tuple else d))
+
+        partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
+        return y, partials_pullback
+
     def partials_rrule(*args: Any, **kwargs: Any) -> Any:
+        first = type(args[0]) if args else None
+        if first is _NDARRAY and not kwargs and not errstate and len(args) == 1:
+            return one_array_rrule(args[0])  # the first-order hot path (an array's tanh, exp, log)
         where = check_kwargs(f, kwargs) if kwargs and check_kwargs is not None else None
-        if args and (type(args[0]) not in _NUMPY_TYPES or (
+        if first is not None and (first not in _NUMPY_TYPES or (
                 args[-1] is not args[0] and type(args[-1]) not in _NUMPY_TYPES)) \
                 and (xp := foreign_namespace(args)) is not None:
             return native_rrule(xp, args, kwargs)  # NumPy would convert them (or warn, for a tensor)
@@ -399,6 +416,7 @@ def _onto_output(y: Any, ydot: Any) -> Any:
 #: Argument types NumPy computes with: the first or last argument of any other type (a JAX or
 #: PyTorch array) sends an element-wise rule with a native tier there (the binary ufuncs' rules
 #: see both; a middle argument does not exist).
+_NDARRAY = np.ndarray  # (a global: one load, also in rewritten code)
 _NUMPY_TYPES = frozenset({float, complex, bool, int, list, tuple, np.ndarray, np.float64, np.float32,
                           np.float16, np.complex128, np.complex64, np.bool_, np.int64, np.int32})
 

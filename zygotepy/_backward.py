@@ -200,12 +200,12 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             n = len(node)
         if n == 4:
             pullback, nargs, pos, target = node
-            pos2 = -1
+            pos2, rest = -1, None
         elif n == 2:
             continue  # no traced arguments: nothing to send the cotangent to
         else:
             pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
-        rest, k = (node, 6) if n > 6 else (None, n)
+            rest, k = (node, 6) if n > 6 else (None, n)
         del node
         in_cts = call(pullback, ct) if nested else pullback(ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
@@ -214,14 +214,14 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
-            if (tc is float or tc is float64) and type(target) is int:  # the commonest: no shape
-                prev = cts[target]
-                cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
-            elif tc is ndarray and type(target) is int:
+            if tc is ndarray and type(target) is int:  # the commonest (real scalars are mostly numbers nodes)
                 if (s := shapes.get(target)) is not None and s != c.shape:
                     raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
                 prev = cts[target]  # (an array of the shape checked when it was accumulated)
                 cts[target] = c if prev is None else prev + c if type(prev) is ndarray else add(prev, c)
+            elif (tc is float or tc is float64) and type(target) is int:  # no shape
+                prev = cts[target]
+                cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
             elif tc is Box and type(target) is int:  # an outer level's box (nested differentiation)
                 v = c._zp_value
                 while type(v) is Box:

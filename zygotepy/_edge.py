@@ -26,6 +26,8 @@ from rulescore._zeros import AbstractZero, ZeroTangent
 from zygotepy._dispatch import call
 from zygotepy._trace import Box, unbox_all
 
+_NDARRAY = np.ndarray  # (a global: one load per leaf)
+
 
 def owned_by_caller(a: np.ndarray) -> bool:
     """Whether the array ``a``, held by the caller in one local variable and one list entry, is
@@ -130,6 +132,24 @@ def check_arguments(entry: str, f: Any, args: tuple[Any, ...],
             raise TypeError(f"{entry} of {callable_name(f)}: argument {i} {problem}")
 
 
+class RefusedArgument(TypeError):
+    """An argument :func:`check_arguments` refuses, met by an entry point that checks arguments as
+    it boxes them (the reverse entry points: one walk of the arguments, not two); the entry point
+    then runs :func:`check_arguments`, whose error names the argument and the fix."""
+
+
+def refuses(a: Any) -> bool:
+    """Whether :func:`check_arguments` refuses ``a``, an argument or a leaf of one that is not a
+    list, tuple or dict (the walk that meets it walks those itself).
+
+    Example:
+        >>> import numpy as np
+        >>> refuses(np.array([1.0], dtype=object)), refuses(np.array(["a"])), refuses(iter([1.0]))
+        (True, False, True)
+    """
+    return _unsupported(a, set()) is not None
+
+
 def _unsupported(a: Any, seen: set[int]) -> str | None:
     """What makes ``a`` (or a value in the containers it is) an argument the engine refuses, with
     the fix; ``None`` if nothing does."""
@@ -146,9 +166,12 @@ def _unsupported(a: Any, seen: set[int]) -> str | None:
                 seen.add(id(container))
             for v in container:
                 tv = type(v)
-                if tv is float or (tv is np.ndarray and v.dtype.kind in "fcbiu"):
-                    continue  # (a common leaf without a call)
-                if tv is tuple or tv is list:
+                if tv is _NDARRAY:  # (the common leaves without a call: arrays, floats, containers)
+                    if v.dtype.kind in "fcbiu":
+                        continue
+                elif tv is float:
+                    continue
+                elif tv is tuple or tv is list:
                     pending.append(v)
                     continue
                 problem = _unsupported(v, seen)

@@ -43,7 +43,7 @@ from zygotepy._dispatch import (
     unbox,
     unbox_arguments,
 )
-from zygotepy._edge import check_arguments, owned_by_caller, to_user
+from zygotepy._edge import RefusedArgument, check_arguments, owned_by_caller, refuses, to_user
 from zygotepy._errors import NotScalarError, object_array_error
 from zygotepy._runtime import python_target
 from zygotepy._trace import (
@@ -289,8 +289,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if type(a) is Box:
             x = a._zp_value
             tx = type(x)
-            if a._zp_trace is not trace or (tx is not float and tx is not _FLOAT64):
-                return NOT_FAST
+            if (tx is not float and tx is not _FLOAT64) or a._zp_trace is not trace:
+                return NOT_FAST  # (an array, the commonest refusal: at the first test)
         elif type(a) in _REAL_CONSTANTS:
             x, tx = a, None
         else:
@@ -298,7 +298,7 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         if type(b) is Box:
             y = b._zp_value
             ty = type(y)
-            if b._zp_trace is not trace or (ty is not float and ty is not _FLOAT64):
+            if (ty is not float and ty is not _FLOAT64) or b._zp_trace is not trace:
                 return NOT_FAST
         elif type(b) in _REAL_CONSTANTS and tx is not None:
             y, ty = b, None
@@ -590,14 +590,26 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
 
 
 def _box_args(trace: Trace, x: Any) -> Any:
+    """``x`` (an argument to differentiate) with its numbers and arrays boxed, each leaf checked on
+    the way as :func:`~zygotepy._edge.check_arguments` checks it (``RefusedArgument`` when it
+    refuses one: an array of objects, an ``np.matrix``, a ``Fraction``, an iterator, ...)."""
     t = type(x)
-    if t is np.ndarray or t is float or (t is Box and type(unbox_all(x)) in _FAST_VALUES):
-        return trace.box(x)  # (an outer differentiation's box of a number or array: nested AD)
-    if t is tuple or t is list:  # (an array or a float boxed without a call of its own)
-        return t([trace.box(v) if type(v) is np.ndarray or type(v) is float else _box_args(trace, v)
-                  for v in x])
+    if t is np.ndarray or t is float or t is Box:
+        v = unbox_all(x) if t is Box else x  # (an outer differentiation's box: nested AD)
+        tv = type(v)
+        if tv is np.ndarray:
+            if v.dtype.kind not in "fcbiu" and refuses(v):
+                raise RefusedArgument(f"an array of dtype {v.dtype}")
+            return trace.box(x)
+        if tv in _FAST_VALUES:
+            return trace.box(x)
+    if t is tuple or t is list:  # (an array of numbers or a float boxed without a call of its own)
+        return t([trace.box(v) if type(v) is float or (type(v) is np.ndarray and v.dtype.kind in "fcbiu")
+                  else _box_args(trace, v) for v in x])
     if t is dict:
         return {k: _box_args(trace, v) for k, v in x.items()}
+    if refuses(unbox_all(x)):
+        raise RefusedArgument(f"a {type(x).__name__}")
     if not holds_numbers(x):
         return x  # an enum, a sentinel, a callable, a Generator, a set of names: the same object
     return trace.box(x)
@@ -689,7 +701,17 @@ def user_gradient(boxed: Any, primal: Any, cts: list[Any]) -> Any:
                 return ct
         return to_user(ZeroTangent() if ct is None else ct, primal)
     if t is tuple or t is list:
-        parts = [user_gradient(v, p, cts) for v, p in zip(boxed, primal, strict=True)]
+        parts = []
+        for v, p in zip(boxed, primal, strict=True):
+            if type(v) is Box and type(p) is np.ndarray:  # the commonest leaf (a parameter array), inline
+                ct = cts[v._zp_index]
+                if type(ct) is Thunk:
+                    ct = cts[v._zp_index] = ct.unthunk()
+                if type(ct) is np.ndarray and ct.dtype == p.dtype and p.dtype.kind in "fc":
+                    parts.append(ct if owned_by_caller(ct) else ct.copy())
+                    continue
+                ct = None  # (not held here while the general path hands it out)
+            parts.append(user_gradient(v, p, cts))
         for part in parts:  # (a loop: no generator frame for all(...))
             if part is not None:
                 return parts if t is list else tuple(parts)
@@ -778,10 +800,13 @@ def _run(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[
 
 def _run_traced(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], selected: tuple[int, ...] | None,
                 params: dict[int, Any] | None) -> tuple[Trace, tuple[Any, ...], Any]:
-    check_arguments("gradient", f, primals_of(args), selected)
     with new_trace(ReverseTrace, params) as trace:
-        boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
-                       for i, a in enumerate(args)])  # (a list: no generator frame)
+        try:  # (the arguments checked as they are boxed, before f runs)
+            boxed = tuple([_box_args(trace, a) if selected is None or i in selected else a
+                           for i, a in enumerate(args)])  # (a list: no generator frame)
+        except RefusedArgument:
+            check_arguments("gradient", f, primals_of(args), selected)  # raises, naming it and the fix
+            raise
         out = settle(LEVELS.get(), call(f, *boxed, **kwargs))
     return trace, boxed, out
 

@@ -225,7 +225,7 @@ def product_rules(f: Any, pullback_of: Callable[[Any, Any], Callable[[Any], Any]
             check_kwargs(f, kwargs)
         if native is not None and type(x) is not np.ndarray and (xp := foreign_namespace((x, y))) is not None:
             return _native_product(xp, native, x, y, kwargs), pullback_of(x, y)
-        return f(x, y, **kwargs), pullback_of(x, y)
+        return f(x, y, **kwargs) if kwargs else f(x, y), pullback_of(x, y)
 
     def product_frule(tangents: Any, x: Any, y: Any, **kwargs: Any) -> Any:
         if kwargs:

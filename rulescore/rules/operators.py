@@ -52,6 +52,7 @@ _NT = NoTangent()
 _ZT = ZeroTangent()
 _Z2 = (_NT, _ZT, _ZT)
 _SEQ = (list, tuple)
+_NDARRAY = np.ndarray  # (a global: one load, also in rewritten code)
 
 
 # -- sequences: + (concatenation) and * (repetition) --------------------------------------------
@@ -128,6 +129,13 @@ def neg_scalar(x: Any) -> Any:
 def add_rrule(x: Any, y: Any) -> Any:
     z = x + y
     tx, ty = type(x), type(y)
+    if tx is _NDARRAY and ty is _NDARRAY:  # two arrays (a layer's bias), first
+        x, y = stand_in(x), stand_in(y)
+
+        def add_pullback(zbar: Any) -> Any:
+            return _NT, proj(x, zbar), proj(y, zbar)
+
+        return z, add_pullback
     if tx is float and ty is float:  # the scalar hot path: no projection needed
         return z, float_add_pullback
     if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
@@ -141,12 +149,6 @@ def add_rrule(x: Any, y: Any) -> Any:
     if type(z) in _SEQ:
         return _concat_rrule(x, y, z)
     x, y = stand_in(x), stand_in(y)
-    if tx is np.ndarray and ty is np.ndarray:
-
-        def add_pullback(zbar: Any) -> Any:
-            return _NT, proj(x, zbar), proj(y, zbar)
-
-        return z, add_pullback
 
     def mixed_add_pullback(zbar: Any) -> Any:  # an operand that is not an array
         if type(zbar) is np.ndarray:

@@ -262,3 +262,53 @@ def test_ignore_derivatives_stops_gradients():
     assert back(np.ones(2)) == (rc.NoTangent(), rc.NoTangent())
     assert rc.rrule.rules_for(rc.ignore_derivatives)[0].non_differentiable
     assert rc.frule((None, 1.0), rc.ignore_derivatives, 3.0) == (3.0, rc.NoTangent())
+
+
+# -- partials_rules: one NumPy array, the lean path --------------------------------------------
+
+
+@pytest.mark.parametrize("f, partial", [(np.tanh, lambda x, y: 1 - y * y), (np.exp, lambda x, y: y),
+                                        (np.sin, lambda x, y: np.cos(x))])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("shape", [(3,), (2, 2), ()])
+def test_a_rule_of_one_array_gives_the_general_paths_numbers(f, partial, dtype, shape):
+    """An element-wise rule called with one array and nothing else takes a lean path: its value,
+    its pullback's name and its cotangent (the partial, conjugated, times ybar, of x's dtype) are
+    those of the general path (``where=True`` takes it) and of the formula, to the bit."""
+    x = np.linspace(0.1, 0.7, int(np.prod(shape))).reshape(shape).astype(dtype)
+    if dtype is np.complex128:
+        x = x + 0.3j
+    ybar = np.linspace(-1.0, 2.0, x.size).reshape(shape).astype(dtype)
+    y, back = rc.rrule(f, x)
+    y_general, back_general = rc.rrule(f, x, where=True)
+    got, general = back(ybar), back_general(ybar)
+    assert back.__name__ == back_general.__name__ == f"{f.__name__}_pullback"
+    np.testing.assert_array_equal(y, y_general)
+    assert got[1].dtype == x.dtype and np.shape(got[1]) == shape
+    np.testing.assert_array_equal(got[1], general[1])
+    np.testing.assert_array_equal(got[1], ybar * np.conj(partial(x, y)))
+
+
+def test_a_rule_of_one_array_keeps_no_input_it_does_not_need():
+    """``tanh``'s partial reads only its output: the pullback keeps a stand-in, not the array."""
+    import weakref
+
+    x = np.linspace(0.1, 0.7, 1000)
+    seen = weakref.ref(x)
+    with rc.checking(False):  # (checking mode keeps the arguments, to check the rule with)
+        _, back = rc.rrule(np.tanh, x)
+    del x
+    assert seen() is None
+    assert back(np.ones(1000))[1].shape == (1000,)
+
+
+def test_a_rule_whose_partials_warn_keeps_them_quiet_with_one_array():
+    """``arcsin``'s partial divides by zero at 1 (its rule silences it): one array alone does not
+    take the lean path past that."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, back = rc.rrule(np.arcsin, np.array([1.0, 0.5]))
+        got = back(np.ones(2))[1]
+    assert got[0] == np.inf and got[1] == 1 / np.sqrt(0.75)

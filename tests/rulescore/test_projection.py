@@ -329,3 +329,26 @@ def test_projection_equals_projection_of_each_direction(shape: tuple[int, ...], 
     expected = np.stack([np.asarray(rc.ProjectTo(x)(data[k])) for k in range(K)])
     assert type(got) is rc.Batched and got.data.dtype == expected.dtype
     np.testing.assert_allclose(got.data, expected, rtol=1e-12, atol=1e-12)
+
+
+# -- proj, the rules' fast projection: a broadcast cotangent summed back -------------------------------
+
+
+def test_proj_sums_a_broadcast_cotangent_back_as_project_does():
+    from rulescore._fitting import proj
+
+    dx = np.arange(12.0).reshape(4, 3)
+    for x in (np.zeros(3), np.zeros((1, 3)), np.zeros((4, 1)), np.zeros((1, 1)), np.zeros(3, np.float32),
+              np.zeros((4, 3), np.float32), np.array(0.0)):
+        got, expected = proj(x, dx), rc.project(x, dx)
+        assert type(got) is np.ndarray and got.shape == x.shape and got.dtype == x.dtype
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(proj(np.zeros(3), dx), dx.sum(axis=0))
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (3, 4)])
+def test_proj_refuses_a_cotangent_that_no_broadcast_of_the_primal_gives(shape):
+    from rulescore._fitting import proj
+
+    with pytest.raises(rc.ProjectionError, match="cotangent of shape"):
+        proj(np.zeros(shape), np.ones((4, 3)))

@@ -153,6 +153,21 @@ def test_a_cotangent_of_another_shape_is_refused_wherever_the_rule_is(shape, pla
     assert f"of shape {shape} for its argument 1, of shape (3,)" in message
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("place", ["argument", "after sin", "after a sum", "next to another use"])
+def test_a_cotangent_of_another_shape_for_a_parameter_in_a_list_is_refused(place, lazy):
+    """A network's parameters, a list of (weight, bias) pairs, whose arrays the user edge hands out
+    in one loop: a wrong shape is refused there too (a thunk's when it is read), naming the rule."""
+    weighed = _careless(_maybe_lazy(lazy, lambda a, ybar: np.full((5,), 4.0 * ybar)))
+    f = _PLACES[place](weighed)
+    params = [(np.ones((2, 2)), np.ones(2)), (np.ones(3), np.ones(2))]
+    with rc.checking(False), pytest.raises(rc.RuleError) as refused:
+        zp.gradient(lambda ps: f(ps[1][0]) + np.sum(ps[0][0] @ ps[0][1]), params)
+    message = str(refused.value)
+    assert "weighed_rrule.<locals>.<lambda> (" in message
+    assert "of shape (5,) for its argument 1, of shape (3,)" in message
+
+
 @given(place=st.sampled_from(sorted(_PLACES)), entry=st.sampled_from(["gradient", "pullback", "params"]),
        lazy=st.booleans())
 @settings(max_examples=35, deadline=None)

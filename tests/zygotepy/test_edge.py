@@ -136,6 +136,45 @@ def test_every_gradient_is_fresh_whatever_the_path(shape, dtype, which):
     _all_own(list(back(1.0)), [W, b])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_networks_parameters_in_a_list_of_pairs_get_their_own_exact_gradients(dtype):
+    """A list of (weight, bias) pairs: its arrays are handed out in one loop. Each gradient is
+    exact, of its parameter's dtype, and its own, also where one array is two parameters, a
+    cotangent is a broadcast view (a sum's) or one array is the cotangent of two."""
+    W, b = np.array([[1.0, 2.0], [3.0, 4.0]], dtype), np.array([0.5, -0.5], dtype)
+    X = np.array([[1.0, -1.0], [2.0, 0.5], [0.0, 1.0]], dtype)
+
+    def loss(ps):
+        h = X
+        for w, c in ps[:3]:
+            h = h @ w + c
+        return np.sum(h) + np.sum((ps[3][0] + ps[3][1]) ** 2)  # (one array, the cotangent of both)
+
+    params = [(W, b), (W, b), (np.eye(2, dtype=dtype), np.zeros(2, dtype)), (b, np.ones(2, dtype))]
+    (grads,) = zp.gradient(loss, params)
+    assert type(grads) is list and all(type(g) is tuple for g in grads)
+    flat = [g for pair in grads for g in pair]
+    _all_own(flat, [p for pair in params for p in pair])
+    M1, M2 = W, params[2][0]
+    h1 = X @ W + b
+    ones = np.ones((3, 2), dtype)
+    expected = [X.T @ (ones @ M2.T @ M1.T), (ones @ M2.T @ M1.T).sum(axis=0),
+                h1.T @ (ones @ M2.T), (ones @ M2.T).sum(axis=0),
+                (h1 @ M1 + b).T @ ones, ones.sum(axis=0)]
+    expected += [2 * (b + 1), 2 * (b + 1)]
+    for g, e in zip(flat, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+def test_a_parameter_in_a_list_whose_cotangent_is_not_an_array_of_its_dtype_goes_through_to_user():
+    """An int array or a complex cotangent for a real one: not handed out as it is (projected)."""
+    ints, reals = np.array([1, 2]), np.array([1.0, 2.0])
+    (grads,) = zp.gradient(lambda ps: np.sum(ps[0] * ps[1]) + np.real(np.sum(ps[1] * 1j)), [ints, reals])
+    assert grads[0].dtype == np.float64 and grads[1].dtype == np.float64
+    np.testing.assert_array_equal(grads[0], [1.0, 2.0])
+    np.testing.assert_array_equal(grads[1], [1.0, 2.0])
+
+
 # -- arguments the engine would differentiate wrongly are refused, naming the type and the fix ---------
 _STRUCTURED = np.zeros(2, dtype=[("a", float), ("b", float)])
 with warnings.catch_warnings():
@@ -155,6 +194,10 @@ with warnings.catch_warnings():
     (iter([1.0, 2.0]), "list_iterator", "list(it)"),
     ([1.0, np.array([1.0], dtype=object)], "dtype object", "astype(float)"),
     ({"w": _MATRIX}, "'w'", "np.asarray"),
+    ([(np.ones(2), np.ones(2)), (np.ones(2), np.array([1.0], dtype=object))], "dtype object",
+     "astype(float)"),
+    ([(np.ones(2), 1.0), [np.ones(2), (_MATRIX,)]], "np.matrix", "np.asarray"),
+    ((np.ones(2), [2.0, _STRUCTURED]), "structured array", "structured_to_unstructured"),
 ])
 def test_an_argument_differentiated_wrongly_is_refused_with_its_fix(argument, named, fix):
     def loss(a):
@@ -192,3 +235,24 @@ def test_an_iterator_next_to_differentiated_arguments_is_refused_by_multi_pass_e
 def test_arguments_not_differentiated_are_not_checked():
     gen = (v for v in [1.0, 2.0])
     assert zp.gradient(lambda x, g: x * sum(g), 2.0, gen, argnums=0) == (3.0,)
+
+
+def test_a_refused_argument_is_refused_before_the_function_runs_and_leaves_no_trace_active():
+    """The reverse entry points check each argument as they box it (one walk): a refusal comes
+    before the function runs, names the argument and the fix, and leaves no trace active."""
+    from zygotepy._trace import LEVELS
+
+    ran = []
+
+    def loss(x, ps):
+        ran.append(1)
+        return x * 2.0
+
+    for bad in ([(np.ones(2), np.array([1.0], dtype=object))], {"a": [Fraction(1, 2)]}, (1.0, iter([1.0]))):
+        for run in (lambda: zp.gradient(loss, 1.0, bad), lambda: zp.pullback(loss, 1.0, bad),
+                    lambda: zp.withgradient(loss, 1.0, bad)):
+            with pytest.raises(TypeError, match=r"gradient of .*loss: argument 1 "):
+                run()
+    assert ran == [] and LEVELS.get() == ()
+    assert zp.gradient(loss, 1.5, [np.array(["a"]), np.array([1, 2]), np.ones(2, bool)]) == (2.0, None)
+    assert zp.gradient(loss, 1.5, [(np.ones(2), np.array([1.0], dtype=object))], argnums=0) == (2.0,)

@@ -260,3 +260,25 @@ def test_helpers() -> None:
     assert operators.proj(1.0, np.ones(3)) == 3.0
     assert operators.fit(np.zeros(2), 1.0).shape == (2,)
     assert operators.is_int_like(np.arange(2)) and not operators.is_int_like(2.0)
+
+
+def test_adding_two_arrays_projects_each_cotangent_onto_its_own_operand() -> None:
+    """Two arrays (a layer's bias): each operand's cotangent is summed back over the axes it was
+    broadcast along and of its own dtype; the pullback keeps stand-ins, not the operands."""
+    import weakref
+
+    x, y = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    ybar = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with rc.checking(False):  # (checking mode keeps the arguments, to check the rule with)
+        z, back = rc.rrule(operator.add, x, y)
+    seen = weakref.ref(x)
+    del x
+    assert seen() is None and z.dtype == np.float64
+    _, dx, dy = back(ybar)
+    assert dx.dtype == np.float32 and dx.shape == (2, 3) and dy.shape == (3,)
+    np.testing.assert_array_equal(dx, ybar.astype(np.float32))
+    np.testing.assert_array_equal(dy, [5.0, 7.0, 9.0])
+    with pytest.raises(rc.ProjectionError):
+        back(np.ones((2, 4)))
+    assert _pullback(operator.add, [1.0], [2.0, 3.0], ybar=rc.Tangent[list](4.0, 5.0, 6.0))[1:] == (
+        rc.Tangent[list](4.0), rc.Tangent[list](5.0, 6.0))
