@@ -68,22 +68,6 @@ def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], positi
         raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
 
 
-def _checked_when_read(thunk: Thunk, target: int, shapes: dict[int, tuple[int, ...]], position: int,
-                       pullback: Any) -> Thunk:
-    """``thunk``, a pullback's lazy cotangent for the array node ``target``, checked as
-    :func:`backward` checks an array cotangent, when it is read (its value is computed only
-    then): a cotangent of another shape raises, naming the pullback, instead of being summed
-    back or handed to the user as the gradient."""
-
-    def checked() -> Any:
-        v = thunk.unthunk()
-        if type(v) is not np.ndarray or v.shape != shapes[target]:
-            _check_other(v, target, shapes, position, pullback)
-        return v
-
-    return Thunk(checked)
-
-
 def _numeric_box(b: Box) -> bool:
     """Whether an outer level's box holds a number or an array (under any further boxes): a
     cotangent as plain as it gets, which ``plain_cotangent`` would hand back after three
@@ -214,6 +198,9 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
+            if tc is Thunk and type(target) is int:  # a lazy cotangent of a traced argument: its
+                c = c.unthunk()  # node reads it in any case, so now (checked below as any other);
+                tc = type(c)  # only the thunks of constants go unread
             if (tc is float or tc is float64) and type(target) is int:  # the commonest: no shape
                 prev = cts[target]
                 cts[target] = c if prev is None else prev + c if type(prev) is tc else add(prev, c)
@@ -247,8 +234,6 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 if type(target) is int:
                     if tc is str or tc is bytes:
                         _check_other(c, target, shapes, pos + 1, pullback)
-                    elif tc is Thunk and target in shapes:
-                        c = _checked_when_read(c, target, shapes, pos + 1, pullback)
                     prev = cts[target]
                     cts[target] = c if prev is None else add(prev, c)
                 else:

@@ -217,7 +217,9 @@ def mul_rrule(x: Any, y: Any) -> Any:
             # real: conj is the identity, and a call to it is one more traced call at a nested level
 
             def real_mul_pullback(zbar: Any) -> Any:
-                return _NT, proj(x, zbar * y), proj(y, x * zbar)
+                # thunks: a factor is often a constant (data, targets): an engine that needs one
+                # operand's cotangent pays for one product (at a nested level, one traced call)
+                return _NT, Thunk(lambda: proj(x, zbar * y)), Thunk(lambda: proj(y, x * zbar))
 
             real_mul_pullback.__name__ = real_mul_pullback.__qualname__ = "mul_pullback"
             return z, real_mul_pullback
