@@ -25,6 +25,7 @@ from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
+from zygotepy._runtime import runs_as_it_is
 from zygotepy._trace import LEVELS, NUMBERS, Box, Trace, unbox_all
 
 
@@ -105,6 +106,14 @@ def _numbers_pullback_node(node: tuple[Any, ...]) -> tuple[Any, ...]:
     return (recorded_partials_pullback, len(partials), *routes)
 
 
+def _direct_pullbacks(levels: tuple[Trace, ...]) -> bool:
+    """Whether the sweep may call a pullback that the dispatcher would run as it is
+    (:func:`~zygotepy._runtime.runs_as_it_is`: a rule's, already rewritten) directly under
+    ``levels``: outer levels without implicit parameters or a log, as ``_dispatch.call`` asks
+    first. (Under no level every pullback is called directly.)"""
+    return bool(levels) and not levels[-1].with_params and levels[-1].log is None
+
+
 #: The rule tables a pullback on a tape comes from: an error names its rule from them.
 TABLES = (rc.rrule, ADJOINTS)
 
@@ -121,7 +130,9 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
     for i, ct in seeds:
         cts[i] = add(cts[i], ct)
         last = max(last, i)
-    nested = bool(LEVELS.get())
+    levels = LEVELS.get()
+    nested = bool(levels)
+    direct = _direct_pullbacks(levels)
     for i in range(last, -1, -1):
         ct = cts[i]
         if ct is None:
@@ -191,7 +202,7 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
         rest, k = (node, 6) if n > 6 else (None, n)
         del node
-        in_cts = call(pullback, ct) if nested else pullback(ct)
+        in_cts = pullback(ct) if not nested or (direct and runs_as_it_is(pullback)) else call(pullback, ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             check_count(in_cts, nargs, pullback, None, TABLES)  # raises, naming the pullback and its rule
         del ct
