@@ -137,13 +137,20 @@ VALUES = st.sampled_from([
 ])
 
 
-@settings(max_examples=60, deadline=None)
+def _answer(handler, *args):  # noqa: ANN001, ANN202
+    try:
+        return handler(*args)
+    except Exception as e:  # (a refusal is an answer too: the same one from both)
+        return type(e)
+
+
+@settings(max_examples=200, deadline=None)
 @given(VALUES, st.sampled_from([project, proj, fit]), st.booleans(), st.booleans())
 def test_fitting_pass_through_answers_as_the_plain_call(pair, fn, box_x: bool, box_d: bool) -> None:  # noqa: ANN001
     trace = Trace(())
     x, d = pair
     args = (Box(x, trace, 0) if box_x else x, Box(d, trace, 1) if box_d else d)
-    got, general = _fitting_pass_through(fn, args), _pass_through(fn, args, 1)
+    got, general = _answer(_fitting_pass_through, fn, args), _answer(_pass_through, fn, args, 1)
     assert got is general or (type(got) is type(general) and np.array_equal(got, general))
     if got is args[1]:  # handed back: what the helper returns on the plain values
         assert fn(x, d) is d
