@@ -174,6 +174,18 @@ def add_frule(tangents: Any, x: Any, y: Any) -> Any:
 
 
 def sub_rrule(x: Any, y: Any) -> Any:
+    tx, ty = type(x), type(y)
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+
+        def real_sub_pullback(zbar: Any) -> Any:  # real scalars (a difference of losses, of sums)
+            if type(zbar) is float or type(zbar) is np.float64:  # projection is a conversion
+                nbar = -zbar  # (proj's answers, without two calls to trace at a nested level)
+                return _NT, zbar if type(zbar) is tx else tx(zbar), nbar if type(nbar) is ty else ty(nbar)
+            return _NT, proj(x, zbar), proj(y, -zbar)
+
+        real_sub_pullback.__name__ = real_sub_pullback.__qualname__ = "sub_pullback"
+        return x - y, real_sub_pullback
+
     def sub_pullback(zbar: Any) -> Any:
         if type(zbar) is np.ndarray:  # lazy: y is often a constant (data, targets), and so is a scalar x
             return (_NT, proj(x, zbar) if array_x else Thunk(lambda: proj(x, zbar)),

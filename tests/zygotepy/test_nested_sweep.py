@@ -171,3 +171,15 @@ def test_runs_as_it_is_only_for_rewritten_rule_code() -> None:
 
     assert not runs_as_it_is(user_function)  # rewritten before it runs: the dispatcher's
     assert not runs_as_it_is(np.sin) and not runs_as_it_is(rc.structural(lambda x: x))
+
+
+def test_second_derivatives_through_a_difference_of_real_scalars(checks: bool) -> None:
+    x, v = RNG.standard_normal(4), RNG.standard_normal(4)
+
+    def f(u: np.ndarray) -> float:
+        return np.sum(u ** 3) - 0.5 * np.sum(np.sin(u))  # NumPy float64s: sub's real-scalar pullback
+
+    np.testing.assert_allclose(_hvp_ror(f, x, v), _hvp_differences(f, x, v), rtol=1e-6, atol=1e-8)
+    second = zp.gradient(lambda a: zp.gradient(lambda b: np.sin(b) - b * b * 2.0, a)[0], 0.3)[0]
+    assert type(second) is float  # a float's derivatives stay floats (the conversions of proj)
+    np.testing.assert_allclose(second, -np.sin(0.3) - 4.0, rtol=1e-12)
