@@ -270,7 +270,11 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                 return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
             if one_array:  # the nested hot path: few calls for an outer level to trace
                 d = partials(*args, result=y) if with_result else partials(*args)
-                return _NT, proj(args[0], _times_conj(ybar, d[0] if type(d) is tuple else d))
+                if type(d) is tuple:
+                    d = d[0]
+                if type(d) is np.ndarray and d.dtype.kind != "c":  # (_times_conj's commonest case, inline)
+                    return _NT, proj(args[0], ybar * d)
+                return _NT, proj(args[0], _times_conj(ybar, d))
             ds = quiet_partials_at(args if no_sequences else as_arrays(args), y, where)
             if where is None and len(args) == 2 and len(ds) == 2:  # binary ufuncs: no loop to trace
                 (a0, a1), (d0, d1) = args, ds

@@ -25,6 +25,7 @@ from rulescore._thunks import Thunk
 from rulescore._zeros import AbstractZero
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._dispatch import call
+from zygotepy._runtime import runs_as_it_is
 from zygotepy._trace import LEVELS, NUMBERS, Box, Trace, unbox_all
 
 
@@ -68,22 +69,6 @@ def _check_other(c: Any, target: Any, shapes: dict[int, tuple[int, ...]], positi
         raise wrong_cotangent(v, shapes.get(target), position, pullback, TABLES)
 
 
-def _checked_when_read(thunk: Thunk, target: int, shapes: dict[int, tuple[int, ...]], position: int,
-                       pullback: Any) -> Thunk:
-    """``thunk``, a pullback's lazy cotangent for the array node ``target``, checked as
-    :func:`backward` checks an array cotangent, when it is read (its value is computed only
-    then): a cotangent of another shape raises, naming the pullback, instead of being summed
-    back or handed to the user as the gradient."""
-
-    def checked() -> Any:
-        v = thunk.unthunk()
-        if type(v) is not np.ndarray or v.shape != shapes[target]:
-            _check_other(v, target, shapes, position, pullback)
-        return v
-
-    return Thunk(checked)
-
-
 def _numeric_box(b: Box) -> bool:
     """Whether an outer level's box holds a number or an array (under any further boxes): a
     cotangent as plain as it gets, which ``plain_cotangent`` would hand back after three
@@ -121,6 +106,14 @@ def _numbers_pullback_node(node: tuple[Any, ...]) -> tuple[Any, ...]:
     return (recorded_partials_pullback, len(partials), *routes)
 
 
+def _direct_pullbacks(levels: tuple[Trace, ...]) -> bool:
+    """Whether the sweep may call a pullback that the dispatcher would run as it is
+    (:func:`~zygotepy._runtime.runs_as_it_is`: a rule's, already rewritten) directly under
+    ``levels``: outer levels without implicit parameters or a log, as ``_dispatch.call`` asks
+    first. (Under no level every pullback is called directly.)"""
+    return bool(levels) and not levels[-1].with_params and levels[-1].log is None
+
+
 #: The rule tables a pullback on a tape comes from: an error names its rule from them.
 TABLES = (rc.rrule, ADJOINTS)
 
@@ -137,7 +130,9 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
     for i, ct in seeds:
         cts[i] = add(cts[i], ct)
         last = max(last, i)
-    nested = bool(LEVELS.get())
+    levels = LEVELS.get()
+    nested = bool(levels)
+    direct = _direct_pullbacks(levels)
     for i in range(last, -1, -1):
         ct = cts[i]
         if ct is None:
@@ -207,13 +202,16 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             pullback, nargs, pos, target, pos2, target2 = node if n == 6 else node[:6]
             rest, k = (node, 6) if n > 6 else (None, n)
         del node
-        in_cts = call(pullback, ct) if nested else pullback(ct)
+        in_cts = pullback(ct) if not nested or (direct and runs_as_it_is(pullback)) else call(pullback, ct)
         if type(in_cts) is not tuple or len(in_cts) != nargs + 1:
             check_count(in_cts, nargs, pullback, None, TABLES)  # raises, naming the pullback and its rule
         del ct
         while True:
             c = in_cts[pos + 1]
             tc = type(c)
+            if tc is Thunk and type(target) is int:  # a lazy cotangent of a traced argument: its
+                c = c.unthunk()  # node reads it in any case, so now (checked below as any other);
+                tc = type(c)  # only the thunks of constants go unread
             if tc is ndarray and type(target) is int:  # the commonest (real scalars are mostly numbers nodes)
                 if (s := shapes.get(target)) is not None and s != c.shape:
                     raise wrong_cotangent(c, s, pos + 1, pullback, TABLES)
@@ -247,8 +245,6 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
                 if type(target) is int:
                     if tc is str or tc is bytes:
                         _check_other(c, target, shapes, pos + 1, pullback)
-                    elif tc is Thunk and target in shapes:
-                        c = _checked_when_read(c, target, shapes, pos + 1, pullback)
                     prev = cts[target]
                     cts[target] = c if prev is None else add(prev, c)
                 else:

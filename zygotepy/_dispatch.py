@@ -288,6 +288,35 @@ def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
     return y if fn is stand_in else NOT_FAST  # a stand-in depends on the shape and dtype alone
 
 
+def _fitting_pass_through(fn: Any, args: tuple[Any, ...]) -> Any:
+    """:func:`_pass_through` of ``project``, ``proj`` and ``fit`` (a value onto its primal's
+    space), whose commonest answer is told by one comparison: a value that already fits its primal
+    (a float onto a float, a NumPy float64 onto one, a real or complex array of the primal's shape
+    and dtype) is what each of the three returns as it is. Pullbacks call them on every cotangent,
+    so at a nested level this replaces a call on the plain values per cotangent.
+
+    Example:
+        >>> from zygotepy._trace import Trace
+        >>> d = Box(np.ones(2), Trace(()), 0)
+        >>> _fitting_pass_through(proj, (np.zeros(2), d)) is d
+        True
+    """
+    if len(args) == 2:
+        x, d = args
+        while type(x) is Box:
+            x = x._zp_value
+        v = d
+        while type(v) is Box:
+            v = v._zp_value
+        tx = type(x)
+        if tx is np.ndarray:
+            if type(v) is np.ndarray and v.shape == x.shape and v.dtype == x.dtype and x.dtype.kind in "fc":
+                return d
+        elif (tx is float or tx is np.float64) and type(v) is tx:
+            return d
+    return _pass_through(fn, args, 1)
+
+
 def _structural(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` for a helper marked :func:`rulescore.structural`, on the plain
     values under the boxes (in tuples, lists and dicts too): its answer depends on types, shapes
@@ -1305,9 +1334,9 @@ ENGINE_ENTRIES: tuple[tuple[Any, str, Any], ...] = (
     (set.update, "special_form", _extending(set.update)),
     (collections.deque.extend, "special_form", _extending(collections.deque.extend)),
     (collections.deque.extendleft, "special_form", _extending(collections.deque.extendleft)),
-    (project, "pass_through", _passing(1)),
-    (proj, "pass_through", _passing(1)),
-    (fit, "pass_through", _passing(1)),
+    (project, "pass_through", _fitting_pass_through),
+    (proj, "pass_through", _fitting_pass_through),
+    (fit, "pass_through", _fitting_pass_through),
     (conj, "pass_through", _passing(0)),
     (stand_in, "pass_through", _passing(0)),
     *((fn, "reference", fn) for fn in _REFERENCES),

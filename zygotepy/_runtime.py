@@ -1009,6 +1009,35 @@ def python_target(fn: Any, params: bool = False) -> Any:
     return None
 
 
+def runs_as_it_is(fn: Any) -> bool:
+    """Whether ``_dispatch.call`` runs ``fn`` itself under a trace without implicit parameters or
+    a log: a Python function of code the rewriter made (a rule's pullback: a closure of rule code
+    rewritten at import, whose calls already come back to the dispatcher) or of the engine's own,
+    with no rule or handling entry of its own. Its code's kind is the one :func:`python_target`
+    kept (a code met for the first time is the dispatcher's to classify): the sweep of a tape
+    under outer levels asks this per pullback instead of the dispatcher's questions.
+
+    Example:
+        >>> runs_as_it_is(runs_as_it_is), runs_as_it_is(len)
+        (True, False)
+    """
+    if type(fn) is not types.FunctionType:
+        return False
+    code = fn.__code__
+    known = _CODE_KINDS.get(id(code))
+    if known is None or known[0] is not code:
+        kind = _code_kind(fn)
+        _CODE_KINDS.put(id(code), (code, kind))
+    else:
+        kind = known[1]
+    return (kind is _GENERATED_CODE or kind is _ENGINE_OWN) and fn not in _RULE_PRIMALS[0] \
+        and fn not in _RULE_PRIMALS[1] and fn not in _RULE_PRIMALS[2] and fn not in _dispatch.HANDLED
+
+
+#: The callables with rules of any table (read by :func:`runs_as_it_is`: live views, not copies).
+_RULE_PRIMALS = (_dispatch.RRULES.primals, _dispatch.FRULES.primals, ADJOINTS.primals)
+
+
 def runs_as_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether a Python function without a rule (source code to rewrite, so made outside
     rewritten code) may run as it is on these arguments: rewriting it changes nothing when no

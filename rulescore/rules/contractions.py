@@ -104,9 +104,11 @@ def _matmul_pullback_of(x: Any, y: Any) -> Callable[[Any], Any]:
                         unbroadcast_to(xp, y, matmul_grad(x, y, zbar, 1, xp)))
 
             return native_matmul_pullback
-    elif type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2 and x.dtype.kind != "c" \
-            and y.dtype.kind != "c":
-        return _real_matrices_pullback_of(x, y)
+    elif type(y) is np.ndarray and x.dtype.kind != "c" and y.dtype.kind != "c":
+        if x.ndim == 2 and y.ndim == 2:
+            return _real_matrices_pullback_of(x, y)
+        if x.ndim + y.ndim <= 3:
+            return _real_vector_pullback_of(x, y)
     xa, ya = as_arrays((x, y))
 
     def matmul_pullback(zbar: Any) -> Any:
@@ -130,6 +132,29 @@ def _real_matrices_pullback_of(x: np.ndarray, y: np.ndarray) -> Callable[[Any], 
         return _NT, Thunk(lambda: proj(x, zbar @ y.T)), Thunk(lambda: proj(y, x.T @ zbar))
 
     return matmul_pullback
+
+
+def _real_vector_pullback_of(x: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
+    """``matmul``'s pullback for real arrays of which one or both are vectors (``v @ w``, ``A @
+    v``, ``v @ A``): each thunk is what :func:`matmul_grad` computes for them (a product, or a
+    product with the matrix's transpose), chosen here once instead of by its tests of ranks and
+    dtypes on every call (each a traced call at a nested level); the outer product of ``A @ v``'s
+    and ``v @ A``'s matrix cotangent is matmul_grad's."""
+    if x.ndim == 1 and y.ndim == 1:
+
+        def vector_matmul_pullback(zbar: Any) -> Any:
+            return _NT, Thunk(lambda: proj(x, zbar * y)), Thunk(lambda: proj(y, x * zbar))
+    elif x.ndim == 2:
+
+        def vector_matmul_pullback(zbar: Any) -> Any:
+            return _NT, Thunk(lambda: proj(x, matmul_grad(x, y, zbar, 0))), Thunk(lambda: proj(y, x.T @ zbar))
+    else:
+
+        def vector_matmul_pullback(zbar: Any) -> Any:
+            return _NT, Thunk(lambda: proj(x, zbar @ y.T)), Thunk(lambda: proj(y, matmul_grad(x, y, zbar, 1)))
+
+    vector_matmul_pullback.__name__ = vector_matmul_pullback.__qualname__ = "matmul_pullback"
+    return vector_matmul_pullback
 
 
 # -- vecdot, matvec, vecmat -----------------------------------------------------------------------

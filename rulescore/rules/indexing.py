@@ -218,6 +218,13 @@ def _tangent_class(x: Any) -> Any:
     return tangent_type(type(x))
 
 
+@structural
+def _zero_entries(n: int) -> tuple[ZeroTangent, ...]:
+    """``n`` zero entries, from the length alone: one call for an outer level to trace (``[_ZT] *
+    n``, a product of a list, is the dispatcher's search for a rule at a nested level)."""
+    return (_ZT,) * n
+
+
 def _sequence_tangent(x: Any, entries: list[Any]) -> Any:
     """The tangent of the tuple, list or NamedTuple ``x`` with one entry per position (a
     NamedTuple's tangent takes them by position too, as its fields in order)."""
@@ -231,7 +238,7 @@ def sequence_getitem_rrule(x: Any, index: Any) -> Any:
     positions = (index + n if index < 0 else index) if type(index) is int else range(n)[index]
 
     def getitem_pullback(ybar: Any) -> Any:
-        entries: list[Any] = [_ZT] * n
+        entries: list[Any] = [*_zero_entries(n)]
         if isinstance(positions, range):
             for p, e in zip(positions, _entries(ybar, len(positions)), strict=True):
                 entries[p] = project(x[p], e)

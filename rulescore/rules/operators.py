@@ -176,6 +176,18 @@ def add_frule(tangents: Any, x: Any, y: Any) -> Any:
 
 
 def sub_rrule(x: Any, y: Any) -> Any:
+    tx, ty = type(x), type(y)
+    if (tx is float or tx is np.float64) and (ty is float or ty is np.float64):
+
+        def real_sub_pullback(zbar: Any) -> Any:  # real scalars (a difference of losses, of sums)
+            if type(zbar) is float or type(zbar) is np.float64:  # projection is a conversion
+                nbar = -zbar  # (proj's answers, without two calls to trace at a nested level)
+                return _NT, zbar if type(zbar) is tx else tx(zbar), nbar if type(nbar) is ty else ty(nbar)
+            return _NT, proj(x, zbar), proj(y, -zbar)
+
+        real_sub_pullback.__name__ = real_sub_pullback.__qualname__ = "sub_pullback"
+        return x - y, real_sub_pullback
+
     def sub_pullback(zbar: Any) -> Any:
         if type(zbar) is np.ndarray:  # lazy: y is often a constant (data, targets), and so is a scalar x
             return (_NT, proj(x, zbar) if array_x else Thunk(lambda: proj(x, zbar)),
@@ -219,7 +231,9 @@ def mul_rrule(x: Any, y: Any) -> Any:
             # real: conj is the identity, and a call to it is one more traced call at a nested level
 
             def real_mul_pullback(zbar: Any) -> Any:
-                return _NT, proj(x, zbar * y), proj(y, x * zbar)
+                # thunks: a factor is often a constant (data, targets): an engine that needs one
+                # operand's cotangent pays for one product (at a nested level, one traced call)
+                return _NT, Thunk(lambda: proj(x, zbar * y)), Thunk(lambda: proj(y, x * zbar))
 
             real_mul_pullback.__name__ = real_mul_pullback.__qualname__ = "mul_pullback"
             return z, real_mul_pullback

@@ -25,7 +25,7 @@ import rulescore as rc
 import zygotepy as zp
 from rulescore._helpers import _call_kind
 from rulescore.rules._common import is_complex, normalize_axes
-from rulescore.rules.indexing import _tangent_class
+from rulescore.rules.indexing import _tangent_class, _zero_entries
 from rulescore.rules.linalg import _float64_matrix, _float64_solve_ndim
 from rulescore.rules.reductions import (
     _cotangent_dtype,
@@ -53,6 +53,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     _not_args: lambda f, x: f(x.ndim),
     _lse_layout: lambda f, x: f(x, (), {"b": x, "axis": -1 if x.ndim else None, "keepdims": True}),
     _tangent_class: lambda f, x: f((x, x)),
+    _zero_entries: lambda f, x: f(x.ndim),
     _real_lse_plan: lambda f, x: f(x, (), {"axis": -1 if x.ndim else None}),
     _float64_matrix: lambda f, x: f(x),
     _float64_solve_ndim: lambda f, x: f(x[..., None] if x.ndim == 1 else x, x),
