@@ -176,7 +176,7 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             entry = HANDLED.get(fn)
             if entry is not None:
                 if entry.kind == "structural":
-                    return _structural(fn, args, kwargs)
+                    return structural_call(fn, args, kwargs)
                 if entry.kind == "pass_through" and not kwargs:
                     y = entry.impl(fn, args)  # type: ignore[misc]
                     if y is not NOT_FAST:
@@ -288,7 +288,7 @@ def _pass_through(fn: Any, args: tuple[Any, ...], kept: int) -> Any:
     return y if fn is stand_in else NOT_FAST  # a stand-in depends on the shape and dtype alone
 
 
-def _structural(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def structural_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` for a helper marked :func:`rulescore.structural`, on the plain
     values under the boxes (in tuples, lists and dicts too): its answer depends on types, shapes
     and dtypes only, so it is what the traced body would give, and it must carry no derivative
@@ -377,7 +377,7 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
         if kind == "special_form":
             return entry.impl(*args, **kwargs)  # type: ignore[misc]
         if kind == "structural":
-            return _structural(fn, args, kwargs)
+            return structural_call(fn, args, kwargs)
         if kind == "reference" and fn not in _RRULE_PRIMALS and fn not in _FRULE_PRIMALS:
             if args:
                 note_reference_stores(fn, args, kwargs)

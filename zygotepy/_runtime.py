@@ -411,13 +411,14 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``__init__`` rewritten (a class without rules, while its ``__init__`` is the one it had);
 #: ``_PASS_THROUGH``: a ``"pass_through"`` helper's handler, else its rewritten code;
 #: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
+#: ``_STRUCTURAL``: a helper marked ``rulescore.structural``, run on the plain values;
 #: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
 #: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
 #: ``_DISPATCH``: ``_dispatch.call`` (the rest). ``_BY_RULE`` keeps the scalar form of the
 #: callable's one rule (or None): while the registries' versions are the ones it was found at, a
 #: first-order reverse trace's ``numbers_path`` tries it first (scalar code: a tape of numbers).
 _BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
-_INSPECTION = "inspection"
+_INSPECTION, _STRUCTURAL = "inspection", "structural"
 _AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
 #: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
 #: several callables (a helper calling the function it is given) pays a lookup per change, not the
@@ -557,7 +558,9 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
         return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
     entry = _dispatch.HANDLED.get(fn)
     if tf is types.FunctionType:
-        if (entry is not None and entry.kind == "structural") or _dispatch.out_position(fn) >= 0:
+        if entry is not None and entry.kind == "structural":
+            return _STRUCTURAL, None
+        if _dispatch.out_position(fn) >= 0:
             return _DISPATCH, None
         target = top.python_target(fn, False)
         if target is None:
@@ -668,6 +671,8 @@ def call_site() -> Any:
                 if args:  # xs.append(box), d.update(k=box), setattr(o, name, box): as the dispatcher notes
                     _dispatch.note_reference_stores(fn, args, kwargs)
                 return fn(*args, **kwargs)
+            if kind is _STRUCTURAL:  # (rule bodies a nested level traces: their layout helpers)
+                return _dispatch.structural_call(fn, args, kwargs)
             if kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
                 return fn(*args, **kwargs)
         return dispatch(fn, *args, **kwargs)
@@ -936,6 +941,7 @@ def _skipped(fn: Any) -> bool:
 _ENGINE_OWN, _AS_IS_CODE, _LIBRARY = "engine", "as-is", "library"
 _GENERATED_CODE, _REWRITE, _LIBRARY_SOURCE = "generated", "rewrite", "library source"
 _CODE_KINDS = BoundedCache(4096)
+_FUNCTION = types.FunctionType
 
 
 def _code_kind(fn: types.FunctionType) -> str:
@@ -959,13 +965,13 @@ def python_target(fn: Any, params: bool = False) -> Any:
     functions through their Python implementation), but only when they receive a traced value:
     a call on constants runs the library code as it is."""
     tf = type(fn)
-    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
-        return python_target(fn.__wrapped__, params)
-    if tf is types.FunctionType:
+    if tf is _FUNCTION:
         code = fn.__code__
         known = _CODE_KINDS.get(id(code))
         if known is not None and known[0] is code:
             kind = known[1]
+            if kind is _GENERATED_CODE:  # a closure of rewritten code (a pullback a nested level calls)
+                return fn
         else:
             kind = _code_kind(fn)
             _CODE_KINDS.put(id(code), (code, kind))
@@ -977,6 +983,8 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if kind is _AS_IS_CODE and code.co_filename.startswith(_KEEPING):
             return _noting_escapes(fn)
         return None if kind is _LIBRARY else fn
+    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
+        return python_target(fn.__wrapped__, params)
     if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
         functional = IN_PLACE.get(fn)
         if functional is not None:  # np.place, np.add.at, ...: a functional update of the array

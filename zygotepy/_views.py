@@ -164,13 +164,17 @@ def note_view(trace: Trace, y: Any, args: tuple[Any, ...]) -> None:
     """A rule gave ``y``, maybe a view of memory a traced argument holds (an array, or an outer
     level's box of one: nested differentiation): remember which of ``trace``'s boxes holds that
     memory, so a write through ``y`` reaches it (see the module)."""
-    value = unbox_all(y)
+    value = y
+    while type(value) is Box:  # (unbox_all, inlined: nested levels meet a view on most rule calls)
+        value = value._zp_value
     own = value.base if type(value) is np.ndarray else None
     if own is None:
         return
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
-            v = unbox_all(a._zp_value)
+            v = a._zp_value
+            while type(v) is Box:
+                v = v._zp_value
             if v is own:
                 entry = trace.owners.get(id(own))
                 if entry is None:
