@@ -412,13 +412,15 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``_PASS_THROUGH``: a ``"pass_through"`` helper's handler, else its rewritten code;
 #: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
 #: ``_STRUCTURAL``: a helper marked ``rulescore.structural``, run on the plain values;
+#: ``_ON_ARRAYS``: ``_BY_RULE`` where the numbers path missed on the last call (arrays, in a
+#: rule body or an MLP): skipped until the site's fast path gives a traced value that is not an array;
 #: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
 #: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
 #: ``_DISPATCH``: ``_dispatch.call`` (the rest). ``_BY_RULE`` keeps the scalar form of the
 #: callable's one rule (or None): while the registries' versions are the ones it was found at, a
 #: first-order reverse trace's ``numbers_path`` tries it first (scalar code: a tape of numbers).
 _BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
-_INSPECTION, _STRUCTURAL = "inspection", "structural"
+_INSPECTION, _STRUCTURAL, _ON_ARRAYS = "inspection", "structural", "rule, on arrays"
 _AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
 #: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
 #: several callables (a helper calling the function it is given) pays a lookup per change, not the
@@ -633,6 +635,7 @@ def call_site() -> Any:
                     y = numbers(target, args, top)
                     if y is not NOT_FAST:
                         return y
+                    kept = fn, versions, _ON_ARRAYS, target  # the next call here skips the numbers
             if not kwargs:
                 fast = top.fast_path
                 if fast is not None:
@@ -646,6 +649,17 @@ def call_site() -> Any:
                     if y is not NOT_FAST:
                         return y
             return resolve(levels, fn, args, kwargs, True)
+        if kind is _ON_ARRAYS:  # as _BY_RULE, past the numbers path, which missed here last time
+            fast = top.fast_path
+            if fast is not None and not kwargs:
+                y = fast(fn, args, top)
+                if y is not NOT_FAST:
+                    if type(y) is Box and type(y._zp_value) is not np.ndarray:
+                        kept = fn, versions, _BY_RULE, target  # not an array: the numbers path again
+                    return y
+                return resolve(levels, fn, args, kwargs, True)
+            kept = fn, versions, _BY_RULE, target  # (keywords: _BY_RULE's way from the next call)
+            return dispatch(fn, *args, **kwargs)
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
                 if (fn.__code__ is target[1] and fn.__defaults__ is target[2]
