@@ -32,7 +32,7 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, NOT_FAST, Box, note_escape, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, NOT_FAST, Box, note_escape, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, ORIGINAL, SITE_PREFIX, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
@@ -387,7 +387,30 @@ def getitem(x: Any, index: Any) -> Any:
         levels = LEVELS.get()
         if levels and _views.shadowed(levels, x.base):
             return _views.FlatIndexer(x.base)[index]
+    elif tx is Box and type(index) is int:
+        y = _tuple_entry(x, index)
+        if y is not NO_RULE:
+            return y
     return _dispatch.call(operator.getitem, x, index)
+
+
+def _tuple_entry(x: Box, index: int) -> Any:
+    """``x[index]`` for a reverse level's box of a tuple (a rule's result: ``slogdet``'s,
+    ``eigh``'s, a namedtuple), or ``NO_RULE``: the rule applied by the level owning the box,
+    which is what the dispatcher's general path comes to after its questions (none of which
+    such a call changes the answer of: the fast paths take numbers and arrays only). A rule
+    body traced by an outer level indexes one on every call (about 700 bytecodes less per level)."""
+    value = x._zp_value
+    while type(value) is Box:
+        value = value._zp_value
+    if not isinstance(value, tuple):
+        return NO_RULE
+    levels = LEVELS.get()
+    trace = x._zp_trace
+    if (not levels or levels[-1].log is not None or levels[-1].with_params or not trace.records
+            or trace.level >= len(levels) or levels[trace.level] is not trace):
+        return NO_RULE  # (a box of a finished differentiation: the general path says so)
+    return trace.differentiate(operator.getitem, (x, index), _NO_KEYWORDS)
 
 
 def class_of(fn: Any, x: Any) -> Any:
@@ -806,8 +829,10 @@ def _rewritten_function(fn: types.FunctionType, params: bool) -> Any:
         else:
             new, sources = recipe
             cells = fn.__closure__
-            closure = tuple(cells[s] if type(s) is int else  # type: ignore[index]
-                            types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources)
+            # (a list, not a generator: a closure made per call, a lambda given to a nested gradient,
+            # is rebuilt on every call, and a generator resumes once per cell)
+            closure = tuple([cells[s] if type(s) is int else  # type: ignore[index]
+                             types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources])
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
