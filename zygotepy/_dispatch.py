@@ -224,9 +224,16 @@ class DispatchedTrace(Trace):
         """``box.name``: a method of the primal's class bound to the box, a property or cached
         property run (rewritten) on the box, a Python ``__getattr__`` differentiated through, or
         the ``getattr`` rule; ``.flat`` of an array is an index map into its traced value."""
-        primal = unbox_all(box)
-        if name == "flat" and type(primal) is np.ndarray:  # reads and writes through it are traced
-            return FlatIndexer(box)
+        primal = box._zp_value
+        while type(primal) is Box:
+            primal = primal._zp_value
+        if type(primal) is np.ndarray:  # (no instance fields: T and mT are its class's descriptors)
+            function = _ARRAY_ATTRIBUTE_FUNCTIONS.get(name)
+            if function is not None and not _own_array_getattr(primal, name):
+                # (a call of it: rule bodies traced at nested levels read them on most calls)
+                return traced_call(LEVELS.get(), function, (box,), {}, True)
+            if name == "flat":  # reads and writes through it are traced
+                return FlatIndexer(box)
         if name in getattr(primal, "__dict__", ()):
             if opaque_callable(primal.__dict__[name]):  # a function kept in a field (SciPy's _asarray)
                 return primal.__dict__[name]
@@ -245,9 +252,6 @@ class DispatchedTrace(Trace):
             return dispatch_from_box(attr, box, name)
         if kind == "class":
             return getattr(box._zp_value, name)
-        if type(primal) is np.ndarray and name in _ARRAY_ATTRIBUTE_FUNCTIONS \
-                and not _own_array_getattr(primal, name):
-            return dispatch_from_box(_ARRAY_ATTRIBUTE_FUNCTIONS[name], box)
         return dispatch_from_box(getattr, box, name)
 
 
