@@ -56,6 +56,7 @@ _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 _LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
 #: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
 _DISPATCHER = type(np.diff)
+_FUNCTION = types.FunctionType
 #: Library functions never differentiated through: they build arrays from another array's memory
 #: (a traced value has none), so they need a rule on the function that calls them.
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
@@ -637,6 +638,8 @@ def call_site() -> Any:
         if fn is not seen or (kind is not _BY_RULE
                               and versions != tables.changes):
             if not _keepable(fn):
+                if type(fn) is _FUNCTION:  # a closure (a rule's helper, a user's lambda): the dispatcher's
+                    return dispatch(fn, *args, **kwargs)
                 method = _method_of(fn)
                 if method is None:
                     if (_compiled_method(fn) and top.log is None and not top.with_params
@@ -980,7 +983,6 @@ def _skipped(fn: Any) -> bool:
 _ENGINE_OWN, _AS_IS_CODE, _LIBRARY = "engine", "as-is", "library"
 _GENERATED_CODE, _REWRITE, _LIBRARY_SOURCE = "generated", "rewrite", "library source"
 _CODE_KINDS = BoundedCache(4096)
-_FUNCTION = types.FunctionType
 
 
 def _code_kind(fn: types.FunctionType) -> str:

@@ -368,9 +368,10 @@ def _view_of(trace: Trace, v: np.ndarray, own: np.ndarray, current: Any) -> Any:
 def settle(levels: tuple[Trace, ...], out: Any) -> Any:
     """A differentiated function's output with every array in it (through tuples, lists, dicts
     and objects' fields) replaced by its current traced value (see :func:`latest`)."""
-    if not any(t.shadows for t in levels):
-        return out
-    return _settle(levels, out, set())
+    for t in levels:  # (a loop: no generator frame per differentiation)
+        if t.shadows:
+            return _settle(levels, out, set())
+    return out
 
 
 def _settle(levels: tuple[Trace, ...], out: Any, seen: set[int]) -> Any:
