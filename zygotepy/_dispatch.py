@@ -297,7 +297,8 @@ def structural_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     values under the boxes (in tuples, lists and dicts too): its answer depends on types, shapes
     and dtypes only, so it is what the traced body would give, and it must carry no derivative
     (checked: a helper marked by mistake raises instead of cutting the derivative)."""
-    y = fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+    plain = [_plain(a) if type(a) in _HOLDERS else a for a in args]  # (a frame per holder only)
+    y = fn(*plain, **{k: _plain(v) for k, v in kwargs.items()}) if kwargs else fn(*plain)
     if not rc.carries_no_derivative(y):
         raise UntraceableError(
             f"{callable_name(fn)} is marked rulescore.structural, so {user_code()} ran it on plain values, "
@@ -310,12 +311,19 @@ def _plain(x: Any) -> Any:
     """``x`` with every box in it (through tuples, lists and dicts) replaced by its primal."""
     t = type(x)
     if t is Box:
-        return unbox_all(x)
+        x = x._zp_value
+        while type(x) is Box:
+            x = x._zp_value
+        return x
     if t is tuple or t is list:
-        return t(_plain(v) for v in x)
+        return t([_plain(v) if type(v) in _HOLDERS else v for v in x])
     if t is dict:
-        return {k: _plain(v) for k, v in x.items()}
+        return {k: _plain(v) if type(v) in _HOLDERS else v for k, v in x.items()}
     return x
+
+
+#: What :func:`_plain` looks inside.
+_HOLDERS = frozenset({Box, tuple, list, dict})
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
