@@ -592,8 +592,9 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
             return fn(a, b, **kwargs)  # nothing traced at any level
     elif n == 1:
         (a,) = args
-        if type(a) is not Box:
-            if type(a) in _FAST_CONSTANTS or (type(a) is tuple and _is_shape(a)):
+        ta = type(a)
+        if ta is not Box:
+            if ta in _FAST_CONSTANTS or (ta is tuple and _is_shape(a)):
                 return fn(a, **kwargs)
             return NOT_FAST
         best = a._zp_trace
@@ -608,11 +609,12 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
             return fn(*args, **kwargs)
         if best is NOT_FAST:
             return NOT_FAST
-    if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
-        return NOT_FAST  # a box of a finished differentiation: the full path says so
-    if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
-        fast = best.fast_path
-        return NOT_FAST if fast is None or best is top else fast(fn, args, best, kwargs)
+    if best is not top:  # (top is this kind's: a reverse trace)
+        if best.level >= top.level or top.outer[best.level] is not best:
+            return NOT_FAST  # a box of a finished differentiation: the full path says so
+        if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
+            fast = best.fast_path
+            return NOT_FAST if fast is None else fast(fn, args, best, kwargs)
     if (type(fn) is UFUNC and n > fn.nin) or (n > 2 and out_position(fn) >= 0):
         return NOT_FAST  # out= given positionally
     if n == 2:
