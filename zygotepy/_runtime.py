@@ -437,7 +437,8 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
 #: ``_STRUCTURAL``: a helper marked ``rulescore.structural``, run on the plain values;
 #: ``_ON_ARRAYS``: ``_BY_RULE`` where the numbers path missed on the last call (arrays, in a
-#: rule body or an MLP): skipped until the site's fast path gives a traced value that is not an array;
+#: rule body or an MLP): skipped until the fast path gives a traced value that is not an array
+#: for a first argument that is not one;
 #: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
 #: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
 #: ``_DISPATCH``: ``_dispatch.call`` (the rest). ``_BY_RULE`` keeps the scalar form of the
@@ -680,8 +681,8 @@ def call_site() -> Any:
             if fast is not None and not kwargs:
                 y = fast(fn, args, top)
                 if y is not NOT_FAST:
-                    if type(y) is Box and type(y._zp_value) is not np.ndarray:
-                        kept = fn, versions, _BY_RULE, target  # not an array: the numbers path again
+                    if type(y) is Box and type(y._zp_value) is not np.ndarray and not _array_first(args):
+                        kept = fn, versions, _BY_RULE, target  # a scalar's call: the numbers path again
                     return y
                 return resolve(levels, fn, args, kwargs, True)
             kept = fn, versions, _BY_RULE, target  # (keywords: _BY_RULE's way from the next call)
@@ -690,7 +691,7 @@ def call_site() -> Any:
             if kind is _RUN_TARGET:
                 if (fn.__code__ is target[1] and fn.__defaults__ is target[2]
                         and fn.__kwdefaults__ is target[3]):
-                    return target[0](*args, **kwargs)
+                    return target[0](*args, **kwargs) if kwargs else target[0](*args)
                 _SITE_ANSWERS.pop(fn, None)  # fn's code or defaults were assigned: decided again
                 kept = (_NOTHING_SEEN, -1, _DISPATCH, None)
             if kind is _CONSTRUCT and fn.__init__ is target[0]:  # (an __init__ replaced since: dispatched)
@@ -721,6 +722,17 @@ def call_site() -> Any:
 
 
 _NOTHING_SEEN: Any = object()
+
+
+def _array_first(args: tuple[Any, ...]) -> bool:
+    """Whether the first argument is an array or a box of one, which the numbers path refuses
+    (a real scalar comes first there): a reduction's scalar result leaves a site on arrays."""
+    if not args:
+        return False
+    first = args[0]
+    if type(first) is Box:
+        first = first._zp_value
+    return type(first) is np.ndarray
 
 
 #: Argument types that are plain values (never a traced value, nor a holder of one).
