@@ -74,7 +74,8 @@ def test_entries_of_a_tuple_result_at_both_nested_modes_match_the_general_path(
     np.testing.assert_array_equal(reverse, general[1])
 
 
-def test_transposes_of_boxes_at_both_nested_modes_match_the_general_path(caplog: pytest.LogCaptureFixture) -> None:
+def test_transposes_of_boxes_at_both_nested_modes_match_the_general_path(
+        caplog: pytest.LogCaptureFixture) -> None:
     """``L.T`` and ``x.mT`` of traced arrays inside a gradient differentiated again (a Gaussian NLL
     in a covariance factor, and a batched product): against differences, bit-equal to the general path."""
     def f(m: Any) -> Any:
@@ -118,7 +119,8 @@ def _scaled(k: float) -> Callable[[Any], Any]:
     return lambda u: k * np.sin(u)
 
 
-def test_nested_one_two_and_three_argument_calls_and_closures_at_a_site(caplog: pytest.LogCaptureFixture) -> None:
+def test_nested_one_two_and_three_argument_calls_and_closures_at_a_site(
+        caplog: pytest.LogCaptureFixture) -> None:
     """The nested fast path's unrolled cases (one argument; two with a constant first, a shape second;
     three, with constants among them) and two closures met at one call site, at both nested modes:
     against differences, bit-equal to the general path."""
