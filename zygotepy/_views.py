@@ -505,8 +505,7 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
             held[key] = held.get(key, 0) + 1
         # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
         # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
-        if sys.getrefcount(trace) <= 3 + kept + len(held) and not any(
-                sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
+        if sys.getrefcount(trace) <= 3 + kept + len(held) and not _held_elsewhere(own, held):
             del own
             _forget_views(trace)
             return
@@ -762,11 +761,20 @@ def _released(v: Any, trace: Trace) -> Any:
     return v
 
 
+def _held_elsewhere(own: list[Any], held: dict[int, int]) -> bool:
+    """Whether a box of the trace's tables (``own``, each ``held[id]`` times there) has a reference
+    besides the tables', ``own``'s, this frame's variable and ``getrefcount``'s."""
+    for b in own:
+        if sys.getrefcount(b) > 2 * held[id(b)] + 2:
+            return True
+    return False
+
+
 def _table_boxes(trace: Trace) -> list[Any]:
     """The boxes the trace's own tables hold (implicit parameters, views' owners, writes), once
     per reference."""
-    return [*trace.param_boxes.values(), *(e[1] for e in trace.owners.values()),
-            *(e[1] for e in trace.shadows.values())]
+    return [*trace.param_boxes.values(), *[e[1] for e in trace.owners.values()],
+            *[e[1] for e in trace.shadows.values()]]  # (lists: no generator resumed per entry)
 
 
 def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
