@@ -176,7 +176,7 @@ def call(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             entry = HANDLED.get(fn)
             if entry is not None:
                 if entry.kind == "structural":
-                    return _structural(fn, args, kwargs)
+                    return structural_call(fn, args, kwargs)
                 if entry.kind == "pass_through" and not kwargs:
                     y = entry.impl(fn, args)  # type: ignore[misc]
                     if y is not NOT_FAST:
@@ -224,9 +224,16 @@ class DispatchedTrace(Trace):
         """``box.name``: a method of the primal's class bound to the box, a property or cached
         property run (rewritten) on the box, a Python ``__getattr__`` differentiated through, or
         the ``getattr`` rule; ``.flat`` of an array is an index map into its traced value."""
-        primal = unbox_all(box)
-        if name == "flat" and type(primal) is np.ndarray:  # reads and writes through it are traced
-            return FlatIndexer(box)
+        primal = box._zp_value
+        while type(primal) is Box:
+            primal = primal._zp_value
+        if type(primal) is np.ndarray:  # (no instance fields: T and mT are its class's descriptors)
+            function = _ARRAY_ATTRIBUTE_FUNCTIONS.get(name)
+            if function is not None and not _own_array_getattr(primal, name):
+                # (a call of it: rule bodies traced at nested levels read them on most calls)
+                return traced_call(LEVELS.get(), function, (box,), {}, True)
+            if name == "flat":  # reads and writes through it are traced
+                return FlatIndexer(box)
         if name in getattr(primal, "__dict__", ()):
             if opaque_callable(primal.__dict__[name]):  # a function kept in a field (SciPy's _asarray)
                 return primal.__dict__[name]
@@ -245,9 +252,6 @@ class DispatchedTrace(Trace):
             return dispatch_from_box(attr, box, name)
         if kind == "class":
             return getattr(box._zp_value, name)
-        if type(primal) is np.ndarray and name in _ARRAY_ATTRIBUTE_FUNCTIONS \
-                and not _own_array_getattr(primal, name):
-            return dispatch_from_box(_ARRAY_ATTRIBUTE_FUNCTIONS[name], box)
         return dispatch_from_box(getattr, box, name)
 
 
@@ -317,12 +321,13 @@ def _fitting_pass_through(fn: Any, args: tuple[Any, ...]) -> Any:
     return _pass_through(fn, args, 1)
 
 
-def _structural(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def structural_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` for a helper marked :func:`rulescore.structural`, on the plain
     values under the boxes (in tuples, lists and dicts too): its answer depends on types, shapes
     and dtypes only, so it is what the traced body would give, and it must carry no derivative
     (checked: a helper marked by mistake raises instead of cutting the derivative)."""
-    y = fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+    plain = [_plain(a) if type(a) in _HOLDERS else a for a in args]  # (a frame per holder only)
+    y = fn(*plain, **{k: _plain(v) for k, v in kwargs.items()}) if kwargs else fn(*plain)
     if not rc.carries_no_derivative(y):
         raise UntraceableError(
             f"{callable_name(fn)} is marked rulescore.structural, so {user_code()} ran it on plain values, "
@@ -335,12 +340,19 @@ def _plain(x: Any) -> Any:
     """``x`` with every box in it (through tuples, lists and dicts) replaced by its primal."""
     t = type(x)
     if t is Box:
-        return unbox_all(x)
+        x = x._zp_value
+        while type(x) is Box:
+            x = x._zp_value
+        return x
     if t is tuple or t is list:
-        return t(_plain(v) for v in x)
+        return t([_plain(v) if type(v) in _HOLDERS else v for v in x])
     if t is dict:
-        return {k: _plain(v) for k, v in x.items()}
+        return {k: _plain(v) if type(v) in _HOLDERS else v for k, v in x.items()}
     return x
+
+
+#: What :func:`_plain` looks inside.
+_HOLDERS = frozenset({Box, tuple, list, dict})
 
 
 def traced_call(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -406,7 +418,7 @@ def resolve(levels: tuple[Trace, ...], fn: Any, args: tuple[Any, ...], kwargs: d
         if kind == "special_form":
             return entry.impl(*args, **kwargs)  # type: ignore[misc]
         if kind == "structural":
-            return _structural(fn, args, kwargs)
+            return structural_call(fn, args, kwargs)
         if kind == "reference" and fn not in _RRULE_PRIMALS and fn not in _FRULE_PRIMALS:
             if args:
                 note_reference_stores(fn, args, kwargs)

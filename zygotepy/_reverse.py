@@ -139,7 +139,7 @@ class ReverseTrace(DispatchedTrace):
                 if y is not NOT_FAST:
                     return y
             y, pullback = rule.impl(*primals, **kwargs) if kwargs else rule.impl(*primals)  # type: ignore[misc]
-        elif rule.plain and self.direct_nested and (body := _traced_impl(rule)) is not None:
+        elif rule.plain and self.direct_nested and (body := _TRACED_IMPLS[rule]) is not None:
             # the nested hot path: the rule's rewritten body, called directly at the outer levels
             # (what ``call(rule.impl, ...)`` resolves to when no level logs or holds implicit parameters)
             token = LEVELS.set(self.outer)
@@ -490,8 +490,24 @@ def _apply_first_order(fn: Any, args: tuple[Any, ...], trace: ReverseTrace,
 
 
 
-#: rule -> the rewritten body of its rrule, which an outer level traces line by line.
-_TRACED_IMPLS = BoundedCache(4096)
+class _TracedBodies(BoundedCache):
+    """rule -> the rewritten body of its rrule, which an outer level traces line by line (see
+    :func:`_traced_impl`): a miss is answered by ``__missing__``, so a hit is a dict read without
+    a Python frame (nested levels ask it once per operation)."""
+
+    __slots__ = ()
+
+    def __missing__(self, rule: Any) -> Any:
+        impl = rule.impl
+        plain = type(impl) is types.FunctionType and not (
+            RRULES.has_rules(impl) or rc.frule.has_rules(impl) or ADJOINTS.has_rules(impl)
+            or impl in HANDLED)
+        target = python_target(impl, False) if plain else None
+        self.put(rule, target)
+        return target
+
+
+_TRACED_IMPLS = _TracedBodies(4096)
 
 
 def _traced_impl(rule: Any) -> Any:
@@ -499,17 +515,7 @@ def _traced_impl(rule: Any) -> Any:
     (what ``call(rule.impl, ...)`` resolves to: its rewritten version), or ``None`` when that
     call needs the full path (the body has rules of its own, is marked structural or is not
     Python)."""
-    impl = rule.impl
-    try:
-        return _TRACED_IMPLS[rule]
-    except KeyError:
-        pass
-    plain = type(impl) is types.FunctionType and not (
-        RRULES.has_rules(impl) or rc.frule.has_rules(impl) or ADJOINTS.has_rules(impl)
-        or impl in HANDLED)
-    target = python_target(impl, False) if plain else None
-    _TRACED_IMPLS.put(rule, target)
-    return target
+    return _TRACED_IMPLS[rule]
 
 
 def owning_level(args: tuple[Any, ...]) -> Any:
@@ -540,7 +546,8 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
     rrule and arguments that are boxes of floats or arrays (at any level) or constants. When the
     level owning the innermost argument is a reverse trace, that trace's
     :meth:`~ReverseTrace.process_rule` applies the rule; a forward level's call takes the full
-    path."""
+    path. One and two arguments (nearly every call) are unrolled: this runs once per operation of
+    every rule body an outer level traces."""
     if type(fn) is Box:
         return NOT_FAST  # a traced callable object: never hashed here
     try:
@@ -551,42 +558,86 @@ def _apply_nested(fn: Any, args: tuple[Any, ...], top: ReverseTrace,
         plain_entry = _plain_entry(fn)
         if plain_entry is None:
             return NOT_FAST
-    best: Any = None  # owning_level(args), inlined: a call less per operation at nested levels
-    for a in args:
-        ta = type(a)
+    n = len(args)
+    if n == 2:  # owning_level(args), inlined and unrolled
+        a, b = args
+        ta, tb = type(a), type(b)
         if ta is Box:
-            tr = a._zp_trace
-            if best is None or tr.level > best.level:
-                best = tr
+            best = a._zp_trace
             value = a._zp_value
             while type(value) is Box:
                 value = value._zp_value
             if type(value) not in _FAST_VALUES:
                 return NOT_FAST
-        elif ta not in _FAST_CONSTANTS and not (ta is tuple and _is_shape(a)):
-            return NOT_FAST
-    if best is None:
-        return fn(*args, **kwargs)  # nothing traced at any level
-    if best is not top and (best.level >= top.level or top.outer[best.level] is not best):
-        return NOT_FAST  # a box of a finished differentiation: the full path says so
-    if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
-        fast = best.fast_path
-        return NOT_FAST if fast is None or best is top else fast(fn, args, best, kwargs)
-    if (type(fn) is np.ufunc and len(args) > fn.nin) or (len(args) > 2 and out_position(fn) >= 0):
-        return NOT_FAST  # out= given positionally
-    primals: list[Any] = []
-    flat: list[Any] = []
-    for i, a in enumerate(args):
-        if type(a) is Box and a._zp_trace is best:
-            primals.append(a._zp_value)
-            flat += (i, a._zp_index)
+        elif ta in _FAST_CONSTANTS or (ta is tuple and _is_shape(a)):
+            best = None
         else:
-            primals.append(a)
-    plain = tuple(primals)
+            return NOT_FAST
+        if tb is Box:
+            tr = b._zp_trace
+            if best is None or tr.level > best.level:
+                best = tr
+            value = b._zp_value
+            while type(value) is Box:
+                value = value._zp_value
+            if type(value) not in _FAST_VALUES:
+                return NOT_FAST
+        elif tb not in _FAST_CONSTANTS and not (tb is tuple and _is_shape(b)):
+            return NOT_FAST
+        if best is None:
+            return fn(a, b, **kwargs)  # nothing traced at any level
+    elif n == 1:
+        (a,) = args
+        ta = type(a)
+        if ta is not Box:
+            if ta in _FAST_CONSTANTS or (ta is tuple and _is_shape(a)):
+                return fn(a, **kwargs)
+            return NOT_FAST
+        best = a._zp_trace
+        value = a._zp_value
+        while type(value) is Box:
+            value = value._zp_value
+        if type(value) not in _FAST_VALUES:
+            return NOT_FAST
+    else:
+        best = owning_level(args)
+        if best is None:
+            return fn(*args, **kwargs)
+        if best is NOT_FAST:
+            return NOT_FAST
+    if best is not top:  # (top is this kind's: a reverse trace)
+        if best.level >= top.level or top.outer[best.level] is not best:
+            return NOT_FAST  # a box of a finished differentiation: the full path says so
+        if type(best) is not ReverseTrace:  # an outer forward level's call: its own fast path, if any
+            fast = best.fast_path
+            return NOT_FAST if fast is None else fast(fn, args, best, kwargs)
+    if (type(fn) is UFUNC and n > fn.nin) or (n > 2 and out_position(fn) >= 0):
+        return NOT_FAST  # out= given positionally
+    if n == 2:
+        if ta is Box and a._zp_trace is best:
+            if tb is Box and b._zp_trace is best:
+                plain: tuple[Any, ...] = (a._zp_value, b._zp_value)
+                routes: tuple[Any, ...] = (0, a._zp_index, 1, b._zp_index)
+            else:
+                plain, routes = (a._zp_value, b), (0, a._zp_index)
+        else:
+            plain, routes = (a, b._zp_value), (1, b._zp_index)
+    elif n == 1:
+        plain, routes = (a._zp_value,), (0, a._zp_index)
+    else:
+        primals: list[Any] = []
+        flat: list[Any] = []
+        for i, a in enumerate(args):
+            if type(a) is Box and a._zp_trace is best:
+                primals.append(a._zp_value)
+                flat += (i, a._zp_index)
+            else:
+                primals.append(a)
+        plain, routes = tuple(primals), tuple(flat)
     rule = plain_entry[1] or RRULES.lookup(fn, plain, CONFIG)
     if rule is None:
         return NOT_FAST
-    return best.process_rule(rule, fn, args, plain, tuple(flat), kwargs)
+    return best.process_rule(rule, fn, args, plain, routes, kwargs)
 
 
 def _box_args(trace: Trace, x: Any) -> Any:

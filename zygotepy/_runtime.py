@@ -32,7 +32,7 @@ from zygotepy import _dispatch, _views
 from zygotepy._adjoint_table import ADJOINTS
 from zygotepy._caches import BoundedCache, WeakBoundedCache
 from zygotepy._errors import LIBRARY_CALL, UntraceableError, user_code
-from zygotepy._trace import LEVELS, NOT_FAST, Box, note_escape, unbox_all
+from zygotepy._trace import LEVELS, NO_RULE, NOT_FAST, Box, note_escape, unbox_all
 from zygotepy._transform import OPERATOR_HELPERS, ORIGINAL, SITE_PREFIX, callees, is_generated, rewritten
 
 _SKIP_MODULES = ("zygotepy",)
@@ -56,6 +56,7 @@ _SKIP_DIRS = _package_dirs(_SKIP_MODULES)
 _LIBRARY_DIRS = _package_dirs(_LIBRARY_MODULES)
 #: NumPy's dispatching functions (``np.diff``): their Python implementation is ``_implementation``.
 _DISPATCHER = type(np.diff)
+_FUNCTION = types.FunctionType
 #: Library functions never differentiated through: they build arrays from another array's memory
 #: (a traced value has none), so they need a rule on the function that calls them.
 _OPAQUE = frozenset({np.lib.stride_tricks.as_strided})
@@ -387,7 +388,30 @@ def getitem(x: Any, index: Any) -> Any:
         levels = LEVELS.get()
         if levels and _views.shadowed(levels, x.base):
             return _views.FlatIndexer(x.base)[index]
+    elif tx is Box and type(index) is int:
+        y = _tuple_entry(x, index)
+        if y is not NO_RULE:
+            return y
     return _dispatch.call(operator.getitem, x, index)
+
+
+def _tuple_entry(x: Box, index: int) -> Any:
+    """``x[index]`` for a reverse level's box of a tuple (a rule's result: ``slogdet``'s,
+    ``eigh``'s, a namedtuple), or ``NO_RULE``: the rule applied by the level owning the box,
+    which is what the dispatcher's general path comes to after its questions (none of which
+    such a call changes the answer of: the fast paths take numbers and arrays only). A rule
+    body traced by an outer level indexes one on every call (about 700 bytecodes less per level)."""
+    value = x._zp_value
+    while type(value) is Box:
+        value = value._zp_value
+    if not isinstance(value, tuple):
+        return NO_RULE
+    levels = LEVELS.get()
+    trace = x._zp_trace
+    if (not levels or levels[-1].log is not None or levels[-1].with_params or not trace.records
+            or trace.level >= len(levels) or levels[trace.level] is not trace):
+        return NO_RULE  # (a box of a finished differentiation: the general path says so)
+    return trace.differentiate(operator.getitem, (x, index), _NO_KEYWORDS)
 
 
 def class_of(fn: Any, x: Any) -> Any:
@@ -411,13 +435,17 @@ def class_of(fn: Any, x: Any) -> Any:
 #: ``__init__`` rewritten (a class without rules, while its ``__init__`` is the one it had);
 #: ``_PASS_THROUGH``: a ``"pass_through"`` helper's handler, else its rewritten code;
 #: ``_INSPECTION``: ``isinstance`` or ``issubclass`` as it is (a box answers as its primal);
+#: ``_STRUCTURAL``: a helper marked ``rulescore.structural``, run on the plain values;
+#: ``_ON_ARRAYS``: ``_BY_RULE`` where the numbers path missed on the last call (arrays, in a
+#: rule body or an MLP): skipped until the fast path gives a traced value that is not an array
+#: for a first argument that is not one;
 #: ``_AS_IT_RUNS``: call it as it is when no argument is or holds a traced value (compiled code
 #: without rules); ``_REFERENCE``: call it as it is (a reference-only builtin without rules);
 #: ``_DISPATCH``: ``_dispatch.call`` (the rest). ``_BY_RULE`` keeps the scalar form of the
 #: callable's one rule (or None): while the registries' versions are the ones it was found at, a
 #: first-order reverse trace's ``numbers_path`` tries it first (scalar code: a tape of numbers).
 _BY_RULE, _RUN_TARGET, _CONSTRUCT, _PASS_THROUGH = "rule", "target", "construct", "pass through"
-_INSPECTION = "inspection"
+_INSPECTION, _STRUCTURAL, _ON_ARRAYS = "inspection", "structural", "rule, on arrays"
 _AS_IT_RUNS, _REFERENCE, _DISPATCH = "as it runs", "reference", "dispatch"
 #: Per callable a site may keep, ``(registry versions, what to do, what to run)``: a site meeting
 #: several callables (a helper calling the function it is given) pays a lookup per change, not the
@@ -557,7 +585,9 @@ def _decide(fn: Any, top: Any) -> tuple[str, Any]:
         return _DISPATCH, None  # writes into out=, Python implementations: the dispatcher's business
     entry = _dispatch.HANDLED.get(fn)
     if tf is types.FunctionType:
-        if (entry is not None and entry.kind == "structural") or _dispatch.out_position(fn) >= 0:
+        if entry is not None and entry.kind == "structural":
+            return _STRUCTURAL, None
+        if _dispatch.out_position(fn) >= 0:
             return _DISPATCH, None
         target = top.python_target(fn, False)
         if target is None:
@@ -609,6 +639,8 @@ def call_site() -> Any:
         if fn is not seen or (kind is not _BY_RULE
                               and versions != tables.changes):
             if not _keepable(fn):
+                if type(fn) is _FUNCTION:  # a closure (a rule's helper, a user's lambda): the dispatcher's
+                    return dispatch(fn, *args, **kwargs)
                 method = _method_of(fn)
                 if method is None:
                     if (_compiled_method(fn) and top.log is None and not top.with_params
@@ -630,6 +662,7 @@ def call_site() -> Any:
                     y = numbers(target, args, top)
                     if y is not NOT_FAST:
                         return y
+                    kept = fn, versions, _ON_ARRAYS, target  # the next call here skips the numbers
             if not kwargs:
                 fast = top.fast_path
                 if fast is not None:
@@ -643,11 +676,22 @@ def call_site() -> Any:
                     if y is not NOT_FAST:
                         return y
             return resolve(levels, fn, args, kwargs, True)
+        if kind is _ON_ARRAYS:  # as _BY_RULE, past the numbers path, which missed here last time
+            fast = top.fast_path
+            if fast is not None and not kwargs:
+                y = fast(fn, args, top)
+                if y is not NOT_FAST:
+                    if type(y) is Box and type(y._zp_value) is not np.ndarray and not _array_first(args):
+                        kept = fn, versions, _BY_RULE, target  # a scalar's call: the numbers path again
+                    return y
+                return resolve(levels, fn, args, kwargs, True)
+            kept = fn, versions, _BY_RULE, target  # (keywords: _BY_RULE's way from the next call)
+            return dispatch(fn, *args, **kwargs)
         if top.log is None and not top.with_params:
             if kind is _RUN_TARGET:
                 if (fn.__code__ is target[1] and fn.__defaults__ is target[2]
                         and fn.__kwdefaults__ is target[3]):
-                    return target[0](*args, **kwargs)
+                    return target[0](*args, **kwargs) if kwargs else target[0](*args)
                 _SITE_ANSWERS.pop(fn, None)  # fn's code or defaults were assigned: decided again
                 kept = (_NOTHING_SEEN, -1, _DISPATCH, None)
             if kind is _CONSTRUCT and fn.__init__ is target[0]:  # (an __init__ replaced since: dispatched)
@@ -668,6 +712,8 @@ def call_site() -> Any:
                 if args:  # xs.append(box), d.update(k=box), setattr(o, name, box): as the dispatcher notes
                     _dispatch.note_reference_stores(fn, args, kwargs)
                 return fn(*args, **kwargs)
+            if kind is _STRUCTURAL:  # (rule bodies a nested level traces: their layout helpers)
+                return _dispatch.structural_call(fn, args, kwargs)
             if kind is _AS_IT_RUNS and _holds_nothing_traced(args, kwargs):
                 return fn(*args, **kwargs)
         return dispatch(fn, *args, **kwargs)
@@ -676,6 +722,17 @@ def call_site() -> Any:
 
 
 _NOTHING_SEEN: Any = object()
+
+
+def _array_first(args: tuple[Any, ...]) -> bool:
+    """Whether the first argument is an array or a box of one, which the numbers path refuses
+    (a real scalar comes first there): a reduction's scalar result leaves a site on arrays."""
+    if not args:
+        return False
+    first = args[0]
+    if type(first) is Box:
+        first = first._zp_value
+    return type(first) is np.ndarray
 
 
 #: Argument types that are plain values (never a traced value, nor a holder of one).
@@ -787,8 +844,10 @@ def _rewritten_function(fn: types.FunctionType, params: bool) -> Any:
         else:
             new, sources = recipe
             cells = fn.__closure__
-            closure = tuple(cells[s] if type(s) is int else  # type: ignore[index]
-                            types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources)
+            # (a list, not a generator: a closure made per call, a lambda given to a nested gradient,
+            # is rebuilt on every call, and a generator resumes once per cell)
+            closure = tuple([cells[s] if type(s) is int else  # type: ignore[index]
+                             types.CellType(weakref.ref(fn)) if s is _ORIGINAL_CELL else s for s in sources])
             result = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, closure)
             result.__kwdefaults__ = fn.__kwdefaults__
             result.__qualname__ = fn.__qualname__
@@ -959,13 +1018,13 @@ def python_target(fn: Any, params: bool = False) -> Any:
     functions through their Python implementation), but only when they receive a traced value:
     a call on constants runs the library code as it is."""
     tf = type(fn)
-    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
-        return python_target(fn.__wrapped__, params)
-    if tf is types.FunctionType:
+    if tf is _FUNCTION:
         code = fn.__code__
         known = _CODE_KINDS.get(id(code))
         if known is not None and known[0] is code:
             kind = known[1]
+            if kind is _GENERATED_CODE:  # a closure of rewritten code (a pullback a nested level calls)
+                return fn
         else:
             kind = _code_kind(fn)
             _CODE_KINDS.put(id(code), (code, kind))
@@ -977,6 +1036,8 @@ def python_target(fn: Any, params: bool = False) -> Any:
         if kind is _AS_IS_CODE and code.co_filename.startswith(_KEEPING):
             return _noting_escapes(fn)
         return None if kind is _LIBRARY else fn
+    if tf is functools._lru_cache_wrapper:  # differentiate the cached function itself, uncached
+        return python_target(fn.__wrapped__, params)
     if tf is _DISPATCHER or tf is types.BuiltinFunctionType or tf is types.MethodDescriptorType:
         functional = IN_PLACE.get(fn)
         if functional is not None:  # np.place, np.add.at, ...: a functional update of the array

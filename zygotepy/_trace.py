@@ -507,7 +507,8 @@ class Box:
     @staticmethod
     def _protocol(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A NumPy function NumPy handed to the box: differentiated, never run as Python."""
-        _refuse_plain_out(fn, kwargs)
+        if kwargs:
+            _refuse_plain_out(fn, kwargs)
         levels = LEVELS.get()
         if not levels:
             raise UntraceableError(escaped())
@@ -569,7 +570,10 @@ class Box:
         if name in _NUMPY_EXPORTS:
             raise AttributeError(name)  # NumPy must reach __array__, which refuses, not read the buffer
         if name in PLAIN_ATTRIBUTES or (name.startswith("__") and name.endswith("__")):
-            return getattr(unbox_all(self), name)
+            value = self._zp_value  # (unbox_all, inlined: rule bodies read x.dtype on most calls)
+            while type(value) is Box:
+                value = value._zp_value
+            return getattr(value, name)
         levels = LEVELS.get()
         if not levels:
             raise UntraceableError(escaped())

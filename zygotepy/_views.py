@@ -164,13 +164,17 @@ def note_view(trace: Trace, y: Any, args: tuple[Any, ...]) -> None:
     """A rule gave ``y``, maybe a view of memory a traced argument holds (an array, or an outer
     level's box of one: nested differentiation): remember which of ``trace``'s boxes holds that
     memory, so a write through ``y`` reaches it (see the module)."""
-    value = unbox_all(y)
+    value = y
+    while type(value) is Box:  # (unbox_all, inlined: nested levels meet a view on most rule calls)
+        value = value._zp_value
     own = value.base if type(value) is np.ndarray else None
     if own is None:
         return
     for a in args:
         if type(a) is Box and a._zp_trace is trace:
-            v = unbox_all(a._zp_value)
+            v = a._zp_value
+            while type(v) is Box:
+                v = v._zp_value
             if v is own:
                 entry = trace.owners.get(id(own))
                 if entry is None:
@@ -364,9 +368,10 @@ def _view_of(trace: Trace, v: np.ndarray, own: np.ndarray, current: Any) -> Any:
 def settle(levels: tuple[Trace, ...], out: Any) -> Any:
     """A differentiated function's output with every array in it (through tuples, lists, dicts
     and objects' fields) replaced by its current traced value (see :func:`latest`)."""
-    if not any(t.shadows for t in levels):
-        return out
-    return _settle(levels, out, set())
+    for t in levels:  # (a loop: no generator frame per differentiation)
+        if t.shadows:
+            return _settle(levels, out, set())
+    return out
 
 
 def _settle(levels: tuple[Trace, ...], out: Any, seen: set[int]) -> Any:
@@ -500,8 +505,7 @@ def release_escaped(trace: Trace, kept: int = 0) -> None:
             held[key] = held.get(key, 0) + 1
         # references: the caller's, this parameter, getrefcount's, one per distinct box of the tables;
         # a box of the tables: the tables', own's (as many) and the generator's variable and getrefcount's
-        if sys.getrefcount(trace) <= 3 + kept + len(held) and not any(
-                sys.getrefcount(b) > 2 * held[id(b)] + 2 for b in own):
+        if sys.getrefcount(trace) <= 3 + kept + len(held) and not _held_elsewhere(own, held):
             del own
             _forget_views(trace)
             return
@@ -757,11 +761,20 @@ def _released(v: Any, trace: Trace) -> Any:
     return v
 
 
+def _held_elsewhere(own: list[Any], held: dict[int, int]) -> bool:
+    """Whether a box of the trace's tables (``own``, each ``held[id]`` times there) has a reference
+    besides the tables', ``own``'s, this frame's variable and ``getrefcount``'s."""
+    for b in own:
+        if sys.getrefcount(b) > 2 * held[id(b)] + 2:
+            return True
+    return False
+
+
 def _table_boxes(trace: Trace) -> list[Any]:
     """The boxes the trace's own tables hold (implicit parameters, views' owners, writes), once
     per reference."""
-    return [*trace.param_boxes.values(), *(e[1] for e in trace.owners.values()),
-            *(e[1] for e in trace.shadows.values())]
+    return [*trace.param_boxes.values(), *[e[1] for e in trace.owners.values()],
+            *[e[1] for e in trace.shadows.values()]]  # (lists: no generator resumed per entry)
 
 
 def _replace(old: Any, new: Any, skip: tuple[Any, ...]) -> bool:
