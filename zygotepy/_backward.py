@@ -141,8 +141,6 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
         if node is None:
             continue  # an input: its cotangent is the answer
         cts[i] = None
-        if once:
-            tape[i] = None
         tc = type(ct)
         if tc is float or tc is float64:
             if node[0] is NUMBERS:  # the sweep's own products
@@ -189,6 +187,8 @@ def backward(trace: Trace, seeds: list[tuple[int, Any]], once: bool = False) -> 
             ct = plain_cotangent(ct)
             if ct is None:
                 continue
+        if once:  # (a numbers node keeps numbers only: left as it is)
+            tape[i] = None
         n = len(node)  # (see _trace.node) two routes unpacked, any more read as the loop goes
         if n & 1:  # a numbers node (odd: a mark, then pairs) given a cotangent that is not a real number
             node = _numbers_pullback_node(node)
