@@ -272,8 +272,11 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     partial is made of its argument's type, so each cotangent is of its value's type, as its
     projection makes it (a Python float times a ``np.float16`` is a ``np.float16``; a NumPy
     float64 times one is a float64); a partial that is not a real number (a float16, an array, a
-    zero) runs the rule instead. (The conversion is written at each partial: a helper's call cost
-    the ``np.sin`` chain 5% of its time.)
+    zero) runs the rule instead. A NumPy float64 made by another numbers node is the exception:
+    its cotangent only ever meets that node's partials in the sweep (double precision either way,
+    the same numbers), so its partial is a Python float and the sweep multiplies Python floats
+    (NumPy scalar arithmetic cost the ``np.sin`` chain 5% of its time). (The conversion is written
+    at each partial: a helper's call cost it as much.)
 
     Example:
         >>> import operator, rulescore as rc
@@ -284,6 +287,7 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         (np.float64(6.0), (<numbers>, 3.0, 0))
     """
     n = len(args)
+    tape = trace.tape
     if n == 2:  # one argument or two: unrolled
         a, b = args
         if type(a) is Box:
@@ -291,6 +295,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             tx = type(x)
             if (tx is not float and tx is not _FLOAT64) or a._zp_trace is not trace:
                 return NOT_FAST  # (an array, the commonest refusal: at the first test)
+            if tx is _FLOAT64 and (p := tape[a._zp_index]) is not None and p[0] is NUMBERS:
+                tx = float  # (made by a numbers node: see above)
         elif type(a) in _REAL_CONSTANTS:
             x, tx = a, None
         else:
@@ -300,6 +306,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
             ty = type(y)
             if (ty is not float and ty is not _FLOAT64) or b._zp_trace is not trace:
                 return NOT_FAST
+            if ty is _FLOAT64 and (p := tape[b._zp_index]) is not None and p[0] is NUMBERS:
+                ty = float
         elif type(b) in _REAL_CONSTANTS and tx is not None:
             y, ty = b, None
         else:
@@ -335,6 +343,8 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
         tx = type(x)
         if tx is not float and tx is not _FLOAT64:
             return NOT_FAST
+        if tx is _FLOAT64 and (p := tape[a._zp_index]) is not None and p[0] is NUMBERS:
+            tx = float
         try:
             z, (d,) = scalar(x)
         except Exception:  # noqa: BLE001 (as above)
@@ -349,7 +359,6 @@ def record_numbers(scalar: Any, args: tuple[Any, ...], trace: ReverseTrace) -> A
     tz = type(z)
     if tz is not float and tz is not _FLOAT64:
         return NOT_FAST
-    tape = trace.tape
     index = len(tape)
     tape.append(node)
     box = _new_box(Box)  # Box(z, trace, index) without the Python frame of its __init__
