@@ -39,6 +39,17 @@ def _on_the_general_path(run: Callable[[], Any], caplog: pytest.LogCaptureFixtur
         return run()
 
 
+def _assert_hvps_right(f: Any, x: Any, v: Any, caplog: pytest.LogCaptureFixture,
+                       modes_rtol: float = 1e-10) -> None:
+    """Both nested modes' HVPs against differences and each other, and bit-equal to the general path."""
+    forward, reverse, by_differences = _hvps(f, x, v)
+    np.testing.assert_allclose(forward, by_differences, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reverse, forward, rtol=modes_rtol, atol=modes_rtol)
+    general = _on_the_general_path(lambda: _hvps(f, x, v)[:2], caplog)
+    np.testing.assert_array_equal(forward, general[0])
+    np.testing.assert_array_equal(reverse, general[1])
+
+
 def test_derivatives_one_to_three_through_an_entry_of_a_tuple_result() -> None:
     """``slogdet(B + t A)[1]`` differentiated three times by nested gradients (the entry taken at
     every level from a box of the rule's tuple result): tr(M^-1 A), -tr((M^-1 A)^2), 2 tr((M^-1 A)^3)."""
@@ -66,12 +77,7 @@ def test_entries_of_a_tuple_result_at_both_nested_modes_match_the_general_path(
         return np.sum(values ** 2) + np.linalg.slogdet(s)[entry] * 1.5
 
     x, v = _RNG.normal(size=(4, 4)), _RNG.normal(size=(4, 4))
-    forward, reverse, by_differences = _hvps(f, x, v)
-    np.testing.assert_allclose(forward, by_differences, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(reverse, forward, rtol=1e-10, atol=1e-10)
-    general = _on_the_general_path(lambda: _hvps(f, x, v)[:2], caplog)
-    np.testing.assert_array_equal(forward, general[0])
-    np.testing.assert_array_equal(reverse, general[1])
+    _assert_hvps_right(f, x, v, caplog)
 
 
 def test_transposes_of_boxes_at_both_nested_modes_match_the_general_path(
@@ -84,12 +90,7 @@ def test_transposes_of_boxes_at_both_nested_modes_match_the_general_path(
         return 0.5 * np.sum(_Z * np.linalg.solve(s, _Z)) + np.sum(np.tanh(stacked @ stacked.mT))
 
     x, v = _RNG.normal(size=(4, 4)), _RNG.normal(size=(4, 4))
-    forward, reverse, by_differences = _hvps(f, x, v)
-    np.testing.assert_allclose(forward, by_differences, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(reverse, forward, rtol=1e-10, atol=1e-10)
-    general = _on_the_general_path(lambda: _hvps(f, x, v)[:2], caplog)
-    np.testing.assert_array_equal(forward, general[0])
-    np.testing.assert_array_equal(reverse, general[1])
+    _assert_hvps_right(f, x, v, caplog)
 
 
 def _times(a: Any, b: Any) -> Any:
@@ -134,9 +135,4 @@ def test_nested_one_two_and_three_argument_calls_and_closures_at_a_site(
         return total
 
     x, v = _RNG.normal(size=6) * 0.5, _RNG.normal(size=6)
-    forward, reverse, by_differences = _hvps(f, x, v)
-    np.testing.assert_allclose(forward, by_differences, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(reverse, forward, rtol=1e-12, atol=1e-12)
-    general = _on_the_general_path(lambda: _hvps(f, x, v)[:2], caplog)
-    np.testing.assert_array_equal(forward, general[0])
-    np.testing.assert_array_equal(reverse, general[1])
+    _assert_hvps_right(f, x, v, caplog, modes_rtol=1e-12)
