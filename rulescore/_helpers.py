@@ -56,30 +56,27 @@ def _wants(partials: Callable[..., Any], name: str) -> bool:
 
 
 @structural
-def _call_kind(args: tuple[Any, ...], y: Any, unmasked: bool, quiet: bool) -> tuple[bool, bool, bool, bool]:
+def _call_kind(args: tuple[Any, ...], y: Any, unmasked: bool) -> tuple[bool, bool, bool]:
     """What an element-wise rule's pullback may skip, from types alone (one call for an outer
-    level to trace): ``(numpy_scalar, float_inputs, no_sequences, one_array)``.
+    level to trace): ``(numpy_scalar, float_inputs, no_sequences)``.
 
     ``numpy_scalar``: the output is a NumPy float64 (NumPy warns about a division by zero);
     ``float_inputs``: real scalars throughout, no mask; ``no_sequences``: an array output and no
     list or tuple argument to convert (``as_arrays`` would return the arguments unchanged: arrays
-    and scalars, ``np.logaddexp(0.0, z)``); ``one_array``: one array, no mask, no silenced warnings.
+    and scalars, ``np.logaddexp(0.0, z)``). (One array without options takes ``one_array_rrule``.)
     """
     ty = type(y)
     numpy_scalar = ty is np.float64
     if ty is float or numpy_scalar:
         for a in args:
             if type(a) is not float and type(a) is not np.float64:
-                return numpy_scalar, False, False, False
-        return numpy_scalar, unmasked, False, False
-    arrays = True
+                return numpy_scalar, False, False
+        return numpy_scalar, unmasked, False
     for a in args:
         ta = type(a)
-        if ta is not np.ndarray:
-            if ta is list or ta is tuple:
-                return False, False, False, False
-            arrays = False
-    return False, False, True, arrays and unmasked and not quiet and len(args) == 1
+        if ta is list or ta is tuple:
+            return False, False, False
+    return False, False, True
 
 
 def _times_conj(ybar: Any, d: Any) -> Any:
@@ -238,7 +235,11 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
 
         def partials_pullback(ybar: Any) -> Any:
             d = partials(x, result=y) if with_result else partials(x)
-            return _NT, proj(x, _times_conj(ybar, d[0] if type(d) is tuple else d))
+            if type(d) is tuple:
+                d = d[0]
+            if type(d) is np.ndarray and d.dtype.kind != "c":  # (_times_conj's commonest case, inline:
+                return _NT, proj(x, ybar * d)  # one call less for an outer level to trace)
+            return _NT, proj(x, _times_conj(ybar, d))
 
         partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
@@ -268,13 +269,6 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                     d1, ta = ybar * ds[0], type(args[0])  # projection is a conversion
                     return (_NT, d1 if type(d1) is ta else ta(d1))
                 return (_NT, *[proj(a, _times_conj(ybar, d)) for a, d in zip(args, ds, strict=True)])
-            if one_array:  # the nested hot path: few calls for an outer level to trace
-                d = partials(*args, result=y) if with_result else partials(*args)
-                if type(d) is tuple:
-                    d = d[0]
-                if type(d) is np.ndarray and d.dtype.kind != "c":  # (_times_conj's commonest case, inline)
-                    return _NT, proj(args[0], ybar * d)
-                return _NT, proj(args[0], _times_conj(ybar, d))
             ds = quiet_partials_at(args if no_sequences else as_arrays(args), y, where)
             if where is None and len(args) == 2 and len(ds) == 2:  # binary ufuncs: no loop to trace
                 (a0, a1), (d0, d1) = args, ds
@@ -292,7 +286,7 @@ def partials_rule_functions(pair: RulePair) -> tuple[Callable[..., Any], Callabl
                 out.append(proj(a, g))
             return (_NT, *out)
 
-        numpy_scalar, float_inputs, no_sequences, one_array = _call_kind(args, y, where is None, errstate)
+        numpy_scalar, float_inputs, no_sequences = _call_kind(args, y, where is None)
         partials_pullback.__qualname__ = partials_pullback.__name__ = pullback_name
         return y, partials_pullback
 

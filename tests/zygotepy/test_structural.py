@@ -47,7 +47,7 @@ ON_AN_ARRAY: dict[Any, Any] = {
     _shape: lambda f, x: f(x),
     _full_reduction: lambda f, x: f(x),
     is_complex: lambda f, x: f(x),
-    _call_kind: lambda f, x: f((x, x), x * 2, True, False),
+    _call_kind: lambda f, x: f((x, x), x * 2, True),
     normalize_axes: lambda f, x: f(-1 if x.ndim else None, x.ndim),
     _keep_shape: lambda f, x: f(x.shape, tuple(range(0, x.ndim, 2))),
     _not_args: lambda f, x: f(x.ndim),
